@@ -1,0 +1,26 @@
+#include "autograd/checkpoint.h"
+
+namespace zt {
+
+Var checkpoint(const std::function<Var(const Var&)>& fn, const Var& input, const std::vector<Var>& params) {
+  if (!grad_enabled()) return fn(input);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = fn(input.detach()).value();
+  }
+  // The output's GradFn owns a copy of `fn` (and whatever fn captured: the unit) until backward.
+  std::vector<Var> inputs{input};
+  inputs.insert(inputs.end(), params.begin(), params.end());
+  return Var::make(out, std::move(inputs), [fn, input_requires = input.requires_grad()](std::vector<Var>& in, const Tensor& g) {
+    EnableGradGuard grad_on;
+    Var x(in[0].value(), input_requires);  // a fresh leaf: the recomputed graph ends here
+    Var y = fn(x);
+    // Parameter gradients accumulate into their flat buffers. Group hooks already fired
+    // around this node in the outer backward, so the nested one must not fire them again.
+    if (y.requires_grad()) y.backward(g, /*retain_graph=*/false, /*run_group_hooks=*/false);
+    if (input_requires && x.grad().defined()) in[0].add_grad(x.grad());
+  }, "checkpoint");
+}
+
+}  // namespace zt

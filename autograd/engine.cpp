@@ -1,0 +1,82 @@
+// The backward engine: topological order from the root, then each GradFn once, in reverse.
+#include <algorithm>
+#include <unordered_map>
+
+#include "autograd/var.h"
+
+namespace zt {
+
+namespace {
+
+// Post-order DFS (iterative: a deep model must not overflow the stack). `order` ends with the
+// root; every Var appears after all the Vars it was computed from.
+std::vector<VarImpl*> topo_order(VarImpl* root) {
+  std::vector<VarImpl*> order;
+  std::unordered_map<VarImpl*, bool> seen;
+  std::vector<std::pair<VarImpl*, size_t>> stack{{root, 0}};
+  seen[root] = true;
+  while (!stack.empty()) {
+    auto& [v, next] = stack.back();
+    if (next < v->inputs.size()) {
+      VarImpl* in = v->inputs[next++].impl();
+      if (in && in->requires_grad && !seen[in]) {
+        seen[in] = true;
+        stack.push_back({in, 0});
+      }
+    } else {
+      order.push_back(v);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
+void Var::backward() const {
+  ZT_CHECK(value().numel() == 1, "backward() without a gradient needs a scalar, got ", value().str());
+  backward(Tensor::full(value().shape(), 1.0, value().dtype(), Category::activations));
+}
+
+void Var::backward(const Tensor& grad_out, bool retain_graph, bool run_group_hooks) const {
+  ZT_CHECK(requires_grad(), "backward() of a Var that does not require grad (op '", op(), "')");
+  check_shape(grad_out, shape(), "backward: grad_out");
+  std::vector<VarImpl*> order = topo_order(impl_.get());
+  std::reverse(order.begin(), order.end());  // root first
+
+  // Leaf groups: index of the first and the last node (in execution order) that reads them.
+  struct Span { size_t first, last; };
+  std::unordered_map<LeafGroup*, Span> spans;
+  for (size_t i = 0; i < order.size() && run_group_hooks; ++i)
+    for (const Var& in : order[i]->inputs)
+      if (LeafGroup* g = in.impl() ? in.impl()->group.get() : nullptr) {
+        auto [it, fresh] = spans.try_emplace(g, Span{i, i});
+        if (!fresh) it->second.last = i;
+      }
+  std::vector<std::vector<LeafGroup*>> starts(order.size()), ends(order.size());
+  for (auto& [g, s] : spans) {
+    starts[s.first].push_back(g);
+    ends[s.last].push_back(g);
+  }
+
+  add_grad(grad_out);
+  for (size_t i = 0; i < order.size(); ++i) {
+    VarImpl* v = order[i];
+    for (LeafGroup* g : starts[i])
+      if (g->before_backward) g->before_backward();
+    if (v->grad_fn && v->grad.defined()) {
+      v->grad_fn(v->inputs, v->grad);
+    }
+    if (v->grad_fn) {
+      v->grad = Tensor();  // an intermediate's gradient is consumed: free it now
+      if (!retain_graph) {  // and the activations its closure saved
+        v->grad_fn = nullptr;
+        v->inputs.clear();
+      }
+    }
+    for (LeafGroup* g : ends[i])
+      if (g->after_backward) g->after_backward();
+  }
+}
+
+}  // namespace zt

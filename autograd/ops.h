@@ -1,0 +1,71 @@
+// defines: the differentiable ops — every layer of every model is built from these.
+//
+// Each op checks its inputs (shape, dtype: float32 or float64 unless noted) with a message
+// naming the op and what it expected, computes its output with a CPU kernel from core/kernels
+// (OpenMP across cores, GEMMs in OpenBLAS), and records a GradFn that computes the input
+// gradients. Outputs are contiguous. Every op has a float64 finite-difference gradient check in
+// tests/test_ops_*.cpp.
+//
+// Implementations: ops_basic.cpp (shape, elementwise, reductions, matmul/linear, activations,
+// softmax, embedding, cross-entropy) and ops_nn.cpp (norms, RoPE, attention).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "autograd/var.h"
+
+namespace zt {
+
+// ---- shape (views of the value; the gradient is reshaped back) ----
+Var reshape(const Var& x, const Shape& shape);
+Var transpose(const Var& x, int64_t d0, int64_t d1);  // output made contiguous
+
+// ---- elementwise; a and b have the same shape ----
+Var add(const Var& a, const Var& b);
+Var sub(const Var& a, const Var& b);
+Var mul(const Var& a, const Var& b);
+Var scale(const Var& x, double s);  // s * x
+
+// ---- reductions ----
+Var sum(const Var& x);   // all elements -> shape ()
+Var mean(const Var& x);  // all elements -> shape ()
+Var sum_last(const Var& x);  // (..., N) -> (...)
+
+// ---- matrix products ----
+// a (..., M, K) @ b (K, N) -> (..., M, N), or batched: a (..., M, K) @ b (..., K, N) with the
+// same leading dims.
+Var matmul(const Var& a, const Var& b);
+// PyTorch's nn.Linear: x (..., in), w (out, in), optional b (out) -> (..., out) = x w^T + b.
+// Pass an undefined Var for no bias.
+Var linear(const Var& x, const Var& w, const Var& b);
+
+// ---- activations ----
+Var gelu(const Var& x);  // tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+Var silu(const Var& x);  // x * sigmoid(x)
+Var swiglu(const Var& gate, const Var& up);  // silu(gate) * up, same shapes
+Var softmax(const Var& x);  // over the last dimension
+
+// ---- embedding and loss ----
+// ids: int32 tensor of any shape (no gradient), values in [0, V); table (V, C) -> (ids..., C).
+Var embedding(const Tensor& ids, const Var& table);
+// Fused softmax + cross-entropy. logits (..., V), targets int32 (...) with values in [0, V) or
+// -1 (ignored). Returns the mean over non-ignored positions, shape (). Only the first
+// `valid_vocab` (default V) logits take part: llm.c pads the vocabulary.
+Var cross_entropy(const Var& logits, const Tensor& targets, int64_t valid_vocab = -1);
+
+// ---- normalization ----
+// LayerNorm over the last dim C: x (..., C), weight (C), bias (C) (bias may be undefined).
+Var layernorm(const Var& x, const Var& weight, const Var& bias, double eps = 1e-5);
+// RMSNorm over the last dim: x (..., C), weight (C): x / sqrt(mean(x^2) + eps) * weight.
+Var rmsnorm(const Var& x, const Var& weight, double eps = 1e-5);
+
+// ---- attention ----
+// Rotary position embedding, Hugging Face Llama convention (rotate_half): for each head,
+// pairs (d, d + D/2) at position t rotate by angle t * theta^(-2d/D).  x (B, T, H, D), D even.
+Var rope(const Var& x, double theta = 10000.0);
+// Causal scaled-dot-product attention with grouped-query heads.
+// q (B, T, Hq, D), k and v (B, T, Hkv, D), Hq % Hkv == 0 (query head h reads kv head
+// h / (Hq / Hkv)); scale 1/sqrt(D). Returns (B, T, Hq, D).
+Var causal_attention(const Var& q, const Var& k, const Var& v);
+
+}  // namespace zt

@@ -1,0 +1,88 @@
+#include "autograd/var.h"
+
+#include "core/kernels/accumulate.h"
+
+namespace zt {
+
+namespace {
+thread_local bool g_grad_enabled = true;
+}
+
+bool grad_enabled() { return g_grad_enabled; }
+NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
+EnableGradGuard::EnableGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = true; }
+EnableGradGuard::~EnableGradGuard() { g_grad_enabled = prev_; }
+
+Var::Var(Tensor value, bool requires_grad) : impl_(std::make_shared<VarImpl>()) {
+  ZT_CHECK(value.defined(), "Var from an undefined tensor");
+  if (requires_grad) check_float(value, "a Var that requires grad");
+  impl_->value = std::move(value);
+  impl_->requires_grad = requires_grad;
+}
+
+Var Var::parameter(Tensor value, Tensor grad, std::shared_ptr<LeafGroup> group) {
+  check_shape(grad, value.shape(), "Var::parameter: gradient buffer");
+  ZT_CHECK(grad.dtype() == value.dtype(), "Var::parameter: gradient dtype differs from value dtype");
+  Var v(std::move(value), true);
+  v.impl_->grad = std::move(grad);
+  v.impl_->grad_owned = true;
+  v.impl_->group = std::move(group);
+  v.impl_->op = "parameter";
+  return v;
+}
+
+Var Var::make(Tensor value, std::vector<Var> inputs, GradFn fn, const char* op) {
+  bool any = false;
+  if (g_grad_enabled)
+    for (const Var& in : inputs) any = any || in.requires_grad();
+  Var v(std::move(value), false);
+  v.impl_->op = op;
+  if (any) {
+    v.impl_->requires_grad = true;
+    v.impl_->inputs = std::move(inputs);
+    v.impl_->grad_fn = std::move(fn);
+  }
+  return v;
+}
+
+const Tensor& Var::value() const {
+  ZT_CHECK(impl_, "value() of an undefined Var");
+  return impl_->value;
+}
+
+const Tensor& Var::grad() const {
+  ZT_CHECK(impl_, "grad() of an undefined Var");
+  return impl_->grad;
+}
+
+void Var::add_grad(const Tensor& g) const {
+  if (!requires_grad()) return;
+  VarImpl& v = *impl_;
+  check_shape(g, v.value.shape(), v.op);
+  if (!v.grad.defined()) {
+    // First contribution. A leaf's gradient is user-visible: copy it. An intermediate's is
+    // only read by its own GradFn: keep g as it is (no copy), but never write into it.
+    if (is_leaf()) {
+      v.grad = g.clone(Category::grads);
+      v.grad_owned = true;
+    } else {
+      v.grad = g;
+      v.grad_owned = false;
+    }
+    return;
+  }
+  if (!v.grad_owned) {  // second contribution to a borrowed gradient: make it ours first
+    v.grad = v.grad.clone(Category::activations);
+    v.grad_owned = true;
+  }
+  accumulate_(v.grad, g);
+}
+
+void Var::clear_grad() const {
+  if (!impl_) return;
+  if (impl_->op == std::string("parameter")) impl_->grad.zero_();
+  else impl_->grad = Tensor();
+}
+
+}  // namespace zt

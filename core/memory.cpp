@@ -1,0 +1,106 @@
+#include "core/memory.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+namespace zt {
+
+const char* category_name(Category c) {
+  switch (c) {
+    case Category::params: return "params";
+    case Category::grads: return "grads";
+    case Category::optim: return "optim";
+    case Category::activations: return "activations";
+    case Category::comm: return "comm";
+    case Category::workspace: return "workspace";
+  }
+  return "unknown";
+}
+
+std::string format_bytes(int64_t bytes) {
+  char buf[64];
+  double b = static_cast<double>(bytes);
+  if (bytes < 1024) std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  else if (b < 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.2f KiB", b / 1024);
+  else if (b < 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1024.0 * 1024));
+  else std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+int64_t MemoryStats::total() const {
+  int64_t t = 0;
+  for (int64_t v : current) t += v;
+  return t;
+}
+
+std::string MemoryStats::to_string() const {
+  std::string s;
+  for (Category c : kAllCategories) {
+    if (!s.empty()) s += ", ";
+    s += std::string(category_name(c)) + " " + format_bytes(cur(c)) + " (peak " + format_bytes(max(c)) + ")";
+  }
+  return s;
+}
+
+MemoryStats Allocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Allocator::reset_peaks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.peak = stats_.current;
+  stats_.peak_total = stats_.total();
+}
+
+void Allocator::set_limit(int64_t bytes) {
+  ZT_CHECK(bytes >= 0, "memory limit must be >= 0, got ", bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  limit_ = bytes;
+}
+
+void Allocator::account_alloc(size_t bytes, Category c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int i = static_cast<int>(c);
+  const int64_t total = stats_.total() + static_cast<int64_t>(bytes);
+  if (limit_ > 0 && total > limit_) {
+    throw OutOfMemory(detail::concat(
+        "out of memory on ", name(), ": allocating ", format_bytes(static_cast<int64_t>(bytes)),
+        " for category '", category_name(c), "' would bring the total to ", format_bytes(total),
+        ", over the limit of ", format_bytes(limit_), ". Held now: ", stats_.to_string()));
+  }
+  stats_.current[i] += static_cast<int64_t>(bytes);
+  if (stats_.current[i] > stats_.peak[i]) stats_.peak[i] = stats_.current[i];
+  if (total > stats_.peak_total) stats_.peak_total = total;
+}
+
+void Allocator::account_free(size_t bytes, Category c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.current[static_cast<int>(c)] -= static_cast<int64_t>(bytes);
+}
+
+void* CpuAllocator::allocate(size_t bytes, Category c) {
+  account_alloc(bytes, c);
+  if (bytes == 0) return nullptr;
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) {
+    account_free(bytes, c);
+    throw OutOfMemory(detail::concat("out of memory on cpu: the system refused ", format_bytes(static_cast<int64_t>(bytes)),
+                                     " for category '", category_name(c), "'. Held now: ", stats().to_string()));
+  }
+  return p;
+}
+
+void CpuAllocator::deallocate(void* p, size_t bytes, Category c) {
+  std::free(p);
+  account_free(bytes, c);
+}
+
+CpuAllocator& cpu_allocator() {
+  static CpuAllocator a;
+  return a;
+}
+
+}  // namespace zt

@@ -1,0 +1,78 @@
+// defines: Category, MemoryStats, Allocator (interface), CpuAllocator, OutOfMemory, cpu_allocator().
+//
+// Every byte the framework allocates has an owner you can name: an allocator and a category.
+// Each allocator keeps current and peak bytes per category. An optional cap (in bytes, over all
+// categories) makes the CPU behave like a smaller device: an allocation that would pass it
+// throws OutOfMemory naming the category that asked and what every category held.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "core/check.h"
+
+namespace zt {
+
+enum class Category : uint8_t { params, grads, optim, activations, comm, workspace };
+inline constexpr int kNumCategories = 6;
+const char* category_name(Category c);  // "params", "grads", ...
+inline constexpr std::array<Category, kNumCategories> kAllCategories = {
+    Category::params, Category::grads,  Category::optim,
+    Category::activations, Category::comm, Category::workspace};
+
+// Byte counts of one allocator, per category. `peak` is the high-water mark of `current` of
+// that category alone; `peak_total` the high-water mark of the sum (not the sum of peaks).
+struct MemoryStats {
+  std::array<int64_t, kNumCategories> current{};
+  std::array<int64_t, kNumCategories> peak{};
+  int64_t peak_total = 0;
+  int64_t total() const;
+  int64_t cur(Category c) const { return current[static_cast<int>(c)]; }
+  int64_t max(Category c) const { return peak[static_cast<int>(c)]; }
+  std::string to_string() const;  // one line: "params 1.2 MiB (peak 1.2 MiB), grads ..."
+};
+
+struct OutOfMemory : Error {
+  using Error::Error;
+};
+
+// The backend table for memory (ggml's "backend buffer" idea): allocate, free, account.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t bytes, Category c) = 0;
+  virtual void deallocate(void* p, size_t bytes, Category c) = 0;
+  virtual const char* name() const = 0;
+
+  MemoryStats stats() const;
+  void reset_peaks();              // peaks := current
+  void set_limit(int64_t bytes);   // 0 = no cap
+  int64_t limit() const { return limit_; }
+
+ protected:
+  // Called by implementations; throws OutOfMemory (and records nothing) if the cap would pass.
+  void account_alloc(size_t bytes, Category c);
+  void account_free(size_t bytes, Category c);
+
+ private:
+  mutable std::mutex mu_;
+  MemoryStats stats_;
+  int64_t limit_ = 0;
+};
+
+// 64-byte aligned host memory (a cache line, and the widest SIMD load).
+class CpuAllocator final : public Allocator {
+ public:
+  void* allocate(size_t bytes, Category c) override;
+  void deallocate(void* p, size_t bytes, Category c) override;
+  const char* name() const override { return "cpu"; }
+};
+
+// The process-wide CPU allocator (one of the two kinds of global state the architecture allows).
+CpuAllocator& cpu_allocator();
+
+std::string format_bytes(int64_t bytes);  // "1.50 MiB"
+
+}  // namespace zt

@@ -1,0 +1,52 @@
+#include "core/rng.h"
+
+#include <cmath>
+#include <vector>
+
+namespace zt {
+
+void Rng::seed_(uint64_t seed) {
+  // splitmix64 of the seed, so that small seeds (0, 1, 2) give unrelated, non-zero states.
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  state_ = (z ^ (z >> 31)) | 1ull;
+}
+
+uint32_t Rng::next_u32() {
+  state_ ^= state_ >> 12;
+  state_ ^= state_ << 25;
+  state_ ^= state_ >> 27;
+  return static_cast<uint32_t>((state_ * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+float Rng::uniform() { return static_cast<float>(next_u32() >> 8) / 16777216.0f; }
+
+float Rng::normal() {
+  const double u1 = (static_cast<double>(next_u32() >> 8) + 1.0) / 16777217.0;  // (0, 1]
+  const double u2 = static_cast<double>(next_u32() >> 8) / 16777216.0;
+  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
+}
+
+void Rng::fill_normal(Tensor& t, double mean, double std) {
+  check_float(t, "Rng::fill_normal");
+  const int64_t n = t.numel();
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; i += 2) {  // Box-Muller: both samples of each pair are used
+    const double u1 = (static_cast<double>(next_u32() >> 8) + 1.0) / 16777217.0;
+    const double u2 = static_cast<double>(next_u32() >> 8) / 16777216.0;
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    v[i] = mean + std * r * std::cos(2.0 * M_PI * u2);
+    if (i + 1 < n) v[i + 1] = mean + std * r * std::sin(2.0 * M_PI * u2);
+  }
+  t.copy_(Tensor::from_vector(v, t.shape(), t.dtype(), Category::workspace));
+}
+
+void Rng::fill_uniform(Tensor& t, double lo, double hi) {
+  check_float(t, "Rng::fill_uniform");
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (double& x : v) x = lo + (hi - lo) * uniform();
+  t.copy_(Tensor::from_vector(v, t.shape(), t.dtype(), Category::workspace));
+}
+
+}  // namespace zt

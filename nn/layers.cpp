@@ -1,0 +1,98 @@
+#include "nn/layers.h"
+
+namespace zt {
+
+namespace {
+std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+}  // namespace
+
+Linear::Linear(ParamSet& ps, const std::string& prefix, int64_t in_, int64_t out_, bool has_bias)
+    : Module(ps, prefix), in(in_), out(out_) {
+  weight = add_param("weight", {out, in}, /*decay=*/true);
+  if (has_bias) bias = add_param("bias", {out}, /*decay=*/false);
+}
+
+Var Linear::forward(const Var& x) const { return linear(x, p(weight), bias >= 0 ? p(bias) : Var()); }
+
+Embedding::Embedding(ParamSet& ps, const std::string& prefix, int64_t num, int64_t dim) : Module(ps, prefix) {
+  weight = add_param("weight", {num, dim}, /*decay=*/true);  // 2-D: decayed, as nanoGPT does
+}
+
+Var Embedding::forward(const Tensor& ids) const { return embedding(ids, p(weight)); }
+
+LayerNorm::LayerNorm(ParamSet& ps, const std::string& prefix, int64_t dim, double eps_) : Module(ps, prefix), eps(eps_) {
+  weight = add_param("weight", {dim}, false);
+  bias = add_param("bias", {dim}, false);
+}
+
+Var LayerNorm::forward(const Var& x) const { return layernorm(x, p(weight), p(bias), eps); }
+
+RMSNorm::RMSNorm(ParamSet& ps, const std::string& prefix, int64_t dim, double eps_) : Module(ps, prefix), eps(eps_) {
+  weight = add_param("weight", {dim}, false);
+}
+
+Var RMSNorm::forward(const Var& x) const { return rmsnorm(x, p(weight), eps); }
+
+CausalSelfAttention::CausalSelfAttention(ParamSet& ps, const std::string& prefix, const AttentionConfig& c)
+    : Module(ps, prefix), cfg(c) {
+  if (cfg.n_kv_head == 0) cfg.n_kv_head = cfg.n_head;
+  ZT_CHECK(cfg.n_head > 0 && cfg.n_embd % cfg.n_head == 0, "attention '", prefix, "': n_embd ", cfg.n_embd,
+           " is not divisible by n_head ", cfg.n_head);
+  ZT_CHECK(cfg.n_head % cfg.n_kv_head == 0, "attention '", prefix, "': n_head ", cfg.n_head,
+           " is not a multiple of n_kv_head ", cfg.n_kv_head);
+  head_dim = cfg.n_embd / cfg.n_head;
+  const int64_t C = cfg.n_embd, kv = cfg.n_kv_head * head_dim;
+  if (cfg.fused_qkv) {
+    c_attn_w = add_param("c_attn.weight", {C + 2 * kv, C}, true);
+    if (cfg.bias) c_attn_b = add_param("c_attn.bias", {C + 2 * kv}, false);
+    c_proj_w = add_param("c_proj.weight", {C, C}, true);
+    if (cfg.bias) c_proj_b = add_param("c_proj.bias", {C}, false);
+  } else {
+    q_w = add_param("q_proj.weight", {C, C}, true);
+    k_w = add_param("k_proj.weight", {kv, C}, true);
+    v_w = add_param("v_proj.weight", {kv, C}, true);
+    o_w = add_param("o_proj.weight", {C, C}, true);
+  }
+}
+
+Var CausalSelfAttention::forward(const Var& x) const {
+  const int64_t B = x.size(0), T = x.size(1), C = cfg.n_embd, D = head_dim;
+  const int64_t Hq = cfg.n_head, Hkv = cfg.n_kv_head, kv = Hkv * D;
+  Var q, k, v;
+  if (cfg.fused_qkv) {
+    // c_attn's rows are [q (C) ; k (kv) ; v (kv)]: three GEMMs on row views of one parameter.
+    auto rows = [&](int idx, int64_t r0, int64_t n) { return idx >= 0 ? ps_->var_rows(idx, r0, n) : Var(); };
+    q = linear(x, rows(c_attn_w, 0, C), rows(c_attn_b, 0, C));
+    k = linear(x, rows(c_attn_w, C, kv), rows(c_attn_b, C, kv));
+    v = linear(x, rows(c_attn_w, C + kv, kv), rows(c_attn_b, C + kv, kv));
+  } else {
+    q = linear(x, p(q_w), Var());
+    k = linear(x, p(k_w), Var());
+    v = linear(x, p(v_w), Var());
+  }
+  q = reshape(q, {B, T, Hq, D});  // (B, T, Hq, D)
+  k = reshape(k, {B, T, Hkv, D});
+  v = reshape(v, {B, T, Hkv, D});
+  if (cfg.use_rope) {
+    q = rope(q, cfg.rope_theta);
+    k = rope(k, cfg.rope_theta);
+  }
+  Var y = reshape(causal_attention(q, k, v), {B, T, C});  // (B, T, C)
+  if (cfg.fused_qkv) return linear(y, p(c_proj_w), c_proj_b >= 0 ? p(c_proj_b) : Var());
+  return linear(y, p(o_w), Var());
+}
+
+GeluMLP::GeluMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden)
+    : Module(ps, prefix), c_fc(ps, join(prefix, "c_fc"), dim, hidden, true), c_proj(ps, join(prefix, "c_proj"), hidden, dim, true) {}
+
+Var GeluMLP::forward(const Var& x) const { return c_proj.forward(gelu(c_fc.forward(x))); }
+
+SwiGLUMLP::SwiGLUMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden)
+    : Module(ps, prefix),
+      gate_proj(ps, join(prefix, "gate_proj"), dim, hidden, false),
+      up_proj(ps, join(prefix, "up_proj"), dim, hidden, false),
+      down_proj(ps, join(prefix, "down_proj"), hidden, dim, false) {}
+
+Var SwiGLUMLP::forward(const Var& x) const { return down_proj.forward(swiglu(gate_proj.forward(x), up_proj.forward(x))); }
+
+}  // namespace zt

@@ -1,0 +1,79 @@
+// defines: Linear, Embedding, LayerNorm, RMSNorm, CausalSelfAttention, GeluMLP, SwiGLUMLP.
+//
+// Each layer adds its parameters to the enclosing unit's ParamSet when constructed (so the
+// flat layout follows construction order) and reads them back as leaf Vars in forward.
+// Weights use PyTorch nn.Linear's layout (out, in), as llm.c's checkpoint does.
+#pragma once
+#include "autograd/ops.h"
+#include "nn/unit.h"
+
+namespace zt {
+
+class Linear : public Module {
+ public:
+  Linear(ParamSet& ps, const std::string& prefix, int64_t in, int64_t out, bool bias);
+  Var forward(const Var& x) const;  // (..., in) -> (..., out)
+  int weight = -1, bias = -1;       // parameter indices (bias -1 when absent)
+  int64_t in, out;
+};
+
+class Embedding : public Module {
+ public:
+  Embedding(ParamSet& ps, const std::string& prefix, int64_t num, int64_t dim);
+  Var forward(const Tensor& ids) const;  // int32 (...) -> (..., dim)
+  int weight = -1;
+};
+
+class LayerNorm : public Module {
+ public:
+  LayerNorm(ParamSet& ps, const std::string& prefix, int64_t dim, double eps = 1e-5);
+  Var forward(const Var& x) const;
+  int weight = -1, bias = -1;
+  double eps;
+};
+
+class RMSNorm : public Module {
+ public:
+  RMSNorm(ParamSet& ps, const std::string& prefix, int64_t dim, double eps = 1e-5);
+  Var forward(const Var& x) const;
+  int weight = -1;
+  double eps;
+};
+
+struct AttentionConfig {
+  int64_t n_embd = 0, n_head = 0, n_kv_head = 0;  // n_kv_head < n_head: grouped-query attention
+  bool fused_qkv = true;   // GPT-2: one c_attn (q;k;v rows) + c_proj; else q/k/v/o_proj (Llama)
+  bool bias = true;        // GPT-2 has biases, Llama none
+  bool use_rope = false;
+  double rope_theta = 10000.0;
+};
+
+// Multi-head causal self-attention: x (B, T, C) -> (B, T, C).
+class CausalSelfAttention : public Module {
+ public:
+  CausalSelfAttention(ParamSet& ps, const std::string& prefix, const AttentionConfig& cfg);
+  Var forward(const Var& x) const;
+  AttentionConfig cfg;
+  int64_t head_dim;
+  // fused_qkv: c_attn (3C, C) [+ (3C)], c_proj. Otherwise q_proj, k_proj, v_proj, o_proj.
+  int c_attn_w = -1, c_attn_b = -1, c_proj_w = -1, c_proj_b = -1;
+  int q_w = -1, k_w = -1, v_w = -1, o_w = -1;
+};
+
+// GPT-2 MLP: c_proj(gelu(c_fc(x))), hidden 4C.
+class GeluMLP : public Module {
+ public:
+  GeluMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden);
+  Var forward(const Var& x) const;
+  Linear c_fc, c_proj;
+};
+
+// Llama MLP: down_proj(silu(gate_proj(x)) * up_proj(x)), no biases.
+class SwiGLUMLP : public Module {
+ public:
+  SwiGLUMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden);
+  Var forward(const Var& x) const;
+  Linear gate_proj, up_proj, down_proj;
+};
+
+}  // namespace zt

@@ -1,0 +1,42 @@
+// defines: Model — what the trainer and (next) the ZeRO engine see of a language model.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "nn/unit.h"
+
+namespace zt {
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual std::string family() const = 0;  // "gpt2" or "llama"
+  // The units in forward order. Their ParamSets hold every parameter exactly once.
+  virtual std::vector<Unit*> units() = 0;
+  // idx, targets: int32 (B, T). Returns the mean cross-entropy loss, shape ().
+  virtual Var loss(const Tensor& idx, const Tensor& targets) = 0;
+  // idx: int32 (B, T). Returns logits (B, T, V) over the model's (padded) vocabulary.
+  virtual Var logits(const Tensor& idx) = 0;
+  virtual int64_t vocab_size() const = 0;  // real vocabulary (logits beyond it are padding)
+  virtual int64_t max_seq_len() const = 0;
+
+  void set_residency(Residency& r) { residency_ = &r; }
+  void set_activation_checkpointing(bool on) {
+    for (Unit* u : units()) u->checkpoint_activations = on;
+  }
+  int64_t num_params();  // sum over units, no padding
+  void zero_grad() {
+    for (Unit* u : units()) u->params().zero_grad();
+  }
+
+ protected:
+  Residency* residency_ = &local_residency();
+};
+
+inline int64_t Model::num_params() {
+  int64_t n = 0;
+  for (Unit* u : units()) n += u->params().numel();
+  return n;
+}
+
+}  // namespace zt

@@ -1,0 +1,79 @@
+#include "nn/param_set.h"
+
+namespace zt {
+
+ParamSet::ParamSet(std::string unit_name, DType dtype)
+    : unit_name_(std::move(unit_name)), dtype_(dtype), group_(std::make_shared<LeafGroup>()) {
+  ZT_CHECK(dtype == DType::f32 || dtype == DType::f64, "ParamSet '", unit_name_, "': parameters are float32 or float64");
+  group_->name = unit_name_;
+}
+
+int ParamSet::add(const std::string& name, const Shape& shape, bool decay) {
+  ZT_CHECK(!finalized(), "ParamSet '", unit_name_, "': add('", name, "') after finalize()");
+  ZT_CHECK(find(name) < 0, "ParamSet '", unit_name_, "': duplicate parameter '", name, "'");
+  ParamInfo p{name, shape, numel_, shape_numel(shape), decay};
+  numel_ += p.numel;
+  infos_.push_back(std::move(p));
+  return static_cast<int>(infos_.size()) - 1;
+}
+
+void ParamSet::finalize(int64_t world_size, int64_t alignment) {
+  ZT_CHECK(!finalized(), "ParamSet '", unit_name_, "': finalize() twice");
+  ZT_CHECK(world_size >= 1 && alignment >= 1, "ParamSet::finalize: world_size and alignment must be >= 1");
+  const int64_t m = world_size * alignment;
+  padded_numel_ = (numel_ + m - 1) / m * m;
+  if (padded_numel_ == 0) padded_numel_ = m;  // every rank owns a non-empty shard
+  flat_ = Tensor::zeros({padded_numel_}, dtype_, Category::params);
+  flat_grad_ = Tensor::zeros({padded_numel_}, dtype_, Category::grads);
+  build_vars();
+}
+
+int ParamSet::find(const std::string& name) const {
+  for (size_t i = 0; i < infos_.size(); ++i)
+    if (infos_[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+Tensor ParamSet::value(int i) const {
+  ZT_CHECK(finalized() && i >= 0 && i < size(), "ParamSet '", unit_name_, "': no parameter ", i);
+  return flat_.flat_view(infos_[i].offset, infos_[i].shape);
+}
+
+Tensor ParamSet::grad(int i) const {
+  ZT_CHECK(finalized() && i >= 0 && i < size(), "ParamSet '", unit_name_, "': no parameter ", i);
+  return flat_grad_.flat_view(infos_[i].offset, infos_[i].shape);
+}
+
+const Var& ParamSet::var(int i) const {
+  ZT_CHECK(finalized() && i >= 0 && i < size(), "ParamSet '", unit_name_, "': no parameter ", i);
+  return vars_[i];
+}
+
+Var ParamSet::var_rows(int i, int64_t row0, int64_t rows) const {
+  const ParamInfo& p = infos_.at(i);
+  ZT_CHECK(!p.shape.empty() && row0 >= 0 && row0 + rows <= p.shape[0], "ParamSet '", unit_name_,
+           "': rows [", row0, ", ", row0 + rows, ") of '", p.name, "' ", shape_str(p.shape));
+  Shape s = p.shape;
+  s[0] = rows;
+  const int64_t off = p.offset + row0 * (p.numel / p.shape[0]);
+  return Var::parameter(flat_.flat_view(off, s), flat_grad_.flat_view(off, s), group_);
+}
+
+void ParamSet::rebind(Tensor flat, Tensor flat_grad) {
+  check_shape(flat, {padded_numel_}, "ParamSet::rebind: flat");
+  check_shape(flat_grad, {padded_numel_}, "ParamSet::rebind: flat_grad");
+  flat_ = std::move(flat);
+  flat_grad_ = std::move(flat_grad);
+  build_vars();
+}
+
+void ParamSet::build_vars() {
+  vars_.clear();
+  for (int i = 0; i < size(); ++i) vars_.push_back(Var::parameter(value(i), grad(i), group_));
+}
+
+void ParamSet::zero_grad() {
+  if (flat_grad_.defined()) flat_grad_.zero_();
+}
+
+}  // namespace zt

@@ -1,0 +1,82 @@
+// defines: ParamInfo, ParamSet — one unit's parameters in one flat buffer (the ZeRO spine).
+//
+// Layout (fixed by the order of add()):
+//
+//   flat      [ p0 ........ | p1 .... | p2 ...... | pad ]   Category::params
+//   flat_grad [ g0 ........ | g1 .... | g2 ...... | pad ]   Category::grads
+//              ^offset 0      ^info[1].offset         ^numel()       ^padded_numel()
+//
+// padded_numel() is a multiple of world_size * alignment, so rank r of N owns exactly
+// [r*S, (r+1)*S) with S = padded_numel() / N. Every parameter is a view into `flat`; its
+// gradient is the view at the same offset into `flat_grad`, so a unit's gradients are
+// contiguous by construction (DeepSpeed's contiguous_gradients) and backward accumulates
+// straight into them. The pad is zero and stays zero (no op reads it).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/var.h"
+
+namespace zt {
+
+struct ParamInfo {
+  std::string name;  // Hugging Face style within the unit: "attn.c_attn.weight"
+  Shape shape;
+  int64_t offset = 0;  // in elements, into the flat buffers
+  int64_t numel = 0;
+  bool decay = true;  // AdamW weight decay applies (2-D weights), not to biases and norm gains
+};
+
+class ParamSet {
+ public:
+  explicit ParamSet(std::string unit_name, DType dtype = DType::f32);
+  ParamSet(const ParamSet&) = delete;
+  ParamSet& operator=(const ParamSet&) = delete;
+
+  // ---- building: add() every parameter, then finalize() once ----
+  int add(const std::string& name, const Shape& shape, bool decay);  // returns the index
+  // Allocates both flat buffers, zero-filled, padded to a multiple of world_size * alignment.
+  void finalize(int64_t world_size = 1, int64_t alignment = 1);
+  bool finalized() const { return flat_.defined(); }
+
+  // ---- layout ----
+  const std::string& unit_name() const { return unit_name_; }
+  DType dtype() const { return dtype_; }
+  const std::vector<ParamInfo>& infos() const { return infos_; }
+  int size() const { return static_cast<int>(infos_.size()); }
+  int find(const std::string& name) const;  // -1 when absent
+  int64_t numel() const { return numel_; }  // sum of parameter sizes, no padding
+  int64_t padded_numel() const { return padded_numel_; }
+
+  // ---- storage ----
+  const Tensor& flat() const { return flat_; }
+  const Tensor& flat_grad() const { return flat_grad_; }
+  Tensor value(int i) const;  // view of parameter i
+  Tensor grad(int i) const;   // view of its gradient
+  // The autograd leaf of parameter i: value view + gradient view, in this set's LeafGroup.
+  const Var& var(int i) const;
+  const std::vector<Var>& vars() const { return vars_; }
+  // A leaf over rows [row0, row0 + rows) of parameter i (first dimension): GPT-2's fused
+  // c_attn weight read as three (C, C) projections, gradients landing in the right rows.
+  Var var_rows(int i, int64_t row0, int64_t rows) const;
+  const std::shared_ptr<LeafGroup>& group() const { return group_; }
+
+  // Points the set at other flat buffers (same padded size): what a ZeRO-3 acquire does
+  // after gathering. Rebuilds the views and leaves.
+  void rebind(Tensor flat, Tensor flat_grad);
+  void zero_grad();
+
+ private:
+  void build_vars();
+
+  std::string unit_name_;
+  DType dtype_;
+  std::vector<ParamInfo> infos_;
+  int64_t numel_ = 0, padded_numel_ = 0;
+  Tensor flat_, flat_grad_;
+  std::vector<Var> vars_;
+  std::shared_ptr<LeafGroup> group_;
+};
+
+}  // namespace zt

@@ -1,0 +1,72 @@
+// defines: Module, Unit, Residency, LocalResidency, run_unit — the unit boundary.
+//
+// A model is a sequence of units (the embedding, each transformer block, the final norm + head);
+// each owns one ParamSet. A unit's forward runs inside its residency scope (llm.q style, in plain
+// sight in the model's loop):
+//
+//   residency.acquire(unit)   // ZeRO-3: all-gather the unit's flat buffer (or wait for a prefetch)
+//   y = unit.forward(x)       // or checkpoint(forward) when activation checkpointing is on
+//   residency.release(unit)   // ZeRO-3: free the gathered buffer unless persistent
+//
+// nn knows nothing of ranks: Residency is the small interface nn defines and zero/ implements.
+// Single process, everything is resident: LocalResidency does nothing.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autograd/checkpoint.h"
+#include "nn/param_set.h"
+
+namespace zt {
+
+// A named piece of a model that reads parameters of a ParamSet (layers hold parameter indices,
+// not tensors, so a ZeRO-3 rebind of the flat buffer is seen by every layer at once).
+class Module {
+ public:
+  Module(ParamSet& ps, std::string prefix) : ps_(&ps), prefix_(std::move(prefix)) {}
+  virtual ~Module() = default;
+  const std::string& prefix() const { return prefix_; }
+
+ protected:
+  int add_param(const std::string& name, const Shape& shape, bool decay) {
+    return ps_->add(prefix_.empty() ? name : prefix_ + "." + name, shape, decay);
+  }
+  const Var& p(int i) const { return ps_->var(i); }
+  ParamSet* ps_;
+  std::string prefix_;
+};
+
+class Unit {
+ public:
+  explicit Unit(std::string name, DType dtype = DType::f32) : params_(std::move(name), dtype) {}
+  virtual ~Unit() = default;
+  const std::string& name() const { return params_.unit_name(); }
+  ParamSet& params() { return params_; }
+  const ParamSet& params() const { return params_; }
+  bool checkpoint_activations = false;  // recompute this unit's forward during backward
+
+ protected:
+  ParamSet params_;
+};
+
+class Residency {
+ public:
+  virtual ~Residency() = default;
+  virtual void acquire(Unit& u) = 0;
+  virtual void release(Unit& u) = 0;
+};
+
+class LocalResidency final : public Residency {
+ public:
+  void acquire(Unit&) override {}
+  void release(Unit&) override {}
+};
+LocalResidency& local_residency();
+
+// Runs fn(x) as unit u's forward inside its residency scope, checkpointed if the unit says so.
+// `also`: other units whose parameters fn reads (GPT-2's head reads the embedding's wte).
+Var run_unit(Residency& r, Unit& u, const Var& x, const std::function<Var(const Var&)>& fn,
+             const std::vector<Unit*>& also = {});
+
+}  // namespace zt

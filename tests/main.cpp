@@ -1,0 +1,3 @@
+// The Catch2 main for zt_tests. Test data lives under ZT_SOURCE_DIR "/tests/data".
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>

@@ -1,0 +1,88 @@
+// core: tensors, views, dtypes, allocators, RNG.
+#include <catch2/catch.hpp>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+
+using namespace zt;
+
+TEST_CASE("tensor views share storage and follow strides", "[core]") {
+  Tensor t = Tensor::from_vector({0, 1, 2, 3, 4, 5}, {2, 3});
+  Tensor tt = t.transpose(0, 1);
+  CHECK(tt.shape() == Shape{3, 2});
+  CHECK_FALSE(tt.is_contiguous());
+  CHECK(tt.to_vector() == std::vector<double>{0, 3, 1, 4, 2, 5});
+  Tensor c = tt.contiguous();
+  CHECK(c.is_contiguous());
+  CHECK(c.to_vector() == std::vector<double>{0, 3, 1, 4, 2, 5});
+  Tensor s = t.slice(1, 1, 3);
+  CHECK(s.to_vector() == std::vector<double>{1, 2, 4, 5});
+  s.fill_(9);
+  CHECK(t.to_vector() == std::vector<double>{0, 9, 9, 3, 9, 9});
+  CHECK(t.view({3, -1}).shape() == Shape{3, 2});
+  CHECK_THROWS_WITH(tt.view({6}), Catch::Contains("non-contiguous"));
+  CHECK_THROWS_WITH(t.view({4, 2}), Catch::Contains("does not match"));
+}
+
+TEST_CASE("permute and strided slices", "[core]") {
+  std::vector<double> v(24);
+  for (int i = 0; i < 24; ++i) v[i] = i;
+  Tensor t = Tensor::from_vector(v, {2, 3, 4});
+  Tensor p = t.permute({2, 0, 1}).contiguous();  // p[k][i][j] = t[i][j][k]
+  CHECK(p.shape() == Shape{4, 2, 3});
+  auto pv = p.to_vector();
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) CHECK(pv[k * 6 + i * 3 + j] == v[i * 12 + j * 4 + k]);
+  CHECK(t.slice(2, 0, 4, 2).to_vector()[1] == 2);
+}
+
+TEST_CASE("dtype conversions round-trip", "[core]") {
+  Tensor f = Tensor::from_vector({1.0, -2.5, 3.140625, 65504.0, 1e-7}, {5});
+  Tensor b = f.to(DType::bf16).to(DType::f32);
+  CHECK(b.to_vector()[0] == 1.0);
+  CHECK(b.to_vector()[1] == -2.5);
+  CHECK(b.to_vector()[2] == 3.140625);
+  Tensor h = f.to(DType::f16).to(DType::f32);
+  CHECK(h.to_vector()[3] == 65504.0);
+  CHECK(h.to_vector()[4] == Approx(1.19209e-07).epsilon(0.01));  // f16 subnormal
+  CHECK(f16_to_f32(f32_to_f16(1.0f / 3)) == Approx(1.0 / 3).epsilon(1e-3));
+  CHECK(bf16_to_f32(f32_to_bf16(1.0f + 1.0f / 256)) == 1.0f);  // ties round to even
+  Tensor i = Tensor::from_vector({65535, 7}, {2}, DType::u16);
+  CHECK(i.to(DType::i32).to_vector() == std::vector<double>{65535, 7});
+}
+
+TEST_CASE("allocator tracks categories and enforces the cap", "[core][memory]") {
+  auto& a = cpu_allocator();
+  const int64_t before = a.stats().cur(Category::optim);
+  {
+    Tensor t = Tensor::empty({1024}, DType::f32, Category::optim);
+    CHECK(a.stats().cur(Category::optim) == before + 4096);
+  }
+  CHECK(a.stats().cur(Category::optim) == before);
+  a.set_limit(a.stats().total() + 1000);
+  CHECK_THROWS_AS(Tensor::empty({1000}, DType::f32, Category::activations), OutOfMemory);
+  try {
+    Tensor::empty({1000}, DType::f32, Category::activations);
+  } catch (const OutOfMemory& e) {
+    CHECK_THAT(e.what(), Catch::Contains("activations") && Catch::Contains("params"));
+  }
+  a.set_limit(0);
+  Tensor ok = Tensor::empty({1000}, DType::f32, Category::activations);
+  CHECK(ok.numel() == 1000);
+}
+
+TEST_CASE("rng is deterministic and roughly normal", "[core]") {
+  Rng r1(42), r2(42), r3(43);
+  Tensor a = Tensor::empty({10000}), b = Tensor::empty({10000}), c = Tensor::empty({10000});
+  r1.fill_normal(a, 0, 1);
+  r2.fill_normal(b, 0, 1);
+  r3.fill_normal(c, 0, 1);
+  CHECK(a.to_vector() == b.to_vector());
+  CHECK(a.to_vector() != c.to_vector());
+  double m = 0, s = 0;
+  for (double x : a.to_vector()) { m += x; s += x * x; }
+  m /= 10000; s = s / 10000 - m * m;
+  CHECK(std::abs(m) < 0.05);
+  CHECK(std::abs(s - 1) < 0.05);
+}
