@@ -29,19 +29,19 @@ inline double weighted_sum(const Tensor& y, const Tensor& R) {
   return s;
 }
 
-// inputs: the op's tensors (float64); requires[i]: whether input i is differentiated.
+// inputs: the op's tensors (float64); needs_grad[i]: whether input i is differentiated.
 inline void gradcheck(const std::function<Var(const std::vector<Var>&)>& f, const std::vector<Tensor>& inputs,
-                      std::vector<bool> requires = {}, double h = 1e-6, double atol = 1e-7, double rtol = 1e-5) {
-  if (requires.empty()) requires.assign(inputs.size(), true);
+                      std::vector<bool> needs_grad = {}, double h = 1e-6, double atol = 1e-7, double rtol = 1e-5) {
+  if (needs_grad.empty()) needs_grad.assign(inputs.size(), true);
   std::vector<Var> vars;
-  for (size_t i = 0; i < inputs.size(); ++i) vars.emplace_back(inputs[i].clone(), static_cast<bool>(requires[i]));
+  for (size_t i = 0; i < inputs.size(); ++i) vars.emplace_back(inputs[i].clone(), static_cast<bool>(needs_grad[i]));
   Var y = f(vars);
   REQUIRE(y.dtype() == DType::f64);
   Tensor R = randn(y.shape(), 7);
   y.backward(R);
 
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!requires[i]) continue;
+    if (!needs_grad[i]) continue;
     INFO("input " << i << " " << inputs[i].str());
     REQUIRE(vars[i].grad().defined());
     std::vector<double> analytic = vars[i].grad().to_vector();
