@@ -9,22 +9,24 @@ namespace zt {
 namespace {
 
 // Post-order DFS (iterative: a deep model must not overflow the stack). `order` ends with the
-// root; every Var appears after all the Vars it was computed from.
-std::vector<VarImpl*> topo_order(VarImpl* root) {
-  std::vector<VarImpl*> order;
+// root; every Var appears after all the Vars it was computed from. The order holds Vars (owning
+// references), so a node stays alive while the engine may still reach it.
+std::vector<Var> topo_order(const Var& root) {
+  std::vector<Var> order;
   std::unordered_map<VarImpl*, bool> seen;
-  std::vector<std::pair<VarImpl*, size_t>> stack{{root, 0}};
-  seen[root] = true;
+  std::vector<std::pair<Var, size_t>> stack{{root, 0}};
+  seen[root.impl()] = true;
   while (!stack.empty()) {
-    auto& [v, next] = stack.back();
+    VarImpl* v = stack.back().first.impl();
+    size_t& next = stack.back().second;
     if (next < v->inputs.size()) {
-      VarImpl* in = v->inputs[next++].impl();
-      if (in && in->requires_grad && !seen[in]) {
-        seen[in] = true;
+      const Var& in = v->inputs[next++];
+      if (in.requires_grad() && !seen[in.impl()]) {
+        seen[in.impl()] = true;
         stack.push_back({in, 0});
       }
     } else {
-      order.push_back(v);
+      order.push_back(stack.back().first);
       stack.pop_back();
     }
   }
@@ -41,14 +43,14 @@ void Var::backward() const {
 void Var::backward(const Tensor& grad_out, bool retain_graph, bool run_group_hooks) const {
   ZT_CHECK(requires_grad(), "backward() of a Var that does not require grad (op '", op(), "')");
   check_shape(grad_out, shape(), "backward: grad_out");
-  std::vector<VarImpl*> order = topo_order(impl_.get());
+  std::vector<Var> order = topo_order(*this);
   std::reverse(order.begin(), order.end());  // root first
 
   // Leaf groups: index of the first and the last node (in execution order) that reads them.
   struct Span { size_t first, last; };
   std::unordered_map<LeafGroup*, Span> spans;
   for (size_t i = 0; i < order.size() && run_group_hooks; ++i)
-    for (const Var& in : order[i]->inputs)
+    for (const Var& in : order[i].impl()->inputs)
       if (LeafGroup* g = in.impl() ? in.impl()->group.get() : nullptr) {
         auto [it, fresh] = spans.try_emplace(g, Span{i, i});
         if (!fresh) it->second.last = i;
@@ -61,7 +63,7 @@ void Var::backward(const Tensor& grad_out, bool retain_graph, bool run_group_hoo
 
   add_grad(grad_out);
   for (size_t i = 0; i < order.size(); ++i) {
-    VarImpl* v = order[i];
+    VarImpl* v = order[i].impl();
     for (LeafGroup* g : starts[i])
       if (g->before_backward) g->before_backward();
     if (v->grad_fn && v->grad.defined()) {
@@ -76,6 +78,7 @@ void Var::backward(const Tensor& grad_out, bool retain_graph, bool run_group_hoo
     }
     for (LeafGroup* g : ends[i])
       if (g->after_backward) g->after_backward();
+    if (!retain_graph) order[i] = Var();  // drop our reference: the node may be freed now
   }
 }
 
