@@ -1,1 +1,145 @@
-int main() { return 0; }
+// zt-train — train a GPT-2 or Llama model on a token shard or a text file, on the CPU.
+//
+//   zt-train --model gpt-mini --train data/corpus/train.txt --val data/corpus/val.txt \
+//            --steps 300 --batch 8 --seq-len 256 --lr 1e-3 --log run.jsonl --ckpt-dir runs/mini
+//
+// Prints a live progress line on stderr, writes one JSON object per step with --log, and
+// saves/resumes checkpoints (--ckpt-dir, --ckpt-interval, --resume).
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <unistd.h>
+
+#include "core/parallel.h"
+#include "models/llmc_checkpoint.h"
+#include "models/gpt2.h"
+#include "models/trainer.h"
+
+using namespace zt;
+
+namespace {
+
+std::string fmt_duration(double seconds) {
+  char buf[32];
+  const long s = std::lround(std::max(0.0, seconds));
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
+  else std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  return buf;
+}
+
+nlohmann::json memory_json() {
+  MemoryStats m = cpu_allocator().stats();
+  nlohmann::json cur, peak;
+  for (Category c : kAllCategories) {
+    cur[category_name(c)] = m.cur(c);
+    peak[category_name(c)] = m.max(c);
+  }
+  return {{"current", cur}, {"peak", peak}, {"peak_total", m.peak_total}};
+}
+
+void print_memory_table() {
+  MemoryStats m = cpu_allocator().stats();
+  std::fprintf(stderr, "\nmemory by category (cpu allocator, this process):\n");
+  std::fprintf(stderr, "  %-12s %14s %14s\n", "category", "current", "peak");
+  for (Category c : kAllCategories)
+    std::fprintf(stderr, "  %-12s %14s %14s\n", category_name(c), format_bytes(m.cur(c)).c_str(), format_bytes(m.max(c)).c_str());
+  std::fprintf(stderr, "  %-12s %14s %14s\n", "total", format_bytes(m.total()).c_str(), format_bytes(m.peak_total).c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"zt-train: train a GPT-2 or Llama model on the CPU (ZeroTensor)"};
+  TrainConfig c;
+  int threads = 0;
+  std::string log_path, save_llmc;
+  double memory_limit_mib = 0;
+  app.add_option("--model", c.model, "named model config: gpt2-nano, gpt-mini, gpt2-124m, llama-nano, llama-100m")->capture_default_str();
+  app.add_option("--init-from", c.init_from, "start from an llm.c GPT-2 checkpoint (.bin) instead of a fresh init");
+  app.add_option("--train", c.train_data, "training tokens: an llm.c token shard or a text file (byte tokens)")->required();
+  app.add_option("--val", c.val_data, "validation tokens (same formats)");
+  app.add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
+  app.add_option("-b,--batch", c.batch, "micro-batch size B")->capture_default_str();
+  app.add_option("-t,--seq-len", c.seq_len, "sequence length T")->capture_default_str();
+  app.add_option("--grad-accum", c.grad_accum, "micro-batches per optimizer step")->capture_default_str();
+  app.add_option("--optimizer", c.optimizer, "adamw or sgd")->capture_default_str();
+  app.add_option("--lr", c.lr, "peak learning rate")->capture_default_str();
+  app.add_option("--min-lr-frac", c.min_lr_frac, "cosine floor as a fraction of --lr")->capture_default_str();
+  app.add_option("--warmup", c.warmup, "linear warmup steps")->capture_default_str();
+  app.add_option("--schedule", c.schedule, "cosine or constant")->capture_default_str();
+  app.add_option("--weight-decay", c.weight_decay, "decoupled weight decay (2-D weights only)")->capture_default_str();
+  app.add_option("--beta1", c.beta1)->capture_default_str();
+  app.add_option("--beta2", c.beta2)->capture_default_str();
+  app.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str();
+  app.add_option("--grad-clip", c.grad_clip, "global gradient norm clip (0 = off)")->capture_default_str();
+  app.add_option("--seed", c.seed, "seed of the initialization RNG")->capture_default_str();
+  app.add_option("--eval-interval", c.eval_interval, "evaluate on --val every N steps (0 = never)")->capture_default_str();
+  app.add_option("--eval-batches", c.eval_batches, "validation batches per evaluation")->capture_default_str();
+  app.add_option("--ckpt-dir", c.ckpt_dir, "checkpoint directory (saved at the end and every --ckpt-interval)");
+  app.add_option("--ckpt-interval", c.ckpt_interval, "save every N steps (0 = only at the end)")->capture_default_str();
+  app.add_flag("--resume", c.resume, "continue from --ckpt-dir/latest");
+  app.add_flag("--activation-checkpointing", c.activation_checkpointing, "recompute each block's forward in backward");
+  app.add_option("--memory-limit-mib", memory_limit_mib, "cap the CPU allocator (MiB; 0 = none)")->capture_default_str();
+  app.add_option("--threads", threads, "threads (0 = all cores)")->capture_default_str();
+  app.add_option("--log", log_path, "write one JSON object per step to this file");
+  app.add_option("--save-llmc", save_llmc, "at the end, also write the model as an llm.c GPT-2 checkpoint (fp32)");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const int nt = set_num_threads(threads);
+    c.memory_limit = static_cast<int64_t>(memory_limit_mib * 1024 * 1024);
+    Trainer tr(c);
+    std::ofstream log;
+    if (!log_path.empty()) {
+      log.open(log_path, c.resume ? std::ios::app : std::ios::trunc);
+      if (!log) ZT_THROW("cannot open log file '", log_path, "'");
+    }
+    std::fprintf(stderr, "zt-train: %s, %lld parameters, B=%lld T=%lld, %d threads, %lld steps%s\n",
+                 c.init_from.empty() ? c.model.c_str() : c.init_from.c_str(), static_cast<long long>(tr.model().num_params()),
+                 static_cast<long long>(c.batch), static_cast<long long>(c.seq_len), nt, static_cast<long long>(c.steps),
+                 tr.step_count() ? (" (resumed at step " + std::to_string(tr.step_count()) + ")").c_str() : "");
+    const bool tty = isatty(STDERR_FILENO);
+    const int64_t every = std::max<int64_t>(1, c.steps / 20);  // non-tty: about 20 lines per run
+    double ms_sum = 0;
+    int64_t timed = 0;
+    while (!tr.done()) {
+      StepStats s = tr.step();
+      ms_sum += s.step_ms;
+      ++timed;
+      const double eta = (ms_sum / timed) * static_cast<double>(c.steps - s.step) / 1000.0;
+      char line[256];
+      std::snprintf(line, sizeof line, "step %5lld/%lld | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | ETA %s",
+                    static_cast<long long>(s.step), static_cast<long long>(c.steps), s.loss, s.lr, s.grad_norm,
+                    s.tokens_per_s, fmt_duration(eta).c_str());
+      if (s.val_loss >= 0) {
+        if (tty) std::fprintf(stderr, "\r\033[K");
+        std::fprintf(stderr, "%s | val loss %.4f\n", line, s.val_loss);
+      } else if (tty) {
+        std::fprintf(stderr, "\r\033[K%s", line);
+      } else if (s.step % every == 0 || s.step == c.steps) {
+        std::fprintf(stderr, "%s\n", line);
+      }
+      if (log) {
+        nlohmann::json j = {{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
+                            {"tokens_per_s", s.tokens_per_s}, {"step_ms", s.step_ms}, {"memory", memory_json()}};
+        if (s.val_loss >= 0) j["val_loss"] = s.val_loss;
+        log << j.dump() << "\n" << std::flush;
+      }
+    }
+    if (tty) std::fprintf(stderr, "\n");
+    if (!save_llmc.empty()) {
+      auto* gpt = dynamic_cast<GPT2*>(&tr.model());
+      if (!gpt) ZT_THROW("--save-llmc: llm.c checkpoints hold GPT-2 models; this is a ", tr.model().family(), " model");
+      save_llmc_checkpoint(save_llmc, *gpt);
+      std::fprintf(stderr, "wrote %s\n", save_llmc.c_str());
+    }
+    if (!c.ckpt_dir.empty()) std::fprintf(stderr, "checkpoint: %s/latest\n", c.ckpt_dir.c_str());
+    print_memory_table();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "\nzt-train: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

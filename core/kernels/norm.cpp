@@ -1,0 +1,180 @@
+#include "core/kernels/norm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/tensor.h"
+
+namespace zt {
+
+namespace {
+
+// Sum of f(0) + ... + f(n-1) in kLanes fixed lanes (vectorizable without reassociation: each
+// lane is its own accumulator), lanes then tail added in a fixed order. Deterministic.
+constexpr int kLanes = 16;
+template <class T, class F>
+inline T lane_sum(int64_t n, F f) {
+  T acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] += f(i + l);
+  T s = 0;
+  for (int l = 0; l < kLanes; ++l) s += acc[l];
+  for (; i < n; ++i) s += f(i);
+  return s;
+}
+
+// The row partition used by the backward reductions: depends only on N, so dweight/dbias are
+// the same bits whatever the thread count.
+constexpr int64_t kMaxChunks = 64;
+inline int64_t num_chunks(int64_t N) { return std::max<int64_t>(1, std::min<int64_t>(N, kMaxChunks)); }
+inline int64_t chunk_begin(int64_t c, int64_t N, int64_t nch) { return c * N / nch; }
+
+// out[i] = sum over chunks k (in order) of partial[k*C + i].
+template <class T>
+void combine_partials(T* out, const T* partial, int64_t nch, int64_t C) {
+#pragma omp parallel for schedule(static) if (nch * C > 65536)
+  for (int64_t i = 0; i < C; ++i) {
+    T s = 0;
+    for (int64_t k = 0; k < nch; ++k) s += partial[k * C + i];
+    out[i] = s;
+  }
+}
+
+}  // namespace
+
+template <class T>
+void layernorm_forward(T* out, T* mean, T* rstd, const T* x, const T* w, const T* b, int64_t N, int64_t C,
+                       double eps) {
+  const T inv_c = T(1) / static_cast<T>(C), teps = static_cast<T>(eps);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < N; ++r) {
+    const T* xr = x + r * C;
+    T* outr = out + r * C;
+    const T m = lane_sum<T>(C, [&](int64_t i) { return xr[i]; }) * inv_c;
+    const T v = lane_sum<T>(C, [&](int64_t i) { const T d = xr[i] - m; return d * d; }) * inv_c;
+    const T s = T(1) / std::sqrt(v + teps);
+    if (b) {
+#pragma omp simd
+      for (int64_t i = 0; i < C; ++i) outr[i] = (xr[i] - m) * s * w[i] + b[i];
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < C; ++i) outr[i] = (xr[i] - m) * s * w[i];
+    }
+    mean[r] = m;
+    rstd[r] = s;
+  }
+}
+
+template <class T>
+void layernorm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w, const T* mean,
+                        const T* rstd, int64_t N, int64_t C) {
+  if (N == 0 || C == 0) {
+    if (dw) std::fill(dw, dw + C, T(0));
+    if (db) std::fill(db, db + C, T(0));
+    return;
+  }
+  const int64_t nch = num_chunks(N);
+  Tensor pw, pb;  // per-chunk partial sums (nch, C)
+  if (dw) pw = Tensor::empty({nch, C}, dtype_of<T>::value, Category::workspace);
+  if (db) pb = Tensor::empty({nch, C}, dtype_of<T>::value, Category::workspace);
+  T* pdw_all = dw ? pw.data<T>() : nullptr;
+  T* pdb_all = db ? pb.data<T>() : nullptr;
+  const T inv_c = T(1) / static_cast<T>(C);
+
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < nch; ++k) {
+    T* pdw = pdw_all ? pdw_all + k * C : nullptr;
+    T* pdb = pdb_all ? pdb_all + k * C : nullptr;
+    if (pdw) std::fill(pdw, pdw + C, T(0));
+    if (pdb) std::fill(pdb, pdb + C, T(0));
+    for (int64_t r = chunk_begin(k, N, nch); r < chunk_begin(k + 1, N, nch); ++r) {
+      const T* xr = x + r * C;
+      const T* gr = dout + r * C;
+      const T m = mean[r], s = rstd[r];
+      if (dx) {
+        // mean(g) and mean(g * xhat), g = dout * w
+        const T gm = lane_sum<T>(C, [&](int64_t i) { return gr[i] * w[i]; }) * inv_c;
+        const T gxm = lane_sum<T>(C, [&](int64_t i) { return gr[i] * w[i] * ((xr[i] - m) * s); }) * inv_c;
+        T* dxr = dx + r * C;
+#pragma omp simd
+        for (int64_t i = 0; i < C; ++i) {
+          const T xhat = (xr[i] - m) * s;
+          dxr[i] = s * (gr[i] * w[i] - gm - xhat * gxm);
+        }
+      }
+      if (pdw) {
+#pragma omp simd
+        for (int64_t i = 0; i < C; ++i) pdw[i] += gr[i] * ((xr[i] - m) * s);
+      }
+      if (pdb) {
+#pragma omp simd
+        for (int64_t i = 0; i < C; ++i) pdb[i] += gr[i];
+      }
+    }
+  }
+  if (dw) combine_partials(dw, pdw_all, nch, C);
+  if (db) combine_partials(db, pdb_all, nch, C);
+}
+
+template <class T>
+void rmsnorm_forward(T* out, T* rstd, const T* x, const T* w, int64_t N, int64_t C, double eps) {
+  const T inv_c = T(1) / static_cast<T>(C), teps = static_cast<T>(eps);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < N; ++r) {
+    const T* xr = x + r * C;
+    T* outr = out + r * C;
+    const T ms = lane_sum<T>(C, [&](int64_t i) { return xr[i] * xr[i]; }) * inv_c;
+    const T s = T(1) / std::sqrt(ms + teps);
+#pragma omp simd
+    for (int64_t i = 0; i < C; ++i) outr[i] = xr[i] * s * w[i];
+    rstd[r] = s;
+  }
+}
+
+template <class T>
+void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* w, const T* rstd, int64_t N, int64_t C) {
+  if (N == 0 || C == 0) {
+    if (dw) std::fill(dw, dw + C, T(0));
+    return;
+  }
+  const int64_t nch = num_chunks(N);
+  Tensor pw;
+  if (dw) pw = Tensor::empty({nch, C}, dtype_of<T>::value, Category::workspace);
+  T* pdw_all = dw ? pw.data<T>() : nullptr;
+  const T inv_c = T(1) / static_cast<T>(C);
+
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < nch; ++k) {
+    T* pdw = pdw_all ? pdw_all + k * C : nullptr;
+    if (pdw) std::fill(pdw, pdw + C, T(0));
+    for (int64_t r = chunk_begin(k, N, nch); r < chunk_begin(k + 1, N, nch); ++r) {
+      const T* xr = x + r * C;
+      const T* gr = dout + r * C;
+      const T s = rstd[r];
+      if (dx) {
+        const T gxm = lane_sum<T>(C, [&](int64_t i) { return gr[i] * w[i] * (xr[i] * s); }) * inv_c;
+        T* dxr = dx + r * C;
+#pragma omp simd
+        for (int64_t i = 0; i < C; ++i) dxr[i] = s * (gr[i] * w[i] - (xr[i] * s) * gxm);
+      }
+      if (pdw) {
+#pragma omp simd
+        for (int64_t i = 0; i < C; ++i) pdw[i] += gr[i] * (xr[i] * s);
+      }
+    }
+  }
+  if (dw) combine_partials(dw, pdw_all, nch, C);
+}
+
+#define ZT_NORM_INSTANTIATE(T)                                                                             \
+  template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, double);  \
+  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, int64_t, \
+                                      int64_t);                                                            \
+  template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int64_t, int64_t, double);                  \
+  template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int64_t, int64_t);
+ZT_NORM_INSTANTIATE(float)
+ZT_NORM_INSTANTIATE(double)
+#undef ZT_NORM_INSTANTIATE
+
+}  // namespace zt

@@ -1,0 +1,46 @@
+// defines: layernorm_forward/backward, rmsnorm_forward/backward — raw-pointer row-norm kernels.
+//
+// llm.c style: x is N rows of C contiguous elements (N = product of the leading dims), weight
+// and bias are (C). T is float or double. Outputs are written (not accumulated): the autograd op
+// adds them into the Vars' gradients.
+//
+// Forward saves per-row statistics for backward: mean (N) and rstd (N) for LayerNorm,
+// rstd (N) for RMSNorm. Row statistics are summed in 8 fixed lanes then combined in a fixed
+// order (no OpenMP reduction clause), so results are bitwise reproducible.
+//
+// Backward reduces dweight/dbias over rows deterministically: the rows are split into a fixed
+// number of chunks that depends only on N (not on the thread count), each chunk sums its rows in
+// order into its own partial, and the partials are added in chunk order. Same inputs, same bits,
+// for any number of threads.
+#pragma once
+#include <cstdint>
+
+namespace zt {
+
+// LayerNorm (Ba et al. 2016), as torch.nn.LayerNorm:
+//   mean = sum(x)/C, var = sum((x - mean)^2)/C (biased), rstd = 1/sqrt(var + eps)
+//   out = (x - mean) * rstd * w + b                     (b may be nullptr: no bias)
+// x, out: (N, C); w, b: (C); mean, rstd: (N), written.
+template <class T>
+void layernorm_forward(T* out, T* mean, T* rstd, const T* x, const T* w, const T* b, int64_t N, int64_t C,
+                       double eps);
+
+// With xhat = (x - mean) * rstd and g = dout * w (llm.c's layernorm_backward):
+//   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+//   dw = sum_rows(dout * xhat), db = sum_rows(dout)
+// dx: (N, C), dw, db: (C); any of dx, dw, db may be nullptr (not wanted).
+template <class T>
+void layernorm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w, const T* mean,
+                        const T* rstd, int64_t N, int64_t C);
+
+// RMSNorm (Zhang & Sennrich 2019), as Llama's: rstd = 1/sqrt(sum(x^2)/C + eps), out = x * rstd * w.
+template <class T>
+void rmsnorm_forward(T* out, T* rstd, const T* x, const T* w, int64_t N, int64_t C, double eps);
+
+// With xhat = x * rstd and g = dout * w:
+//   dx = rstd * (g - xhat * mean(g * xhat)),  dw = sum_rows(dout * xhat)
+// dx or dw may be nullptr.
+template <class T>
+void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* w, const T* rstd, int64_t N, int64_t C);
+
+}  // namespace zt

@@ -1,0 +1,42 @@
+#include "core/kernels/softmax.h"
+
+#include "core/kernels/elementwise.h"
+#include "core/kernels/vec_math.h"
+
+namespace zt {
+
+template <class T>
+void softmax_forward(T* out, const T* in, int64_t R, int64_t N) {
+  if (N == 0) return;
+#pragma omp parallel for schedule(static) if (R * N > kParallelMin / 4)
+  for (int64_t r = 0; r < R; ++r) {
+    const T* x = in + r * N;
+    T* y = out + r * N;
+    const T m = vm::lane_max(x, N);
+#pragma omp simd
+    for (int64_t j = 0; j < N; ++j) y[j] = vm::vexp(x[j] - m);
+    const T inv = T(1) / vm::lane_sum(y, N);
+#pragma omp simd
+    for (int64_t j = 0; j < N; ++j) y[j] *= inv;
+  }
+}
+
+template <class T>
+void softmax_backward(T* dx, const T* dout, const T* out, int64_t R, int64_t N) {
+#pragma omp parallel for schedule(static) if (R * N > kParallelMin)
+  for (int64_t r = 0; r < R; ++r) {
+    const T* dy = dout + r * N;
+    const T* y = out + r * N;
+    T* d = dx + r * N;
+    const T dot = vm::lane_dot(dy, y, N);
+#pragma omp simd
+    for (int64_t j = 0; j < N; ++j) d[j] = y[j] * (dy[j] - dot);
+  }
+}
+
+template void softmax_forward<float>(float*, const float*, int64_t, int64_t);
+template void softmax_forward<double>(double*, const double*, int64_t, int64_t);
+template void softmax_backward<float>(float*, const float*, const float*, int64_t, int64_t);
+template void softmax_backward<double>(double*, const double*, const double*, int64_t, int64_t);
+
+}  // namespace zt

@@ -1,0 +1,220 @@
+#include "models/token_data.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+#include "core/check.h"
+#include "models/tokenizer.h"
+
+namespace zt {
+
+static_assert(std::endian::native == std::endian::little,
+              "token shards are little-endian; a big-endian host would need byte swapping");
+
+namespace {
+
+std::string errno_str() { return std::strerror(errno); }
+
+// RAII FILE* for reading.
+struct InFile {
+  std::FILE* f = nullptr;
+  explicit InFile(const std::string& path) {
+    f = std::fopen(path.c_str(), "rb");
+    if (!f) ZT_THROW("token file '", path, "': cannot open: ", errno_str());
+  }
+  ~InFile() {
+    if (f) std::fclose(f);
+  }
+  InFile(const InFile&) = delete;
+  InFile& operator=(const InFile&) = delete;
+};
+
+int64_t file_size(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) ZT_THROW("token file '", path, "': cannot stat: ", errno_str());
+  if (!S_ISREG(st.st_mode)) ZT_THROW("token file '", path, "': not a regular file");
+  return static_cast<int64_t>(st.st_size);
+}
+
+void write_all(int fd, const void* data, size_t n, const std::string& tmp) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      const std::string e = errno_str();
+      ::close(fd);
+      ZT_THROW("token file '", tmp, "': write failed: ", e);
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// Header + tokens to path.tmp, fsync, rename over path, fsync the directory.
+void write_shard_bytes(const std::string& path, const uint16_t* tokens, size_t n) {
+  if (n > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    ZT_THROW("token file '", path, "': ", n, " tokens do not fit the shard header's int32 count");
+  int32_t header[kTokenShardHeaderInts] = {};
+  header[0] = kTokenShardMagic;
+  header[1] = kTokenShardVersion;
+  header[2] = static_cast<int32_t>(n);
+
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) ZT_THROW("token file '", tmp, "': cannot create: ", errno_str());
+  write_all(fd, header, sizeof(header), tmp);
+  write_all(fd, tokens, n * sizeof(uint16_t), tmp);
+  if (::fsync(fd) != 0) {
+    const std::string e = errno_str();
+    ::close(fd);
+    ZT_THROW("token file '", tmp, "': fsync failed: ", e);
+  }
+  if (::close(fd) != 0) ZT_THROW("token file '", tmp, "': close failed: ", errno_str());
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    ZT_THROW("token file '", path, "': cannot rename '", tmp, "' to it: ", errno_str());
+  // Make the rename itself durable.
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    const int rc = ::fsync(dfd);
+    const std::string e = errno_str();
+    ::close(dfd);
+    if (rc != 0) ZT_THROW("token file '", path, "': fsync of directory '", dir.string(), "' failed: ", e);
+  }
+}
+
+}  // namespace
+
+void write_token_shard(const std::string& path, const std::vector<uint16_t>& tokens) {
+  write_shard_bytes(path, tokens.data(), tokens.size());
+}
+
+void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens) {
+  std::vector<uint16_t> t(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] > 65535)
+      ZT_THROW("token file '", path, "': token id ", tokens[i], " at index ", i,
+               " does not fit a uint16 shard (ids must be in [0, 65535])");
+    t[i] = static_cast<uint16_t>(tokens[i]);
+  }
+  write_shard_bytes(path, t.data(), t.size());
+}
+
+std::vector<uint16_t> read_token_shard(const std::string& path) {
+  InFile in(path);
+  const int64_t size = file_size(path);
+  if (size < kTokenShardHeaderBytes)
+    ZT_THROW("token file '", path, "': truncated header: the file has ", size, " bytes, a shard header needs ",
+             kTokenShardHeaderBytes);
+  int32_t header[kTokenShardHeaderInts];
+  if (std::fread(header, 1, sizeof(header), in.f) != sizeof(header))
+    ZT_THROW("token file '", path, "': truncated header: could not read ", kTokenShardHeaderBytes, " bytes");
+  if (header[0] != kTokenShardMagic)
+    ZT_THROW("token file '", path, "': bad magic ", header[0], " (expected ", kTokenShardMagic,
+             "): not an llm.c token shard");
+  if (header[1] != kTokenShardVersion)
+    ZT_THROW("token file '", path, "': unsupported version ", header[1], " (expected ", kTokenShardVersion, ")");
+  const int64_t count = header[2];
+  if (count < 0) ZT_THROW("token file '", path, "': negative token count ", count, " in the header");
+  const int64_t expected = kTokenShardHeaderBytes + 2 * count;
+  if (size != expected)
+    ZT_THROW("token file '", path, "': the header says ", count, " tokens (file size ", expected,
+             " bytes) but the file has ", size, " bytes (", (size - kTokenShardHeaderBytes) / 2,
+             " tokens): truncated or corrupt");
+  std::vector<uint16_t> tokens(static_cast<size_t>(count));
+  if (count > 0 && std::fread(tokens.data(), sizeof(uint16_t), tokens.size(), in.f) != tokens.size())
+    ZT_THROW("token file '", path, "': read of ", count, " tokens failed");
+  return tokens;
+}
+
+bool is_token_shard(const std::string& path) {
+  InFile in(path);
+  int32_t magic = 0;
+  if (std::fread(&magic, 1, sizeof(magic), in.f) != sizeof(magic)) return false;  // < 4 bytes: text
+  return magic == kTokenShardMagic;
+}
+
+std::vector<uint16_t> load_tokens(const std::string& path) {
+  if (is_token_shard(path)) return read_token_shard(path);
+  InFile in(path);
+  const int64_t size = file_size(path);
+  std::string text(static_cast<size_t>(size), '\0');
+  if (size > 0 && std::fread(text.data(), 1, text.size(), in.f) != text.size())
+    ZT_THROW("token file '", path, "': read of ", size, " bytes of text failed");
+  const std::vector<int32_t> ids = ByteTokenizer().encode(text);
+  return std::vector<uint16_t>(ids.begin(), ids.end());  // ids are bytes: [0, 256)
+}
+
+int32_t max_token_id(const std::vector<uint16_t>& tokens) {
+  int32_t m = -1;
+  for (uint16_t t : tokens) m = t > m ? t : m;
+  return m;
+}
+
+void check_tokens_fit_vocab(const std::vector<uint16_t>& tokens, int64_t vocab_size, const std::string& source) {
+  const int32_t m = max_token_id(tokens);
+  if (m >= vocab_size) {
+    size_t at = 0;
+    while (tokens[at] != m) ++at;
+    ZT_THROW("token source '", source, "': token id ", m, " (first at index ", at,
+             ") does not fit the model's vocabulary of ", vocab_size,
+             " (ids must be < vocab_size; was the data made with another tokenizer?)");
+  }
+}
+
+DataLoader::DataLoader(std::vector<uint16_t> tokens, int64_t B, int64_t T, int process_rank, int num_processes)
+    : tokens_(std::move(tokens)), B_(B), T_(T), process_rank_(process_rank), num_processes_(num_processes) {
+  if (B < 1 || T < 1) ZT_THROW("DataLoader: batch size B=", B, " and sequence length T=", T, " must be >= 1");
+  if (num_processes < 1 || process_rank < 0 || process_rank >= num_processes)
+    ZT_THROW("DataLoader: process_rank ", process_rank, " must be in [0, num_processes=", num_processes, ")");
+  const int64_t per_step = static_cast<int64_t>(num_processes) * B * T;  // tokens per global batch
+  const int64_t n = num_tokens();
+  if (n < per_step + 1)
+    ZT_THROW("DataLoader: the data holds ", n, " tokens but one batch needs num_processes*B*T + 1 = ",
+             num_processes, "*", B, "*", T, " + 1 = ", per_step + 1, " tokens");
+  num_batches_ = (n - 1) / per_step;  // llm.c: shard_num_samples, -1 for the shifted targets
+}
+
+void DataLoader::set_position(int64_t position) {
+  if (position < 0 || position > num_batches_)
+    ZT_THROW("DataLoader::set_position: position ", position, " is outside [0, ", num_batches_,
+             "] (the batches in one pass over ", num_tokens(), " tokens with B=", B_, ", T=", T_,
+             ", num_processes=", num_processes_, ")");
+  position_ = position;
+}
+
+void DataLoader::next_batch(Tensor& inputs, Tensor& targets) {
+  const Shape shape{B_, T_};
+  for (Tensor* t : {&inputs, &targets}) {
+    if (!t->defined()) {
+      *t = Tensor::empty(shape, DType::i32, Category::activations);
+    } else {
+      check_shape(*t, shape, t == &inputs ? "DataLoader inputs" : "DataLoader targets");
+      ZT_CHECK(t->dtype() == DType::i32 && t->is_contiguous(), "DataLoader::next_batch needs contiguous int32 ",
+               "tensors, got ", t->str());
+    }
+  }
+  if (position_ >= num_batches_) position_ = 0;  // llm.c dataloader_advance_: wrap to the start
+  const int64_t BT = B_ * T_;
+  const int64_t pos = (position_ * num_processes_ + process_rank_) * BT;
+  const uint16_t* src = tokens_.data() + pos;  // pos + BT + 1 <= N by the choice of num_batches_
+  int32_t* x = inputs.data<int32_t>();
+  int32_t* y = targets.data<int32_t>();
+  for (int64_t i = 0; i < BT; ++i) {
+    x[i] = src[i];
+    y[i] = src[i + 1];
+  }
+  ++position_;
+}
+
+}  // namespace zt

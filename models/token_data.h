@@ -1,0 +1,98 @@
+// defines: llm.c token shards (write_token_shard, read_token_shard), load_tokens (shard or text),
+//          max_token_id / check_tokens_fit_vocab, DataLoader (llm.c's dataloader, no shuffling).
+//
+// Token shard format (llm.c, dev/data/data_common.py write_datafile): a header of 256 int32
+// (little-endian) — header[0] = magic 20240520, header[1] = version 1, header[2] = number of
+// tokens N, the rest zero — followed by N tokens as uint16. File size = 1024 + 2*N bytes.
+//
+// load_tokens(path) takes either kind of token source. The choice is made on the first 4 bytes:
+// if they are the shard magic 20240520 as a little-endian int32 (bytes C8 D7 34 01) the file is
+// read as a shard (and must then be a valid one: no fallback to text); otherwise (including a
+// file shorter than 4 bytes) the whole file is read as text and encoded with ByteTokenizer.
+// No UTF-8 text can be mistaken for a shard: C8 opens a two-byte sequence and D7 is not a
+// continuation byte.
+//
+// DataLoader follows llm.c's llmc/dataloader.h with shuffling off, on one token source:
+//   S = num_processes * B * T tokens per global batch; batches per pass K = (N - 1) / S
+//   batch k of rank r = tokens [pos, pos + B*T + 1) with pos = (k * num_processes + r) * B * T
+//   inputs (B, T) = tokens[pos .. pos + B*T), targets (B, T) = tokens[pos + 1 .. pos + B*T + 1)
+//   after batch K-1 the next batch is batch 0 again (llm.c's dataloader_advance_ / reset).
+// Its position() (llm.c's current_sample_idx: the index of the next batch, in [0, K]) is the whole
+// state; set_position(position()) on a fresh loader over the same tokens continues identically.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace zt {
+
+inline constexpr int32_t kTokenShardMagic = 20240520;
+inline constexpr int32_t kTokenShardVersion = 1;
+inline constexpr int64_t kTokenShardHeaderInts = 256;
+inline constexpr int64_t kTokenShardHeaderBytes = kTokenShardHeaderInts * 4;  // 1024
+
+// Writes `path` atomically: the bytes go to "path.tmp", which is fsynced and renamed over `path`
+// (then the directory is fsynced), so a crash leaves either the old file or the new one.
+// Throws zt::Error naming the file on any I/O failure, or if there are more than 2^31-1 tokens.
+void write_token_shard(const std::string& path, const std::vector<uint16_t>& tokens);
+// Same, from int32 ids (the tokenizer's output); every id must be in [0, 65535] (error names the
+// first one that is not, and its index).
+void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens);
+
+// Reads and validates a shard. Throws zt::Error naming the file and the problem: cannot open,
+// header shorter than 1024 bytes, wrong magic (found vs 20240520), wrong version (found vs 1),
+// negative count, or a file size that disagrees with header[2] (both numbers printed).
+std::vector<uint16_t> read_token_shard(const std::string& path);
+
+// True when the file's first 4 bytes are the shard magic (see the top of this file). Throws if
+// the file cannot be opened.
+bool is_token_shard(const std::string& path);
+
+// A shard if is_token_shard(path), else the file's bytes through ByteTokenizer.
+std::vector<uint16_t> load_tokens(const std::string& path);
+
+// The largest id in `tokens`, or -1 when empty.
+int32_t max_token_id(const std::vector<uint16_t>& tokens);
+// Throws zt::Error unless every id < vocab_size; the message names `source` (a file name), the
+// largest id, its first index and vocab_size.
+void check_tokens_fit_vocab(const std::vector<uint16_t>& tokens, int64_t vocab_size,
+                            const std::string& source);
+
+class DataLoader {
+ public:
+  // Throws zt::Error unless B, T >= 1, 0 <= process_rank < num_processes, and the tokens hold at
+  // least num_processes * B * T + 1 tokens (the message gives both counts).
+  DataLoader(std::vector<uint16_t> tokens, int64_t B, int64_t T, int process_rank = 0,
+             int num_processes = 1);
+
+  // Fills inputs and targets, int32 (B, T), with the next batch (see the top of this file) and
+  // advances. An undefined tensor is allocated (Category::activations); a defined one must be a
+  // contiguous int32 (B, T) tensor and is overwritten in place.
+  void next_batch(Tensor& inputs, Tensor& targets);
+
+  // The index of the next batch in the current pass, in [0, num_batches()]; num_batches() means
+  // the pass is used up and the next call starts over at batch 0.
+  int64_t position() const { return position_; }
+  // Restores a position saved from a loader over the same tokens with the same B, T and ranks.
+  void set_position(int64_t position);
+  void reset() { position_ = 0; }  // back to batch 0
+
+  int64_t num_batches() const { return num_batches_; }  // K = (N - 1) / (num_processes*B*T)
+  int64_t num_tokens() const { return static_cast<int64_t>(tokens_.size()); }
+  int64_t B() const { return B_; }
+  int64_t T() const { return T_; }
+  int process_rank() const { return process_rank_; }
+  int num_processes() const { return num_processes_; }
+  const std::vector<uint16_t>& tokens() const { return tokens_; }
+
+ private:
+  std::vector<uint16_t> tokens_;
+  int64_t B_, T_;
+  int process_rank_, num_processes_;
+  int64_t num_batches_;
+  int64_t position_ = 0;
+};
+
+}  // namespace zt

@@ -1,0 +1,180 @@
+#include "models/train_checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace zt {
+
+namespace {
+
+constexpr const char* kFormat = "zerotensor-checkpoint";
+constexpr int kVersion = 1;
+constexpr const char* kRankFile = "rank_00000.bin";
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// fsync a file or directory by path; throws naming it.
+void fsync_path(const fs::path& p, bool directory) {
+  int fd = ::open(p.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (fd < 0) ZT_THROW("checkpoint: cannot open '", p.string(), "' to fsync it");
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) ZT_THROW("checkpoint: fsync of '", p.string(), "' failed (disk full or I/O error?)");
+}
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  if (!f) ZT_THROW("checkpoint: cannot create '", p.string(), "'");
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  f.close();
+  if (!f) ZT_THROW("checkpoint: writing '", p.string(), "' failed (disk full?)");
+  fsync_path(p, false);
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) ZT_THROW("checkpoint: cannot open '", p.string(), "'");
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+}  // namespace
+
+uint64_t fnv1a64(const void* data, size_t n, uint64_t h) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+const Tensor& SavedCheckpoint::get(const std::string& name) const {
+  for (const NamedTensor& t : tensors)
+    if (t.name == name) return t.tensor;
+  ZT_THROW("checkpoint '", path, "' has no tensor '", name, "'");
+}
+
+std::string save_checkpoint(const std::string& dir, int64_t step, const nlohmann::json& meta_in,
+                            const std::vector<NamedTensor>& tensors) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step_%08lld", static_cast<long long>(step));
+  const fs::path root(dir), final_dir = root / name, tmp_dir = root / (std::string(name) + ".tmp");
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) ZT_THROW("checkpoint: cannot create directory '", root.string(), "': ", ec.message());
+  fs::remove_all(tmp_dir, ec);  // a leftover of a crashed save
+  fs::create_directories(tmp_dir, ec);
+  if (ec) ZT_THROW("checkpoint: cannot create directory '", tmp_dir.string(), "': ", ec.message());
+
+  // The rank file: every tensor's bytes back to back, checksummed as written.
+  nlohmann::json list = nlohmann::json::array();
+  uint64_t hash = fnv1a64(nullptr, 0);
+  int64_t offset = 0;
+  {
+    const fs::path p = tmp_dir / kRankFile;
+    std::ofstream f(p, std::ios::binary | std::ios::trunc);
+    if (!f) ZT_THROW("checkpoint: cannot create '", p.string(), "'");
+    for (const NamedTensor& nt : tensors) {
+      Tensor t = nt.tensor.contiguous();
+      f.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
+      hash = fnv1a64(t.raw(), t.nbytes(), hash);
+      list.push_back({{"name", nt.name}, {"dtype", dtype_name(t.dtype())}, {"shape", t.shape()}, {"offset", offset}});
+      offset += static_cast<int64_t>(t.nbytes());
+    }
+    f.close();
+    if (!f) ZT_THROW("checkpoint: writing '", p.string(), "' failed (disk full?)");
+    fsync_path(p, false);
+  }
+  nlohmann::json meta = meta_in;
+  meta["format"] = kFormat;
+  meta["version"] = kVersion;
+  meta["world_size"] = 1;
+  meta["step"] = step;
+  meta["files"] = {{{"name", kRankFile}, {"bytes", offset}, {"fnv1a64", hex64(hash)}}};
+  meta["tensors"] = list;
+  write_file(tmp_dir / "meta.json", meta.dump(2) + "\n");
+  fsync_path(tmp_dir, true);
+
+  // Publish: the step directory, then `latest`. Each rename is atomic; fsync makes it durable.
+  fs::remove_all(final_dir, ec);
+  fs::rename(tmp_dir, final_dir, ec);
+  if (ec) ZT_THROW("checkpoint: cannot rename '", tmp_dir.string(), "' to '", final_dir.string(), "': ", ec.message());
+  fsync_path(root, true);
+  write_file(root / "latest.tmp", std::string(name) + "\n");
+  fs::rename(root / "latest.tmp", root / "latest", ec);
+  if (ec) ZT_THROW("checkpoint: cannot replace '", (root / "latest").string(), "': ", ec.message());
+  fsync_path(root, true);
+  return final_dir.string();
+}
+
+std::string latest_checkpoint(const std::string& dir) {
+  const fs::path p = fs::path(dir) / "latest";
+  if (!fs::exists(p)) ZT_THROW("checkpoint: no '", p.string(), "' (no checkpoint has been saved in '", dir, "')");
+  std::string name = read_text(p);
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\r' || name.back() == ' ')) name.pop_back();
+  if (name.empty() || name.find('/') != std::string::npos)
+    ZT_THROW("checkpoint: '", p.string(), "' does not name a step directory (holds '", name, "')");
+  const fs::path step = fs::path(dir) / name;
+  if (!fs::is_directory(step)) ZT_THROW("checkpoint: '", p.string(), "' names '", name, "', which does not exist");
+  return step.string();
+}
+
+SavedCheckpoint load_checkpoint(const std::string& path_in) {
+  std::string path = path_in;
+  if (fs::exists(fs::path(path) / "latest")) path = latest_checkpoint(path);
+  const fs::path meta_path = fs::path(path) / "meta.json";
+  if (!fs::exists(meta_path)) ZT_THROW("checkpoint: '", path, "' is not a checkpoint directory (no meta.json)");
+  SavedCheckpoint ck;
+  ck.path = path;
+  try {
+    ck.meta = nlohmann::json::parse(read_text(meta_path));
+  } catch (const nlohmann::json::exception& e) {
+    ZT_THROW("checkpoint: '", meta_path.string(), "' is not valid JSON: ", e.what());
+  }
+  if (ck.meta.value("format", "") != kFormat)
+    ZT_THROW("checkpoint: '", meta_path.string(), "' has format '", ck.meta.value("format", "(missing)"),
+             "', expected '", kFormat, "'");
+  if (ck.meta.value("version", -1) != kVersion)
+    ZT_THROW("checkpoint: '", meta_path.string(), "' has version ", ck.meta.value("version", -1), ", this build reads ", kVersion);
+  if (ck.meta.value("world_size", -1) != 1)
+    ZT_THROW("checkpoint: '", path, "' was saved by ", ck.meta.value("world_size", -1),
+             " ranks; this single-process build loads world_size 1 only");
+
+  const nlohmann::json& file = ck.meta.at("files").at(0);
+  const fs::path rank_path = fs::path(path) / file.at("name").get<std::string>();
+  if (!fs::exists(rank_path)) ZT_THROW("checkpoint: rank file '", rank_path.string(), "' is missing");
+  const std::string bytes = read_text(rank_path);
+  const int64_t expect = file.at("bytes").get<int64_t>();
+  if (static_cast<int64_t>(bytes.size()) != expect)
+    ZT_THROW("checkpoint: rank file '", rank_path.string(), "' holds ", bytes.size(), " bytes, meta.json says ", expect,
+             " (truncated or replaced)");
+  const std::string sum = hex64(fnv1a64(bytes.data(), bytes.size()));
+  if (sum != file.at("fnv1a64").get<std::string>())
+    ZT_THROW("checkpoint: rank file '", rank_path.string(), "' is corrupted: FNV-1a 64 checksum ", sum,
+             ", meta.json says ", file.at("fnv1a64").get<std::string>());
+
+  for (const nlohmann::json& t : ck.meta.at("tensors")) {
+    const DType dt = dtype_from_name(t.at("dtype").get<std::string>());
+    const Shape shape = t.at("shape").get<Shape>();
+    const int64_t off = t.at("offset").get<int64_t>();
+    Tensor x = Tensor::empty(shape, dt, Category::workspace);
+    if (off < 0 || off + static_cast<int64_t>(x.nbytes()) > expect)
+      ZT_THROW("checkpoint: tensor '", t.at("name").get<std::string>(), "' lies outside '", rank_path.string(), "'");
+    std::memcpy(x.raw(), bytes.data() + off, x.nbytes());
+    ck.tensors.push_back({t.at("name").get<std::string>(), x});
+  }
+  return ck;
+}
+
+}  // namespace zt

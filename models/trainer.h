@@ -1,0 +1,90 @@
+// defines: TrainConfig, StepStats, Trainer — the single-process training loop behind zt-train.
+//
+// One step (llm.c's loop, on flat buffers):
+//   zero_grad -> for each of grad_accum micro-batches: loss = model.loss(x, y) / grad_accum; backward
+//   -> grad_norm = global L2 norm, clipped to grad_clip -> lr from warmup + cosine -> optimizer step.
+// Deterministic: the same config, seed and data give bitwise the same losses, and a run resumed
+// from a checkpoint continues bitwise identically (the checkpoint holds parameters, optimizer
+// state, step, RNG and data position).
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/rng.h"
+#include "models/config.h"
+#include "models/token_data.h"
+#include "nn/model.h"
+
+namespace zt {
+
+struct TrainConfig {
+  std::string model = "gpt-mini";  // a named config (models/config.h), ignored with init_from
+  std::string init_from;           // llm.c GPT-2 checkpoint to start from (optional)
+  std::string train_data, val_data;  // token shard or text file (val optional)
+  int64_t batch = 8, seq_len = 256, grad_accum = 1;
+  int64_t steps = 100;
+  std::string optimizer = "adamw";  // "adamw" | "sgd"
+  double lr = 1e-3, min_lr_frac = 0.1;
+  int64_t warmup = 0;
+  std::string schedule = "cosine";  // "cosine" | "constant"
+  double weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, momentum = 0.9;
+  double grad_clip = 1.0;  // 0 = off
+  uint64_t seed = 1337;
+  int64_t eval_interval = 0, eval_batches = 8;  // 0 = no evaluation
+  std::string ckpt_dir;
+  int64_t ckpt_interval = 0;  // 0 = save only at the end (when ckpt_dir is set)
+  bool resume = false;        // continue from ckpt_dir/latest
+  bool activation_checkpointing = false;
+  int64_t memory_limit = 0;  // bytes; 0 = no cap on the CPU allocator
+
+  void validate() const;  // throws naming the field
+};
+void to_json(nlohmann::json& j, const TrainConfig& c);
+
+struct StepStats {
+  int64_t step = 0;  // 1-based: the number of optimizer steps done after this one
+  double loss = 0, lr = 0, grad_norm = 0;
+  double step_ms = 0, tokens_per_s = 0;
+  double val_loss = -1;  // >= 0 when an evaluation ran after this step
+};
+
+class Optimizer;  // trainer.cpp: AdamW or SGD behind one face
+
+class Trainer {
+ public:
+  explicit Trainer(const TrainConfig& cfg);
+  ~Trainer();
+
+  StepStats step();                   // one optimizer step
+  double evaluate();                  // mean loss over eval_batches of the validation data
+  std::string save();                 // a checkpoint of the current state into ckpt_dir
+  bool done() const { return step_ >= cfg_.steps; }
+
+  Model& model() { return *model_; }
+  const ModelConfig& model_config() const { return mcfg_; }
+  const TrainConfig& config() const { return cfg_; }
+  int64_t step_count() const { return step_; }
+  double lr_at(int64_t step) const;  // learning rate used for optimizer step `step` (0-based)
+
+ private:
+  void resume_from(const std::string& dir);
+
+  TrainConfig cfg_;
+  ModelConfig mcfg_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Optimizer> opt_;
+  std::unique_ptr<DataLoader> train_, val_;
+  Rng rng_;
+  int64_t step_ = 0;
+  Tensor idx_, targets_;
+};
+
+// The model saved in a training checkpoint (a step directory, or a root holding `latest`):
+// built from meta.json's config and filled with the saved parameters. Throws naming the
+// checkpoint on any mismatch.
+std::unique_ptr<Model> load_trained_model(const std::string& path);
+
+}  // namespace zt

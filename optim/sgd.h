@@ -1,0 +1,68 @@
+// defines: SgdHyper, sgd_update (the fused kernel on raw arrays), Sgd (the optimizer over flat
+// shards, owning the momentum buffers in Category::optim).
+//
+// Semantics: torch.optim.SGD with dampening = 0 (PyTorch's _single_tensor_sgd):
+//
+//   d   = g + wd * p                (only where decay and wd > 0: L2, coupled to the gradient)
+//   buf = mu * buf + d              (momentum > 0; buf starts at 0, so step 1 gives buf = d,
+//                                    exactly PyTorch's buf = clone(d))
+//   d   = d + mu * buf  (nesterov)  or  d = buf  (plain momentum)
+//   p   = p - lr * d
+//
+// PyTorch applies weight_decay to every parameter of a group; here, as with AdamW, it applies to
+// the parameters with ParamInfo::decay (2-D weights), the usual "no decay on biases and norm
+// gains" parameter grouping. Elementwise, OpenMP static + SIMD: bitwise identical for any
+// thread count. Same flat-shard design as AdamW (optim/flat_shard.h).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "optim/flat_shard.h"
+
+namespace zt {
+
+struct SgdHyper {
+  double lr = 1e-2;
+  double momentum = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+  // Throws a zt::Error naming the field: lr, momentum, wd >= 0; nesterov needs momentum > 0.
+  void validate() const;
+};
+
+// One SGD update of n contiguous elements. buf: the momentum buffer (n elements), or nullptr
+// when h.momentum == 0. `decay`: weight decay applies to these elements.
+template <class T>
+void sgd_update(T* param, const T* grad, T* buf, int64_t n, const SgdHyper& h, bool decay);
+
+extern template void sgd_update<float>(float*, const float*, float*, int64_t, const SgdHyper&, bool);
+extern template void sgd_update<double>(double*, const double*, double*, int64_t, const SgdHyper&, bool);
+
+class Sgd {
+ public:
+  Sgd(const std::vector<ParamSet*>& sets, const SgdHyper& h);  // every element of each set
+  Sgd(std::vector<FlatShard> shards, const SgdHyper& h);        // only these ranges (ZeRO)
+
+  void step();
+  double lr() const { return h_.lr; }
+  void set_lr(double lr);
+  const SgdHyper& hyper() const { return h_; }
+
+  // ---- state ----
+  int64_t step_count() const { return step_; }
+  int num_shards() const { return static_cast<int>(shards_.size()); }
+  const FlatShard& shard(int i) const { return shards_.at(i); }
+  // Momentum buffer of shard i, (hi - lo); undefined when momentum == 0 (no state).
+  const Tensor& momentum_buffer(int i) const { return buf_.at(i); }
+  // Restores a saved state (one buffer per shard when momentum > 0, none otherwise).
+  void load_state(int64_t step_count, const std::vector<Tensor>& momentum_buffers);
+
+ private:
+  SgdHyper h_;
+  int64_t step_ = 0;
+  std::vector<FlatShard> shards_;
+  std::vector<std::vector<DecaySegment>> segments_;
+  std::vector<Tensor> buf_;
+};
+
+}  // namespace zt

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ZeroTensor needs to build and test, if any are missing.
+# Safe to run again: it does nothing when everything is present. Needs root (or sudo).
+set -euo pipefail
+
+pkgs=(
+  cmake g++ make ccache          # toolchain (ccache keeps rebuilds fast)
+  libeigen3-dev                  # Eigen 3.4
+  libopenblas-openmp-dev         # OpenBLAS, OpenMP build (GEMMs; see CMakeLists.txt)
+  nlohmann-json3-dev             # JSON (configs, checkpoint meta, logs)
+  libcli11-dev                   # command lines
+  catch2                         # unit tests (Catch2 v2)
+  python3                        # data/make_corpus.sh statistics
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "[install-deps] all packages present" >&2
+  exit 0
+fi
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+echo "[install-deps] installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >&2
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
