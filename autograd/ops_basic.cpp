@@ -319,7 +319,8 @@ Var linear(const Var& x, const Var& w, const Var& b) {
     need_float("linear", "b", b);
     need_same_dtype("linear", "x", x, "b", b);
     if (b.shape() != Shape{out})
-      ZT_THROW("linear: bias must have shape (", out, ") for w ", shape_str(w.shape()), ", got ", shape_str(b.shape()));
+      ZT_THROW("linear: bias must have shape ", shape_str(Shape{out}), " for w ", shape_str(w.shape()), ", got ",
+               shape_str(b.shape()));
   }
   Tensor X = x.value().contiguous(), W = w.value().contiguous();
   const int64_t M = shape_numel(drop_last(x.shape()));  // rows: every leading dim flattened

@@ -74,7 +74,7 @@ void TrainConfig::validate() const {
   };
   need(!train_data.empty(), "train_data", "''", "a token shard or text file");
   need(batch >= 1, "batch", batch, ">= 1");
-  need(seq_len >= 1, "seq_len", seq_len, ">= 1");
+  need(seq_len >= 0, "seq_len", seq_len, ">= 1 (or 0: the model's context length)");
   need(grad_accum >= 1, "grad_accum", grad_accum, ">= 1");
   need(steps >= 0, "steps", steps, ">= 0");
   need(optimizer == "adamw" || optimizer == "sgd", "optimizer", optimizer, "adamw or sgd");
@@ -107,6 +107,7 @@ Trainer::Trainer(const TrainConfig& cfg) : cfg_(cfg), rng_(cfg.seed) {
 
   // Model: from an llm.c checkpoint's header, or a named config with our deterministic init.
   mcfg_ = cfg_.init_from.empty() ? zt::model_config(cfg_.model) : read_llmc_header(cfg_.init_from);
+  if (cfg_.seq_len == 0) cfg_.seq_len = mcfg_.max_seq_len;
   if (cfg_.seq_len > mcfg_.max_seq_len)
     ZT_THROW("seq_len ", cfg_.seq_len, " exceeds the model's context length ", mcfg_.max_seq_len);
   model_ = make_model(mcfg_);
@@ -237,7 +238,7 @@ std::unique_ptr<Model> load_trained_model(const std::string& path) {
 }
 
 void Trainer::resume_from(const std::string& dir) {
-  SavedCheckpoint ck = load_checkpoint(dir);
+  SavedCheckpoint ck = load_checkpoint(latest_checkpoint(dir));
   ModelConfig saved = ck.meta.at("model").get<ModelConfig>();
   if (!(saved == mcfg_))
     ZT_THROW("checkpoint '", ck.path, "' holds a different model: ", ck.meta.at("model").dump(),

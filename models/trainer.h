@@ -24,7 +24,7 @@ struct TrainConfig {
   std::string model = "gpt-mini";  // a named config (models/config.h), ignored with init_from
   std::string init_from;           // llm.c GPT-2 checkpoint to start from (optional)
   std::string train_data, val_data;  // token shard or text file (val optional)
-  int64_t batch = 8, seq_len = 256, grad_accum = 1;
+  int64_t batch = 8, seq_len = 0, grad_accum = 1;  // seq_len 0: the model's context length
   int64_t steps = 100;
   std::string optimizer = "adamw";  // "adamw" | "sgd"
   double lr = 1e-3, min_lr_frac = 0.1;

@@ -13,8 +13,10 @@
 //
 // The bias corrections 1 - b^t are computed in double (b2^t for b2 = 0.999 loses digits in
 // float), the per-element arithmetic in T. One pass over memory: p, g, m, v are each read once
-// and p, m, v written once; the loop is OpenMP-parallel (static schedule) and SIMD. Every element
-// is independent, so the result is bitwise the same for any thread count.
+// and p, m, v written once; the loop is OpenMP-parallel (static split) and SIMD (float: AVX
+// intrinsics, 8 lanes, the tail through the same vector code). Every element takes the same
+// instructions wherever it lies, so the result is bitwise the same for any thread count and for
+// any shard boundaries (a rank's shard update equals the full update restricted to it).
 //
 // Layout: the optimizer sees FlatShards (optim/flat_shard.h): contiguous ranges [lo, hi) of each
 // unit's flat buffer. m and v have exactly the shard's size, so a ZeRO rank that owns 1/N of

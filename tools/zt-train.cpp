@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   app.add_option("--val", c.val_data, "validation tokens (same formats)");
   app.add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
   app.add_option("-b,--batch", c.batch, "micro-batch size B")->capture_default_str();
-  app.add_option("-t,--seq-len", c.seq_len, "sequence length T")->capture_default_str();
+  app.add_option("-t,--seq-len", c.seq_len, "sequence length T (0 = the model's context length)")->capture_default_str();
   app.add_option("--grad-accum", c.grad_accum, "micro-batches per optimizer step")->capture_default_str();
   app.add_option("--optimizer", c.optimizer, "adamw or sgd")->capture_default_str();
   app.add_option("--lr", c.lr, "peak learning rate")->capture_default_str();
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "zt-train: %s, %lld parameters, B=%lld T=%lld, %d threads, %lld steps%s\n",
                  c.init_from.empty() ? c.model.c_str() : c.init_from.c_str(), static_cast<long long>(tr.model().num_params()),
-                 static_cast<long long>(c.batch), static_cast<long long>(c.seq_len), nt, static_cast<long long>(c.steps),
+                 static_cast<long long>(tr.config().batch), static_cast<long long>(tr.config().seq_len), nt, static_cast<long long>(c.steps),
                  tr.step_count() ? (" (resumed at step " + std::to_string(tr.step_count()) + ")").c_str() : "");
     const bool tty = isatty(STDERR_FILENO);
     const int64_t every = std::max<int64_t>(1, c.steps / 20);  // non-tty: about 20 lines per run

@@ -39,8 +39,9 @@ void attention_forward(T* out, T* P, const T* q, const T* k, const T* v, int64_t
   if (B * T_len * Hq * D == 0) return;
   const Dims d{B, T_len, Hq, Hkv, D, Hq / Hkv, Hq * D, Hkv * D};
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(D)));
-  Tensor scratch;  // (threads, T, T) when P is not kept
-  if (!P) scratch = Tensor::empty({omp_get_max_threads(), T_len, T_len}, dtype_of<T>::value, Category::workspace);
+  const int64_t rows = std::min(block, T_len);
+  Tensor scratch;  // (threads, block, T) when P is not kept: one row block of S at a time
+  if (!P) scratch = Tensor::empty({omp_get_max_threads(), rows, T_len}, dtype_of<T>::value, Category::workspace);
 
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b)
@@ -50,14 +51,14 @@ void attention_forward(T* out, T* P, const T* q, const T* k, const T* v, int64_t
       const T* K = k + b * T_len * d.ldk + hk * D;
       const T* V = v + b * T_len * d.ldk + hk * D;
       T* O = out + b * T_len * d.ldq + h * D;
-      T* S = P ? P + (b * Hq + h) * T_len * T_len
-               : scratch.data<T>() + static_cast<int64_t>(omp_get_thread_num()) * T_len * T_len;  // (T, T)
+      T* S = P ? P + (b * Hq + h) * T_len * T_len : nullptr;  // (T, T)
+      T* own = P ? nullptr : scratch.data<T>() + static_cast<int64_t>(omp_get_thread_num()) * rows * T_len;
       for (int64_t i0 = 0; i0 < T_len; i0 += block) {
         const int64_t i1 = std::min(T_len, i0 + block), m = i1 - i0;
-        T* Sb = S + i0 * T_len;
+        T* Sb = P ? S + i0 * T_len : own;  // rows [i0, i1) of S, row stride T
         // S[i0:i1, 0:i1] = scale * Q[i0:i1] K[0:i1]^T
         gemm<T>(false, true, m, i1, D, scale, Q + i0 * d.ldq, d.ldq, K, d.ldk, T(0), Sb, T_len);
-        for (int64_t i = i0; i < i1; ++i) causal_softmax_row(S + i * T_len, i, i1);
+        for (int64_t i = i0; i < i1; ++i) causal_softmax_row(Sb + (i - i0) * T_len, i, i1);
         // O[i0:i1] = P[i0:i1, 0:i1] V[0:i1]
         gemm<T>(false, false, m, D, i1, T(1), Sb, T_len, V, d.ldk, T(0), O + i0 * d.ldq, d.ldq);
       }

@@ -18,7 +18,7 @@
 // Memory: the saved P costs B * Hq * T^2 elements per call (gpt-mini, B=8 Hq=6 T=256, float32:
 // 12.6 MB per layer; GPT-2 small at T=1024: 48 MB per batch row per layer) — a flash-attention
 // style recompute from the row log-sum-exp would trade that for one more GEMM in backward.
-// The forward with P == nullptr (inference) uses a (T, T) scratch per thread instead. The
+// The forward with P == nullptr (inference) uses a (block, T) scratch per thread instead. The
 // backward uses a (T, T) scratch per thread and, when Hq > Hkv, (B, Hq, T, D) scratch for dK
 // and dV per query head, summed over each group's heads in order.
 //

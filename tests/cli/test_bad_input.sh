@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Bad input is a clear error with a non-zero exit code, never a crash or a silent run.
+source "$(dirname "$0")/common.sh"
+T="$S/data/corpus/train.txt"
+CK="$S/tests/data/gpt2_tiny.bin"
+SH="$S/tests/data/tiny_tokens.bin"
+
+expect_fail "unknown model name" "unknown model" "$B/zt-train" --model gpt-huge --train "$T" --steps 1
+expect_fail "missing data file" "$TMP/nope.bin" "$B/zt-train" --model gpt2-nano --train "$TMP/nope.bin" --steps 1
+
+# llm.c checkpoints: wrong magic, truncated, unknown version.
+python3 - "$CK" "$TMP" <<'PY'
+import struct, sys
+src, tmp = sys.argv[1], sys.argv[2]
+data = open(src, 'rb').read()
+open(tmp + '/magic.bin', 'wb').write(struct.pack('<i', 12345) + data[4:])
+open(tmp + '/trunc.bin', 'wb').write(data[: len(data) // 2])
+open(tmp + '/version.bin', 'wb').write(data[:4] + struct.pack('<i', 4) + data[8:])
+open(tmp + '/short.bin', 'wb').write(data[:100])
+PY
+expect_fail "checkpoint with wrong magic" "12345" "$B/zt-train" --init-from "$TMP/magic.bin" --train "$SH" --steps 1 -t 32 -b 2
+expect_fail "truncated checkpoint" "trunc.bin" "$B/zt-train" --init-from "$TMP/trunc.bin" --train "$SH" --steps 1 -t 32 -b 2
+expect_fail "checkpoint version" "version" "$B/zt-train" --init-from "$TMP/version.bin" --train "$SH" --steps 1 -t 32 -b 2
+expect_fail "checkpoint shorter than its header" "short.bin" "$B/zt-train" --init-from "$TMP/short.bin" --train "$SH" --steps 1 -t 32 -b 2
+
+# Token shards: wrong magic is read as text only if it is not the shard magic, so corrupt the
+# version and the count instead, and truncate the tokens.
+python3 - "$SH" "$TMP" <<'PY'
+import struct, sys
+src, tmp = sys.argv[1], sys.argv[2]
+data = open(src, 'rb').read()
+open(tmp + '/ver.bin', 'wb').write(data[:4] + struct.pack('<i', 2) + data[8:])
+open(tmp + '/count.bin', 'wb').write(data[:8] + struct.pack('<i', 999999) + data[12:])
+open(tmp + '/cut.bin', 'wb').write(data[:-10])
+PY
+expect_fail "shard with wrong version" "version" "$B/zt-train" --model gpt2-nano --train "$TMP/ver.bin" --steps 1
+expect_fail "shard whose size disagrees with its header" "999999" "$B/zt-train" --model gpt2-nano --train "$TMP/count.bin" --steps 1
+expect_fail "truncated shard" "cut.bin" "$B/zt-train" --model gpt2-nano --train "$TMP/cut.bin" --steps 1
+python3 - "$TMP/big.bin" <<'PY'
+import struct, sys
+toks = [i % 300 for i in range(2000)]  # ids up to 299: beyond a 256-token vocabulary
+hdr = [20240520, 1, len(toks)] + [0] * 253
+open(sys.argv[1], 'wb').write(struct.pack('<256i', *hdr) + struct.pack('<%dH' % len(toks), *toks))
+PY
+expect_fail "token ids beyond the vocabulary" "vocab" "$B/zt-train" --model gpt2-nano --train "$TMP/big.bin" --steps 1 -t 32 -b 2
+
+# Training checkpoints: another model, a corrupted rank file, a missing rank file.
+"$B/zt-train" --model gpt2-nano --train "$T" -b 2 -t 16 --steps 2 --ckpt-dir "$TMP/ck" 2>/dev/null
+expect_fail "resume with another model" "different model" "$B/zt-train" --model llama-nano --train "$T" -b 2 -t 16 --steps 4 --ckpt-dir "$TMP/ck" --resume
+expect_fail "resume with another batch size" "batch" "$B/zt-train" --model gpt2-nano --train "$T" -b 3 -t 16 --steps 4 --ckpt-dir "$TMP/ck" --resume
+cp -r "$TMP/ck" "$TMP/ck2"
+printf '\x01' | dd of="$TMP/ck2/step_00000002/rank_00000.bin" bs=1 seek=100 conv=notrunc 2>/dev/null
+expect_fail "corrupted rank file" "corrupted" "$B/zt-train" --model gpt2-nano --train "$T" -b 2 -t 16 --steps 4 --ckpt-dir "$TMP/ck2" --resume
+rm "$TMP/ck/step_00000002/rank_00000.bin"
+expect_fail "missing rank file" "missing" "$B/zt-train" --model gpt2-nano --train "$T" -b 2 -t 16 --steps 4 --ckpt-dir "$TMP/ck" --resume
+expect_fail "resume without a checkpoint" "latest" "$B/zt-train" --model gpt2-nano --train "$T" --steps 4 --ckpt-dir "$TMP/none" --resume
+expect_fail "generate without a checkpoint" "meta.json" "$B/zt-generate" --ckpt "$TMP"
