@@ -68,7 +68,7 @@ std::vector<int32_t> as_ints(const Tensor& t) {
 
 }  // namespace
 
-TEST_CASE("ByteTokenizer round-trips UTF-8 and refuses ids outside [0, 256)", "[data]") {
+TEST_CASE("ByteTokenizer round-trips UTF-8 and refuses ids outside 0..255", "[data]") {
   ByteTokenizer tok;
   CHECK(tok.vocab_size() == 256);
   const std::string text = "héllo, wörld — ∑ 日本語 🙂\n\t\x01";
@@ -190,7 +190,7 @@ TEST_CASE("max_token_id and the vocabulary check", "[data]") {
 
 // The llm.c definition, written out: batch k of rank r starts at pos = (k*P + r)*B*T;
 // inputs = tok[pos + i], targets = tok[pos + i + 1], i in [0, B*T); K = (N-1)/(P*B*T) batches, then wrap.
-TEST_CASE("DataLoader batches follow llm.c's index formula, with wrap-around", "[data]") {
+TEST_CASE("DataLoader batches follow llm.c's index formula; with wrap-around", "[data]") {
   const int B = 2, T = 3, N = 20;
   const std::vector<uint16_t> toks = iota_tokens(N);
   DataLoader dl(toks, B, T);

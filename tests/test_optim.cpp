@@ -182,7 +182,7 @@ TEST_CASE("AdamW state round-trips through load_state", "[optim][adamw]") {
                     Catch::Contains("shard 'unit'"));
 }
 
-TEST_CASE("AdamW on a shard [lo, hi) equals the full update restricted to it", "[optim][adamw][shard]") {
+TEST_CASE("AdamW on a shard lo..hi equals the full update restricted to it", "[optim][adamw][shard]") {
   auto full = make_set(DType::f32, /*big=*/true);
   AdamW ofull({full.get()}, test_hyper());
   const int64_t P = full->padded_numel(), S = P / 4;
@@ -335,7 +335,7 @@ TEST_CASE("SGD on a shard equals the full update restricted to it", "[optim][sgd
   CHECK(one->flat().to_vector() == pa);
 }
 
-TEST_CASE("learning-rate schedules at warmup, peak and end", "[optim][schedule]") {
+TEST_CASE("learning-rate schedules at warmup; peak and end", "[optim][schedule]") {
   LrSchedule s;
   s.kind = LrKind::cosine;
   s.lr = 1e-3;
