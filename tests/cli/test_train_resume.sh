@@ -8,6 +8,17 @@ A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -b 4 -t 32 --steps 24 --
 "$B/zt-train" "${A[@]}" --log "$TMP/again.jsonl" 2>/dev/null
 diff <(losses "$TMP/full.jsonl") <(losses "$TMP/again.jsonl") >/dev/null || { echo "FAIL: same seed, different losses"; exit 1; }
 echo "ok: same seed and data, bitwise the same losses"
+python3 - "$TMP/full.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 24, len(rows)
+for r in rows:
+    missing = {"step", "loss", "lr", "grad_norm", "tokens_per_s", "step_ms", "memory"} - r.keys()
+    assert not missing, f"log line lacks {missing}"
+    assert set(r["memory"]["current"]) == {"params", "grads", "optim", "activations", "comm", "workspace"}
+assert [r["step"] for r in rows] == list(range(1, 25))
+print("ok: --log has one JSON object per step with step, loss, lr, grad_norm, tokens_per_s, step_ms, memory by category")
+PY
 
 # Resume from the step-12 checkpoint of a run that saved every 4 steps (same config, so the
 # same cosine schedule), and run to 24.

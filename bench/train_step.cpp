@@ -1,0 +1,84 @@
+// bench_train_step — one training step (zero_grad, forward, backward, AdamW) of a named model,
+// timed like ../shared/peers/libtorch-gpt so the two can be compared in one run:
+// random token ids, AdamW(lr 3e-4, betas 0.9/0.95, eps 1e-8, weight decay 0.1 on 2-D weights),
+// no clipping; `warmup` untimed steps, then `steps` steps timed one at a time; median reported.
+//
+// MFU = (6 N + 6 L C T) * B * T / step time / the measured FMA ceiling of the same threads
+// (bench/fma_ceiling.h). N counts every parameter once (wte shared with the head).
+// The last line of stdout is one JSON object (like the peer's), for bench/train_step.sh.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "bench/fma_ceiling.h"
+#include "core/parallel.h"
+#include "models/init.h"
+#include "optim/adamw.h"
+
+using namespace zt;
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_train_step: time a training step of a named model"};
+  std::string model = "gpt-mini";
+  int64_t B = 8, T = 256, steps = 10, warmup = 2;
+  int threads = 2;
+  bool ckpt = false;
+  app.add_option("--model", model)->capture_default_str();
+  app.add_option("--batch", B)->capture_default_str();
+  app.add_option("--seq", T)->capture_default_str();
+  app.add_option("--steps", steps)->capture_default_str();
+  app.add_option("--warmup", warmup)->capture_default_str();
+  app.add_option("--threads", threads)->capture_default_str();
+  app.add_flag("--activation-checkpointing", ckpt);
+  CLI11_PARSE(app, argc, argv);
+
+  set_num_threads(threads);
+  const ModelConfig cfg = model_config(model);
+  auto m = make_model(cfg);
+  Rng rng(1337);
+  init_model(*m, rng);
+  m->set_activation_checkpointing(ckpt);
+  std::vector<ParamSet*> sets;
+  for (Unit* u : m->units()) sets.push_back(&u->params());
+  AdamWHyper h;
+  h.lr = 3e-4; h.beta1 = 0.9; h.beta2 = 0.95; h.eps = 1e-8; h.weight_decay = 0.1;
+  AdamW opt(sets, h);
+
+  Tensor idx = Tensor::empty({B, T}, DType::i32), tgt = Tensor::empty({B, T}, DType::i32);
+  std::vector<double> ms;
+  double loss = 0;
+  for (int64_t s = 0; s < warmup + steps; ++s) {
+    for (int64_t i = 0; i < B * T; ++i) {  // fresh random ids each step, as the peer does
+      idx.data<int32_t>()[i] = static_cast<int32_t>(rng.next_u32() % cfg.vocab_size);
+      tgt.data<int32_t>()[i] = static_cast<int32_t>(rng.next_u32() % cfg.vocab_size);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    m->zero_grad();
+    Var l = m->loss(idx, tgt);
+    l.backward();
+    opt.step();
+    const double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    loss = l.value().item();
+    if (s >= warmup) ms.push_back(dt);
+    std::fprintf(stderr, "step %lld loss %.4f %.1f ms\n", static_cast<long long>(s), loss, dt);
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2], min = sorted.front();
+  const double N = static_cast<double>(m->num_params());
+  const double flops_per_token = 6 * N + 6.0 * cfg.n_layer * cfg.n_embd * T;
+  const double tokens = static_cast<double>(B * T);
+  const bench::FmaCeiling ceil = bench::fma_ceiling(threads);
+  const double gflops = flops_per_token * tokens / (median / 1000) * 1e-9;
+  const MemoryStats mem = cpu_allocator().stats();
+  nlohmann::json j = {{"impl", "zerotensor"}, {"model", model}, {"params", m->num_params()},
+                      {"config", {{"layers", cfg.n_layer}, {"embd", cfg.n_embd}, {"heads", cfg.n_head}, {"seq", T}, {"batch", B}, {"vocab", cfg.vocab_size}, {"steps", steps}, {"warmup", warmup}}},
+                      {"threads", threads}, {"activation_checkpointing", ckpt},
+                      {"ms_per_step_median", median}, {"ms_per_step_min", min}, {"tokens_per_s", tokens / (median / 1000)},
+                      {"gflops_per_s", gflops}, {"fma_ceiling_gflops", ceil.gflops}, {"isa", ceil.isa},
+                      {"mfu", gflops / ceil.gflops}, {"peak_bytes", mem.peak_total}, {"final_loss", loss}};
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
