@@ -11,6 +11,8 @@
 #include <fstream>
 #include <vector>
 
+#include "core/file_io.h"
+
 namespace zt {
 
 static_assert(std::endian::native == std::endian::little, "llm.c checkpoints are little-endian");
@@ -20,7 +22,6 @@ namespace {
 constexpr int64_t kHeaderInts = 256;
 constexpr int64_t kHeaderBytes = kHeaderInts * 4;
 
-std::string errno_str() { return std::strerror(errno); }
 
 struct Header {
   int32_t h[kHeaderInts];
@@ -28,7 +29,7 @@ struct Header {
 
 Header read_header(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) ZT_THROW("llm.c checkpoint '", path, "': cannot open: ", errno_str());
+  if (!f) ZT_THROW("llm.c checkpoint '", path, "': cannot open: ", errno_message());
   Header hd{};
   f.read(reinterpret_cast<char*>(hd.h), kHeaderBytes);
   const int64_t got = f.gcount();
@@ -92,18 +93,6 @@ void check_model_supported(const GPT2& m, const char* what) {
              c.ffn_hidden);
 }
 
-void write_all(int fd, const void* data, size_t n, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      ZT_THROW("llm.c checkpoint '", path, "': write failed: ", errno_str());
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
 
 }  // namespace
 
@@ -145,7 +134,7 @@ void load_llmc_checkpoint(const std::string& path, GPT2& model) {
              "), found ", found);
 
   std::ifstream f(path, std::ios::binary);
-  if (!f) ZT_THROW("llm.c checkpoint '", path, "': cannot open: ", errno_str());
+  if (!f) ZT_THROW("llm.c checkpoint '", path, "': cannot open: ", errno_message());
   f.seekg(kHeaderBytes);
   std::vector<char> buf;
   for (Tensor& dst : file_order(model)) {
@@ -179,33 +168,13 @@ void save_llmc_checkpoint(const std::string& path, GPT2& model, int version) {
   header[7] = as_i32("padded_vocab_size", c.padded_vocab_size);
   const DType fdt = version == kLlmcVersionBF16 ? DType::bf16 : DType::f32;
 
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) ZT_THROW("llm.c checkpoint '", tmp, "': cannot create: ", errno_str());
-  try {
-    write_all(fd, header, sizeof(header), tmp);
-    for (const Tensor& t : file_order(model)) {
-      const Tensor out = t.to(fdt).contiguous();  // f32 -> bf16 rounds to nearest even
-      write_all(fd, out.raw(), out.nbytes(), tmp);
-    }
-    if (::fsync(fd) != 0) ZT_THROW("llm.c checkpoint '", tmp, "': fsync failed: ", errno_str());
-  } catch (...) {
-    ::close(fd);
-    std::remove(tmp.c_str());
-    throw;
+  AtomicFile f(path, "llm.c checkpoint");
+  f.write(header, sizeof(header));
+  for (const Tensor& t : file_order(model)) {
+    const Tensor out = t.to(fdt).contiguous();  // f32 -> bf16 rounds to nearest even
+    f.write(out.raw(), out.nbytes());
   }
-  if (::close(fd) != 0) ZT_THROW("llm.c checkpoint '", tmp, "': close failed: ", errno_str());
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    ZT_THROW("llm.c checkpoint '", path, "': cannot rename '", tmp, "' to it: ", errno_str());
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();  // make the rename durable
-  if (dir.empty()) dir = ".";
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    const int rc = ::fsync(dfd);
-    const std::string e = errno_str();
-    ::close(dfd);
-    if (rc != 0) ZT_THROW("llm.c checkpoint '", path, "': fsync of directory '", dir.string(), "' failed: ", e);
-  }
+  f.commit();
 }
 
 }  // namespace zt

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "core/check.h"
+#include "core/file_io.h"
 #include "models/tokenizer.h"
 
 namespace zt {
@@ -21,14 +22,13 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 
-std::string errno_str() { return std::strerror(errno); }
 
 // RAII FILE* for reading.
 struct InFile {
   std::FILE* f = nullptr;
   explicit InFile(const std::string& path) {
     f = std::fopen(path.c_str(), "rb");
-    if (!f) ZT_THROW("token file '", path, "': cannot open: ", errno_str());
+    if (!f) ZT_THROW("token file '", path, "': cannot open: ", errno_message());
   }
   ~InFile() {
     if (f) std::fclose(f);
@@ -39,27 +39,13 @@ struct InFile {
 
 int64_t file_size(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) ZT_THROW("token file '", path, "': cannot stat: ", errno_str());
+  if (::stat(path.c_str(), &st) != 0) ZT_THROW("token file '", path, "': cannot stat: ", errno_message());
   if (!S_ISREG(st.st_mode)) ZT_THROW("token file '", path, "': not a regular file");
   return static_cast<int64_t>(st.st_size);
 }
 
-void write_all(int fd, const void* data, size_t n, const std::string& tmp) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      const std::string e = errno_str();
-      ::close(fd);
-      ZT_THROW("token file '", tmp, "': write failed: ", e);
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
 
-// Header + tokens to path.tmp, fsync, rename over path, fsync the directory.
+// Header + tokens, written atomically (core/file_io.h).
 void write_shard_bytes(const std::string& path, const uint16_t* tokens, size_t n) {
   if (n > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
     ZT_THROW("token file '", path, "': ", n, " tokens do not fit the shard header's int32 count");
@@ -67,30 +53,10 @@ void write_shard_bytes(const std::string& path, const uint16_t* tokens, size_t n
   header[0] = kTokenShardMagic;
   header[1] = kTokenShardVersion;
   header[2] = static_cast<int32_t>(n);
-
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) ZT_THROW("token file '", tmp, "': cannot create: ", errno_str());
-  write_all(fd, header, sizeof(header), tmp);
-  write_all(fd, tokens, n * sizeof(uint16_t), tmp);
-  if (::fsync(fd) != 0) {
-    const std::string e = errno_str();
-    ::close(fd);
-    ZT_THROW("token file '", tmp, "': fsync failed: ", e);
-  }
-  if (::close(fd) != 0) ZT_THROW("token file '", tmp, "': close failed: ", errno_str());
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    ZT_THROW("token file '", path, "': cannot rename '", tmp, "' to it: ", errno_str());
-  // Make the rename itself durable.
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    const int rc = ::fsync(dfd);
-    const std::string e = errno_str();
-    ::close(dfd);
-    if (rc != 0) ZT_THROW("token file '", path, "': fsync of directory '", dir.string(), "' failed: ", e);
-  }
+  AtomicFile f(path, "token file");
+  f.write(header, sizeof(header));
+  f.write(tokens, n * sizeof(uint16_t));
+  f.commit();
 }
 
 }  // namespace

@@ -1,12 +1,11 @@
 #include "models/train_checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include "core/file_io.h"
 
 namespace fs = std::filesystem;
 
@@ -24,22 +23,11 @@ std::string hex64(uint64_t v) {
   return buf;
 }
 
-// fsync a file or directory by path; throws naming it.
-void fsync_path(const fs::path& p, bool directory) {
-  int fd = ::open(p.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  if (fd < 0) ZT_THROW("checkpoint: cannot open '", p.string(), "' to fsync it");
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) ZT_THROW("checkpoint: fsync of '", p.string(), "' failed (disk full or I/O error?)");
-}
-
+// A small file written atomically (core/file_io.h).
 void write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  if (!f) ZT_THROW("checkpoint: cannot create '", p.string(), "'");
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  f.close();
-  if (!f) ZT_THROW("checkpoint: writing '", p.string(), "' failed (disk full?)");
-  fsync_path(p, false);
+  AtomicFile f(p.string(), "checkpoint");
+  f.write(bytes.data(), bytes.size());
+  f.commit();
 }
 
 std::string read_text(const fs::path& p) {
@@ -82,19 +70,15 @@ std::string save_checkpoint(const std::string& dir, int64_t step, const nlohmann
   uint64_t hash = fnv1a64(nullptr, 0);
   int64_t offset = 0;
   {
-    const fs::path p = tmp_dir / kRankFile;
-    std::ofstream f(p, std::ios::binary | std::ios::trunc);
-    if (!f) ZT_THROW("checkpoint: cannot create '", p.string(), "'");
+    AtomicFile f((tmp_dir / kRankFile).string(), "checkpoint");
     for (const NamedTensor& nt : tensors) {
       Tensor t = nt.tensor.contiguous();
-      f.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
+      f.write(t.raw(), t.nbytes());
       hash = fnv1a64(t.raw(), t.nbytes(), hash);
       list.push_back({{"name", nt.name}, {"dtype", dtype_name(t.dtype())}, {"shape", t.shape()}, {"offset", offset}});
       offset += static_cast<int64_t>(t.nbytes());
     }
-    f.close();
-    if (!f) ZT_THROW("checkpoint: writing '", p.string(), "' failed (disk full?)");
-    fsync_path(p, false);
+    f.commit();
   }
   nlohmann::json meta = meta_in;
   meta["format"] = kFormat;
@@ -104,17 +88,13 @@ std::string save_checkpoint(const std::string& dir, int64_t step, const nlohmann
   meta["files"] = {{{"name", kRankFile}, {"bytes", offset}, {"fnv1a64", hex64(hash)}}};
   meta["tensors"] = list;
   write_file(tmp_dir / "meta.json", meta.dump(2) + "\n");
-  fsync_path(tmp_dir, true);
 
   // Publish: the step directory, then `latest`. Each rename is atomic; fsync makes it durable.
   fs::remove_all(final_dir, ec);
   fs::rename(tmp_dir, final_dir, ec);
   if (ec) ZT_THROW("checkpoint: cannot rename '", tmp_dir.string(), "' to '", final_dir.string(), "': ", ec.message());
-  fsync_path(root, true);
-  write_file(root / "latest.tmp", std::string(name) + "\n");
-  fs::rename(root / "latest.tmp", root / "latest", ec);
-  if (ec) ZT_THROW("checkpoint: cannot replace '", (root / "latest").string(), "': ", ec.message());
-  fsync_path(root, true);
+  fsync_directory(root.string(), "checkpoint");
+  write_file(root / "latest", std::string(name) + "\n");  // latest.tmp, fsync, rename, fsync dir
   return final_dir.string();
 }
 

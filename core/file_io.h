@@ -1,0 +1,36 @@
+// defines: AtomicFile (write, fsync, rename), fsync_directory, errno_message — durable file
+//          writes shared by every format that must never be seen half-written.
+//
+// A crash at any instant leaves either the old file or the complete new one:
+//   bytes -> "<path>.tmp";  commit(): fsync, close, rename over <path>, fsync the directory.
+// An AtomicFile destroyed without commit() (an exception on the way) removes its .tmp file.
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace zt {
+
+class AtomicFile {
+ public:
+  // `what` names the kind of file in error messages: "token file", "llm.c checkpoint", ...
+  AtomicFile(std::string path, std::string what);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void write(const void* data, size_t n);  // throws naming the file (disk full, I/O error)
+  void commit();                           // makes the file visible under its final name
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_, tmp_, what_;
+  int fd_ = -1;
+};
+
+// fsync of a directory, so that a rename inside it survives a crash. Throws naming `what`.
+void fsync_directory(const std::string& dir, const std::string& what);
+
+// strerror(errno) as a string.
+std::string errno_message();
+
+}  // namespace zt
