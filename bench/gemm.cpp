@@ -4,9 +4,11 @@
 //   bench_gemm [--sizes 512,1024,2048] [--threads 1,2] [--reps 10] [--out bench/results/gemm.md]
 //
 // For each square n and thread count: C (n, n) = A (n, n) @ B (n, n), 2 warmup calls, then the
-// best of --reps timed calls; 2 n^3 flops per call. The target: >= 75% of the ceiling at
-// n = 1024 on 2 threads. The machine load (/proc/loadavg) is printed before and after, because
-// a benchmark on a shared machine means nothing without it.
+// best of --reps timed calls; 2 n^3 flops per call. The ceiling is measured at the start and again
+// before every row, and the best value seen is used for all rows (the % column is computed at the
+// end, after every measurement). The target: >= 75% of the ceiling at n = 1024 on 2
+// threads. The machine load (/proc/loadavg) is printed before and after, because a benchmark on
+// a shared machine means nothing without it.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -88,12 +90,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "FMA ceiling, %d thread(s): %.1f GFLOP/s (%s)\n", t, ceiling[t].gflops, ceiling[t].isa);
   }
 
-  std::ostringstream table;
-  table << "| n | threads | best ms | GFLOP/s | FMA ceiling GFLOP/s | % of ceiling |\n"
-        << "|---:|---:|---:|---:|---:|---:|\n";
+  struct Row {
+    int64_t n;
+    int threads;
+    double seconds;
+  };
+  std::vector<Row> rows;
   bool sane = true;
   for (int64_t n : sizes) {
     for (int t : threads) {
+      // Re-measure the ceiling next to every row and keep the best seen: on a shared machine a
+      // single early measurement can catch a busy moment and understate the peak.
+      const zt::bench::FmaCeiling again = zt::bench::fma_ceiling(t, 3);
+      if (again.gflops > ceiling[t].gflops) ceiling[t] = again;
       zt::set_num_threads(t);
       double err = 0;
       const double s = time_gemm(n, reps, &err);
@@ -103,17 +112,31 @@ int main(int argc, char** argv) {
                      static_cast<long long>(n), t, err);
         sane = false;
       }
-      const double gf = 2.0 * n * n * n / s * 1e-9;
-      char row[256];
-      std::snprintf(row, sizeof row, "| %lld | %d | %.2f | %.1f | %.1f | %.1f%% |\n", static_cast<long long>(n), t,
-                    s * 1e3, gf, ceiling[t].gflops, 100.0 * gf / ceiling[t].gflops);
-      table << row;
-      std::cout << row << std::flush;
+      rows.push_back({n, t, s});
+      std::fprintf(stderr, "n=%lld threads=%d: %.2f ms, %.1f GFLOP/s (ceiling so far %.1f)\n",
+                   static_cast<long long>(n), t, s * 1e3, 2.0 * n * n * n / s * 1e-9, ceiling[t].gflops);
     }
   }
+  std::ostringstream table;
+  table << "| n | threads | best ms | GFLOP/s | FMA ceiling GFLOP/s | % of ceiling |\n"
+        << "|---:|---:|---:|---:|---:|---:|\n";
+  for (const Row& r : rows) {
+    const double gf = 2.0 * r.n * r.n * r.n / r.seconds * 1e-9, peak = ceiling[r.threads].gflops;
+    char row[256];
+    std::snprintf(row, sizeof row, "| %lld | %d | %.2f | %.1f | %.1f | %.1f%% |\n", static_cast<long long>(r.n),
+                  r.threads, r.seconds * 1e3, gf, peak, 100.0 * gf / peak);
+    table << row;
+  }
+  std::cout << table.str();
   const std::string load_after = loadavg();
   std::ostringstream note;
-  note << "\nFMA ceiling: " << (ceiling.empty() ? "" : ceiling.begin()->second.isa)
+  note << "\nFMA ceiling (best seen over the run):";
+  for (const auto& [t, c] : ceiling) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " %d thread(s) %.1f GFLOP/s;", t, c.gflops);
+    note << buf;
+  }
+  note << " " << (ceiling.empty() ? "" : ceiling.begin()->second.isa)
        << "; gemm: zt::gemm<float> (OpenBLAS cblas_sgemm, OpenMP build); reps " << reps
        << " after 2 warmups, best reported.\nLoad average (1/5/15 min) before: " << load_before
        << ", after: " << load_after << "\n";
