@@ -61,7 +61,13 @@ std::string save_checkpoint(const std::string& dir, int64_t step, const nlohmann
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec) ZT_THROW("checkpoint: cannot create directory '", root.string(), "': ", ec.message());
-  fs::remove_all(tmp_dir, ec);  // a leftover of a crashed save
+  // Leftovers of a crashed save (a step_*.tmp directory, latest.tmp) are never loaded: remove them.
+  for (const auto& e : fs::directory_iterator(root, ec))
+    if (e.path().extension() == ".tmp") fs::remove_all(e.path(), ec);
+  // The directory `latest` names is the one thing a save must never touch.
+  if (fs::exists(root / "latest") && fs::equivalent(latest_checkpoint(dir), final_dir, ec))
+    ZT_THROW("checkpoint: refusing to overwrite '", final_dir.string(), "', the checkpoint '",
+             (root / "latest").string(), "' names");
   fs::create_directories(tmp_dir, ec);
   if (ec) ZT_THROW("checkpoint: cannot create directory '", tmp_dir.string(), "': ", ec.message());
 
@@ -103,7 +109,7 @@ std::string latest_checkpoint(const std::string& dir) {
   if (!fs::exists(p)) ZT_THROW("checkpoint: no '", p.string(), "' (no checkpoint has been saved in '", dir, "')");
   std::string name = read_text(p);
   while (!name.empty() && (name.back() == '\n' || name.back() == '\r' || name.back() == ' ')) name.pop_back();
-  if (name.empty() || name.find('/') != std::string::npos)
+  if (name.rfind("step_", 0) != 0 || name.find_first_not_of("0123456789", 5) != std::string::npos || name.size() == 5)
     ZT_THROW("checkpoint: '", p.string(), "' does not name a step directory (holds '", name, "')");
   const fs::path step = fs::path(dir) / name;
   if (!fs::is_directory(step)) ZT_THROW("checkpoint: '", p.string(), "' names '", name, "', which does not exist");

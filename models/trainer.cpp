@@ -1,14 +1,13 @@
 #include "models/trainer.h"
 
-#include "core/parallel.h"
-#include "models/gpt2.h"
-#include "models/init.h"
-#include "models/llmc_checkpoint.h"
-#include "models/train_checkpoint.h"
-#include "optim/adamw.h"
-#include "optim/clip.h"
-#include "optim/schedule.h"
-#include "optim/sgd.h"
+#include "models/gpt2.h"              // defines: GPT2 (llm.c checkpoints hold GPT-2)
+#include "models/init.h"              // defines: make_model, init_model
+#include "models/llmc_checkpoint.h"   // defines: read_llmc_header, load_llmc_checkpoint
+#include "models/train_checkpoint.h"  // defines: save_checkpoint, load_checkpoint, latest_checkpoint
+#include "optim/adamw.h"              // defines: AdamW
+#include "optim/clip.h"               // defines: clip_grad_norm, global_norm
+#include "optim/schedule.h"           // defines: LrSchedule (warmup + cosine)
+#include "optim/sgd.h"                // defines: Sgd
 
 namespace zt {
 
@@ -150,6 +149,7 @@ double Trainer::lr_at(int64_t step) const {
 
 StepStats Trainer::step() {
   const auto t0 = std::chrono::steady_clock::now();
+  cpu_allocator().reset_peaks();  // the memory in the log is this step's peak
   model_->zero_grad();
   double loss_sum = 0;
   for (int64_t micro = 0; micro < cfg_.grad_accum; ++micro) {
@@ -232,22 +232,41 @@ void load_params(const SavedCheckpoint& ck, Model& m) {
 
 std::unique_ptr<Model> load_trained_model(const std::string& path) {
   SavedCheckpoint ck = load_checkpoint(path);
-  std::unique_ptr<Model> m = make_model(ck.meta.at("model").get<ModelConfig>());
-  load_params(ck, *m);
-  return m;
+  try {
+    std::unique_ptr<Model> m = make_model(ck.meta.at("model").get<ModelConfig>());
+    load_params(ck, *m);
+    return m;
+  } catch (const nlohmann::json::exception& e) {
+    ZT_THROW("checkpoint '", ck.path, "': meta.json lacks or mistypes a field: ", e.what());
+  }
 }
 
 void Trainer::resume_from(const std::string& dir) {
   SavedCheckpoint ck = load_checkpoint(latest_checkpoint(dir));
+  try {
+    restore(ck);
+  } catch (const nlohmann::json::exception& e) {
+    ZT_THROW("checkpoint '", ck.path, "': meta.json lacks or mistypes a field: ", e.what());
+  }
+}
+
+void Trainer::restore(const SavedCheckpoint& ck) {
   ModelConfig saved = ck.meta.at("model").get<ModelConfig>();
   if (!(saved == mcfg_))
     ZT_THROW("checkpoint '", ck.path, "' holds a different model: ", ck.meta.at("model").dump(),
              ", this run builds ", nlohmann::json(mcfg_).dump());
-  // The data position counts batches of B x T: resuming with another shape would read other tokens.
-  const nlohmann::json& tr = ck.meta.at("training");
-  for (const char* key : {"batch", "seq_len", "grad_accum"})
-    if (tr.at(key) != nlohmann::json(key == std::string("batch") ? cfg_.batch : key == std::string("seq_len") ? cfg_.seq_len : cfg_.grad_accum))
-      ZT_THROW("checkpoint '", ck.path, "' was trained with ", key, " = ", tr.at(key).dump(), "; resume with the same value");
+  // Everything that shapes the trajectory must match, or the "continuation" would silently be
+  // another run: the data position counts batches of B x T, the schedule depends on steps, etc.
+  // (Where the run writes checkpoints, logs or evaluates, and activation checkpointing, which
+  // recomputes bitwise the same values, may change freely.)
+  const nlohmann::json saved_tr = ck.meta.at("training"), now_tr = cfg_;
+  for (const char* key : {"model", "init_from", "train_data", "batch", "seq_len", "grad_accum", "steps", "optimizer",
+                          "lr", "min_lr_frac", "warmup", "schedule", "weight_decay", "beta1", "beta2", "eps",
+                          "momentum", "grad_clip", "seed"})
+    if (!saved_tr.contains(key) || saved_tr.at(key) != now_tr.at(key))
+      ZT_THROW("checkpoint '", ck.path, "' was trained with ", key, " = ",
+               saved_tr.contains(key) ? saved_tr.at(key).dump() : "(missing)", ", this run has ", key, " = ",
+               now_tr.at(key).dump(), ": resume with the same value");
   load_params(ck, *model_);
   step_ = ck.meta.at("step").get<int64_t>();
   opt_->load_state(ck.meta.at("optimizer_steps").get<int64_t>(), ck);

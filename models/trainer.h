@@ -52,6 +52,7 @@ struct StepStats {
 };
 
 class Optimizer;  // trainer.cpp: AdamW or SGD behind one face
+struct SavedCheckpoint;  // models/train_checkpoint.h
 
 class Trainer {
  public:
@@ -71,6 +72,7 @@ class Trainer {
 
  private:
   void resume_from(const std::string& dir);
+  void restore(const SavedCheckpoint& ck);
 
   TrainConfig cfg_;
   ModelConfig mcfg_;

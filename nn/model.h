@@ -11,7 +11,8 @@ class Model {
  public:
   virtual ~Model() = default;
   virtual std::string family() const = 0;  // "gpt2" or "llama"
-  // The units in forward order. Their ParamSets hold every parameter exactly once.
+  // The units in forward order: the embedding, the blocks, the head. Their ParamSets hold every
+  // parameter exactly once.
   virtual std::vector<Unit*> units() = 0;
   // idx, targets: int32 (B, T). Returns the mean cross-entropy loss, shape ().
   virtual Var loss(const Tensor& idx, const Tensor& targets) = 0;
@@ -21,8 +22,11 @@ class Model {
   virtual int64_t max_seq_len() const = 0;
 
   void set_residency(Residency& r) { residency_ = &r; }
+  // Checkpoints the blocks (as DeepSpeed and Megatron do): the embedding has no input activation
+  // to keep, and recomputing the head would redo the largest GEMM to save one (B, T, C) tensor.
   void set_activation_checkpointing(bool on) {
-    for (Unit* u : units()) u->checkpoint_activations = on;
+    std::vector<Unit*> us = units();
+    for (size_t i = 0; i < us.size(); ++i) us[i]->checkpoint_activations = on && i > 0 && i + 1 < us.size();
   }
   int64_t num_params();  // sum over units, no padding
   void zero_grad() {

@@ -1,7 +1,7 @@
 // zt-train — train a GPT-2 or Llama model on a token shard or a text file, on the CPU.
 //
-//   zt-train --model gpt-mini --train data/corpus/train.txt --val data/corpus/val.txt \
-//            --steps 300 --batch 8 --seq-len 256 --lr 1e-3 --log run.jsonl --ckpt-dir runs/mini
+//   zt-train --model gpt-mini --train data/corpus/train.txt --val data/corpus/val.txt
+//              --steps 300 --batch 8 --seq-len 256 --lr 1e-3 --log run.jsonl --ckpt-dir runs/mini
 //
 // Prints a live progress line on stderr, writes one JSON object per step with --log, and
 // saves/resumes checkpoints (--ckpt-dir, --ckpt-interval, --resume).
@@ -12,10 +12,10 @@
 #include <iostream>
 #include <unistd.h>
 
-#include "core/parallel.h"
-#include "models/llmc_checkpoint.h"
-#include "models/gpt2.h"
-#include "models/trainer.h"
+#include "core/parallel.h"          // defines: set_num_threads
+#include "models/gpt2.h"            // defines: GPT2 (for --save-llmc)
+#include "models/llmc_checkpoint.h" // defines: save_llmc_checkpoint
+#include "models/trainer.h"         // defines: TrainConfig, Trainer, StepStats
 
 using namespace zt;
 
@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   TrainConfig c;
   int threads = 0;
   std::string log_path, save_llmc;
+  int save_llmc_version = 3;
   double memory_limit_mib = 0;
   app.add_option("--model", c.model, "named model config: gpt2-nano, gpt-mini, gpt2-124m, llama-nano, llama-100m")->capture_default_str();
   app.add_option("--init-from", c.init_from, "start from an llm.c GPT-2 checkpoint (.bin) instead of a fresh init");
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
   app.add_option("--weight-decay", c.weight_decay, "decoupled weight decay (2-D weights only)")->capture_default_str();
   app.add_option("--beta1", c.beta1)->capture_default_str();
   app.add_option("--beta2", c.beta2)->capture_default_str();
+  app.add_option("--eps", c.eps, "AdamW epsilon")->capture_default_str();
   app.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str();
   app.add_option("--grad-clip", c.grad_clip, "global gradient norm clip (0 = off)")->capture_default_str();
   app.add_option("--seed", c.seed, "seed of the initialization RNG")->capture_default_str();
@@ -84,7 +86,9 @@ int main(int argc, char** argv) {
   app.add_option("--memory-limit-mib", memory_limit_mib, "cap the CPU allocator (MiB; 0 = none)")->capture_default_str();
   app.add_option("--threads", threads, "threads (0 = all cores)")->capture_default_str();
   app.add_option("--log", log_path, "write one JSON object per step to this file");
-  app.add_option("--save-llmc", save_llmc, "at the end, also write the model as an llm.c GPT-2 checkpoint (fp32)");
+  app.add_option("--save-llmc", save_llmc, "at the end, also write the model as an llm.c GPT-2 checkpoint");
+  app.add_option("--save-llmc-version", save_llmc_version, "llm.c checkpoint version: 3 = float32, 5 = bfloat16")
+      ->check(CLI::IsMember({3, 5}))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -93,8 +97,21 @@ int main(int argc, char** argv) {
     Trainer tr(c);
     std::ofstream log;
     if (!log_path.empty()) {
-      log.open(log_path, c.resume ? std::ios::app : std::ios::trunc);
+      // On resume, keep the lines up to the checkpoint's step and drop any a killed run wrote
+      // after it: those steps are about to be run again.
+      std::vector<std::string> kept;
+      if (c.resume) {
+        std::ifstream old(log_path);
+        for (std::string line; std::getline(old, line);) {
+          try {
+            if (nlohmann::json::parse(line).at("step").get<int64_t>() <= tr.step_count()) kept.push_back(line);
+          } catch (const nlohmann::json::exception&) {  // a torn last line of a killed run
+          }
+        }
+      }
+      log.open(log_path, std::ios::trunc);
       if (!log) ZT_THROW("cannot open log file '", log_path, "'");
+      for (const std::string& line : kept) log << line << "\n";
     }
     std::fprintf(stderr, "zt-train: %s, %lld parameters, B=%lld T=%lld, %d threads, %lld steps%s\n",
                  c.init_from.empty() ? c.model.c_str() : c.init_from.c_str(), static_cast<long long>(tr.model().num_params()),
@@ -132,7 +149,7 @@ int main(int argc, char** argv) {
     if (!save_llmc.empty()) {
       auto* gpt = dynamic_cast<GPT2*>(&tr.model());
       if (!gpt) ZT_THROW("--save-llmc: llm.c checkpoints hold GPT-2 models; this is a ", tr.model().family(), " model");
-      save_llmc_checkpoint(save_llmc, *gpt);
+      save_llmc_checkpoint(save_llmc, *gpt, save_llmc_version);
       std::fprintf(stderr, "wrote %s\n", save_llmc.c_str());
     }
     if (!c.ckpt_dir.empty()) std::fprintf(stderr, "checkpoint: %s/latest\n", c.ckpt_dir.c_str());

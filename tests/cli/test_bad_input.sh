@@ -48,6 +48,12 @@ expect_fail "token ids beyond the vocabulary" "vocab" "$B/zt-train" --model gpt2
 "$B/zt-train" --model gpt2-nano --train "$T" -b 2 -t 16 --steps 2 --ckpt-dir "$TMP/ck" 2>/dev/null
 expect_fail "resume with another model" "different model" "$B/zt-train" --model llama-nano --train "$T" -b 2 -t 16 --steps 4 --ckpt-dir "$TMP/ck" --resume
 expect_fail "resume with another batch size" "batch" "$B/zt-train" --model gpt2-nano --train "$T" -b 3 -t 16 --steps 4 --ckpt-dir "$TMP/ck" --resume
+expect_fail "resume with another learning rate" "lr" "$B/zt-train" --model gpt2-nano --train "$T" -b 2 -t 16 --steps 2 --lr 5e-4 --ckpt-dir "$TMP/ck" --resume
+cp -r "$TMP/ck" "$TMP/ck3"
+python3 -c 'import json,sys; p=sys.argv[1]; m=json.load(open(p)); del m["data_position"]; json.dump(m, open(p, "w"))' "$TMP/ck3/step_00000002/meta.json"
+expect_fail "meta.json without a field" "meta.json lacks" "$B/zt-train" --model gpt2-nano --train "$T" -b 2 -t 16 --steps 2 --ckpt-dir "$TMP/ck3" --resume
+echo "../../etc" > "$TMP/ck3/latest"
+expect_fail "a latest pointer outside the directory" "does not name a step directory" "$B/zt-train" --model gpt2-nano --train "$T" -b 2 -t 16 --steps 2 --ckpt-dir "$TMP/ck3" --resume
 cp -r "$TMP/ck" "$TMP/ck2"
 printf '\x01' | dd of="$TMP/ck2/step_00000002/rank_00000.bin" bs=1 seek=100 conv=notrunc 2>/dev/null
 expect_fail "corrupted rank file" "corrupted" "$B/zt-train" --model gpt2-nano --train "$T" -b 2 -t 16 --steps 4 --ckpt-dir "$TMP/ck2" --resume

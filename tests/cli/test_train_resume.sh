@@ -29,15 +29,33 @@ diff <(losses "$TMP/full.jsonl" | tail -n 12) <(losses "$TMP/p2.jsonl") >/dev/nu
 cmp "$TMP/full/step_00000024/rank_00000.bin" "$TMP/resume/step_00000024/rank_00000.bin"
 echo "ok: resumed at step 12, steps 13-24 and the final state bitwise identical"
 
-# kill -9 at several points of a run that saves every step, then resume from whatever `latest` says.
-for delay in 0.3 0.6 0.9; do
+# kill -9 right after the checkpoint of step k is published (so mid-step or mid-save of step k+1),
+# then resume from whatever `latest` says: the final state must be bitwise the uninterrupted one.
+mid=0
+for k in 3 9 15; do
   rm -rf "$TMP/k"
   "$B/zt-train" "${A[@]}" --ckpt-dir "$TMP/k" --ckpt-interval 1 2>/dev/null &
   pid=$!
-  sleep "$delay"; kill -9 "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
-  if [ ! -f "$TMP/k/latest" ]; then echo "ok: killed at ${delay}s before the first save (nothing to resume)"; continue; fi
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ -f "$TMP/k/latest" ] && [ "$((10#$(sed 's/^step_//' "$TMP/k/latest")))" -ge "$k" ]; then
+      kill -9 "$pid" 2>/dev/null || true
+      break
+    fi
+    sleep 0.005
+  done
+  wait "$pid" 2>/dev/null || true
   at=$(cat "$TMP/k/latest")
+  [ "$at" != step_00000024 ] && mid=$((mid + 1))
   "$B/zt-train" "${A[@]}" --ckpt-dir "$TMP/k" --resume 2>/dev/null
   cmp "$TMP/full/step_00000024/rank_00000.bin" "$TMP/k/step_00000024/rank_00000.bin"
-  echo "ok: kill -9 at ${delay}s (latest = $at), resumed: final state bitwise identical"
+  echo "ok: kill -9 after step $k's save (latest = $at), resumed: final state bitwise identical"
 done
+[ "$mid" -ge 2 ] || { echo "FAIL: only $mid of 3 kills landed before the end of the run (machine too fast for the test?)"; exit 1; }
+
+# --log on resume keeps the lines up to the checkpoint and drops those a killed run wrote later.
+rm -rf "$TMP/L"; mkdir -p "$TMP/L"
+cp -r "$TMP/part/step_00000012" "$TMP/L/" && echo step_00000012 > "$TMP/L/latest"
+cp "$TMP/full.jsonl" "$TMP/L.jsonl"  # as if a run had logged all 24 steps, then died after saving 12
+"$B/zt-train" "${A[@]}" --ckpt-dir "$TMP/L" --resume --log "$TMP/L.jsonl" 2>/dev/null
+diff <(losses "$TMP/full.jsonl") <(losses "$TMP/L.jsonl") >/dev/null || { echo "FAIL: resumed log differs from the uninterrupted one"; exit 1; }
+echo "ok: the resumed --log has each step once and equals the uninterrupted log's losses"
