@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/op_util.h"
 #include "autograd/ops.h"
 #include "core/kernels/activation.h"
 #include "core/kernels/cross_entropy.h"
@@ -17,43 +18,19 @@
 #include "core/kernels/embedding.h"
 #include "core/kernels/gemm.h"
 #include "core/kernels/softmax.h"
+#include "core/parallel.h"
 
 namespace zt {
 
 namespace {
 
-void need_defined(const char* op, const char* arg, const Var& v) {
-  if (!v.defined()) ZT_THROW(op, ": ", arg, " is undefined");
-}
-
-void need_float(const char* op, const char* arg, const Var& v) {
-  need_defined(op, arg, v);
-  const DType d = v.dtype();
-  if (d != DType::f32 && d != DType::f64)
-    ZT_THROW(op, ": ", arg, " must be float32 or float64, got ", dtype_name(d), shape_str(v.shape()));
-}
-
-void need_same_dtype(const char* op, const char* an, const Var& a, const char* bn, const Var& b) {
-  if (a.dtype() != b.dtype())
-    ZT_THROW(op, ": ", an, " and ", bn, " must have the same dtype, got ", dtype_name(a.dtype()), " and ",
-             dtype_name(b.dtype()));
-}
-
-void need_same_shape(const char* op, const char* an, const Var& a, const char* bn, const Var& b) {
-  if (a.shape() != b.shape())
-    ZT_THROW(op, ": ", an, " ", shape_str(a.shape()), " and ", bn, " ", shape_str(b.shape()),
-             " must have the same shape");
-}
+using detail::dispatch;
+using detail::need_defined;
+using detail::need_float;
+using detail::need_same_dtype;
+using detail::need_same_shape;
 
 Tensor new_tensor(const Shape& s, DType dt) { return Tensor::empty(s, dt, Category::activations); }
-
-// Runs f(T{}) with T = float or double, the tensor's compute type.
-template <class F>
-decltype(auto) dispatch(DType dt, F&& f) {
-  if (dt == DType::f32) return f(float{});
-  ZT_CHECK(dt == DType::f64, "dispatch: compute dtype expected, got ", dtype_name(dt));
-  return f(double{});
-}
 
 // The gradient buffer a GradFn may accumulate into directly, with exactly the effect of
 // v.add_grad(g) (which, for a leaf whose gradient already exists and is owned, does grad += g):
@@ -109,7 +86,7 @@ enum class Bin { add, sub, mul };
 Var binary(const char* op, Bin kind, const Var& a, const Var& b) {
   need_float(op, "a", a);
   need_float(op, "b", b);
-  need_same_dtype(op, "a", a, "b", b);
+  need_same_dtype(op, "b", b, "a", a);
   need_same_shape(op, "a", a, "b", b);
   Tensor A = a.value().contiguous(), B = b.value().contiguous();
   Tensor y = new_tensor(a.shape(), a.dtype());
@@ -235,7 +212,7 @@ Var sum_last(const Var& x) {
 Var matmul(const Var& a, const Var& b) {
   need_float("matmul", "a", a);
   need_float("matmul", "b", b);
-  need_same_dtype("matmul", "a", a, "b", b);
+  need_same_dtype("matmul", "b", b, "a", a);
   if (a.dim() < 2 || b.dim() < 2)
     ZT_THROW("matmul: a (..., M, K) and b (K, N) or (..., K, N) need at least 2 dims, got a ", shape_str(a.shape()),
              " and b ", shape_str(b.shape()));
@@ -307,7 +284,7 @@ Var matmul(const Var& a, const Var& b) {
 Var linear(const Var& x, const Var& w, const Var& b) {
   need_float("linear", "x", x);
   need_float("linear", "w", w);
-  need_same_dtype("linear", "x", x, "w", w);
+  need_same_dtype("linear", "w", w, "x", x);
   if (w.dim() != 2) ZT_THROW("linear: w must be 2-D (out, in), got ", shape_str(w.shape()));
   if (x.dim() < 1) ZT_THROW("linear: x must be (..., in), got a scalar");
   const int64_t out = w.size(0), in_f = w.size(1);
@@ -317,7 +294,7 @@ Var linear(const Var& x, const Var& w, const Var& b) {
   const bool has_bias = b.defined();
   if (has_bias) {
     need_float("linear", "b", b);
-    need_same_dtype("linear", "x", x, "b", b);
+    need_same_dtype("linear", "b", b, "x", x);
     if (b.shape() != Shape{out})
       ZT_THROW("linear: bias must have shape ", shape_str(Shape{out}), " for w ", shape_str(w.shape()), ", got ",
                shape_str(b.shape()));
@@ -333,7 +310,7 @@ Var linear(const Var& x, const Var& w, const Var& b) {
     if (has_bias) {  // y rows start as the bias; the GEMM adds x w^T on top (beta = 1)
       Tensor B = b.value().contiguous();
       const T* pb = B.data<T>();
-#pragma omp parallel for schedule(static) if (M * out > kParallelMin)
+#pragma omp parallel for schedule(static) if (M * out > kParallelMinElements)
       for (int64_t r = 0; r < M; ++r) std::copy(pb, pb + out, py + r * out);
     }
     // y (M, out) = X (M, in) @ W^T, W stored (out, in): no transposed copy, BLAS reads it as is
@@ -405,7 +382,7 @@ Var silu(const Var& x) { return unary_act("silu", Act::silu, x); }
 Var swiglu(const Var& gate, const Var& up) {
   need_float("swiglu", "gate", gate);
   need_float("swiglu", "up", up);
-  need_same_dtype("swiglu", "gate", gate, "up", up);
+  need_same_dtype("swiglu", "up", up, "gate", gate);
   need_same_shape("swiglu", "gate", gate, "up", up);
   Tensor G = gate.value().contiguous(), U = up.value().contiguous();
   Tensor y = new_tensor(gate.shape(), gate.dtype());

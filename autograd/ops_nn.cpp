@@ -5,6 +5,7 @@
 // captures only Tensors (the contiguous inputs and the statistics the forward saved).
 #include <cmath>
 
+#include "autograd/op_util.h"
 #include "autograd/ops.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/norm.h"
@@ -14,35 +15,21 @@ namespace zt {
 
 namespace {
 
-// Calls f.template operator()<float>() or <double>() by dtype (the caller checked it is float).
-template <class F>
-void dispatch(DType dt, F&& f) {
-  if (dt == DType::f32) f.template operator()<float>();
-  else f.template operator()<double>();
-}
-
-void check_input(const Var& v, const char* op, const char* name) {
-  if (!v.defined()) ZT_THROW(op, ": ", name, " is undefined");
-  if (v.dtype() != DType::f32 && v.dtype() != DType::f64)
-    ZT_THROW(op, ": ", name, ": expected a float32 or float64 tensor, got ", dtype_name(v.dtype()));
-}
-
-void check_same_dtype(const Var& v, const Var& x, const char* op, const char* name) {
-  if (v.dtype() != x.dtype())
-    ZT_THROW(op, ": ", name, ": expected ", dtype_name(x.dtype()), " (the dtype of x), got ", dtype_name(v.dtype()));
-}
+using detail::dispatch;
+using detail::need_float;
+using detail::need_same_dtype;
 
 // A per-channel parameter (weight or bias) of a norm over the last dim C.
 void check_channel_param(const Var& p, const Var& x, int64_t C, const char* op, const char* name) {
-  check_input(p, op, name);
-  check_same_dtype(p, x, op, name);
+  need_float(op, name, p);
+  need_same_dtype(op, name, p, "x", x);
   if (p.shape() != Shape{C})
     ZT_THROW(op, ": ", name, ": expected shape ", shape_str(Shape{C}), " to match the last dim of x ", shape_str(x.shape()),
              ", got ", shape_str(p.shape()));
 }
 
 int64_t norm_channels(const Var& x, const char* op, double eps) {
-  check_input(x, op, "x");
+  need_float(op, "x", x);
   if (x.dim() < 1) ZT_THROW(op, ": x: expected at least 1 dimension, got shape ", shape_str(x.shape()));
   const int64_t C = x.size(-1);
   if (C < 1) ZT_THROW(op, ": x: the normalized (last) dimension is empty in shape ", shape_str(x.shape()));
@@ -64,7 +51,8 @@ Var layernorm(const Var& x, const Var& weight, const Var& bias, double eps) {
   Tensor b = bias.defined() ? bias.value().contiguous() : Tensor();
   const int64_t N = xc.numel() / C;
   Tensor out = Tensor::empty(x.shape(), dt), mean = Tensor::empty({N}, dt), rstd = Tensor::empty({N}, dt);
-  dispatch(dt, [&]<class T>() {
+  dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
     layernorm_forward<T>(out.data<T>(), mean.data<T>(), rstd.data<T>(), xc.data<T>(), w.data<T>(),
                          b.defined() ? b.data<T>() : nullptr, N, C, eps);
   });
@@ -78,7 +66,8 @@ Var layernorm(const Var& x, const Var& weight, const Var& bias, double eps) {
         Tensor dx = want_x ? Tensor::empty(xc.shape(), dt) : Tensor();
         Tensor dw = want_w ? Tensor::empty({C}, dt) : Tensor();
         Tensor db = want_b ? Tensor::empty({C}, dt) : Tensor();
-        dispatch(dt, [&]<class T>() {
+        dispatch(dt, [&](auto tag) {
+          using T = decltype(tag);
           layernorm_backward<T>(want_x ? dx.data<T>() : nullptr, want_w ? dw.data<T>() : nullptr,
                                 want_b ? db.data<T>() : nullptr, g.data<T>(), xc.data<T>(), w.data<T>(),
                                 mean.data<T>(), rstd.data<T>(), N, C);
@@ -100,7 +89,8 @@ Var rmsnorm(const Var& x, const Var& weight, double eps) {
   Tensor xc = x.value().contiguous(), w = weight.value().contiguous();
   const int64_t N = xc.numel() / C;
   Tensor out = Tensor::empty(x.shape(), dt), rstd = Tensor::empty({N}, dt);
-  dispatch(dt, [&]<class T>() {
+  dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
     rmsnorm_forward<T>(out.data<T>(), rstd.data<T>(), xc.data<T>(), w.data<T>(), N, C, eps);
   });
   return Var::make(
@@ -111,7 +101,8 @@ Var rmsnorm(const Var& x, const Var& weight, double eps) {
         Tensor g = grad.contiguous();
         Tensor dx = want_x ? Tensor::empty(xc.shape(), dt) : Tensor();
         Tensor dw = want_w ? Tensor::empty({C}, dt) : Tensor();
-        dispatch(dt, [&]<class T>() {
+        dispatch(dt, [&](auto tag) {
+          using T = decltype(tag);
           rmsnorm_backward<T>(want_x ? dx.data<T>() : nullptr, want_w ? dw.data<T>() : nullptr, g.data<T>(),
                               xc.data<T>(), w.data<T>(), rstd.data<T>(), N, C);
         });
@@ -126,7 +117,7 @@ Var rmsnorm(const Var& x, const Var& weight, double eps) {
 // kept for the backward (the inverse rotation).
 
 Var rope(const Var& x, double theta) {
-  check_input(x, "rope", "x");
+  need_float("rope", "x", x);
   if (x.dim() != 4) ZT_THROW("rope: x: expected shape (B, T, H, D), got ", shape_str(x.shape()));
   const int64_t B = x.size(0), T_len = x.size(1), H = x.size(2), D = x.size(3);
   if (D < 2 || D % 2 != 0)
@@ -137,7 +128,8 @@ Var rope(const Var& x, double theta) {
   Tensor xc = x.value().contiguous();
   Tensor cos_t = Tensor::empty({T_len, D / 2}, dt), sin_t = Tensor::empty({T_len, D / 2}, dt);
   Tensor out = Tensor::empty(x.shape(), dt);
-  dispatch(dt, [&]<class T>() {
+  dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
     rope_tables<T>(cos_t.data<T>(), sin_t.data<T>(), T_len, D, theta);
     rope_apply<T>(out.data<T>(), xc.data<T>(), cos_t.data<T>(), sin_t.data<T>(), B, T_len, H, D, false);
   });
@@ -146,7 +138,8 @@ Var rope(const Var& x, double theta) {
       [cos_t, sin_t, B, T_len, H, D](std::vector<Var>& in, const Tensor& grad) {
         Tensor g = grad.contiguous();
         Tensor dx = Tensor::empty(g.shape(), g.dtype());
-        dispatch(g.dtype(), [&]<class T>() {
+        dispatch(g.dtype(), [&](auto tag) {
+          using T = decltype(tag);
           rope_apply<T>(dx.data<T>(), g.data<T>(), cos_t.data<T>(), sin_t.data<T>(), B, T_len, H, D, true);
         });
         in[0].add_grad(dx);
@@ -159,9 +152,9 @@ Var rope(const Var& x, double theta) {
 
 Var causal_attention(const Var& q, const Var& k, const Var& v) {
   const char* op = "causal_attention";
-  check_input(q, op, "q");
-  check_input(k, op, "k");
-  check_input(v, op, "v");
+  need_float(op, "q", q);
+  need_float(op, "k", k);
+  need_float(op, "v", v);
   if (q.dim() != 4) ZT_THROW(op, ": q: expected shape (B, T, Hq, D), got ", shape_str(q.shape()));
   if (k.dim() != 4) ZT_THROW(op, ": k: expected shape (B, T, Hkv, D), got ", shape_str(k.shape()));
   if (k.dtype() != q.dtype() || v.dtype() != q.dtype())
@@ -184,7 +177,8 @@ Var causal_attention(const Var& q, const Var& k, const Var& v) {
   // P (B, Hq, T, T) is kept only when a backward can follow (see core/kernels/attention.h).
   const bool keep = grad_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
   Tensor P = keep ? Tensor::empty({B, Hq, T_len, T_len}, dt) : Tensor();
-  dispatch(dt, [&]<class T>() {
+  dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
     attention_forward<T>(out.data<T>(), keep ? P.data<T>() : nullptr, qc.data<T>(), kc.data<T>(), vc.data<T>(), B,
                          T_len, Hq, Hkv, D);
   });
@@ -195,7 +189,8 @@ Var causal_attention(const Var& q, const Var& k, const Var& v) {
         Tensor g = grad.contiguous();
         Tensor dq = Tensor::empty(qc.shape(), dt), dk = Tensor::empty(kc.shape(), dt),
                dv = Tensor::empty(vc.shape(), dt);
-        dispatch(dt, [&]<class T>() {
+        dispatch(dt, [&](auto tag) {
+          using T = decltype(tag);
           attention_backward<T>(dq.data<T>(), dk.data<T>(), dv.data<T>(), g.data<T>(), qc.data<T>(), kc.data<T>(),
                                 vc.data<T>(), P.data<T>(), B, T_len, Hq, Hkv, D);
         });

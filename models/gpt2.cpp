@@ -101,9 +101,6 @@ Var GPT2::loss(const Tensor& idx, const Tensor& targets) {
 void GPT2::init(Rng& rng) {
   ZT_CHECK(embed_->params().finalized(), "GPT2::init: the model was built with allocate = false");
   const double std = 0.02, proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg_.n_layer));
-  auto ends_with = [](const std::string& s, const std::string& suf) {
-    return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
-  };
   for (Unit* u : units()) {
     ParamSet& ps = u->params();
     for (int i = 0; i < ps.size(); ++i) {
@@ -111,11 +108,11 @@ void GPT2::init(Rng& rng) {
       Tensor w = ps.value(i);
       if (name == "wte.weight") {
         init_normal_rows(w, std, rng, cfg_.vocab_size);  // padded rows stay zero
-      } else if (ends_with(name, ".bias")) {
+      } else if (name.ends_with(".bias")) {
         w.zero_();
       } else if (name.rfind("ln_", 0) == 0) {  // ln_1 / ln_2 / ln_f gains
         w.fill_(1.0);
-      } else if (ends_with(name, "c_proj.weight")) {
+      } else if (name.ends_with("c_proj.weight")) {
         init_normal_rows(w, proj_std, rng);
       } else {  // wpe, c_attn, c_fc
         init_normal_rows(w, std, rng);

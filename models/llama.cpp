@@ -84,19 +84,16 @@ Var Llama::loss(const Tensor& idx, const Tensor& targets) {
 void Llama::init(Rng& rng) {
   ZT_CHECK(embed_->params().finalized(), "Llama::init: the model was built with allocate = false");
   const double std = 0.02, proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg_.n_layer));
-  auto ends_with = [](const std::string& s, const std::string& suf) {
-    return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
-  };
   for (Unit* u : units()) {
     ParamSet& ps = u->params();
     for (int i = 0; i < ps.size(); ++i) {
       const std::string& name = ps.infos()[i].name;
       Tensor w = ps.value(i);
-      if (ends_with(name, "layernorm.weight") || name == "norm.weight") {
+      if (name.ends_with("layernorm.weight") || name == "norm.weight") {
         w.fill_(1.0);
       } else if (name == "embed_tokens.weight" || name == "lm_head.weight") {
         init_normal_rows(w, std, rng, cfg_.vocab_size);  // padded rows stay zero
-      } else if (ends_with(name, "o_proj.weight") || ends_with(name, "down_proj.weight")) {
+      } else if (name.ends_with("o_proj.weight") || name.ends_with("down_proj.weight")) {
         init_normal_rows(w, proj_std, rng);
       } else {  // q/k/v, gate/up
         init_normal_rows(w, std, rng);

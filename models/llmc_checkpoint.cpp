@@ -1,12 +1,7 @@
 #include "models/llmc_checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <bit>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -21,7 +16,6 @@ namespace {
 
 constexpr int64_t kHeaderInts = 256;
 constexpr int64_t kHeaderBytes = kHeaderInts * 4;
-
 
 struct Header {
   int32_t h[kHeaderInts];
@@ -92,7 +86,6 @@ void check_model_supported(const GPT2& m, const char* what) {
     ZT_THROW(what, ": the llm.c format fixes the MLP width at 4 n_embd = ", 4 * c.n_embd, ", the model has ffn_hidden ",
              c.ffn_hidden);
 }
-
 
 }  // namespace
 

@@ -1,15 +1,11 @@
 #include "models/token_data.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <bit>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <limits>
+#include <string_view>
 
 #include "core/check.h"
 #include "core/file_io.h"
@@ -21,7 +17,6 @@ static_assert(std::endian::native == std::endian::little,
               "token shards are little-endian; a big-endian host would need byte swapping");
 
 namespace {
-
 
 // RAII FILE* for reading.
 struct InFile {
@@ -43,7 +38,6 @@ int64_t file_size(const std::string& path) {
   if (!S_ISREG(st.st_mode)) ZT_THROW("token file '", path, "': not a regular file");
   return static_cast<int64_t>(st.st_size);
 }
-
 
 // Header + tokens, written atomically (core/file_io.h).
 void write_shard_bytes(const std::string& path, const uint16_t* tokens, size_t n) {
@@ -111,12 +105,18 @@ bool is_token_shard(const std::string& path) {
 }
 
 std::vector<uint16_t> load_tokens(const std::string& path) {
-  if (is_token_shard(path)) return read_token_shard(path);
+  // A ".bin" file is a shard (llm.c's extension): read it as one, so a wrong magic is an error
+  // naming the value found, never a silent fall-back to training on its raw bytes.
+  if (is_token_shard(path) || std::string_view(path).ends_with(".bin")) return read_token_shard(path);
   InFile in(path);
   const int64_t size = file_size(path);
   std::string text(static_cast<size_t>(size), '\0');
   if (size > 0 && std::fread(text.data(), 1, text.size(), in.f) != text.size())
     ZT_THROW("token file '", path, "': read of ", size, " bytes of text failed");
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos)
+    ZT_THROW("token file '", path, "': neither a token shard (its first 4 bytes are not the magic ", kTokenShardMagic,
+             ") nor text (a NUL byte at offset ", nul, ")");
   const std::vector<int32_t> ids = ByteTokenizer().encode(text);
   return std::vector<uint16_t>(ids.begin(), ids.end());  // ids are bytes: [0, 256)
 }

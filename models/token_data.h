@@ -5,10 +5,11 @@
 // (little-endian) — header[0] = magic 20240520, header[1] = version 1, header[2] = number of
 // tokens N, the rest zero — followed by N tokens as uint16. File size = 1024 + 2*N bytes.
 //
-// load_tokens(path) takes either kind of token source. The choice is made on the first 4 bytes:
-// if they are the shard magic 20240520 as a little-endian int32 (bytes C8 D7 34 01) the file is
-// read as a shard (and must then be a valid one: no fallback to text); otherwise (including a
-// file shorter than 4 bytes) the whole file is read as text and encoded with ByteTokenizer.
+// load_tokens(path) takes either kind of token source. A file whose name ends in ".bin" or whose
+// first 4 bytes are the shard magic 20240520 as a little-endian int32 (bytes C8 D7 34 01) is read
+// as a shard (and must then be a valid one: a wrong magic is an error, never a fallback to
+// text); any other file is text, encoded with ByteTokenizer — and must hold no NUL byte (binary
+// data is refused rather than trained on).
 // No UTF-8 text can be mistaken for a shard: C8 opens a two-byte sequence and D7 is not a
 // continuation byte.
 //
@@ -50,7 +51,7 @@ std::vector<uint16_t> read_token_shard(const std::string& path);
 // the file cannot be opened.
 bool is_token_shard(const std::string& path);
 
-// A shard if is_token_shard(path), else the file's bytes through ByteTokenizer.
+// A shard if is_token_shard(path) or path ends in ".bin", else text (no NUL bytes) through ByteTokenizer.
 std::vector<uint16_t> load_tokens(const std::string& path);
 
 // The largest id in `tokens`, or -1 when empty.

@@ -3,15 +3,15 @@
 #include <cmath>
 #include <vector>
 
-#include "core/kernels/elementwise.h"
 #include "core/kernels/vec_math.h"
+#include "core/parallel.h"
 
 namespace zt {
 
 template <class T>
 double cross_entropy_forward(T* lse, const T* logits, const int32_t* targets, int64_t N, int64_t V, int64_t Vv) {
   std::vector<double> loss(static_cast<size_t>(N), 0.0);
-#pragma omp parallel for schedule(static) if (N * Vv > kParallelMin / 4)
+#pragma omp parallel for schedule(static) if (N * Vv > kParallelMinElements / 4)
   for (int64_t i = 0; i < N; ++i) {
     const int32_t t = targets[i];
     if (t < 0) {
@@ -32,7 +32,7 @@ double cross_entropy_forward(T* lse, const T* logits, const int32_t* targets, in
 template <class T>
 void cross_entropy_backward(T* dlogits, const T* logits, const T* lse, const int32_t* targets, T scale, int64_t N,
                             int64_t V, int64_t Vv) {
-#pragma omp parallel for schedule(static) if (N * V > kParallelMin / 4)
+#pragma omp parallel for schedule(static) if (N * V > kParallelMinElements / 4)
   for (int64_t i = 0; i < N; ++i) {
     T* d = dlogits + i * V;
     const int32_t t = targets[i];

@@ -3,37 +3,38 @@
 #include <vector>
 
 #include "core/kernels/vec_math.h"
+#include "core/parallel.h"
 
 namespace zt {
 
 template <class T>
 void add_forward(T* out, const T* a, const T* b, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
 template <class T>
 void sub_forward(T* out, const T* a, const T* b, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] - b[i];
 }
 
 template <class T>
 void mul_forward(T* out, const T* a, const T* b, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
 }
 
 template <class T>
 void scale_forward(T* out, const T* x, T s, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) out[i] = s * x[i];
 }
 
 template <class T>
 void mul_backward(T* da, T* db, const T* dout, const T* a, const T* b, int64_t n) {
   if (da && db) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > kParallelMinElements)
     for (int64_t i = 0; i < n; ++i) {
       da[i] = dout[i] * b[i];
       db[i] = dout[i] * a[i];
@@ -47,7 +48,7 @@ void mul_backward(T* da, T* db, const T* dout, const T* a, const T* b, int64_t n
 
 template <class T>
 void fill(T* out, T v, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) out[i] = v;
 }
 
@@ -73,13 +74,13 @@ double sum_all(const T* x, int64_t n) {
 
 template <class T>
 void sum_last_forward(T* out, const T* in, int64_t R, int64_t N) {
-#pragma omp parallel for schedule(static) if (R * N > kParallelMin)
+#pragma omp parallel for schedule(static) if (R * N > kParallelMinElements)
   for (int64_t r = 0; r < R; ++r) out[r] = vm::lane_sum(in + r * N, N);
 }
 
 template <class T>
 void sum_last_backward(T* dx, const T* dout, int64_t R, int64_t N) {
-#pragma omp parallel for schedule(static) if (R * N > kParallelMin)
+#pragma omp parallel for schedule(static) if (R * N > kParallelMinElements)
   for (int64_t r = 0; r < R; ++r) {
     const T g = dout[r];
     T* d = dx + r * N;
@@ -92,7 +93,7 @@ template <class T>
 void col_sum(T* out, const T* in, int64_t R, int64_t N, bool accumulate) {
   constexpr int64_t kCols = 64;  // columns per task: a strip each thread sweeps down all rows
   const int64_t nt = (N + kCols - 1) / kCols;
-#pragma omp parallel for schedule(static) if (R * N > kParallelMin && nt > 1)
+#pragma omp parallel for schedule(static) if (R * N > kParallelMinElements && nt > 1)
   for (int64_t t = 0; t < nt; ++t) {
     const int64_t c0 = t * kCols, c1 = c0 + kCols < N ? c0 + kCols : N;
     T acc[kCols];

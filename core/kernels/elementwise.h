@@ -3,7 +3,8 @@
 //          column sums.
 //
 // All buffers are contiguous, row-major, and do not alias unless stated. Large loops run as
-// `omp parallel for simd schedule(static)`; loops below kParallelMin elements stay on one thread.
+// `omp parallel for simd schedule(static)`; loops below kParallelMinElements
+// (core/parallel.h) stay on one thread.
 // Every reduction is deterministic and independent of the thread count: sum_all adds fixed
 // blocks of kSumBlock elements (each with kLanes partial sums) and combines the block sums in
 // order; row and column reductions give each output element to exactly one thread.
@@ -12,8 +13,7 @@
 
 namespace zt {
 
-inline constexpr int64_t kParallelMin = 32768;  // elements; below this, one thread
-inline constexpr int64_t kSumBlock = 8192;      // elements per partial sum in sum_all
+inline constexpr int64_t kSumBlock = 8192;  // elements per partial sum in sum_all
 
 // out (n) = a + b, a - b, a * b, s * x. out may alias an input.
 template <class T> void add_forward(T* out, const T* a, const T* b, int64_t n);

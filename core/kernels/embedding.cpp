@@ -2,13 +2,13 @@
 
 #include <cstring>
 
-#include "core/kernels/elementwise.h"
+#include "core/parallel.h"
 
 namespace zt {
 
 template <class T>
 void embedding_forward(T* out, const int32_t* ids, const T* table, int64_t n, int64_t C) {
-#pragma omp parallel for schedule(static) if (n * C > kParallelMin)
+#pragma omp parallel for schedule(static) if (n * C > kParallelMinElements)
   for (int64_t i = 0; i < n; ++i)
     std::memcpy(out + i * C, table + static_cast<int64_t>(ids[i]) * C, static_cast<size_t>(C) * sizeof(T));
 }
@@ -17,7 +17,7 @@ template <class T>
 void embedding_backward(T* dtable, const T* dout, const int32_t* ids, int64_t n, int64_t C) {
   constexpr int64_t kCols = 32;  // columns per task
   const int64_t nt = (C + kCols - 1) / kCols;
-#pragma omp parallel for schedule(static) if (n * C > kParallelMin && nt > 1)
+#pragma omp parallel for schedule(static) if (n * C > kParallelMinElements && nt > 1)
   for (int64_t t = 0; t < nt; ++t) {
     const int64_t c0 = t * kCols, c1 = c0 + kCols < C ? c0 + kCols : C;
     for (int64_t i = 0; i < n; ++i) {

@@ -3,26 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/kernels/vec_math.h"
 #include "core/tensor.h"
 
 namespace zt {
 
 namespace {
-
-// Sum of f(0) + ... + f(n-1) in kLanes fixed lanes (vectorizable without reassociation: each
-// lane is its own accumulator), lanes then tail added in a fixed order. Deterministic.
-constexpr int kLanes = 16;
-template <class T, class F>
-inline T lane_sum(int64_t n, F f) {
-  T acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) acc[l] += f(i + l);
-  T s = 0;
-  for (int l = 0; l < kLanes; ++l) s += acc[l];
-  for (; i < n; ++i) s += f(i);
-  return s;
-}
 
 // The row partition used by the backward reductions: depends only on N, so dweight/dbias are
 // the same bits whatever the thread count.
@@ -51,8 +37,8 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* x, const T* w, const T
   for (int64_t r = 0; r < N; ++r) {
     const T* xr = x + r * C;
     T* outr = out + r * C;
-    const T m = lane_sum<T>(C, [&](int64_t i) { return xr[i]; }) * inv_c;
-    const T v = lane_sum<T>(C, [&](int64_t i) { const T d = xr[i] - m; return d * d; }) * inv_c;
+    const T m = vm::lane_sum<T>(C, [&](int64_t i) { return xr[i]; }) * inv_c;
+    const T v = vm::lane_sum<T>(C, [&](int64_t i) { const T d = xr[i] - m; return d * d; }) * inv_c;
     const T s = T(1) / std::sqrt(v + teps);
     if (b) {
 #pragma omp simd
@@ -94,8 +80,8 @@ void layernorm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T*
       const T m = mean[r], s = rstd[r];
       if (dx) {
         // mean(g) and mean(g * xhat), g = dout * w
-        const T gm = lane_sum<T>(C, [&](int64_t i) { return gr[i] * w[i]; }) * inv_c;
-        const T gxm = lane_sum<T>(C, [&](int64_t i) { return gr[i] * w[i] * ((xr[i] - m) * s); }) * inv_c;
+        const T gm = vm::lane_sum<T>(C, [&](int64_t i) { return gr[i] * w[i]; }) * inv_c;
+        const T gxm = vm::lane_sum<T>(C, [&](int64_t i) { return gr[i] * w[i] * ((xr[i] - m) * s); }) * inv_c;
         T* dxr = dx + r * C;
 #pragma omp simd
         for (int64_t i = 0; i < C; ++i) {
@@ -124,7 +110,7 @@ void rmsnorm_forward(T* out, T* rstd, const T* x, const T* w, int64_t N, int64_t
   for (int64_t r = 0; r < N; ++r) {
     const T* xr = x + r * C;
     T* outr = out + r * C;
-    const T ms = lane_sum<T>(C, [&](int64_t i) { return xr[i] * xr[i]; }) * inv_c;
+    const T ms = vm::lane_sum<T>(C, [&](int64_t i) { return xr[i] * xr[i]; }) * inv_c;
     const T s = T(1) / std::sqrt(ms + teps);
 #pragma omp simd
     for (int64_t i = 0; i < C; ++i) outr[i] = xr[i] * s * w[i];
@@ -153,7 +139,7 @@ void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* w, const
       const T* gr = dout + r * C;
       const T s = rstd[r];
       if (dx) {
-        const T gxm = lane_sum<T>(C, [&](int64_t i) { return gr[i] * w[i] * (xr[i] * s); }) * inv_c;
+        const T gxm = vm::lane_sum<T>(C, [&](int64_t i) { return gr[i] * w[i] * (xr[i] * s); }) * inv_c;
         T* dxr = dx + r * C;
 #pragma omp simd
         for (int64_t i = 0; i < C; ++i) dxr[i] = s * (gr[i] * w[i] - (xr[i] * s) * gxm);

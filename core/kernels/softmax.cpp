@@ -1,14 +1,14 @@
 #include "core/kernels/softmax.h"
 
-#include "core/kernels/elementwise.h"
 #include "core/kernels/vec_math.h"
+#include "core/parallel.h"
 
 namespace zt {
 
 template <class T>
 void softmax_forward(T* out, const T* in, int64_t R, int64_t N) {
   if (N == 0) return;
-#pragma omp parallel for schedule(static) if (R * N > kParallelMin / 4)
+#pragma omp parallel for schedule(static) if (R * N > kParallelMinElements / 4)
   for (int64_t r = 0; r < R; ++r) {
     const T* x = in + r * N;
     T* y = out + r * N;
@@ -23,7 +23,7 @@ void softmax_forward(T* out, const T* in, int64_t R, int64_t N) {
 
 template <class T>
 void softmax_backward(T* dx, const T* dout, const T* out, int64_t R, int64_t N) {
-#pragma omp parallel for schedule(static) if (R * N > kParallelMin)
+#pragma omp parallel for schedule(static) if (R * N > kParallelMinElements)
   for (int64_t r = 0; r < R; ++r) {
     const T* dy = dout + r * N;
     const T* y = out + r * N;

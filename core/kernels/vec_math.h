@@ -1,5 +1,6 @@
-// defines: vexp, vsigmoid, lane_sum, lane_max, lane_sum_exp — scalar math written so that
-//          `#pragma omp simd` loops vectorize it (no libm call in the float path).
+// defines: vexp, vsigmoid, lane_sum (of an array or of f(j)), lane_dot, lane_max, lane_sum_exp
+//          — scalar math written so that `#pragma omp simd` loops vectorize it (no libm call
+//          in the float path).
 //
 // float: vexp is Cephes' expf (Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, then a degree-6
 // minimax polynomial; relative error ~1-2 ulp), built only from +, *, compares and bit casts.
@@ -58,16 +59,23 @@ inline T lane_combine(T* acc) {  // fixed pairwise tree
   return acc[0];
 }
 
-// sum of x[0..n)
-template <class T>
-inline T lane_sum(const T* x, int64_t n) {
+// sum of f(0) + ... + f(n-1), f(j) -> T (e.g. a squared deviation computed on the fly); element
+// j goes to lane j % kLanes, lanes combined by lane_combine.
+template <class T, class F>
+inline T lane_sum(int64_t n, F&& f) {
   T acc[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
 #pragma omp simd
-    for (int l = 0; l < kLanes; ++l) acc[l] += x[i + l];
-  for (int l = 0; i + l < n; ++l) acc[l] += x[i + l];
+    for (int l = 0; l < kLanes; ++l) acc[l] += f(i + l);
+  for (int l = 0; i + l < n; ++l) acc[l] += f(i + l);
   return lane_combine(acc);
+}
+
+// sum of x[0..n)
+template <class T>
+inline T lane_sum(const T* x, int64_t n) {
+  return lane_sum<T>(n, [x](int64_t j) { return x[j]; });
 }
 
 // sum of x[j] * y[j]

@@ -23,8 +23,8 @@ expect_fail "truncated checkpoint" "trunc.bin" "$B/zt-train" --init-from "$TMP/t
 expect_fail "checkpoint version" "version" "$B/zt-train" --init-from "$TMP/version.bin" --train "$SH" --steps 1 -t 32 -b 2
 expect_fail "checkpoint shorter than its header" "short.bin" "$B/zt-train" --init-from "$TMP/short.bin" --train "$SH" --steps 1 -t 32 -b 2
 
-# Token shards: wrong magic is read as text only if it is not the shard magic, so corrupt the
-# version and the count instead, and truncate the tokens.
+# Token shards: wrong magic, wrong version, a count that disagrees with the size, truncation; and a
+# binary file that is not a shard.
 python3 - "$SH" "$TMP" <<'PY'
 import struct, sys
 src, tmp = sys.argv[1], sys.argv[2]
@@ -32,7 +32,11 @@ data = open(src, 'rb').read()
 open(tmp + '/ver.bin', 'wb').write(data[:4] + struct.pack('<i', 2) + data[8:])
 open(tmp + '/count.bin', 'wb').write(data[:8] + struct.pack('<i', 999999) + data[12:])
 open(tmp + '/cut.bin', 'wb').write(data[:-10])
+open(tmp + '/magic_shard.bin', 'wb').write(struct.pack('<i', 777) + data[4:])
+open(tmp + '/binary.dat', 'wb').write(data[4:])
 PY
+expect_fail "shard with wrong magic" "777" "$B/zt-train" --model gpt2-nano --train "$TMP/magic_shard.bin" --steps 1
+expect_fail "binary file that is not a shard" "NUL byte" "$B/zt-train" --model gpt2-nano --train "$TMP/binary.dat" --steps 1
 expect_fail "shard with wrong version" "version" "$B/zt-train" --model gpt2-nano --train "$TMP/ver.bin" --steps 1
 expect_fail "shard whose size disagrees with its header" "999999" "$B/zt-train" --model gpt2-nano --train "$TMP/count.bin" --steps 1
 expect_fail "truncated shard" "cut.bin" "$B/zt-train" --model gpt2-nano --train "$TMP/cut.bin" --steps 1
