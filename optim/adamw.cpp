@@ -9,13 +9,14 @@
 
 #if defined(__AVX__)
 #include <immintrin.h>
+
+#include "core/parallel.h"  // defines: kParallelMinElements
 #endif
 
 namespace zt {
 
 namespace {
 // Below this many elements one thread is faster than waking the team (a bias, a norm gain).
-constexpr int64_t kParallelMin = int64_t(1) << 15;
 
 template <class T>
 struct AdamWScalars {
@@ -105,7 +106,7 @@ void adamw_update(T* param, const T* grad, T* m, T* v, int64_t n, const AdamWHyp
   s.c1 = static_cast<T>(1.0 - h.beta1);
   s.c2 = static_cast<T>(1.0 - h.beta2);
   s.eps = static_cast<T>(h.eps);
-  if (n < kParallelMin) return adamw_range(param, grad, m, v, 0, n, s);
+  if (n < kParallelMinElements) return adamw_range(param, grad, m, v, 0, n, s);
   // Static split into equal contiguous blocks starting at multiples of 16 elements; every element
   // takes the same instructions wherever it lands, so the result does not depend on the split.
 #pragma omp parallel

@@ -14,7 +14,6 @@ LrKind lr_kind_from_name(const std::string& name) {
   ZT_THROW("learning-rate schedule '", name, "' is unknown; expected \"constant\" or \"cosine\"");
 }
 
-const char* lr_kind_name(LrKind k) { return k == LrKind::constant ? "constant" : "cosine"; }
 
 void LrSchedule::validate() const {
   if (!(lr >= 0)) ZT_THROW("lr schedule: lr = ", lr, ", expected >= 0");

@@ -16,7 +16,6 @@ namespace zt {
 enum class LrKind { constant, cosine };
 
 LrKind lr_kind_from_name(const std::string& name);  // "constant" | "cosine"; throws on others
-const char* lr_kind_name(LrKind k);
 
 struct LrSchedule {
   LrKind kind = LrKind::cosine;

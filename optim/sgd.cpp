@@ -1,10 +1,8 @@
 #include "optim/sgd.h"
 
-namespace zt {
+#include "core/parallel.h"  // defines: kParallelMinElements
 
-namespace {
-constexpr int64_t kParallelMin = int64_t(1) << 15;  // see adamw.cpp
-}  // namespace
+namespace zt {
 
 void SgdHyper::validate() const {
   if (!(lr >= 0)) ZT_THROW("SGD: lr = ", lr, ", expected >= 0");
@@ -22,11 +20,11 @@ void sgd_update(T* __restrict param, const T* __restrict grad, T* __restrict buf
   const T wd = decay ? static_cast<T>(h.weight_decay) : T(0);
   const bool nesterov = h.nesterov;
   if (h.momentum == 0) {
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMinElements)
     for (int64_t i = 0; i < n; ++i) param[i] = param[i] - lr * (grad[i] + wd * param[i]);
     return;
   }
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) {
     const T d = grad[i] + wd * param[i];
     const T b = mu * buf[i] + d;
