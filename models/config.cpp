@@ -103,6 +103,8 @@ struct Named {
 const std::vector<Named>& named_configs() {
   static const std::vector<Named> v = {
       {"gpt2-nano", gpt2_shape(2, 32, 4, 64, 256, 256)},
+      // The demo's model: small enough to learn the bundled corpus in minutes on 2 cores.
+      {"gpt-micro", gpt2_shape(4, 256, 4, 128, 256, 256)},
       // nanoGPT's config/train_shakespeare_char.py shape: 10,844,160 parameters (with wpe).
       {"gpt-mini", gpt2_shape(6, 384, 6, 256, 256, 256)},
       // GPT-2 small as llm.c builds it: 124,475,904 parameters with the padded vocab

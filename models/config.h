@@ -58,6 +58,7 @@ int64_t default_ffn_hidden(const std::string& family, int64_t n_embd);
 
 // Named configs (validated). Throws zt::Error listing the known names for an unknown one.
 //   gpt2-nano   2 layers,  32 wide,  4 heads, context   64, vocab   256 (tests)
+//   gpt-micro   4 layers, 256 wide,  4 heads, context  128, vocab   256 (the demo)
 //   gpt-mini    6 layers, 384 wide,  6 heads, context  256, vocab   256 (nanoGPT shakespeare-char shape)
 //   gpt2-124m  12 layers, 768 wide, 12 heads, context 1024, vocab 50257 padded to 50304
 //   llama-nano  2 layers,  32 wide,  4 heads, 2 kv heads, SwiGLU 96, context 64, vocab 256 (tests)

@@ -63,8 +63,7 @@ GPT2::GPT2(const ModelConfig& cfg, const ModelOptions& opt) : cfg_(cfg), opt_(op
   embed_ = std::make_unique<Embed>(cfg_, opt.dtype);
   for (int64_t i = 0; i < cfg_.n_layer; ++i) blocks_.push_back(std::make_unique<Block>(i, cfg_, opt.dtype));
   head_ = std::make_unique<Head>(cfg_, opt.dtype);
-  if (opt.allocate)
-    for (Unit* u : units()) u->params().finalize(opt.world_size, opt.alignment);
+  if (opt.allocate) finalize_params(opt.world_size, opt.alignment);
 }
 
 std::vector<Unit*> GPT2::units() {

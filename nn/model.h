@@ -34,6 +34,10 @@ class Model {
   }
 
  protected:
+  // Allocates every unit's flat buffers (ParamSet::finalize) once the units are built.
+  void finalize_params(int64_t world_size, int64_t alignment) {
+    for (Unit* u : units()) u->params().finalize(world_size, alignment);
+  }
   Residency* residency_ = &local_residency();
 };
 

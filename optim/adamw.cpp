@@ -122,16 +122,7 @@ template void adamw_update<float>(float*, const float*, float*, float*, int64_t,
 template void adamw_update<double>(double*, const double*, double*, double*, int64_t, const AdamWHyper&, int64_t,
                                    bool);
 
-AdamW::AdamW(const std::vector<ParamSet*>& sets, const AdamWHyper& h)
-    : AdamW([&] {
-        std::vector<FlatShard> s;
-        for (ParamSet* ps : sets) {
-          if (!ps) ZT_THROW("AdamW: null ParamSet in the parameter list");
-          s.push_back(full_shard(*ps));
-        }
-        return s;
-      }(),
-            h) {}
+AdamW::AdamW(const std::vector<ParamSet*>& sets, const AdamWHyper& h) : AdamW(full_shards(sets, "AdamW"), h) {}
 
 AdamW::AdamW(std::vector<FlatShard> shards, const AdamWHyper& h) : h_(h), shards_(std::move(shards)) {
   h_.validate();

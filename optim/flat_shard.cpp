@@ -9,6 +9,15 @@ FlatShard full_shard(const ParamSet& ps) {
   return shard_of(ps, 0, ps.padded_numel());
 }
 
+std::vector<FlatShard> full_shards(const std::vector<ParamSet*>& sets, const char* who) {
+  std::vector<FlatShard> out;
+  for (ParamSet* ps : sets) {
+    if (!ps) ZT_THROW(who, ": null ParamSet in the parameter list");
+    out.push_back(full_shard(*ps));
+  }
+  return out;
+}
+
 FlatShard shard_of(const ParamSet& ps, int64_t lo, int64_t hi) {
   if (!ps.finalized()) ZT_THROW("optimizer: ParamSet '", ps.unit_name(), "' is not finalized");
   if (lo < 0 || lo > hi || hi > ps.padded_numel())

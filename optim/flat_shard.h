@@ -34,6 +34,8 @@ struct FlatShard {
 
 // The whole flat buffer of a finalized ParamSet: [0, padded_numel()).
 FlatShard full_shard(const ParamSet& ps);
+// full_shard of each set, in order; `who` names the optimizer in the error for a null set.
+std::vector<FlatShard> full_shards(const std::vector<ParamSet*>& sets, const char* who);
 // Elements [lo, hi) of a finalized ParamSet's flat buffers (views, no copy).
 // 0 <= lo <= hi <= padded_numel(), else a zt::Error naming the unit and the range.
 FlatShard shard_of(const ParamSet& ps, int64_t lo, int64_t hi);

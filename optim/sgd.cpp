@@ -37,16 +37,7 @@ void sgd_update(T* __restrict param, const T* __restrict grad, T* __restrict buf
 template void sgd_update<float>(float*, const float*, float*, int64_t, const SgdHyper&, bool);
 template void sgd_update<double>(double*, const double*, double*, int64_t, const SgdHyper&, bool);
 
-Sgd::Sgd(const std::vector<ParamSet*>& sets, const SgdHyper& h)
-    : Sgd([&] {
-        std::vector<FlatShard> s;
-        for (ParamSet* ps : sets) {
-          if (!ps) ZT_THROW("SGD: null ParamSet in the parameter list");
-          s.push_back(full_shard(*ps));
-        }
-        return s;
-      }(),
-          h) {}
+Sgd::Sgd(const std::vector<ParamSet*>& sets, const SgdHyper& h) : Sgd(full_shards(sets, "SGD"), h) {}
 
 Sgd::Sgd(std::vector<FlatShard> shards, const SgdHyper& h) : h_(h), shards_(std::move(shards)) {
   h_.validate();

@@ -6,6 +6,7 @@
 // Prints a live progress line on stderr, writes one JSON object per step with --log, and
 // saves/resumes checkpoints (--ckpt-dir, --ckpt-interval, --resume).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -36,16 +37,31 @@ nlohmann::json memory_json() {
     cur[category_name(c)] = m.cur(c);
     peak[category_name(c)] = m.max(c);
   }
-  return {{"current", cur}, {"peak", peak}, {"peak_total", m.peak_total}};
+  return {{"current", cur}, {"peak", peak}, {"peak_total", m.peak_total}};  // peaks: this step's
 }
 
-void print_memory_table() {
+// The allocator's peaks restart every step (the log reports each step's peak); the run's peak is
+// the maximum over the steps, kept here.
+struct RunPeaks {
+  MemoryStats peaks;
+  void update() {
+    const MemoryStats m = cpu_allocator().stats();
+    for (Category c : kAllCategories) {
+      const int i = static_cast<int>(c);
+      peaks.peak[i] = std::max(peaks.peak[i], m.peak[i]);
+    }
+    peaks.peak_total = std::max(peaks.peak_total, m.peak_total);
+  }
+};
+
+void print_memory_table(const RunPeaks& run) {
   MemoryStats m = cpu_allocator().stats();
   std::fprintf(stderr, "\nmemory by category (cpu allocator, this process):\n");
-  std::fprintf(stderr, "  %-12s %14s %14s\n", "category", "current", "peak");
+  std::fprintf(stderr, "  %-12s %14s %14s\n", "category", "current", "peak (run)");
   for (Category c : kAllCategories)
-    std::fprintf(stderr, "  %-12s %14s %14s\n", category_name(c), format_bytes(m.cur(c)).c_str(), format_bytes(m.max(c)).c_str());
-  std::fprintf(stderr, "  %-12s %14s %14s\n", "total", format_bytes(m.total()).c_str(), format_bytes(m.peak_total).c_str());
+    std::fprintf(stderr, "  %-12s %14s %14s\n", category_name(c), format_bytes(m.cur(c)).c_str(),
+                 format_bytes(run.peaks.max(c)).c_str());
+  std::fprintf(stderr, "  %-12s %14s %14s\n", "total", format_bytes(m.total()).c_str(), format_bytes(run.peaks.peak_total).c_str());
 }
 
 }  // namespace
@@ -57,7 +73,7 @@ int main(int argc, char** argv) {
   std::string log_path, save_llmc;
   int save_llmc_version = 3;
   double memory_limit_mib = 0;
-  app.add_option("--model", c.model, "named model config: gpt2-nano, gpt-mini, gpt2-124m, llama-nano, llama-100m")->capture_default_str();
+  app.add_option("--model", c.model, "named model config: gpt2-nano, gpt-micro, gpt-mini, gpt2-124m, llama-nano, llama-100m")->capture_default_str();
   app.add_option("--init-from", c.init_from, "start from an llm.c GPT-2 checkpoint (.bin) instead of a fresh init");
   app.add_option("--train", c.train_data, "training tokens: an llm.c token shard or a text file (byte tokens)")->required();
   app.add_option("--val", c.val_data, "validation tokens (same formats)");
@@ -121,8 +137,11 @@ int main(int argc, char** argv) {
     const int64_t every = std::max<int64_t>(1, c.steps / 20);  // non-tty: about 20 lines per run
     double ms_sum = 0;
     int64_t timed = 0;
+    RunPeaks run_peaks;
+    run_peaks.update();  // model, optimizer state and data, allocated before the first step
     while (!tr.done()) {
       StepStats s = tr.step();
+      run_peaks.update();
       ms_sum += s.step_ms;
       ++timed;
       const double eta = (ms_sum / timed) * static_cast<double>(c.steps - s.step) / 1000.0;
@@ -153,7 +172,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "wrote %s\n", save_llmc.c_str());
     }
     if (!c.ckpt_dir.empty()) std::fprintf(stderr, "checkpoint: %s/latest\n", c.ckpt_dir.c_str());
-    print_memory_table();
+    print_memory_table(run_peaks);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "\nzt-train: error: %s\n", e.what());
     return 1;
