@@ -190,7 +190,7 @@ TEST_CASE("max_token_id and the vocabulary check", "[data]") {
 
 // The llm.c definition, written out: batch k of rank r starts at pos = (k*P + r)*B*T;
 // inputs = tok[pos + i], targets = tok[pos + i + 1], i in [0, B*T); K = (N-1)/(P*B*T) batches, then wrap.
-TEST_CASE("DataLoader batches follow llm.c's index formula; with wrap-around", "[data]") {
+TEST_CASE("DataLoader batches follow llm.c's index formula - with wrap-around", "[data]") {
   const int B = 2, T = 3, N = 20;
   const std::vector<uint16_t> toks = iota_tokens(N);
   DataLoader dl(toks, B, T);

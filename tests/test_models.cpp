@@ -107,7 +107,7 @@ void check_model_gradients(Model& m, const ModelConfig& c) {
 
 }  // namespace
 
-TEST_CASE("named configs; their parameter counts and the built models agree", "[models]") {
+TEST_CASE("named configs - their parameter counts and the built models agree", "[models]") {
   // GPT-2 small as llm.c counts it (padded vocabulary 50304) and as Hugging Face does (50257).
   ModelConfig g = model_config("gpt2-124m");
   CHECK(g.num_params() == 124475904);
@@ -285,7 +285,7 @@ TEST_CASE("activation checkpointing gives the same loss and gradients", "[models
   }
 }
 
-TEST_CASE("unit hooks fire once per backward; in reverse unit order; embed last", "[models][hooks]") {
+TEST_CASE("unit hooks fire once per backward - in reverse unit order - embed last", "[models][hooks]") {
   for (const ModelConfig& c : {tiny_gpt2(), tiny_llama(), tiny_llama(true)}) {
     for (bool ckpt : {false, true}) {
       INFO(c.family << " tied " << c.tie_embeddings << " checkpointing " << ckpt);
@@ -336,7 +336,7 @@ TEST_CASE("forward refuses bad token batches with clear messages", "[models]") {
   CHECK(m.logits(batch_idx()).shape() == Shape{2, 6, 16});  // padded vocabulary
 }
 
-TEST_CASE("sample_next: greedy; top-k and the sampled distribution", "[models][sampling]") {
+TEST_CASE("sample_next: greedy - top-k and the sampled distribution", "[models][sampling]") {
   Rng rng(9);
   const std::vector<double> lg = {0.5, 2.0, -1.0, 2.0, 1.0};
   CHECK(sample_next(lg, 0.0, 0, rng) == 1);  // argmax, lowest id among ties
@@ -363,7 +363,7 @@ TEST_CASE("sample_next: greedy; top-k and the sampled distribution", "[models][s
   CHECK_THROWS_WITH(sample_next({1.0, NAN}, 1.0, 0, rng), Catch::Contains("logit 1 is not finite"));
 }
 
-TEST_CASE("generate crops the context; is reproducible and greedy matches argmax", "[models][sampling]") {
+TEST_CASE("generate crops the context - is reproducible and greedy matches argmax", "[models][sampling]") {
   for (const ModelConfig& c : {tiny_gpt2(), tiny_llama()}) {
     auto m = make_model(c);
     Rng init(2);

@@ -54,7 +54,7 @@ TEST_CASE("gradcheck: reshape and transpose", "[ops][basic]") {
   gradcheck([](const std::vector<Var>& v) { return reshape(transpose(v[0], 0, 1), {6, 2}); }, {randn({3, 2, 2}, 4)});
 }
 
-TEST_CASE("gradcheck: add; sub; mul; scale", "[ops][basic]") {
+TEST_CASE("gradcheck: add - sub - mul - scale", "[ops][basic]") {
   auto a = randn({2, 3, 4}, 10), b = randn({2, 3, 4}, 11);
   gradcheck([](const std::vector<Var>& v) { return add(v[0], v[1]); }, {a, b});
   gradcheck([](const std::vector<Var>& v) { return sub(v[0], v[1]); }, {a, b});
@@ -66,14 +66,14 @@ TEST_CASE("gradcheck: add; sub; mul; scale", "[ops][basic]") {
   gradcheck([](const std::vector<Var>& v) { return scale(v[0], -1.7); }, {a});
 }
 
-TEST_CASE("gradcheck: sum; mean; sum_last", "[ops][basic]") {
+TEST_CASE("gradcheck: sum - mean - sum_last", "[ops][basic]") {
   gradcheck([](const std::vector<Var>& v) { return sum(v[0]); }, {randn({3, 4}, 20)});
   gradcheck([](const std::vector<Var>& v) { return mean(v[0]); }, {randn({2, 3, 4}, 21)});
   gradcheck([](const std::vector<Var>& v) { return sum_last(v[0]); }, {randn({2, 3, 5}, 22)});
   gradcheck([](const std::vector<Var>& v) { return sum_last(v[0]); }, {randn({7}, 23)});
 }
 
-TEST_CASE("gradcheck: matmul; 2-D and batched", "[ops][basic]") {
+TEST_CASE("gradcheck: matmul - 2-D and batched", "[ops][basic]") {
   gradcheck([](const std::vector<Var>& v) { return matmul(v[0], v[1]); }, {randn({3, 4}, 30), randn({4, 5}, 31)});
   gradcheck([](const std::vector<Var>& v) { return matmul(v[0], v[1]); },
             {randn({2, 3, 4, 5}, 32), randn({5, 3}, 33)});
@@ -94,7 +94,7 @@ TEST_CASE("gradcheck: linear with and without bias", "[ops][basic]") {
             {randn({2, 3, 5}, 45), randn({4, 5}, 46), randn({4}, 47)}, {true, false, true});
 }
 
-TEST_CASE("gradcheck: gelu; silu; swiglu; softmax", "[ops][basic]") {
+TEST_CASE("gradcheck: gelu - silu - swiglu - softmax", "[ops][basic]") {
   gradcheck([](const std::vector<Var>& v) { return gelu(v[0]); }, {randn({3, 7}, 50, 2.0)});
   gradcheck([](const std::vector<Var>& v) { return silu(v[0]); }, {randn({3, 7}, 51, 2.0)});
   gradcheck([](const std::vector<Var>& v) { return swiglu(v[0], v[1]); }, {randn({2, 3, 4}, 52, 2.0), randn({2, 3, 4}, 53)});
@@ -158,7 +158,7 @@ TEST_CASE("parameter leaves accumulate straight into their gradient buffers", "[
 // ---------------------------------------------------------------------------------------------
 // float32 forward against naive loops
 
-TEST_CASE("float32 forward: elementwise; reductions; shape ops", "[ops][basic]") {
+TEST_CASE("float32 forward: elementwise - reductions - shape ops", "[ops][basic]") {
   Var a = f32({3, 50}, 100), b = f32({3, 50}, 101);
   auto av = a.value().to_vector(), bv = b.value().to_vector();
   std::vector<double> s(av.size()), d(av.size()), p(av.size()), k(av.size());

@@ -107,7 +107,7 @@ std::vector<double> ref_attention(const std::vector<double>& q, const std::vecto
 // ---------------------------------------------------------------------------------------------
 // LayerNorm
 
-TEST_CASE("layernorm: float64 gradients; with and without bias", "[ops][nn]") {
+TEST_CASE("layernorm: float64 gradients - with and without bias", "[ops][nn]") {
   gradcheck([](const std::vector<Var>& v) { return layernorm(v[0], v[1], v[2]); },
             {randn({2, 3, 7}, 1), randn({7}, 2), randn({7}, 3)});
   gradcheck([](const std::vector<Var>& v) { return layernorm(v[0], v[1], Var(), 1e-3); },
@@ -162,7 +162,7 @@ TEST_CASE("rmsnorm: float64 gradients", "[ops][nn]") {
   gradcheck([](const std::vector<Var>& v) { return rmsnorm(v[0], v[1], 0.5); }, {randn({70, 3}, 33), randn({3}, 34)});
 }
 
-TEST_CASE("rmsnorm: float32 forward matches a reference; errors", "[ops][nn]") {
+TEST_CASE("rmsnorm: float32 forward matches a reference - errors", "[ops][nn]") {
   Tensor x = randn32({4, 2, 33}, 41, 3.0), w = randn32({33}, 42);
   Var y = rmsnorm(Var(x), Var(w));
   check_close(y.value().to_vector(), ref_rmsnorm(x.to_vector(), w.to_vector(), 33, 1e-5), 1e-5, 1e-5);
@@ -179,7 +179,7 @@ TEST_CASE("rope: float64 gradients", "[ops][nn]") {
   gradcheck([](const std::vector<Var>& v) { return rope(v[0], 7.0); }, {randn({1, 4, 2, 2}, 52)});
 }
 
-TEST_CASE("rope: a rotation by hand; position 0 is the identity", "[ops][nn]") {
+TEST_CASE("rope: a rotation by hand - position 0 is the identity", "[ops][nn]") {
   // B=1, T=2, H=1, D=4, theta=100: at t=1, pair (0, 2) turns by 1 rad, pair (1, 3) by 100^(-1/2) = 0.1.
   Tensor x = Tensor::from_vector({5, 6, 7, 8, 1, 2, 3, 4}, {1, 2, 1, 4});
   auto y = rope(Var(x), 100.0).value().to_vector();
@@ -194,7 +194,7 @@ TEST_CASE("rope: a rotation by hand; position 0 is the identity", "[ops][nn]") {
   CHECK(y[7] == Approx(4 * c2 + 2 * s2).margin(1e-6));
 }
 
-TEST_CASE("rope: float32 forward matches Hugging Face's rotate_half form; norms are kept", "[ops][nn]") {
+TEST_CASE("rope: float32 forward matches Hugging Face's rotate_half form - norms are kept", "[ops][nn]") {
   const int64_t B = 2, T = 19, H = 3, D = 16;
   Tensor x = randn32({B, T, H, D}, 53);
   auto y = rope(Var(x), 500.0).value().to_vector();
@@ -219,7 +219,7 @@ TEST_CASE("rope: shape errors", "[ops][nn][errors]") {
 // ---------------------------------------------------------------------------------------------
 // Causal attention
 
-TEST_CASE("causal_attention: float64 gradients; GQA and MHA", "[ops][nn][attention]") {
+TEST_CASE("causal_attention: float64 gradients - GQA and MHA", "[ops][nn][attention]") {
   auto f = [](const std::vector<Var>& v) { return causal_attention(v[0], v[1], v[2]); };
   SECTION("GQA Hq=4 Hkv=2, T=5") {
     gradcheck(f, {randn({2, 5, 4, 3}, 61), randn({2, 5, 2, 3}, 62), randn({2, 5, 2, 3}, 63)});

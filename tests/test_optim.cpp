@@ -335,7 +335,7 @@ TEST_CASE("SGD on a shard equals the full update restricted to it", "[optim][sgd
   CHECK(one->flat().to_vector() == pa);
 }
 
-TEST_CASE("learning-rate schedules at warmup; peak and end", "[optim][schedule]") {
+TEST_CASE("learning-rate schedules at warmup - peak and end", "[optim][schedule]") {
   LrSchedule s;
   s.kind = LrKind::cosine;
   s.lr = 1e-3;

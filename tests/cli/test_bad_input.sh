@@ -8,6 +8,10 @@ SH="$S/tests/data/tiny_tokens.bin"
 expect_fail "unknown model name" "unknown model" "$B/zt-train" --model gpt-huge --train "$T" --steps 1
 expect_fail "missing data file" "$TMP/nope.bin" "$B/zt-train" --model gpt2-nano --train "$TMP/nope.bin" --steps 1
 
+# A memory cap too small for the run: out of memory, naming the category that asked and what each held.
+expect_fail "memory cap" "out of memory" "$B/zt-train" --model gpt-mini --train "$T" --steps 1 -b 8 -t 256 --memory-limit-mib 200
+grep -qF "'activations'" "$TMP/err" && grep -qF "optim" "$TMP/err" || { echo "FAIL: the OOM message does not name the categories"; cat "$TMP/err"; exit 1; }
+
 # llm.c checkpoints: wrong magic, truncated, unknown version.
 python3 - "$CK" "$TMP" <<'PY'
 import struct, sys
