@@ -47,26 +47,40 @@ int main(int argc, char** argv) {
   AdamW opt(sets, h);
 
   Tensor idx = Tensor::empty({B, T}, DType::i32), tgt = Tensor::empty({B, T}, DType::i32);
-  std::vector<double> ms;
+  std::vector<double> ms, fwd_ms, bwd_ms, opt_ms;  // whole step, and its three phases
   double loss = 0;
+  using clock = std::chrono::steady_clock;
+  auto since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
   for (int64_t s = 0; s < warmup + steps; ++s) {
     for (int64_t i = 0; i < B * T; ++i) {  // fresh random ids each step, as the peer does
       idx.data<int32_t>()[i] = static_cast<int32_t>(rng.next_u32() % cfg.vocab_size);
       tgt.data<int32_t>()[i] = static_cast<int32_t>(rng.next_u32() % cfg.vocab_size);
     }
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = clock::now();
     m->zero_grad();
     Var l = m->loss(idx, tgt);
+    const double f = since(t0);
+    const auto t1 = clock::now();
     l.backward();
+    const double b = since(t1);
+    const auto t2 = clock::now();
     opt.step();
-    const double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double o = since(t2);
+    const double dt = since(t0);
     loss = l.value().item();
-    if (s >= warmup) ms.push_back(dt);
+    if (s >= warmup) {
+      ms.push_back(dt);
+      fwd_ms.push_back(f);
+      bwd_ms.push_back(b);
+      opt_ms.push_back(o);
+    }
     std::fprintf(stderr, "step %lld loss %.4f %.1f ms\n", static_cast<long long>(s), loss, dt);
   }
-  std::vector<double> sorted = ms;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = sorted[sorted.size() / 2], min = sorted.front();
+  auto median_of = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double median = median_of(ms), min = *std::min_element(ms.begin(), ms.end());
   const double N = static_cast<double>(m->num_params());
   const double flops_per_token = 6 * N + 6.0 * cfg.n_layer * cfg.n_embd * T;
   const double tokens = static_cast<double>(B * T);
@@ -76,7 +90,9 @@ int main(int argc, char** argv) {
   nlohmann::json j = {{"impl", "zerotensor"}, {"model", model}, {"params", m->num_params()},
                       {"config", {{"layers", cfg.n_layer}, {"embd", cfg.n_embd}, {"heads", cfg.n_head}, {"seq", T}, {"batch", B}, {"vocab", cfg.vocab_size}, {"steps", steps}, {"warmup", warmup}}},
                       {"threads", threads}, {"activation_checkpointing", ckpt},
-                      {"ms_per_step_median", median}, {"ms_per_step_min", min}, {"tokens_per_s", tokens / (median / 1000)},
+                      {"ms_per_step_median", median}, {"ms_per_step_min", min},
+                      {"ms_forward_median", median_of(fwd_ms)}, {"ms_backward_median", median_of(bwd_ms)},
+                      {"ms_optimizer_median", median_of(opt_ms)}, {"tokens_per_s", tokens / (median / 1000)},
                       {"gflops_per_s", gflops}, {"fma_ceiling_gflops", ceil.gflops}, {"isa", ceil.isa},
                       {"mfu", gflops / ceil.gflops}, {"peak_bytes", mem.peak_total}, {"final_loss", loss}};
   std::printf("%s\n", j.dump().c_str());

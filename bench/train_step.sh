@@ -32,6 +32,9 @@ for th in (1, 2):
     p = next(r for r in rows if r.get('peer') == 'libtorch' and r['threads'] == th)
     md.append(f"| {th} | {z['ms_per_step_median']:.1f} | {p['ms_per_step_median']:.1f} | {z['ms_per_step_median']/p['ms_per_step_median']:.3f} | "
               f"{z['tokens_per_s']:.0f} | {p['tokens_per_s']:.0f} | {100*z['mfu']:.1f}% | {z['fma_ceiling_gflops']:.1f} |")
+md += ["", "ZeroTensor's step by phase (median ms): " + ", ".join(
+    f"{r['threads']} thread(s): forward {r['ms_forward_median']:.0f}, backward {r['ms_backward_median']:.0f}, AdamW {r['ms_optimizer_median']:.0f}"
+    for r in rows if r.get('impl') == 'zerotensor')]
 md += ["", "Target (issue 2): ratio at most 1.0 on 1 and 2 threads. Raw JSON lines: train_step.json.", ""]
 open(sys.argv[2], 'w').write("\n".join(md))
 print("\n".join(md))
