@@ -10,7 +10,7 @@
 //                             "tensors": [{"name", "dtype", "shape", "offset"}...]}
 //       rank_00000.bin       the tensors' bytes, back to back, in "tensors" order
 //
-// A save writes step_XXXXXXXX.tmp/ first (every file fsynced), renames it into place, fsyncs
+// A save writes step_<8 digits>.tmp/ first (every file fsynced), renames it into place, fsyncs
 // the directory, and only then replaces `latest`: a crash at any point leaves the previous
 // checkpoint and its `latest` intact. A load checks the file size and FNV-1a 64 checksum of
 // every rank file before reading a byte of it, so a truncated or corrupted file is an error

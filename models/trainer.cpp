@@ -4,65 +4,25 @@
 #include "models/init.h"              // defines: make_model, init_model
 #include "models/llmc_checkpoint.h"   // defines: read_llmc_header, load_llmc_checkpoint
 #include "models/train_checkpoint.h"  // defines: save_checkpoint, load_checkpoint, latest_checkpoint
-#include "optim/adamw.h"              // defines: AdamW
+#include "optim/adamw.h"              // defines: AdamW (an Optimizer)
 #include "optim/clip.h"               // defines: clip_grad_norm, global_norm
 #include "optim/schedule.h"           // defines: LrSchedule (warmup + cosine)
 #include "optim/sgd.h"                // defines: Sgd
 
 namespace zt {
 
-// ---------------------------------------------------------------------------------------------
-// AdamW or SGD behind one face: step, lr, and the state a checkpoint saves (named tensors).
-
-class Optimizer {
- public:
-  Optimizer(const TrainConfig& c, const std::vector<ParamSet*>& sets) {
-    if (c.optimizer == "adamw") {
-      AdamWHyper h;
-      h.lr = c.lr; h.beta1 = c.beta1; h.beta2 = c.beta2; h.eps = c.eps; h.weight_decay = c.weight_decay;
-      adamw_ = std::make_unique<AdamW>(sets, h);
-    } else {
-      SgdHyper h;
-      h.lr = c.lr; h.momentum = c.momentum; h.weight_decay = c.weight_decay;
-      sgd_ = std::make_unique<Sgd>(sets, h);
-    }
+namespace {
+std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& c, const std::vector<ParamSet*>& sets) {
+  if (c.optimizer == "adamw") {
+    AdamWHyper h;
+    h.lr = c.lr; h.beta1 = c.beta1; h.beta2 = c.beta2; h.eps = c.eps; h.weight_decay = c.weight_decay;
+    return std::make_unique<AdamW>(sets, h);
   }
-  void step() { adamw_ ? adamw_->step() : sgd_->step(); }
-  void set_lr(double lr) { adamw_ ? adamw_->set_lr(lr) : sgd_->set_lr(lr); }
-  int64_t step_count() const { return adamw_ ? adamw_->step_count() : sgd_->step_count(); }
-
-  // "<unit>/exp_avg", "<unit>/exp_avg_sq" (AdamW) or "<unit>/momentum" (SGD with momentum).
-  std::vector<NamedTensor> state() const {
-    std::vector<NamedTensor> out;
-    const int n = adamw_ ? adamw_->num_shards() : sgd_->num_shards();
-    for (int i = 0; i < n; ++i) {
-      if (adamw_) {
-        out.push_back({adamw_->shard(i).name + "/exp_avg", adamw_->exp_avg(i)});
-        out.push_back({adamw_->shard(i).name + "/exp_avg_sq", adamw_->exp_avg_sq(i)});
-      } else if (sgd_->momentum_buffer(i).defined()) {
-        out.push_back({sgd_->shard(i).name + "/momentum", sgd_->momentum_buffer(i)});
-      }
-    }
-    return out;
-  }
-  void load_state(int64_t steps, const SavedCheckpoint& ck) {
-    std::vector<Tensor> a, b;
-    const int n = adamw_ ? adamw_->num_shards() : sgd_->num_shards();
-    for (int i = 0; i < n; ++i) {
-      if (adamw_) {
-        a.push_back(ck.get(adamw_->shard(i).name + "/exp_avg"));
-        b.push_back(ck.get(adamw_->shard(i).name + "/exp_avg_sq"));
-      } else if (sgd_->hyper().momentum != 0) {
-        a.push_back(ck.get(sgd_->shard(i).name + "/momentum"));
-      }
-    }
-    adamw_ ? adamw_->load_state(steps, a, b) : sgd_->load_state(steps, a);
-  }
-
- private:
-  std::unique_ptr<AdamW> adamw_;
-  std::unique_ptr<Sgd> sgd_;
-};
+  SgdHyper h;
+  h.lr = c.lr; h.momentum = c.momentum; h.weight_decay = c.weight_decay;
+  return std::make_unique<Sgd>(sets, h);
+}
+}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Config
@@ -131,7 +91,7 @@ Trainer::Trainer(const TrainConfig& cfg) : cfg_(cfg), rng_(cfg.seed) {
 
   std::vector<ParamSet*> sets;
   for (Unit* u : model_->units()) sets.push_back(&u->params());
-  opt_ = std::make_unique<Optimizer>(cfg_, sets);
+  opt_ = make_optimizer(cfg_, sets);
   if (cfg_.resume) resume_from(cfg_.ckpt_dir);
 }
 
@@ -211,7 +171,7 @@ std::string Trainer::save() {
     tensors.push_back({ps.unit_name() + "/param", ps.flat()});
   }
   meta["units"] = units;
-  for (NamedTensor& t : opt_->state()) tensors.push_back(std::move(t));
+  for (auto& [name, t] : opt_->state()) tensors.push_back({name, t});  // "<unit>/exp_avg", ...
   return save_checkpoint(cfg_.ckpt_dir, step_, meta, tensors);
 }
 
@@ -269,7 +229,7 @@ void Trainer::restore(const SavedCheckpoint& ck) {
                now_tr.at(key).dump(), ": resume with the same value");
   load_params(ck, *model_);
   step_ = ck.meta.at("step").get<int64_t>();
-  opt_->load_state(ck.meta.at("optimizer_steps").get<int64_t>(), ck);
+  opt_->load_state(ck.meta.at("optimizer_steps").get<int64_t>(), [&ck](const std::string& n) { return ck.get(n); });
   rng_.set_state(std::stoull(ck.meta.at("rng_state").get<std::string>()));
   train_->set_position(ck.meta.at("data_position").get<int64_t>());
 }

@@ -51,7 +51,7 @@ struct StepStats {
   double val_loss = -1;  // >= 0 when an evaluation ran after this step
 };
 
-class Optimizer;  // trainer.cpp: AdamW or SGD behind one face
+class Optimizer;  // optim/optimizer.h: AdamW or SGD
 struct SavedCheckpoint;  // models/train_checkpoint.h
 
 class Trainer {

@@ -124,11 +124,9 @@ template void adamw_update<double>(double*, const double*, double*, double*, int
 
 AdamW::AdamW(const std::vector<ParamSet*>& sets, const AdamWHyper& h) : AdamW(full_shards(sets, "AdamW"), h) {}
 
-AdamW::AdamW(std::vector<FlatShard> shards, const AdamWHyper& h) : h_(h), shards_(std::move(shards)) {
+AdamW::AdamW(std::vector<FlatShard> shards, const AdamWHyper& h) : Optimizer(std::move(shards), "AdamW"), h_(h) {
   h_.validate();
   for (const FlatShard& s : shards_) {
-    check_shard(s, "AdamW");
-    segments_.push_back(decay_segments(s));
     m_.push_back(Tensor::zeros({s.numel()}, s.param.dtype(), Category::optim));
     v_.push_back(Tensor::zeros({s.numel()}, s.param.dtype(), Category::optim));
   }
@@ -139,20 +137,19 @@ void AdamW::set_lr(double lr) {
   h_.lr = lr;
 }
 
-void AdamW::step() {
-  ++step_;
-  for (size_t i = 0; i < shards_.size(); ++i) {
-    const FlatShard& s = shards_[i];
-    for (const DecaySegment& seg : segments_[i]) {
-      const int64_t n = seg.end - seg.begin, o = seg.begin;
-      if (s.param.dtype() == DType::f32)
-        adamw_update<float>(s.param.data<float>() + o, s.grad.data<float>() + o, m_[i].data<float>() + o,
-                            v_[i].data<float>() + o, n, h_, step_, seg.decay);
-      else
-        adamw_update<double>(s.param.data<double>() + o, s.grad.data<double>() + o, m_[i].data<double>() + o,
-                             v_[i].data<double>() + o, n, h_, step_, seg.decay);
-    }
-  }
+void AdamW::update(int i, const DecaySegment& seg) {
+  const FlatShard& s = shards_[i];
+  const int64_t n = seg.end - seg.begin, o = seg.begin;
+  if (s.param.dtype() == DType::f32)
+    adamw_update<float>(s.param.data<float>() + o, s.grad.data<float>() + o, m_[i].data<float>() + o,
+                        v_[i].data<float>() + o, n, h_, step_, seg.decay);
+  else
+    adamw_update<double>(s.param.data<double>() + o, s.grad.data<double>() + o, m_[i].data<double>() + o,
+                         v_[i].data<double>() + o, n, h_, step_, seg.decay);
+}
+
+std::vector<std::pair<const char*, Tensor>> AdamW::shard_state(int i) const {
+  return {{"exp_avg", m_.at(i)}, {"exp_avg_sq", v_.at(i)}};
 }
 
 void AdamW::load_state(int64_t step_count, const std::vector<Tensor>& exp_avg, const std::vector<Tensor>& exp_avg_sq) {

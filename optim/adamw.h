@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "optim/flat_shard.h"
+#include "optim/optimizer.h"
 
 namespace zt {
 
@@ -52,7 +52,7 @@ extern template void adamw_update<float>(float*, const float*, float*, float*, i
 extern template void adamw_update<double>(double*, const double*, double*, double*, int64_t, const AdamWHyper&,
                                           int64_t, bool);
 
-class AdamW {
+class AdamW final : public Optimizer {
  public:
   // Every element of every set's flat buffer (full_shard of each).
   AdamW(const std::vector<ParamSet*>& sets, const AdamWHyper& h);
@@ -60,30 +60,24 @@ class AdamW {
   // same dtype as the shard's param, Category::optim.
   AdamW(std::vector<FlatShard> shards, const AdamWHyper& h);
 
-  // One update of every shard with the current lr (set it from a schedule with set_lr first).
-  // Weight decay applies to the elements of parameters with ParamInfo::decay only.
-  void step();
-
-  double lr() const { return h_.lr; }
-  void set_lr(double lr);
+  double lr() const override { return h_.lr; }
+  void set_lr(double lr) override;
   const AdamWHyper& hyper() const { return h_; }
 
-  // ---- state (what a checkpoint saves) ----
-  int64_t step_count() const { return step_; }  // updates done so far (PyTorch's state['step'])
-  int num_shards() const { return static_cast<int>(shards_.size()); }
-  const FlatShard& shard(int i) const { return shards_.at(i); }
+  // ---- state (also by name through Optimizer::state: "<shard>/exp_avg", "<shard>/exp_avg_sq") ----
   const Tensor& exp_avg(int i) const { return m_.at(i); }     // m of shard i, (hi - lo)
   const Tensor& exp_avg_sq(int i) const { return v_.at(i); }  // v of shard i, (hi - lo)
   // Restores a saved state: one m and one v per shard, each of that shard's size (any float
   // dtype; converted). Throws a zt::Error naming the shard on a count or shape mismatch.
   void load_state(int64_t step_count, const std::vector<Tensor>& exp_avg, const std::vector<Tensor>& exp_avg_sq);
+  using Optimizer::load_state;
   int64_t state_bytes() const;  // bytes of m and v together
 
  private:
+  void update(int i, const DecaySegment& seg) override;
+  std::vector<std::pair<const char*, Tensor>> shard_state(int i) const override;
+
   AdamWHyper h_;
-  int64_t step_ = 0;
-  std::vector<FlatShard> shards_;
-  std::vector<std::vector<DecaySegment>> segments_;  // per shard
   std::vector<Tensor> m_, v_;
 };
 

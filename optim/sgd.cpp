@@ -39,13 +39,10 @@ template void sgd_update<double>(double*, const double*, double*, int64_t, const
 
 Sgd::Sgd(const std::vector<ParamSet*>& sets, const SgdHyper& h) : Sgd(full_shards(sets, "SGD"), h) {}
 
-Sgd::Sgd(std::vector<FlatShard> shards, const SgdHyper& h) : h_(h), shards_(std::move(shards)) {
+Sgd::Sgd(std::vector<FlatShard> shards, const SgdHyper& h) : Optimizer(std::move(shards), "SGD"), h_(h) {
   h_.validate();
-  for (const FlatShard& s : shards_) {
-    check_shard(s, "SGD");
-    segments_.push_back(decay_segments(s));
+  for (const FlatShard& s : shards_)
     buf_.push_back(h_.momentum > 0 ? Tensor::zeros({s.numel()}, s.param.dtype(), Category::optim) : Tensor());
-  }
 }
 
 void Sgd::set_lr(double lr) {
@@ -53,20 +50,20 @@ void Sgd::set_lr(double lr) {
   h_.lr = lr;
 }
 
-void Sgd::step() {
-  ++step_;
-  for (size_t i = 0; i < shards_.size(); ++i) {
-    const FlatShard& s = shards_[i];
-    for (const DecaySegment& seg : segments_[i]) {
-      const int64_t n = seg.end - seg.begin, o = seg.begin;
-      if (s.param.dtype() == DType::f32)
-        sgd_update<float>(s.param.data<float>() + o, s.grad.data<float>() + o,
-                          buf_[i].defined() ? buf_[i].data<float>() + o : nullptr, n, h_, seg.decay);
-      else
-        sgd_update<double>(s.param.data<double>() + o, s.grad.data<double>() + o,
-                           buf_[i].defined() ? buf_[i].data<double>() + o : nullptr, n, h_, seg.decay);
-    }
-  }
+void Sgd::update(int i, const DecaySegment& seg) {
+  const FlatShard& s = shards_[i];
+  const int64_t n = seg.end - seg.begin, o = seg.begin;
+  if (s.param.dtype() == DType::f32)
+    sgd_update<float>(s.param.data<float>() + o, s.grad.data<float>() + o,
+                      buf_[i].defined() ? buf_[i].data<float>() + o : nullptr, n, h_, seg.decay);
+  else
+    sgd_update<double>(s.param.data<double>() + o, s.grad.data<double>() + o,
+                       buf_[i].defined() ? buf_[i].data<double>() + o : nullptr, n, h_, seg.decay);
+}
+
+std::vector<std::pair<const char*, Tensor>> Sgd::shard_state(int i) const {
+  if (!buf_.at(i).defined()) return {};
+  return {{"momentum", buf_[i]}};
 }
 
 void Sgd::load_state(int64_t step_count, const std::vector<Tensor>& momentum_buffers) {

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "optim/flat_shard.h"
+#include "optim/optimizer.h"
 
 namespace zt {
 
@@ -38,30 +38,27 @@ void sgd_update(T* param, const T* grad, T* buf, int64_t n, const SgdHyper& h, b
 extern template void sgd_update<float>(float*, const float*, float*, int64_t, const SgdHyper&, bool);
 extern template void sgd_update<double>(double*, const double*, double*, int64_t, const SgdHyper&, bool);
 
-class Sgd {
+class Sgd final : public Optimizer {
  public:
   Sgd(const std::vector<ParamSet*>& sets, const SgdHyper& h);  // every element of each set
   Sgd(std::vector<FlatShard> shards, const SgdHyper& h);        // only these ranges (ZeRO)
 
-  void step();
-  double lr() const { return h_.lr; }
-  void set_lr(double lr);
+  double lr() const override { return h_.lr; }
+  void set_lr(double lr) override;
   const SgdHyper& hyper() const { return h_; }
 
-  // ---- state ----
-  int64_t step_count() const { return step_; }
-  int num_shards() const { return static_cast<int>(shards_.size()); }
-  const FlatShard& shard(int i) const { return shards_.at(i); }
+  // ---- state (also by name through Optimizer::state: "<shard>/momentum") ----
   // Momentum buffer of shard i, (hi - lo); undefined when momentum == 0 (no state).
   const Tensor& momentum_buffer(int i) const { return buf_.at(i); }
   // Restores a saved state (one buffer per shard when momentum > 0, none otherwise).
   void load_state(int64_t step_count, const std::vector<Tensor>& momentum_buffers);
+  using Optimizer::load_state;
 
  private:
+  void update(int i, const DecaySegment& seg) override;
+  std::vector<std::pair<const char*, Tensor>> shard_state(int i) const override;
+
   SgdHyper h_;
-  int64_t step_ = 0;
-  std::vector<FlatShard> shards_;
-  std::vector<std::vector<DecaySegment>> segments_;
   std::vector<Tensor> buf_;
 };
 
