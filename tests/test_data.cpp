@@ -12,26 +12,13 @@
 
 #include "models/token_data.h"
 #include "models/tokenizer.h"
+#include "tests/temp_dir.h"
 
 using namespace zt;
 namespace fs = std::filesystem;
+using zt::test::TempDir;
 
 namespace {
-
-// A fresh directory per test case, removed at the end.
-struct TempDir {
-  fs::path dir;
-  explicit TempDir(const std::string& tag) {
-    dir = fs::temp_directory_path() / ("zt_test_data_" + tag + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string file(const std::string& name) const { return (dir / name).string(); }
-};
 
 void write_bytes(const std::string& path, const std::vector<char>& bytes) {
   std::ofstream f(path, std::ios::binary);

@@ -11,23 +11,13 @@
 
 #include "core/check.h"
 #include "core/file_io.h"
+#include "tests/temp_dir.h"
 
 using namespace zt;
 namespace fs = std::filesystem;
+using zt::test::TempDir;
 
 namespace {
-
-// A scratch directory under the system temp dir, removed with everything in it at the end.
-struct ScratchDir {
-  fs::path dir;
-  explicit ScratchDir(const std::string& tag) {
-    dir = fs::temp_directory_path() / ("zt_test_file_io_" + tag + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~ScratchDir() { fs::remove_all(dir); }
-  std::string file(const std::string& n) const { return (dir / n).string(); }
-};
 
 std::string read_all(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -51,7 +41,7 @@ std::string sample_bytes(size_t n) {
 }  // namespace
 
 TEST_CASE("AtomicFile commit writes the exact bytes and leaves no tmp file", "[file_io]") {
-  ScratchDir d("commit");
+  TempDir d("commit");
   const std::string path = d.file("out.bin"), tmp = path + ".tmp";
   const std::string bytes = sample_bytes(70000);
   {
@@ -78,7 +68,7 @@ TEST_CASE("AtomicFile commit writes the exact bytes and leaves no tmp file", "[f
 }
 
 TEST_CASE("AtomicFile destroyed without commit leaves no tmp and keeps the old file", "[file_io]") {
-  ScratchDir d("abandon");
+  TempDir d("abandon");
   const std::string path = d.file("ckpt.bin"), tmp = path + ".tmp";
   const std::string old_bytes = sample_bytes(5000);
   write_plain(path, old_bytes);
@@ -110,7 +100,7 @@ TEST_CASE("AtomicFile destroyed without commit leaves no tmp and keeps the old f
 }
 
 TEST_CASE("AtomicFile in a missing directory throws naming the path", "[file_io]") {
-  ScratchDir d("missing");
+  TempDir d("missing");
   const std::string path = (d.dir / "no_such_dir" / "x.bin").string();
   CHECK_THROWS_AS(AtomicFile(path, "test file"), Error);
   CHECK_THROWS_WITH(AtomicFile(path, "test file"),
@@ -119,7 +109,7 @@ TEST_CASE("AtomicFile in a missing directory throws naming the path", "[file_io]
 }
 
 TEST_CASE("fsync_directory of a missing directory throws naming it", "[file_io]") {
-  ScratchDir d("fsync");
+  TempDir d("fsync");
   CHECK_NOTHROW(fsync_directory(d.dir.string(), "test dir"));
   const std::string missing = (d.dir / "gone").string();
   CHECK_THROWS_AS(fsync_directory(missing, "test dir"), Error);

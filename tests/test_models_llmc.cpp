@@ -12,22 +12,13 @@
 #include "models/gpt2.h"
 #include "models/llmc_checkpoint.h"
 #include "models/token_data.h"
+#include "tests/temp_dir.h"
 
 using namespace zt;
 namespace fs = std::filesystem;
+using zt::test::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path dir;
-  explicit TempDir(const std::string& tag) {
-    dir = fs::temp_directory_path() / ("zt_test_models_" + tag + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string file(const std::string& n) const { return (dir / n).string(); }
-};
 
 ModelConfig small_gpt2() {
   ModelConfig c = model_config("gpt2-nano");
