@@ -64,7 +64,7 @@ void Var::add_grad(const Tensor& g) const {
     // First contribution. A leaf's gradient is user-visible: copy it. An intermediate's is
     // only read by its own GradFn: keep g as it is (no copy), but never write into it.
     if (is_leaf()) {
-      v.grad = g.clone(Category::grads);
+      v.grad = g.clone(Category::activations);  // parameters never get here: their grads are pre-bound
       v.grad_owned = true;
     } else {
       v.grad = g;
@@ -77,12 +77,6 @@ void Var::add_grad(const Tensor& g) const {
     v.grad_owned = true;
   }
   accumulate_(v.grad, g);
-}
-
-void Var::clear_grad() const {
-  if (!impl_) return;
-  if (impl_->op == std::string("parameter")) impl_->grad.zero_();
-  else impl_->grad = Tensor();
 }
 
 }  // namespace zt

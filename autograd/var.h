@@ -70,7 +70,6 @@ class Var {
 
   // Accumulates g (same shape as value) into this Var's gradient. Called by GradFns.
   void add_grad(const Tensor& g) const;
-  void clear_grad() const;  // drops a non-parameter gradient; zero-fills a parameter's
 
   // The same value, cut from the graph.
   Var detach() const { return Var(value(), false); }
