@@ -1,7 +1,6 @@
 #include "models/train_checkpoint.h"
 
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -116,6 +115,47 @@ std::string latest_checkpoint(const std::string& dir) {
   return step.string();
 }
 
+namespace {
+// Reads the rank file that meta.json describes into ck.tensors (see load_checkpoint).
+void read_rank_file(SavedCheckpoint& ck) {
+  const std::string& path = ck.path;
+  const nlohmann::json& file = ck.meta.at("files").at(0);
+  const fs::path rank_path = fs::path(path) / file.at("name").get<std::string>();
+  if (!fs::exists(rank_path)) ZT_THROW("checkpoint: rank file '", rank_path.string(), "' is missing");
+  const int64_t expect = file.at("bytes").get<int64_t>();
+  const auto size = static_cast<int64_t>(fs::file_size(rank_path));
+  if (size != expect)
+    ZT_THROW("checkpoint: rank file '", rank_path.string(), "' holds ", size, " bytes, meta.json says ", expect,
+             " (truncated or replaced)");
+
+  // One pass: each tensor is read straight into its own buffer and hashed on the way, so loading
+  // needs the state's size once (no second copy of the file). The tensors cover the file back to
+  // back in order (as save_checkpoint writes it); the checksum is judged before any is returned.
+  std::ifstream in(rank_path, std::ios::binary);
+  if (!in) ZT_THROW("checkpoint: cannot open rank file '", rank_path.string(), "'");
+  uint64_t hash = fnv1a64(nullptr, 0);
+  int64_t pos = 0;
+  for (const nlohmann::json& t : ck.meta.at("tensors")) {
+    const std::string name = t.at("name").get<std::string>();
+    Tensor x = Tensor::empty(t.at("shape").get<Shape>(), dtype_from_name(t.at("dtype").get<std::string>()),
+                             Category::workspace);
+    if (t.at("offset").get<int64_t>() != pos || pos + static_cast<int64_t>(x.nbytes()) > expect)
+      ZT_THROW("checkpoint: tensor '", name, "' does not follow the previous one inside '", rank_path.string(), "'");
+    in.read(static_cast<char*>(x.raw()), static_cast<std::streamsize>(x.nbytes()));
+    if (!in) ZT_THROW("checkpoint: reading tensor '", name, "' from '", rank_path.string(), "' failed");
+    hash = fnv1a64(x.raw(), x.nbytes(), hash);
+    pos += static_cast<int64_t>(x.nbytes());
+    ck.tensors.push_back({name, x});
+  }
+  if (pos != expect)
+    ZT_THROW("checkpoint: the tensors of meta.json cover ", pos, " bytes of '", rank_path.string(), "', which holds ", expect);
+  const std::string sum = hex64(hash);
+  if (sum != file.at("fnv1a64").get<std::string>())
+    ZT_THROW("checkpoint: rank file '", rank_path.string(), "' is corrupted: FNV-1a 64 checksum ", sum,
+             ", meta.json says ", file.at("fnv1a64").get<std::string>());
+}
+}  // namespace
+
 SavedCheckpoint load_checkpoint(const std::string& path_in) {
   std::string path = path_in;
   if (fs::exists(fs::path(path) / "latest")) path = latest_checkpoint(path);
@@ -137,28 +177,10 @@ SavedCheckpoint load_checkpoint(const std::string& path_in) {
     ZT_THROW("checkpoint: '", path, "' was saved by ", ck.meta.value("world_size", -1),
              " ranks; this single-process build loads world_size 1 only");
 
-  const nlohmann::json& file = ck.meta.at("files").at(0);
-  const fs::path rank_path = fs::path(path) / file.at("name").get<std::string>();
-  if (!fs::exists(rank_path)) ZT_THROW("checkpoint: rank file '", rank_path.string(), "' is missing");
-  const std::string bytes = read_text(rank_path);
-  const int64_t expect = file.at("bytes").get<int64_t>();
-  if (static_cast<int64_t>(bytes.size()) != expect)
-    ZT_THROW("checkpoint: rank file '", rank_path.string(), "' holds ", bytes.size(), " bytes, meta.json says ", expect,
-             " (truncated or replaced)");
-  const std::string sum = hex64(fnv1a64(bytes.data(), bytes.size()));
-  if (sum != file.at("fnv1a64").get<std::string>())
-    ZT_THROW("checkpoint: rank file '", rank_path.string(), "' is corrupted: FNV-1a 64 checksum ", sum,
-             ", meta.json says ", file.at("fnv1a64").get<std::string>());
-
-  for (const nlohmann::json& t : ck.meta.at("tensors")) {
-    const DType dt = dtype_from_name(t.at("dtype").get<std::string>());
-    const Shape shape = t.at("shape").get<Shape>();
-    const int64_t off = t.at("offset").get<int64_t>();
-    Tensor x = Tensor::empty(shape, dt, Category::workspace);
-    if (off < 0 || off + static_cast<int64_t>(x.nbytes()) > expect)
-      ZT_THROW("checkpoint: tensor '", t.at("name").get<std::string>(), "' lies outside '", rank_path.string(), "'");
-    std::memcpy(x.raw(), bytes.data() + off, x.nbytes());
-    ck.tensors.push_back({t.at("name").get<std::string>(), x});
+  try {
+    read_rank_file(ck);
+  } catch (const nlohmann::json::exception& e) {
+    ZT_THROW("checkpoint '", path, "': meta.json lacks or mistypes a field: ", e.what());
   }
   return ck;
 }
