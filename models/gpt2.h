@@ -20,65 +20,41 @@
 #include "core/rng.h"
 #include "models/config.h"
 #include "nn/layers.h"
-#include "nn/model.h"
+#include "models/transformer.h"
 
 namespace zt {
 
-class GPT2 : public Model {
+struct GPT2Embed : Unit {
+  GPT2Embed(const ModelConfig& c, DType dt);
+  Var forward(const Tensor& idx) const;  // int32 (B, T) -> (B, T, C)
+  Embedding wte, wpe;
+};
+struct GPT2Block : Unit {
+  GPT2Block(int64_t i, const ModelConfig& c, DType dt);
+  Var forward(const Var& x) const;  // (B, T, C) -> (B, T, C)
+  LayerNorm ln_1;
+  CausalSelfAttention attn;
+  LayerNorm ln_2;
+  GeluMLP mlp;
+};
+struct GPT2Head : Unit {
+  GPT2Head(const ModelConfig& c, DType dt);
+  Var forward(const Var& x, const GPT2Embed& e) const;  // (B, T, C) -> logits (B, T, Vp)
+  LayerNorm ln_f;
+};
+
+class GPT2 : public TransformerLM<GPT2Embed, GPT2Block, GPT2Head> {
  public:
-  struct Embed : Unit {
-    Embed(const ModelConfig& c, DType dt);
-    Var forward(const Tensor& idx) const;  // int32 (B, T) -> (B, T, C)
-    Embedding wte, wpe;
-  };
-  struct Block : Unit {
-    Block(int64_t i, const ModelConfig& c, DType dt);
-    Var forward(const Var& x) const;  // (B, T, C) -> (B, T, C)
-    LayerNorm ln_1;
-    CausalSelfAttention attn;
-    LayerNorm ln_2;
-    GeluMLP mlp;
-  };
-  struct Head : Unit {
-    Head(const ModelConfig& c, DType dt);
-    Var forward(const Var& x, const Embed& e) const;  // (B, T, C) -> logits (B, T, Vp)
-    LayerNorm ln_f;
-  };
-
-  // Validates cfg (family must be "gpt2") and builds the units; with opt.allocate each ParamSet
-  // is finalized (zero-filled) with opt.world_size / opt.alignment. Call init() next.
-  explicit GPT2(const ModelConfig& cfg, const ModelOptions& opt = {});
-
+  // Validates cfg (family must be "gpt2") and builds the units (see TransformerLM). Call init() next.
+  explicit GPT2(const ModelConfig& cfg, const ModelOptions& opt = {})
+      : TransformerLM(cfg, opt, "gpt2", "GPT2") {}
   std::string family() const override { return "gpt2"; }
-  std::vector<Unit*> units() override;
-  Var loss(const Tensor& idx, const Tensor& targets) override;
-  Var logits(const Tensor& idx) override;
-  int64_t vocab_size() const override { return cfg_.vocab_size; }
-  int64_t max_seq_len() const override { return cfg_.max_seq_len; }
 
   // nanoGPT's init, in a fixed order (units forward, parameters in layout order): weights
   // N(0, 0.02), every c_proj.weight N(0, 0.02 / sqrt(2 L)) (GPT-2 paper, section 2.3), biases 0,
   // LayerNorm weight 1 / bias 0, wpe N(0, 0.02), wte N(0, 0.02) on the first V rows and the
   // padded rows [V, Vp) zero.
   void init(Rng& rng);
-
-  const ModelConfig& config() const { return cfg_; }
-  const ModelOptions& options() const { return opt_; }
-  Embed& embed() { return *embed_; }
-  Block& block(int64_t i) { return *blocks_.at(static_cast<size_t>(i)); }
-  Head& head() { return *head_; }
-
- private:
-  Var forward_logits(const Tensor& idx);
-  ModelConfig cfg_;
-  ModelOptions opt_;
-  std::unique_ptr<Embed> embed_;
-  std::vector<std::unique_ptr<Block>> blocks_;
-  std::unique_ptr<Head> head_;
 };
-
-// Checks a batch of token ids against a model (boundary errors, named by `what`): int32, shape
-// (B, T) with 1 <= T <= max_seq_len, every id in [0, vocab_size). Shared by GPT2 and Llama.
-void check_token_batch(const Tensor& idx, int64_t vocab_size, int64_t max_seq_len, const char* what);
 
 }  // namespace zt

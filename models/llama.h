@@ -21,61 +21,42 @@
 #include "core/rng.h"
 #include "models/config.h"
 #include "nn/layers.h"
-#include "nn/model.h"
+#include "models/transformer.h"
 
 namespace zt {
 
-class Llama : public Model {
+struct LlamaEmbed : Unit {
+  LlamaEmbed(const ModelConfig& c, DType dt);
+  Var forward(const Tensor& idx) const;  // int32 (B, T) -> (B, T, C)
+  Embedding embed_tokens;
+};
+struct LlamaLayer : Unit {
+  LlamaLayer(int64_t i, const ModelConfig& c, DType dt);
+  Var forward(const Var& x) const;  // (B, T, C) -> (B, T, C)
+  RMSNorm input_layernorm;
+  CausalSelfAttention self_attn;
+  RMSNorm post_attention_layernorm;
+  SwiGLUMLP mlp;
+};
+struct LlamaHead : Unit {
+  LlamaHead(const ModelConfig& c, DType dt);
+  // (B, T, C) -> logits (B, T, Vp); `e` supplies the weight when the embeddings are tied.
+  Var forward(const Var& x, const LlamaEmbed& e) const;
+  RMSNorm norm;
+  int lm_head = -1;  // parameter index of lm_head.weight; -1 when tied
+};
+
+class Llama : public TransformerLM<LlamaEmbed, LlamaLayer, LlamaHead> {
  public:
-  struct Embed : Unit {
-    Embed(const ModelConfig& c, DType dt);
-    Var forward(const Tensor& idx) const;  // int32 (B, T) -> (B, T, C)
-    Embedding embed_tokens;
-  };
-  struct Layer : Unit {
-    Layer(int64_t i, const ModelConfig& c, DType dt);
-    Var forward(const Var& x) const;  // (B, T, C) -> (B, T, C)
-    RMSNorm input_layernorm;
-    CausalSelfAttention self_attn;
-    RMSNorm post_attention_layernorm;
-    SwiGLUMLP mlp;
-  };
-  struct Head : Unit {
-    Head(const ModelConfig& c, DType dt);
-    // (B, T, C) -> logits (B, T, Vp); `e` supplies the weight when the embeddings are tied.
-    Var forward(const Var& x, const Embed& e) const;
-    RMSNorm norm;
-    int lm_head = -1;  // parameter index of lm_head.weight; -1 when tied
-  };
-
-  // Validates cfg (family must be "llama") and builds the units; see GPT2's constructor.
-  explicit Llama(const ModelConfig& cfg, const ModelOptions& opt = {});
-
+  // Validates cfg (family must be "llama") and builds the units (see TransformerLM).
+  explicit Llama(const ModelConfig& cfg, const ModelOptions& opt = {})
+      : TransformerLM(cfg, opt, "llama", "Llama") {}
   std::string family() const override { return "llama"; }
-  std::vector<Unit*> units() override;
-  Var loss(const Tensor& idx, const Tensor& targets) override;
-  Var logits(const Tensor& idx) override;
-  int64_t vocab_size() const override { return cfg_.vocab_size; }
-  int64_t max_seq_len() const override { return cfg_.max_seq_len; }
 
   // Fixed order (units forward, parameters in layout order): every weight matrix N(0, 0.02)
   // except o_proj and down_proj N(0, 0.02 / sqrt(2 L)) (the GPT-2 residual scaling); RMSNorm
   // weights 1; padded vocabulary rows [V, Vp) of embed_tokens and lm_head zero.
   void init(Rng& rng);
-
-  const ModelConfig& config() const { return cfg_; }
-  const ModelOptions& options() const { return opt_; }
-  Embed& embed() { return *embed_; }
-  Layer& layer(int64_t i) { return *layers_.at(static_cast<size_t>(i)); }
-  Head& head() { return *head_; }
-
- private:
-  Var forward_logits(const Tensor& idx);
-  ModelConfig cfg_;
-  ModelOptions opt_;
-  std::unique_ptr<Embed> embed_;
-  std::vector<std::unique_ptr<Layer>> layers_;
-  std::unique_ptr<Head> head_;
 };
 
 }  // namespace zt

@@ -1,0 +1,94 @@
+// defines: TransformerLM — what GPT2 and Llama share: an embedding unit, a stack of blocks and a
+//          head, and the forward loop through them, each in its residency scope.
+//
+//   x = embed(idx)                    (B, T, C)    unit "embed"
+//   x = block_i(x), i = 0..L-1        (B, T, C)    one unit each
+//   logits = head(x)                  (B, T, Vp)   unit "head" (also reads "embed" when tied)
+//   loss = cross_entropy over the first V columns (llm.c: padded columns take no part)
+//
+// A family supplies the three unit types: Embed(cfg, dtype) with forward(idx), Block(i, cfg,
+// dtype) with forward(x), Head(cfg, dtype) with forward(x, const Embed&).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "models/config.h"
+#include "nn/model.h"
+
+namespace zt {
+
+// Checks a batch of token ids against a model (boundary errors, named by `what`): int32, shape
+// (B, T) with 1 <= T <= max_seq_len, every id in [0, vocab_size).
+void check_token_batch(const Tensor& idx, int64_t vocab_size, int64_t max_seq_len, const char* what);
+
+template <class EmbedT, class BlockT, class HeadT>
+class TransformerLM : public Model {
+ public:
+  using Embed = EmbedT;
+  using Block = BlockT;
+  using Head = HeadT;
+
+  std::vector<Unit*> units() override {
+    std::vector<Unit*> u{embed_.get()};
+    for (auto& b : blocks_) u.push_back(b.get());
+    u.push_back(head_.get());
+    return u;
+  }
+  Var logits(const Tensor& idx) override { return forward_logits(idx); }
+  Var loss(const Tensor& idx, const Tensor& targets) override {
+    if (!targets.defined() || targets.shape() != idx.shape())
+      ZT_THROW(name_, "::loss: targets must have the shape of idx ", shape_str(idx.shape()), ", got ",
+               targets.defined() ? shape_str(targets.shape()) : std::string("undefined"));
+    return cross_entropy(forward_logits(idx), targets, cfg_.vocab_size);
+  }
+  int64_t vocab_size() const override { return cfg_.vocab_size; }
+  int64_t max_seq_len() const override { return cfg_.max_seq_len; }
+
+  const ModelConfig& config() const { return cfg_; }
+  const ModelOptions& options() const { return opt_; }
+  Embed& embed() { return *embed_; }
+  Block& block(int64_t i) { return *blocks_.at(static_cast<size_t>(i)); }
+  Head& head() { return *head_; }
+
+ protected:
+  // Validates cfg (its family must be `family`) and builds the units; with opt.allocate each
+  // ParamSet is finalized (zero-filled) with opt.world_size / opt.alignment.
+  TransformerLM(const ModelConfig& cfg, const ModelOptions& opt, const char* family, const char* name)
+      : cfg_(cfg), opt_(opt), name_(name) {
+    cfg_.validate();
+    if (cfg_.family != family) ZT_THROW(name_, ": config family is \"", cfg_.family, "\", expected \"", family, "\"");
+    embed_ = std::make_unique<Embed>(cfg_, opt.dtype);
+    for (int64_t i = 0; i < cfg_.n_layer; ++i) blocks_.push_back(std::make_unique<Block>(i, cfg_, opt.dtype));
+    head_ = std::make_unique<Head>(cfg_, opt.dtype);
+    if (opt.allocate) finalize_params(opt.world_size, opt.alignment);
+  }
+
+  ModelConfig cfg_;
+  ModelOptions opt_;
+  std::unique_ptr<Embed> embed_;
+  std::vector<std::unique_ptr<Block>> blocks_;
+  std::unique_ptr<Head> head_;
+
+ private:
+  Var forward_logits(const Tensor& idx) {
+    check_token_batch(idx, cfg_.vocab_size, cfg_.max_seq_len, name_);
+    ZT_CHECK(embed_->params().finalized(), name_, " built with allocate = false (layout only) cannot run forward");
+    Residency& r = *residency_;
+    Embed* e = embed_.get();  // raw pointers: the closures outlive this call under checkpointing
+    Var x = run_unit(r, *e, Var(), [e, idx](const Var&) { return e->forward(idx); });
+    for (auto& bp : blocks_) {
+      Block* b = bp.get();
+      x = run_unit(r, *b, x, [b](const Var& in) { return b->forward(in); });
+    }
+    Head* h = head_.get();
+    std::vector<Unit*> also;
+    if (cfg_.tie_embeddings) also.push_back(e);  // tied: the head reads the embedding's weight
+    return run_unit(r, *h, x, [h, e](const Var& in) { return h->forward(in, *e); }, also);
+  }
+
+  const char* name_;
+};
+
+}  // namespace zt
