@@ -7,6 +7,7 @@
 
 #include "core/kernels/gemm.h"
 #include "core/kernels/vec_math.h"
+#include "core/kernels/softmax.h"
 #include "core/tensor.h"
 
 namespace zt {
@@ -16,14 +17,8 @@ namespace {
 // Row i of a causal softmax in place: s[0..i] -> softmax, s[i+1 .. end) -> 0.
 template <class T>
 inline void causal_softmax_row(T* s, int64_t i, int64_t end) {
-  const int64_t n = i + 1;
-  const T m = vm::lane_max(s, n);
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j) s[j] = vm::vexp(s[j] - m);
-  const T inv = T(1) / vm::lane_sum(s, n);
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j) s[j] *= inv;
-  for (int64_t j = n; j < end; ++j) s[j] = T(0);
+  softmax_row(s, s, i + 1);
+  for (int64_t j = i + 1; j < end; ++j) s[j] = T(0);
 }
 
 struct Dims {

@@ -9,16 +9,7 @@ template <class T>
 void softmax_forward(T* out, const T* in, int64_t R, int64_t N) {
   if (N == 0) return;
 #pragma omp parallel for schedule(static) if (R * N > kParallelMinElements / 4)
-  for (int64_t r = 0; r < R; ++r) {
-    const T* x = in + r * N;
-    T* y = out + r * N;
-    const T m = vm::lane_max(x, N);
-#pragma omp simd
-    for (int64_t j = 0; j < N; ++j) y[j] = vm::vexp(x[j] - m);
-    const T inv = T(1) / vm::lane_sum(y, N);
-#pragma omp simd
-    for (int64_t j = 0; j < N; ++j) y[j] *= inv;
-  }
+  for (int64_t r = 0; r < R; ++r) softmax_row(out + r * N, in + r * N, N);
 }
 
 template <class T>
