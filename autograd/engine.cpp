@@ -47,18 +47,22 @@ void Var::backward(const Tensor& grad_out, bool retain_graph, bool run_group_hoo
   std::reverse(order.begin(), order.end());  // root first
 
   // Leaf groups: index of the first and the last node (in execution order) that reads them.
-  struct Span { size_t first, last; };
-  std::unordered_map<LeafGroup*, Span> spans;
+  // Hooks of groups that start (or end) at the same node fire in the order the groups were first
+  // met, never in hash order: every rank must issue its ZeRO collectives in the same order.
+  struct Span { LeafGroup* group; size_t first, last; };
+  std::vector<Span> spans;
+  std::unordered_map<LeafGroup*, size_t> span_of;
   for (size_t i = 0; i < order.size() && run_group_hooks; ++i)
     for (const Var& in : order[i].impl()->inputs)
       if (LeafGroup* g = in.impl() ? in.impl()->group.get() : nullptr) {
-        auto [it, fresh] = spans.try_emplace(g, Span{i, i});
-        if (!fresh) it->second.last = i;
+        auto [it, fresh] = span_of.try_emplace(g, spans.size());
+        if (fresh) spans.push_back(Span{g, i, i});
+        else spans[it->second].last = i;
       }
   std::vector<std::vector<LeafGroup*>> starts(order.size()), ends(order.size());
-  for (auto& [g, s] : spans) {
-    starts[s.first].push_back(g);
-    ends[s.last].push_back(g);
+  for (const Span& s : spans) {
+    starts[s.first].push_back(s.group);
+    ends[s.last].push_back(s.group);
   }
 
   add_grad(grad_out);

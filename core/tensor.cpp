@@ -47,7 +47,20 @@ Storage::Storage(size_t bytes, Category c, Allocator& a)
 Storage::Storage(void* borrowed, size_t bytes) : data_(borrowed), bytes_(bytes) {}
 
 Storage::~Storage() {
-  if (allocator_) allocator_->deallocate(data_, bytes_, category_);
+  if (allocator_ && data_) allocator_->deallocate(data_, bytes_, category_);
+}
+
+void Storage::release() {
+  ZT_CHECK(owned(), "release() of borrowed memory");
+  if (!data_) return;
+  allocator_->deallocate(data_, bytes_, category_);
+  data_ = nullptr;
+}
+
+void Storage::materialize() {
+  ZT_CHECK(owned(), "materialize() of borrowed memory");
+  if (data_ || bytes_ == 0) return;
+  data_ = allocator_->allocate(bytes_, category_);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -171,6 +184,7 @@ std::string Tensor::str() const {
 
 void* Tensor::raw() const {
   ZT_CHECK(defined(), "data access to an undefined tensor");
+  ZT_CHECK(storage_->resident(), "data access to a released storage (a ZeRO-3 parameter outside its unit's acquire/release)");
   return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(element_size());
 }
 

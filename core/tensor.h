@@ -36,6 +36,14 @@ class Storage {
   Category category() const { return category_; }
   bool owned() const { return allocator_ != nullptr; }
 
+  // ZeRO-3's free-and-regather (what PyTorch FSDP does with storage.resize_(0)): release() hands
+  // the bytes back to the allocator while every view keeps pointing at this Storage (autograd
+  // closures included); materialize() allocates them again, contents undefined, so the same
+  // views see whatever is gathered into them next. Reading a released storage is an error.
+  void release();
+  void materialize();
+  bool resident() const { return data_ != nullptr || bytes_ == 0; }
+
  private:
   void* data_ = nullptr;
   size_t bytes_ = 0;

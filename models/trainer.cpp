@@ -1,28 +1,16 @@
 #include "models/trainer.h"
 
+#include <cctype>
+#include <fstream>
+#include <set>
+
 #include "models/gpt2.h"              // defines: GPT2 (llm.c checkpoints hold GPT-2)
 #include "models/init.h"              // defines: make_model, init_model
 #include "models/llmc_checkpoint.h"   // defines: read_llmc_header, load_llmc_checkpoint
-#include "models/train_checkpoint.h"  // defines: save_checkpoint, load_checkpoint, latest_checkpoint
-#include "optim/adamw.h"              // defines: AdamW (an Optimizer)
-#include "optim/clip.h"               // defines: clip_grad_norm, global_norm
 #include "optim/schedule.h"           // defines: LrSchedule (warmup + cosine)
-#include "optim/sgd.h"                // defines: Sgd
+#include "zero/checkpoint.h"          // defines: save_sharded_checkpoint, load_sharded_checkpoint, consolidate_params
 
 namespace zt {
-
-namespace {
-std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& c, const std::vector<ParamSet*>& sets) {
-  if (c.optimizer == "adamw") {
-    AdamWHyper h;
-    h.lr = c.lr; h.beta1 = c.beta1; h.beta2 = c.beta2; h.eps = c.eps; h.weight_decay = c.weight_decay;
-    return std::make_unique<AdamW>(sets, h);
-  }
-  SgdHyper h;
-  h.lr = c.lr; h.momentum = c.momentum; h.weight_decay = c.weight_decay;
-  return std::make_unique<Sgd>(sets, h);
-}
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Config
@@ -45,6 +33,81 @@ void TrainConfig::validate() const {
   need(ckpt_interval >= 0, "ckpt_interval", ckpt_interval, ">= 0");
   need(!resume || !ckpt_dir.empty(), "resume", "true", "a ckpt_dir to resume from");
   need(memory_limit >= 0, "memory_limit", memory_limit, ">= 0");
+  need(zero.stage >= 0 && zero.stage <= 3, "zero.stage", zero.stage, "0, 1, 2 or 3");
+}
+
+EngineConfig TrainConfig::engine_config() const {
+  EngineConfig e;
+  e.train_micro_batch_size_per_gpu = batch;
+  e.gradient_accumulation_steps = grad_accum;
+  e.gradient_clipping = grad_clip;
+  e.precision = precision;
+  e.fp16 = fp16;
+  e.optimizer.type = optimizer == "sgd" ? "SGD" : "AdamW";
+  e.optimizer.lr = lr;
+  e.optimizer.beta1 = beta1;
+  e.optimizer.beta2 = beta2;
+  e.optimizer.eps = eps;
+  e.optimizer.weight_decay = weight_decay;
+  e.optimizer.momentum = momentum;
+  e.scheduler.type = schedule == "cosine" ? "WarmupCosineLR" : (warmup > 0 ? "WarmupLR" : "none");
+  e.scheduler.warmup_num_steps = warmup;
+  e.scheduler.total_num_steps = steps;
+  e.scheduler.cos_min_ratio = min_lr_frac;
+  e.zero = zero;
+  e.activation_checkpointing = activation_checkpointing;
+  return e;
+}
+
+void train_config_from_json(const std::string& path, int world_size, TrainConfig& c) {
+  static const std::set<std::string> run_keys = {"model", "train_data", "val_data", "seq_len", "steps",
+                                                  "seed", "eval_interval", "eval_batches"};
+  const EngineConfig e = engine_config_from_file(path, world_size, run_keys);
+  std::ifstream f(path);
+  const nlohmann::json j = nlohmann::json::parse(f);  // parsed once already: cannot fail here
+  auto run = [&](const char* key, auto& field) {
+    if (!j.contains(key)) return;
+    try {
+      j.at(key).get_to(field);
+    } catch (const nlohmann::json::exception&) {
+      ZT_THROW("config '", path, "': ", key, " has the wrong type: ", j.at(key).dump());
+    }
+  };
+  run("model", c.model);
+  run("train_data", c.train_data);
+  run("val_data", c.val_data);
+  run("seq_len", c.seq_len);
+  run("steps", c.steps);
+  run("seed", c.seed);
+  run("eval_interval", c.eval_interval);
+  run("eval_batches", c.eval_batches);
+  c.batch = e.train_micro_batch_size_per_gpu;
+  c.grad_accum = e.gradient_accumulation_steps;
+  c.grad_clip = e.gradient_clipping;
+  std::string type = e.optimizer.type;
+  for (char& ch : type) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  c.optimizer = type == "sgd" ? "sgd" : "adamw";
+  c.lr = e.optimizer.lr;
+  c.beta1 = e.optimizer.beta1;
+  c.beta2 = e.optimizer.beta2;
+  c.eps = e.optimizer.eps;
+  c.weight_decay = e.optimizer.weight_decay;
+  c.momentum = e.optimizer.momentum;
+  c.warmup = e.scheduler.warmup_num_steps;
+  if (e.scheduler.type == "WarmupCosineLR") {
+    c.schedule = "cosine";
+    c.min_lr_frac = e.scheduler.cos_min_ratio;
+    if (e.scheduler.total_num_steps != 0 && e.scheduler.total_num_steps != c.steps)
+      ZT_THROW("config '", path, "': scheduler.params.total_num_steps = ", e.scheduler.total_num_steps,
+               " differs from steps = ", c.steps, ": give the same value, or leave total_num_steps out");
+  } else {
+    c.schedule = "constant";  // WarmupLR: linear warmup, then constant; none: constant
+  }
+  c.zero = e.zero;
+  c.precision = e.precision;
+  c.fp16 = e.fp16;
+  c.activation_checkpointing = e.activation_checkpointing;
+  c.config_file = path;
 }
 
 void to_json(nlohmann::json& j, const TrainConfig& c) {
@@ -54,22 +117,31 @@ void to_json(nlohmann::json& j, const TrainConfig& c) {
        {"schedule", c.schedule}, {"weight_decay", c.weight_decay}, {"beta1", c.beta1}, {"beta2", c.beta2},
        {"eps", c.eps}, {"momentum", c.momentum}, {"grad_clip", c.grad_clip}, {"seed", c.seed},
        {"eval_interval", c.eval_interval}, {"eval_batches", c.eval_batches},
-       {"activation_checkpointing", c.activation_checkpointing}};
+       {"activation_checkpointing", c.activation_checkpointing}, {"zero_stage", c.zero.stage},
+       {"precision", precision_name(c.precision)}, {"config_file", c.config_file}};
+  nlohmann::json e = c.engine_config();
+  j["engine"] = e;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Trainer
 
-Trainer::Trainer(const TrainConfig& cfg) : cfg_(cfg), rng_(cfg.seed) {
+Trainer::Trainer(const TrainConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(group), rng_(cfg.seed) {
   cfg_.validate();
   if (cfg_.memory_limit > 0) cpu_allocator().set_limit(cfg_.memory_limit);
+  const int N = group_.size(), rank = group_.rank();
 
   // Model: from an llm.c checkpoint's header, or a named config with our deterministic init.
+  // Every rank builds and initializes the whole model from the same seed (identical values),
+  // padded so each unit splits into N shards; the engine then keeps what its stage keeps.
   mcfg_ = cfg_.init_from.empty() ? zt::model_config(cfg_.model) : read_llmc_header(cfg_.init_from);
   if (cfg_.seq_len == 0) cfg_.seq_len = mcfg_.max_seq_len;
   if (cfg_.seq_len > mcfg_.max_seq_len)
     ZT_THROW("seq_len ", cfg_.seq_len, " exceeds the model's context length ", mcfg_.max_seq_len);
-  model_ = make_model(mcfg_);
+  ModelOptions opt;
+  opt.world_size = N;
+  opt.alignment = kShardAlignment;
+  model_ = make_model(mcfg_, opt);
   if (cfg_.init_from.empty()) {
     init_model(*model_, rng_);
   } else {
@@ -77,21 +149,18 @@ Trainer::Trainer(const TrainConfig& cfg) : cfg_(cfg), rng_(cfg.seed) {
     ZT_CHECK(gpt, "llm.c checkpoints hold GPT-2 models");
     load_llmc_checkpoint(cfg_.init_from, *gpt);
   }
-  model_->set_activation_checkpointing(cfg_.activation_checkpointing);
 
-  // Data: llm.c's loader, no shuffling. Every id must fit the model's vocabulary.
+  // Data: llm.c's loader, no shuffling; rank r reads its B rows of each global batch of N*B.
   std::vector<uint16_t> tokens = load_tokens(cfg_.train_data);
   check_tokens_fit_vocab(tokens, mcfg_.vocab_size, cfg_.train_data);
-  train_ = std::make_unique<DataLoader>(std::move(tokens), cfg_.batch, cfg_.seq_len);
+  train_ = std::make_unique<DataLoader>(std::move(tokens), cfg_.batch, cfg_.seq_len, rank, N);
   if (!cfg_.val_data.empty()) {
     std::vector<uint16_t> vt = load_tokens(cfg_.val_data);
     check_tokens_fit_vocab(vt, mcfg_.vocab_size, cfg_.val_data);
-    val_ = std::make_unique<DataLoader>(std::move(vt), cfg_.batch, cfg_.seq_len);
+    val_ = std::make_unique<DataLoader>(std::move(vt), cfg_.batch, cfg_.seq_len, rank, N);
   }
 
-  std::vector<ParamSet*> sets;
-  for (Unit* u : model_->units()) sets.push_back(&u->params());
-  opt_ = make_optimizer(cfg_, sets);
+  engine_ = initialize(*model_, cfg_.engine_config(), group_);
   if (cfg_.resume) resume_from(cfg_.ckpt_dir);
 }
 
@@ -110,46 +179,40 @@ double Trainer::lr_at(int64_t step) const {
 StepStats Trainer::step() {
   const auto t0 = std::chrono::steady_clock::now();
   cpu_allocator().reset_peaks();  // the memory in the log is this step's peak
-  model_->zero_grad();
-  double loss_sum = 0;
   for (int64_t micro = 0; micro < cfg_.grad_accum; ++micro) {
     train_->next_batch(idx_, targets_);
-    Var loss = model_->loss(idx_, targets_);  // mean over B*T
-    loss_sum += loss.value().item();
-    // d(mean over all micro-batches)/d(loss of this one) = 1 / grad_accum
-    loss.backward(Tensor::full({}, 1.0 / static_cast<double>(cfg_.grad_accum), loss.dtype()));
+    Var loss = engine_->forward(idx_, targets_);  // mean over this rank's B*T tokens
+    engine_->backward(loss);
   }
-  std::vector<Tensor> grads;
-  for (Unit* u : model_->units()) grads.push_back(u->params().flat_grad());
   StepStats s;
-  s.grad_norm = cfg_.grad_clip > 0 ? clip_grad_norm(grads, cfg_.grad_clip) : global_norm(grads);
   s.lr = lr_at(step_);
-  opt_->set_lr(s.lr);
-  opt_->step();
+  const StepResult r = engine_->step(s.lr);
   ++step_;
   const auto t1 = std::chrono::steady_clock::now();
   s.step = step_;
-  s.loss = loss_sum / static_cast<double>(cfg_.grad_accum);
+  s.loss = r.loss;
+  s.grad_norm = r.grad_norm;
   s.step_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  s.tokens_per_s = static_cast<double>(cfg_.batch * cfg_.seq_len * cfg_.grad_accum) / (s.step_ms / 1000.0);
+  const int64_t tokens = cfg_.batch * cfg_.seq_len * cfg_.grad_accum * group_.size();  // global
+  s.tokens_per_s = static_cast<double>(tokens) / (s.step_ms / 1000.0);
   if (val_ && cfg_.eval_interval > 0 && (step_ % cfg_.eval_interval == 0 || step_ == cfg_.steps)) s.val_loss = evaluate();
   if (!cfg_.ckpt_dir.empty() && ((cfg_.ckpt_interval > 0 && step_ % cfg_.ckpt_interval == 0) || step_ == cfg_.steps))
     save();
   return s;
 }
 
+// The mean loss over eval_batches global batches of the validation data (each rank its slice).
 double Trainer::evaluate() {
   ZT_CHECK(val_, "evaluate() without validation data");
-  NoGradGuard no_grad;
   val_->reset();  // every evaluation reads the same batches
   Tensor x, y;
   const int64_t n = std::min<int64_t>(cfg_.eval_batches, val_->num_batches());
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) {
     val_->next_batch(x, y);
-    sum += model_->loss(x, y).value().item();
+    sum += engine_->eval_loss(x, y);
   }
-  return sum / static_cast<double>(n);
+  return group_.all_reduce_sum(sum) / static_cast<double>(n * group_.size());
 }
 
 std::string Trainer::save() {
@@ -158,80 +221,69 @@ std::string Trainer::save() {
   meta["model"] = mcfg_;
   meta["training"] = cfg_;
   meta["rng_state"] = std::to_string(rng_.state());
-  meta["data_position"] = train_->position();
-  meta["optimizer_steps"] = opt_->step_count();
-  nlohmann::json units = nlohmann::json::array();
-  std::vector<NamedTensor> tensors;
-  for (Unit* u : model_->units()) {
-    const ParamSet& ps = u->params();
-    nlohmann::json params = nlohmann::json::array();
-    for (const ParamInfo& p : ps.infos())
-      params.push_back({{"name", p.name}, {"shape", p.shape}, {"offset", p.offset}, {"decay", p.decay}});
-    units.push_back({{"name", ps.unit_name()}, {"numel", ps.numel()}, {"padded_numel", ps.padded_numel()}, {"params", params}});
-    tensors.push_back({ps.unit_name() + "/param", ps.flat()});
-  }
-  meta["units"] = units;
-  for (auto& [name, t] : opt_->state()) tensors.push_back({name, t});  // "<unit>/exp_avg", ...
-  return save_checkpoint(cfg_.ckpt_dir, step_, meta, tensors);
+  meta["data_position"] = train_->position();  // batch index: the same on every rank
+  meta["optimizer_steps"] = engine_->optimizer_steps();
+  meta["global_batch"] = cfg_.batch * group_.size();
+  meta["zero_stage"] = cfg_.zero.stage;
+  meta["units"] = units_meta(*model_);
+  return save_sharded_checkpoint(group_, cfg_.ckpt_dir, step_, meta, engine_->shards());
 }
-
-namespace {
-// Copies each unit's saved flat buffer into the model (same layout required).
-void load_params(const SavedCheckpoint& ck, Model& m) {
-  for (Unit* u : m.units()) {
-    ParamSet& ps = u->params();
-    const Tensor& t = ck.get(ps.unit_name() + "/param");
-    if (t.shape() != ps.flat().shape() || t.dtype() != ps.flat().dtype())
-      ZT_THROW("checkpoint '", ck.path, "': unit '", ps.unit_name(), "' has ", t.str(), ", the model expects ",
-               ps.flat().str());
-    Tensor flat = ps.flat();
-    flat.copy_(t);
-  }
-}
-}  // namespace
 
 std::unique_ptr<Model> load_trained_model(const std::string& path) {
-  SavedCheckpoint ck = load_checkpoint(path);
+  std::vector<ConsolidatedUnit> units = consolidate_params(path);
+  const nlohmann::json meta = read_sharded_meta(path).meta;
   try {
-    std::unique_ptr<Model> m = make_model(ck.meta.at("model").get<ModelConfig>());
-    load_params(ck, *m);
+    std::unique_ptr<Model> m = make_model(meta.at("model").get<ModelConfig>());
+    std::vector<Unit*> us = m->units();
+    if (us.size() != units.size())
+      ZT_THROW("checkpoint '", path, "' holds ", units.size(), " units, its model config builds ", us.size());
+    for (size_t i = 0; i < us.size(); ++i) {
+      ParamSet& ps = us[i]->params();
+      if (units[i].name != ps.unit_name() || units[i].numel != ps.numel())
+        ZT_THROW("checkpoint '", path, "': unit ", i, " is '", units[i].name, "' with ", units[i].numel,
+                 " parameters, the model has '", ps.unit_name(), "' with ", ps.numel());
+      ps.flat().flat_view(0, {ps.numel()}).copy_(units[i].flat);
+    }
     return m;
   } catch (const nlohmann::json::exception& e) {
-    ZT_THROW("checkpoint '", ck.path, "': meta.json lacks or mistypes a field: ", e.what());
+    ZT_THROW("checkpoint '", path, "': meta.json lacks or mistypes a field: ", e.what());
   }
 }
 
 void Trainer::resume_from(const std::string& dir) {
-  SavedCheckpoint ck = load_checkpoint(latest_checkpoint(dir));
+  std::vector<UnitShard> shards = engine_->shards();
+  const nlohmann::json meta = load_sharded_checkpoint(group_, dir, shards);
   try {
-    restore(ck);
+    ModelConfig saved = meta.at("model").get<ModelConfig>();
+    if (!(saved == mcfg_))
+      ZT_THROW("checkpoint in '", dir, "' holds a different model: ", meta.at("model").dump(),
+               ", this run builds ", nlohmann::json(mcfg_).dump());
+    // Everything that shapes the trajectory must match, or the "continuation" would silently be
+    // another run: the data position counts global batches, the schedule depends on steps, etc.
+    // (Where the run writes checkpoints, logs or evaluates, activation checkpointing, which
+    // recomputes bitwise the same values, the ZeRO stage and the world size may change: the
+    // checkpoint's shards are resharded. The global batch N x B must stay.)
+    const nlohmann::json saved_tr = meta.at("training"), now_tr = cfg_;
+    for (const char* key : {"model", "init_from", "train_data", "seq_len", "grad_accum", "steps", "optimizer",
+                            "lr", "min_lr_frac", "warmup", "schedule", "weight_decay", "beta1", "beta2", "eps",
+                            "momentum", "grad_clip", "seed", "precision"})
+      if (!saved_tr.contains(key) || saved_tr.at(key) != now_tr.at(key))
+        ZT_THROW("checkpoint in '", dir, "' was trained with ", key, " = ",
+                 saved_tr.contains(key) ? saved_tr.at(key).dump() : "(missing)", ", this run has ", key, " = ",
+                 now_tr.at(key).dump(), ": resume with the same value");
+    const int64_t global_batch = cfg_.batch * group_.size();
+    if (meta.at("global_batch").get<int64_t>() != global_batch)
+      ZT_THROW("checkpoint in '", dir, "' was trained with a global batch of ", meta.at("global_batch").get<int64_t>(),
+               " sequences (batch x world size), this run has ", cfg_.batch, " x ", group_.size(), " = ", global_batch,
+               ": choose --batch so that the global batch stays the same");
+    engine_->load_shards(shards);
+    step_ = meta.at("step").get<int64_t>();
+    engine_->set_optimizer_steps(meta.at("optimizer_steps").get<int64_t>());
+    rng_.set_state(std::stoull(meta.at("rng_state").get<std::string>()));
+    train_->set_position(meta.at("data_position").get<int64_t>());
   } catch (const nlohmann::json::exception& e) {
-    ZT_THROW("checkpoint '", ck.path, "': meta.json lacks or mistypes a field: ", e.what());
+    ZT_THROW("checkpoint in '", dir, "': meta.json lacks or mistypes a field: ", e.what());
   }
-}
-
-void Trainer::restore(const SavedCheckpoint& ck) {
-  ModelConfig saved = ck.meta.at("model").get<ModelConfig>();
-  if (!(saved == mcfg_))
-    ZT_THROW("checkpoint '", ck.path, "' holds a different model: ", ck.meta.at("model").dump(),
-             ", this run builds ", nlohmann::json(mcfg_).dump());
-  // Everything that shapes the trajectory must match, or the "continuation" would silently be
-  // another run: the data position counts batches of B x T, the schedule depends on steps, etc.
-  // (Where the run writes checkpoints, logs or evaluates, and activation checkpointing, which
-  // recomputes bitwise the same values, may change freely.)
-  const nlohmann::json saved_tr = ck.meta.at("training"), now_tr = cfg_;
-  for (const char* key : {"model", "init_from", "train_data", "batch", "seq_len", "grad_accum", "steps", "optimizer",
-                          "lr", "min_lr_frac", "warmup", "schedule", "weight_decay", "beta1", "beta2", "eps",
-                          "momentum", "grad_clip", "seed"})
-    if (!saved_tr.contains(key) || saved_tr.at(key) != now_tr.at(key))
-      ZT_THROW("checkpoint '", ck.path, "' was trained with ", key, " = ",
-               saved_tr.contains(key) ? saved_tr.at(key).dump() : "(missing)", ", this run has ", key, " = ",
-               now_tr.at(key).dump(), ": resume with the same value");
-  load_params(ck, *model_);
-  step_ = ck.meta.at("step").get<int64_t>();
-  opt_->load_state(ck.meta.at("optimizer_steps").get<int64_t>(), [&ck](const std::string& n) { return ck.get(n); });
-  rng_.set_state(std::stoull(ck.meta.at("rng_state").get<std::string>()));
-  train_->set_position(ck.meta.at("data_position").get<int64_t>());
 }
 
 }  // namespace zt

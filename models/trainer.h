@@ -1,11 +1,15 @@
-// defines: TrainConfig, StepStats, Trainer — the single-process training loop behind zt-train.
+// defines: TrainConfig, StepStats, Trainer, train_config_from_json — the training loop behind
+//          zt-train, one process per rank, on the ZeRO engine (zero/engine.h).
 //
-// One step (llm.c's loop, on flat buffers):
-//   zero_grad -> for each of grad_accum micro-batches: loss = model.loss(x, y) / grad_accum; backward
-//   -> grad_norm = global L2 norm, clipped to grad_clip -> lr from warmup + cosine -> optimizer step.
-// Deterministic: the same config, seed and data give bitwise the same losses, and a run resumed
-// from a checkpoint continues bitwise identically (the checkpoint holds parameters, optimizer
-// state, step, RNG and data position).
+// One step (llm.c's loop, on flat buffers, the ZeRO engine in between):
+//   for each of grad_accum micro-batches: loss = engine.forward(x, y) (this rank's B sequences);
+//   engine.backward(loss) (scaled by 1/grad_accum; reductions start as units finish)
+//   -> engine.step(lr): global L2 norm across shards, clipped to grad_clip, AdamW on the shards.
+// Each rank reads its own slice of the global batch (llm.c's loader with process_rank), so N ranks
+// with batch B see the same tokens as one rank with batch N*B.
+// Deterministic: the same config, seed, data and world size give bitwise the same losses, and a
+// run resumed from a checkpoint continues bitwise identically (the checkpoint holds parameters,
+// optimizer state, step, RNG and data position). Resuming on another world size reshards.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -17,6 +21,8 @@
 #include "models/config.h"
 #include "models/token_data.h"
 #include "nn/model.h"
+#include "zero/config.h"
+#include "zero/engine.h"
 
 namespace zt {
 
@@ -24,7 +30,9 @@ struct TrainConfig {
   std::string model = "gpt-mini";  // a named config (models/config.h), ignored with init_from
   std::string init_from;           // llm.c GPT-2 checkpoint to start from (optional)
   std::string train_data, val_data;  // token shard or text file (val optional)
-  int64_t batch = 8, seq_len = 0, grad_accum = 1;  // seq_len 0: the model's context length
+  int64_t batch = 8, seq_len = 0, grad_accum = 1;  // batch: sequences per rank per micro-step
+                                                    // (DeepSpeed's train_micro_batch_size_per_gpu);
+                                                    // seq_len 0: the model's context length
   int64_t steps = 100;
   std::string optimizer = "adamw";  // "adamw" | "sgd"
   double lr = 1e-3, min_lr_frac = 0.1;
@@ -39,10 +47,22 @@ struct TrainConfig {
   bool resume = false;        // continue from ckpt_dir/latest
   bool activation_checkpointing = false;
   int64_t memory_limit = 0;  // bytes; 0 = no cap on the CPU allocator
+  // ZeRO (zero_optimization.* of a DeepSpeed-style config; stage 0 = plain data parallelism)
+  ZeroOptimization zero;
+  Precision precision = Precision::f32;
+  Fp16Config fp16;
+  std::string config_file;  // the JSON config these settings came from, if any (for the record)
 
   void validate() const;  // throws naming the field
+  EngineConfig engine_config() const;  // the engine's view of these settings
 };
 void to_json(nlohmann::json& j, const TrainConfig& c);
+
+// Reads a DeepSpeed-style JSON config (zero/config.h; docs/config.md) into `c`: the engine keys
+// (batch, accumulation, clipping, optimizer, scheduler, zero_optimization, precision, activation
+// checkpointing) and the run keys beside them ("model", "train_data", "val_data", "seq_len",
+// "steps", "seed", "eval_interval", "eval_batches"). Errors name the file and the key.
+void train_config_from_json(const std::string& path, int world_size, TrainConfig& c);
 
 struct StepStats {
   int64_t step = 0;  // 1-based: the number of optimizer steps done after this one
@@ -51,12 +71,10 @@ struct StepStats {
   double val_loss = -1;  // >= 0 when an evaluation ran after this step
 };
 
-class Optimizer;  // optim/optimizer.h: AdamW or SGD
-struct SavedCheckpoint;  // models/train_checkpoint.h
-
 class Trainer {
  public:
-  explicit Trainer(const TrainConfig& cfg);
+  // Every rank of `group` constructs a Trainer with the same config (collective from here on).
+  explicit Trainer(const TrainConfig& cfg, ProcessGroup& group = init_process_group());
   ~Trainer();
 
   StepStats step();                   // one optimizer step
@@ -65,6 +83,8 @@ class Trainer {
   bool done() const { return step_ >= cfg_.steps; }
 
   Model& model() { return *model_; }
+  Engine& engine() { return *engine_; }
+  ProcessGroup& group() { return group_; }
   const ModelConfig& model_config() const { return mcfg_; }
   const TrainConfig& config() const { return cfg_; }
   int64_t step_count() const { return step_; }
@@ -72,21 +92,21 @@ class Trainer {
 
  private:
   void resume_from(const std::string& dir);
-  void restore(const SavedCheckpoint& ck);
 
   TrainConfig cfg_;
+  ProcessGroup& group_;
   ModelConfig mcfg_;
   std::unique_ptr<Model> model_;
-  std::unique_ptr<Optimizer> opt_;
+  std::unique_ptr<Engine> engine_;
   std::unique_ptr<DataLoader> train_, val_;
   Rng rng_;
   int64_t step_ = 0;
   Tensor idx_, targets_;
 };
 
-// The model saved in a training checkpoint (a step directory, or a root holding `latest`):
-// built from meta.json's config and filled with the saved parameters. Throws naming the
-// checkpoint on any mismatch.
+// The model saved in a training checkpoint (a step directory, or a root holding `latest`, of any
+// world size): built from meta.json's config and filled with the consolidated parameters. Throws
+// naming the checkpoint on any mismatch.
 std::unique_ptr<Model> load_trained_model(const std::string& path);
 
 }  // namespace zt

@@ -33,6 +33,8 @@ class Optimizer {
   virtual void set_lr(double lr) = 0;
 
   int64_t step_count() const { return step_; }  // updates done so far (PyTorch's state['step'])
+  // Sets the update count alone (the ZeRO engine restores state tensors in place, shard by shard).
+  void set_step_count(int64_t n) { step_ = n; }
   int num_shards() const { return static_cast<int>(shards_.size()); }
   const FlatShard& shard(int i) const { return shards_.at(i); }
 

@@ -1,19 +1,26 @@
-// zt-train — train a GPT-2 or Llama model on a token shard or a text file, on the CPU.
+// zt-train — train a GPT-2 or Llama model on a token shard or a text file, on the CPU, on one
+// rank or on N MPI ranks with ZeRO stages 0-3.
 //
 //   zt-train --model gpt-mini --train data/corpus/train.txt --val data/corpus/val.txt
 //              --steps 300 --batch 8 --seq-len 256 --lr 1e-3 --log run.jsonl --ckpt-dir runs/mini
+//   mpirun -np 4 zt-train --config configs/zero3.json --train data/corpus/train.txt --steps 100
 //
-// Prints a live progress line on stderr, writes one JSON object per step with --log, and
-// saves/resumes checkpoints (--ckpt-dir, --ckpt-interval, --resume).
+// Rank 0 prints a live progress line on stderr and writes one JSON object per step with --log;
+// every rank saves its shards of a checkpoint (--ckpt-dir, --ckpt-interval, --resume). At the end
+// a table of every rank's memory by category. An error on any rank stops the whole job with a
+// message naming the rank.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <thread>
 #include <unistd.h>
 
 #include "core/parallel.h"          // defines: set_num_threads
+#include "dist/process_group.h"     // defines: init_process_group, ProcessGroup
 #include "models/gpt2.h"            // defines: GPT2 (for --save-llmc)
 #include "models/llmc_checkpoint.h" // defines: save_llmc_checkpoint
 #include "models/trainer.h"         // defines: TrainConfig, Trainer, StepStats
@@ -54,14 +61,43 @@ struct RunPeaks {
   }
 };
 
-void print_memory_table(const RunPeaks& run) {
-  MemoryStats m = cpu_allocator().stats();
-  std::fprintf(stderr, "\nmemory by category (cpu allocator, this process):\n");
-  std::fprintf(stderr, "  %-12s %14s %14s\n", "category", "current", "peak (run)");
-  for (Category c : kAllCategories)
-    std::fprintf(stderr, "  %-12s %14s %14s\n", category_name(c), format_bytes(m.cur(c)).c_str(),
-                 format_bytes(run.peaks.max(c)).c_str());
-  std::fprintf(stderr, "  %-12s %14s %14s\n", "total", format_bytes(m.total()).c_str(), format_bytes(run.peaks.peak_total).c_str());
+// Every rank's current and run-peak bytes per category, printed by rank 0 (collective).
+void print_memory_table(ProcessGroup& g, const RunPeaks& run) {
+  const MemoryStats m = cpu_allocator().stats();
+  const int64_t K = kNumCategories + 1;  // categories + total
+  Tensor mine = Tensor::empty({2 * K}, DType::f64, Category::comm);
+  double* v = mine.data<double>();
+  for (Category c : kAllCategories) {
+    v[static_cast<int>(c)] = static_cast<double>(m.cur(c));
+    v[K + static_cast<int>(c)] = static_cast<double>(run.peaks.max(c));
+  }
+  v[K - 1] = static_cast<double>(m.total());
+  v[2 * K - 1] = static_cast<double>(run.peaks.peak_total);
+  Tensor all = Tensor::empty({2 * K * g.size()}, DType::f64, Category::comm);
+  g.all_gather(mine, all);
+  if (g.rank() != 0) return;
+  const double* a = all.data<double>();
+  std::fprintf(stderr, "\nmemory by category per rank (cpu allocator): current / peak over the run\n");
+  std::fprintf(stderr, "  %-5s", "rank");
+  for (Category c : kAllCategories) std::fprintf(stderr, " %23s", category_name(c));
+  std::fprintf(stderr, " %23s\n", "total");
+  for (int r = 0; r < g.size(); ++r) {
+    std::fprintf(stderr, "  %-5d", r);
+    for (int64_t k = 0; k < K; ++k) {
+      const std::string cell = format_bytes(static_cast<int64_t>(a[r * 2 * K + k])) + " / " +
+                               format_bytes(static_cast<int64_t>(a[r * 2 * K + K + k]));
+      std::fprintf(stderr, " %23s", cell.c_str());
+    }
+    std::fprintf(stderr, "\n");
+  }
+}
+
+// Threads per rank: --threads, else the cores shared among the ranks on this machine.
+int threads_per_rank(int requested) {
+  if (requested > 0) return requested;
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int ranks_here = local ? std::max(1, std::atoi(local)) : 1;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_here);
 }
 
 }  // namespace
@@ -75,7 +111,10 @@ int main(int argc, char** argv) {
   double memory_limit_mib = 0;
   app.add_option("--model", c.model, "named model config: gpt2-nano, gpt-micro, gpt-mini, gpt2-124m, llama-nano, llama-100m")->capture_default_str();
   app.add_option("--init-from", c.init_from, "start from an llm.c GPT-2 checkpoint (.bin) instead of a fresh init");
-  app.add_option("--train", c.train_data, "training tokens: an llm.c token shard or a text file (byte tokens)")->required();
+  std::string config_path;
+  app.add_option("--config", config_path, "DeepSpeed-style JSON config (docs/config.md): batch, optimizer, scheduler, zero_optimization, ...");
+  app.add_option("--zero-stage", c.zero.stage, "ZeRO stage 0-3 (without --config)")->capture_default_str();
+  app.add_option("--train", c.train_data, "training tokens: an llm.c token shard or a text file (byte tokens)");
   app.add_option("--val", c.val_data, "validation tokens (same formats)");
   app.add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
   app.add_option("-b,--batch", c.batch, "micro-batch size B")->capture_default_str();
@@ -100,19 +139,41 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", c.resume, "continue from --ckpt-dir/latest");
   app.add_flag("--activation-checkpointing", c.activation_checkpointing, "recompute each block's forward in backward");
   app.add_option("--memory-limit-mib", memory_limit_mib, "cap the CPU allocator (MiB; 0 = none)")->capture_default_str();
-  app.add_option("--threads", threads, "threads (0 = all cores)")->capture_default_str();
+  app.add_option("--threads", threads, "threads per rank (0 = cores / ranks on this machine)")->capture_default_str();
   app.add_option("--log", log_path, "write one JSON object per step to this file");
   app.add_option("--save-llmc", save_llmc, "at the end, also write the model as an llm.c GPT-2 checkpoint");
   app.add_option("--save-llmc-version", save_llmc_version, "llm.c checkpoint version: 3 = float32, 5 = bfloat16")
       ->check(CLI::IsMember({3, 5}))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
+  ProcessGroup& group = init_process_group();
+  const bool lead = group.rank() == 0;  // rank 0 prints and logs
   try {
-    const int nt = set_num_threads(threads);
+    const int nt = set_num_threads(threads_per_rank(threads));
+    if (!config_path.empty()) {
+      // The config file holds the engine settings; a flag that would contradict it is an error.
+      for (const char* flag : {"--batch", "--grad-accum", "--optimizer", "--lr", "--min-lr-frac", "--warmup",
+                               "--schedule", "--weight-decay", "--beta1", "--beta2", "--eps", "--momentum",
+                               "--grad-clip", "--activation-checkpointing", "--zero-stage"})
+        if (app.count(flag))
+          ZT_THROW(flag, " cannot be combined with --config '", config_path, "': set it in the config file");
+      TrainConfig from_file = c;
+      train_config_from_json(config_path, group.size(), from_file);
+      // Run settings: the command line wins over the file.
+      if (app.count("--model")) from_file.model = c.model;
+      if (app.count("--train")) from_file.train_data = c.train_data;
+      if (app.count("--val")) from_file.val_data = c.val_data;
+      if (app.count("--steps")) from_file.steps = c.steps;
+      if (app.count("--seq-len")) from_file.seq_len = c.seq_len;
+      if (app.count("--seed")) from_file.seed = c.seed;
+      if (app.count("--eval-interval")) from_file.eval_interval = c.eval_interval;
+      if (app.count("--eval-batches")) from_file.eval_batches = c.eval_batches;
+      c = from_file;
+    }
     c.memory_limit = static_cast<int64_t>(memory_limit_mib * 1024 * 1024);
-    Trainer tr(c);
+    Trainer tr(c, group);
     std::ofstream log;
-    if (!log_path.empty()) {
+    if (!log_path.empty() && lead) {
       // On resume, keep the lines up to the checkpoint's step and drop any a killed run wrote
       // after it: those steps are about to be run again.
       std::vector<std::string> kept;
@@ -129,11 +190,13 @@ int main(int argc, char** argv) {
       if (!log) ZT_THROW("cannot open log file '", log_path, "'");
       for (const std::string& line : kept) log << line << "\n";
     }
-    std::fprintf(stderr, "zt-train: %s, %lld parameters, B=%lld T=%lld, %d threads, %lld steps%s\n",
-                 c.init_from.empty() ? c.model.c_str() : c.init_from.c_str(), static_cast<long long>(tr.model().num_params()),
-                 static_cast<long long>(tr.config().batch), static_cast<long long>(tr.config().seq_len), nt, static_cast<long long>(c.steps),
-                 tr.step_count() ? (" (resumed at step " + std::to_string(tr.step_count()) + ")").c_str() : "");
-    const bool tty = isatty(STDERR_FILENO);
+    if (lead)
+      std::fprintf(stderr, "zt-train: %s, %lld parameters, %d rank%s, ZeRO stage %d, B=%lld per rank, T=%lld, %d threads per rank, %lld steps%s\n",
+                   c.init_from.empty() ? c.model.c_str() : c.init_from.c_str(), static_cast<long long>(tr.model().num_params()),
+                   group.size(), group.size() > 1 ? "s" : "", c.zero.stage, static_cast<long long>(tr.config().batch),
+                   static_cast<long long>(tr.config().seq_len), nt, static_cast<long long>(c.steps),
+                   tr.step_count() ? (" (resumed at step " + std::to_string(tr.step_count()) + ")").c_str() : "");
+    const bool tty = lead && isatty(STDERR_FILENO);
     const int64_t every = std::max<int64_t>(1, c.steps / 20);  // non-tty: about 20 lines per run
     double ms_sum = 0;
     int64_t timed = 0;
@@ -149,7 +212,8 @@ int main(int argc, char** argv) {
       std::snprintf(line, sizeof line, "step %5lld/%lld | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | ETA %s",
                     static_cast<long long>(s.step), static_cast<long long>(c.steps), s.loss, s.lr, s.grad_norm,
                     s.tokens_per_s, fmt_duration(eta).c_str());
-      if (s.val_loss >= 0) {
+      if (!lead) {
+      } else if (s.val_loss >= 0) {
         if (tty) std::fprintf(stderr, "\r\033[K");
         std::fprintf(stderr, "%s | val loss %.4f\n", line, s.val_loss);
       } else if (tty) {
@@ -159,23 +223,30 @@ int main(int argc, char** argv) {
       }
       if (log) {
         nlohmann::json j = {{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
-                            {"tokens_per_s", s.tokens_per_s}, {"step_ms", s.step_ms}, {"memory", memory_json()}};
+                            {"tokens_per_s", s.tokens_per_s}, {"step_ms", s.step_ms}, {"memory", memory_json()},
+                            {"comm_bytes", tr.group().counters().total()}};
         if (s.val_loss >= 0) j["val_loss"] = s.val_loss;
         log << j.dump() << "\n" << std::flush;
       }
     }
     if (tty) std::fprintf(stderr, "\n");
     if (!save_llmc.empty()) {
+      if (c.zero.stage == 3) ZT_THROW("--save-llmc with ZeRO stage 3: consolidate the checkpoint instead (zt-ckpt consolidate --format llmc)");
       auto* gpt = dynamic_cast<GPT2*>(&tr.model());
       if (!gpt) ZT_THROW("--save-llmc: llm.c checkpoints hold GPT-2 models; this is a ", tr.model().family(), " model");
-      save_llmc_checkpoint(save_llmc, *gpt, save_llmc_version);
-      std::fprintf(stderr, "wrote %s\n", save_llmc.c_str());
+      if (lead) {
+        save_llmc_checkpoint(save_llmc, *gpt, save_llmc_version);
+        std::fprintf(stderr, "wrote %s\n", save_llmc.c_str());
+      }
     }
-    if (!c.ckpt_dir.empty()) std::fprintf(stderr, "checkpoint: %s/latest\n", c.ckpt_dir.c_str());
-    print_memory_table(run_peaks);
+    if (!c.ckpt_dir.empty() && lead) std::fprintf(stderr, "checkpoint: %s/latest\n", c.ckpt_dir.c_str());
+    print_memory_table(group, run_peaks);
   } catch (const std::exception& e) {
+    // One rank's error must not leave the others waiting in a collective: stop the whole job.
+    if (group.size() > 1) group.abort(std::string("zt-train: ") + e.what());
     std::fprintf(stderr, "\nzt-train: error: %s\n", e.what());
     return 1;
   }
+  finalize_process_group();
   return 0;
 }

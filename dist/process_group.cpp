@@ -1,0 +1,138 @@
+#include "dist/process_group.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "dist/mpi_process_group.h"  // defines: MpiProcessGroup, launched_by_mpirun
+
+namespace zt {
+
+const char* collective_name(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::all_gather: return "all_gather";
+    case Collective::broadcast: return "broadcast";
+    case Collective::barrier: return "barrier";
+  }
+  return "?";
+}
+
+int64_t CommCounters::total() const {
+  int64_t t = 0;
+  for (int64_t b : bytes) t += b;
+  return t;
+}
+
+CommCounters CommCounters::operator-(const CommCounters& o) const {
+  CommCounters d;
+  for (int i = 0; i < kNumCollectives; ++i) {
+    d.bytes[i] = bytes[i] - o.bytes[i];
+    d.calls[i] = calls[i] - o.calls[i];
+  }
+  return d;
+}
+
+namespace {
+struct DoneWork final : Work {
+  void wait() override {}
+};
+
+void check_buffer(const Tensor& t, const char* what, const char* op) {
+  ZT_CHECK(t.defined() && t.dim() == 1 && t.is_contiguous(), op, ": ", what, " must be a defined contiguous 1-D tensor, got ",
+           t.defined() ? t.str() : std::string("undefined"));
+  ZT_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::f64, op, ": ", what, " must be float32 or float64, got ", t.str());
+}
+}  // namespace
+
+WorkPtr completed_work() { return std::make_shared<DoneWork>(); }
+
+void ProcessGroup::count(Collective c, int64_t ring_bytes) {
+  counters_.bytes[static_cast<int>(c)] += ring_bytes;
+  counters_.calls[static_cast<int>(c)] += 1;
+}
+
+// Ring bytes of n elements of b bytes: factor * n * b * (N-1) / N, exact for n divisible by N.
+static int64_t ring(int64_t factor, int64_t n, int64_t b, int64_t N) { return factor * n * b * (N - 1) / N; }
+
+WorkPtr ProcessGroup::all_reduce_async(const Tensor& x) {
+  check_buffer(x, "x", "all_reduce");
+  count(Collective::all_reduce, ring(2, x.numel(), x.element_size(), size()));
+  return do_all_reduce(x);
+}
+
+WorkPtr ProcessGroup::reduce_scatter_async(const Tensor& in, const Tensor& out) {
+  check_buffer(in, "input", "reduce_scatter");
+  check_buffer(out, "output", "reduce_scatter");
+  ZT_CHECK(in.dtype() == out.dtype() && in.numel() == out.numel() * size(), "reduce_scatter: input ", in.str(),
+           " must hold world size (", size(), ") x output ", out.str());
+  count(Collective::reduce_scatter, ring(1, in.numel(), in.element_size(), size()));
+  return do_reduce_scatter(in, out);
+}
+
+WorkPtr ProcessGroup::all_gather_async(const Tensor& in, const Tensor& out) {
+  check_buffer(in, "input", "all_gather");
+  check_buffer(out, "output", "all_gather");
+  ZT_CHECK(in.dtype() == out.dtype() && out.numel() == in.numel() * size(), "all_gather: output ", out.str(),
+           " must hold world size (", size(), ") x input ", in.str());
+  count(Collective::all_gather, ring(1, out.numel(), out.element_size(), size()));
+  return do_all_gather(in, out);
+}
+
+WorkPtr ProcessGroup::broadcast_async(const Tensor& x, int root) {
+  check_buffer(x, "x", "broadcast");
+  ZT_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " is not a rank of ", size());
+  count(Collective::broadcast, ring(1, x.numel(), x.element_size(), size()));
+  return do_broadcast(x, root);
+}
+
+WorkPtr ProcessGroup::barrier_async() {
+  count(Collective::barrier, 0);
+  return do_barrier();
+}
+
+double ProcessGroup::all_reduce_sum(double v) {
+  Tensor t = Tensor::full({1}, v, DType::f64, Category::comm);
+  all_reduce(t);
+  return t.item();
+}
+
+// ---- SingleProcessGroup ----
+
+WorkPtr SingleProcessGroup::do_reduce_scatter(const Tensor& in, const Tensor& out) {
+  if (in.raw() != out.raw()) std::memcpy(out.raw(), in.raw(), out.nbytes());
+  return completed_work();
+}
+
+WorkPtr SingleProcessGroup::do_all_gather(const Tensor& in, const Tensor& out) {
+  if (in.raw() != out.raw()) std::memcpy(out.raw(), in.raw(), out.nbytes());
+  return completed_work();
+}
+
+void SingleProcessGroup::abort(const std::string& message, int code) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::exit(code);
+}
+
+// ---- the process-wide group ----
+
+namespace {
+std::unique_ptr<ProcessGroup>& global_group() {
+  static std::unique_ptr<ProcessGroup> g;
+  return g;
+}
+}  // namespace
+
+ProcessGroup& init_process_group() {
+  auto& g = global_group();
+  if (!g) {
+    if (launched_by_mpirun()) g = std::make_unique<MpiProcessGroup>();
+    else g = std::make_unique<SingleProcessGroup>();
+  }
+  return *g;
+}
+
+void finalize_process_group() { global_group().reset(); }
+
+}  // namespace zt

@@ -1,0 +1,114 @@
+// defines: Collective, CommCounters, Work, ProcessGroup, SingleProcessGroup, init_process_group —
+//          the communication interface ZeRO talks to (ARCHITECTURE.md "Devices and backends").
+//
+// A ProcessGroup is N ranks that run the same program and call the same collectives in the same
+// order. Every collective has an async form returning a Work handle (wait() blocks until the
+// result is in place and the buffers may be touched again); the plain form is async + wait.
+// Buffers are contiguous 1-D float32 / float64 tensors; the reduction is a sum.
+//
+//   all_reduce(x)            x (n)            -> x = sum over ranks of x
+//   reduce_scatter(in, out)  in (N*S)         -> out (S) = sum over ranks of in[r*S, (r+1)*S)
+//   all_gather(in, out)      in (S)           -> out (N*S), out[q*S, (q+1)*S) = rank q's in
+//   broadcast(x, root)       x (n)            -> x = root's x
+//
+// Counters: bytes each rank moves per collective kind, by the ring convention the ZeRO paper
+// uses (Rajbhandari et al. 2019, section 7): for n elements of b bytes on N ranks,
+//   all-reduce 2*n*b*(N-1)/N, reduce-scatter and all-gather n*b*(N-1)/N (n = the full N*S),
+//   broadcast n*b*(N-1)/N, barrier 0.
+// So stages 0-2 move 2*Psi*(N-1)/N elements per step and stage 3 3*Psi*(N-1)/N; one rank moves 0.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace zt {
+
+enum class Collective : uint8_t { all_reduce, reduce_scatter, all_gather, broadcast, barrier };
+inline constexpr int kNumCollectives = 5;
+const char* collective_name(Collective c);  // "all_reduce", ...
+
+struct CommCounters {
+  std::array<int64_t, kNumCollectives> bytes{};  // ring-convention bytes moved by this rank
+  std::array<int64_t, kNumCollectives> calls{};
+  int64_t of(Collective c) const { return bytes[static_cast<int>(c)]; }
+  int64_t total() const;
+  CommCounters operator-(const CommCounters& o) const;  // what moved between two readings
+};
+
+// The handle of one collective in flight.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void wait() = 0;  // rethrows the collective's error, if any
+};
+using WorkPtr = std::shared_ptr<Work>;
+WorkPtr completed_work();  // a Work that is already done
+
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backend() const = 0;  // "single" | "mpi"
+
+  // ---- async forms: check shapes, count bytes, hand the work to the backend ----
+  WorkPtr all_reduce_async(const Tensor& x);
+  WorkPtr reduce_scatter_async(const Tensor& in, const Tensor& out);
+  WorkPtr all_gather_async(const Tensor& in, const Tensor& out);
+  WorkPtr broadcast_async(const Tensor& x, int root);
+  WorkPtr barrier_async();
+
+  // ---- blocking forms ----
+  void all_reduce(const Tensor& x) { all_reduce_async(x)->wait(); }
+  void reduce_scatter(const Tensor& in, const Tensor& out) { reduce_scatter_async(in, out)->wait(); }
+  void all_gather(const Tensor& in, const Tensor& out) { all_gather_async(in, out)->wait(); }
+  void broadcast(const Tensor& x, int root) { broadcast_async(x, root)->wait(); }
+  void barrier() { barrier_async()->wait(); }
+  double all_reduce_sum(double v);  // one double (a loss, a squared norm): sum over ranks
+
+  // Stops the whole job: every rank exits, the message names this rank (a rank that cannot go on
+  // must never leave the others waiting in a collective).
+  [[noreturn]] virtual void abort(const std::string& message, int code = 1) = 0;
+
+  const CommCounters& counters() const { return counters_; }
+  void reset_counters() { counters_ = CommCounters{}; }
+
+ protected:
+  virtual WorkPtr do_all_reduce(const Tensor& x) = 0;
+  virtual WorkPtr do_reduce_scatter(const Tensor& in, const Tensor& out) = 0;
+  virtual WorkPtr do_all_gather(const Tensor& in, const Tensor& out) = 0;
+  virtual WorkPtr do_broadcast(const Tensor& x, int root) = 0;
+  virtual WorkPtr do_barrier() = 0;
+
+ private:
+  void count(Collective c, int64_t ring_bytes);
+  CommCounters counters_;
+};
+
+// One rank, no MPI: every collective is the identity (and moves 0 bytes).
+class SingleProcessGroup final : public ProcessGroup {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string backend() const override { return "single"; }
+  [[noreturn]] void abort(const std::string& message, int code) override;
+
+ protected:
+  WorkPtr do_all_reduce(const Tensor&) override { return completed_work(); }
+  WorkPtr do_reduce_scatter(const Tensor& in, const Tensor& out) override;
+  WorkPtr do_all_gather(const Tensor& in, const Tensor& out) override;
+  WorkPtr do_broadcast(const Tensor&, int) override { return completed_work(); }
+  WorkPtr do_barrier() override { return completed_work(); }
+};
+
+// The process-wide group (the one other global the architecture allows): MPI when this process
+// was started by mpirun (OMPI_COMM_WORLD_SIZE / PMI_SIZE set), else a SingleProcessGroup, so a
+// run of one process needs no mpirun. The first call creates it; later calls return the same one.
+ProcessGroup& init_process_group();
+// Shuts the MPI backend down (MPI_Finalize) if it was started; call once at the end of main.
+void finalize_process_group();
+
+}  // namespace zt

@@ -1,0 +1,102 @@
+// Collectives of the MPI backend against values every rank can compute by itself, and the byte
+// counters against the ring convention (dist/process_group.h).
+#include <catch2/catch.hpp>
+
+#include "dist/process_group.h"
+
+using namespace zt;
+
+namespace {
+// rank q's value at element i: distinct per rank and element, exact in float32.
+double value(int q, int64_t i) { return static_cast<double>(q * 1000 + i % 977); }
+}  // namespace
+
+TEST_CASE("all_reduce sums over ranks in place", "[collectives]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size(), r = g.rank();
+  const int64_t n = 1001;
+  Tensor x = Tensor::empty({n}, DType::f32, Category::comm);
+  for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = static_cast<float>(value(r, i));
+  g.reset_counters();
+  g.all_reduce(x);
+  for (int64_t i = 0; i < n; ++i) {
+    double want = 0;
+    for (int q = 0; q < N; ++q) want += value(q, i);
+    REQUIRE(x.data<float>()[i] == static_cast<float>(want));
+  }
+  CHECK(g.counters().of(Collective::all_reduce) == 2 * n * 4 * (N - 1) / N);
+  CHECK(g.counters().calls[static_cast<int>(Collective::all_reduce)] == 1);
+  CHECK(g.all_reduce_sum(r + 0.5) == Approx(N * (N - 1) / 2.0 + 0.5 * N));
+}
+
+TEST_CASE("reduce_scatter gives each rank the sum of its chunk", "[collectives]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size(), r = g.rank();
+  const int64_t S = 37;
+  Tensor in = Tensor::empty({N * S}, DType::f64, Category::comm), out = Tensor::empty({S}, DType::f64, Category::comm);
+  for (int64_t i = 0; i < N * S; ++i) in.data<double>()[i] = value(r, i);
+  g.reset_counters();
+  g.reduce_scatter_async(in, out)->wait();
+  for (int64_t i = 0; i < S; ++i) {
+    double want = 0;
+    for (int q = 0; q < N; ++q) want += value(q, r * S + i);
+    REQUIRE(out.data<double>()[i] == want);
+  }
+  CHECK(g.counters().of(Collective::reduce_scatter) == N * S * 8 * (N - 1) / N);
+}
+
+TEST_CASE("all_gather concatenates the ranks' inputs and works in place", "[collectives]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size(), r = g.rank();
+  const int64_t S = 53;
+  Tensor in = Tensor::empty({S}, DType::f32, Category::comm), out = Tensor::zeros({N * S}, DType::f32, Category::comm);
+  for (int64_t i = 0; i < S; ++i) in.data<float>()[i] = static_cast<float>(value(r, i));
+  g.reset_counters();
+  WorkPtr w = g.all_gather_async(in, out);
+  w->wait();
+  for (int q = 0; q < N; ++q)
+    for (int64_t i = 0; i < S; ++i) REQUIRE(out.data<float>()[q * S + i] == static_cast<float>(value(q, i)));
+  CHECK(g.counters().of(Collective::all_gather) == N * S * 4 * (N - 1) / N);
+
+  // In place: this rank's part already sits at its place in the output (ZeRO publishing).
+  Tensor full = Tensor::zeros({N * S}, DType::f32, Category::comm);
+  Tensor mine = full.flat_view(r * S, {S});
+  mine.copy_(in);
+  g.all_gather(mine, full);
+  CHECK(std::equal(out.data<float>(), out.data<float>() + N * S, full.data<float>()));
+}
+
+TEST_CASE("broadcast copies the root's buffer and barrier returns", "[collectives]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size(), r = g.rank();
+  Tensor x = Tensor::full({17}, r == N - 1 ? 7.0 : -1.0, DType::f32, Category::comm);
+  g.broadcast(x, N - 1);
+  for (int64_t i = 0; i < 17; ++i) REQUIRE(x.data<float>()[i] == 7.0f);
+  g.barrier();
+  CHECK_THROWS_WITH(g.broadcast(x, N), Catch::Contains("root"));
+}
+
+TEST_CASE("async collectives complete in issue order while the caller computes", "[collectives]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size();
+  std::vector<Tensor> xs;
+  std::vector<WorkPtr> ws;
+  for (int k = 0; k < 8; ++k) {
+    xs.push_back(Tensor::full({4096}, k + 1.0, DType::f32, Category::comm));
+    ws.push_back(g.all_reduce_async(xs.back()));
+  }
+  double busy = 0;  // the caller computes while the communication thread works
+  for (int i = 0; i < 100000; ++i) busy += 1e-9 * i;
+  for (int k = 7; k >= 0; --k) ws[k]->wait();  // waiting out of order is fine
+  for (int k = 0; k < 8; ++k) REQUIRE(xs[k].data<float>()[4095] == static_cast<float>((k + 1) * N));
+  CHECK(busy > 0);
+}
+
+TEST_CASE("collectives reject mismatched buffers with a clear error", "[collectives]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size();
+  Tensor in = Tensor::zeros({N * 4 + 1}, DType::f32, Category::comm), out = Tensor::zeros({4}, DType::f32, Category::comm);
+  CHECK_THROWS_WITH(g.reduce_scatter(in, out), Catch::Contains("world size"));
+  Tensor ints = Tensor::zeros({4}, DType::i32, Category::comm);
+  CHECK_THROWS_WITH(g.all_reduce(ints), Catch::Contains("float32 or float64"));
+}

@@ -1,0 +1,114 @@
+// defines: Precision, OffloadConfig, ZeroOptimization, Fp16Config, OptimizerConfig,
+//          SchedulerConfig, EngineConfig, parse_engine_config, engine_config_from_file,
+//          to_json(EngineConfig) — the DeepSpeed-style JSON config (ARCHITECTURE.md "Configuration").
+//
+// A DeepSpeed user is at home: the keys, their meaning and their defaults are DeepSpeed's
+// (https://www.deepspeed.ai/docs/config-json/), sizes in elements as DeepSpeed counts them.
+// Everything is validated: an unknown key, a wrong type, a value out of range or an impossible
+// combination (stage 4, offload_param below stage 3, bf16 and fp16 together, a
+// train_batch_size that is not micro x accumulation x world size) is a zt::Error that names the
+// key path ("zero_optimization.stage") and the allowed values. Never silently ignored.
+// docs/config.md lists every key and every error case; configs/ holds ready files.
+#pragma once
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace zt {
+
+// Every unit's flat buffer is padded to a multiple of world_size x kShardAlignment elements
+// (ModelOptions{world_size, alignment}), so each rank's shard starts on a 64-byte boundary.
+inline constexpr int64_t kShardAlignment = 16;
+
+// Working precision of parameters and gradients. f32: no master copy (the parameters are the
+// master). bf16 / f16: 2-byte parameters and gradients, fp32 master weights in the optimizer
+// state (the ZeRO paper's mixed-precision accounting, K = 12).
+enum class Precision { f32, bf16, f16 };
+const char* precision_name(Precision p);  // "fp32" | "bf16" | "fp16"
+
+struct OffloadConfig {                 // zero_optimization.offload_optimizer / offload_param
+  std::string device = "none";         // "none" | "cpu" | "nvme"
+  bool pin_memory = false;
+  std::string nvme_path;               // required when device == "nvme"
+  int64_t buffer_count = 5;
+  int64_t buffer_size = 100000000;     // elements
+  bool enabled() const { return device != "none"; }
+  bool operator==(const OffloadConfig&) const = default;
+};
+
+struct ZeroOptimization {
+  int stage = 0;                                  // 0 | 1 | 2 | 3
+  bool overlap_comm = false;                      // DeepSpeed: false (stage 3: true)
+  bool contiguous_gradients = true;               // always true here: gradients live in flat buffers
+  int64_t reduce_bucket_size = 500000000;         // elements per gradient reduction call
+  int64_t allgather_bucket_size = 500000000;      // elements per parameter all-gather call (stages 1-2)
+  int64_t stage3_prefetch_bucket_size = 50000000; // elements prefetched ahead of use
+  int64_t stage3_param_persistence_threshold = 100000;  // units with fewer params stay gathered
+  int64_t stage3_max_live_parameters = 1000000000;      // bound on gathered elements
+  int64_t stage3_max_reuse_distance = 1000000000;       // keep a unit gathered if reused this soon
+  int64_t sub_group_size = 1000000000;            // optimizer step chunk (offload, issue 5)
+  OffloadConfig offload_optimizer, offload_param;
+  bool operator==(const ZeroOptimization&) const = default;
+};
+
+struct Fp16Config {             // fp16.* (DeepSpeed's dynamic loss scaling)
+  bool enabled = false;
+  double loss_scale = 0;        // 0: dynamic; > 0: this static scale
+  int initial_scale_power = 16; // dynamic scale starts at 2^this
+  int64_t loss_scale_window = 1000;  // steps without overflow before the scale doubles
+  int hysteresis = 2;           // overflows tolerated before the scale halves
+  double min_loss_scale = 1;
+  bool operator==(const Fp16Config&) const = default;
+};
+
+struct OptimizerConfig {        // optimizer: {"type": "AdamW" | "Adam" | "SGD", "params": {...}}
+  std::string type = "AdamW";
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999;  // params.betas
+  double eps = 1e-8;
+  double weight_decay = 0.01;
+  double momentum = 0.9;        // SGD only
+  bool operator==(const OptimizerConfig&) const = default;
+};
+
+struct SchedulerConfig {        // scheduler: {"type": "WarmupCosineLR" | "WarmupLR" | "none", "params": {...}}
+  std::string type = "none";    // none: constant lr
+  int64_t warmup_num_steps = 0;
+  int64_t total_num_steps = 0;  // WarmupCosineLR; 0 = the run's steps
+  double cos_min_ratio = 0.1;   // WarmupCosineLR: lr decays to lr * cos_min_ratio
+  bool operator==(const SchedulerConfig&) const = default;
+};
+
+struct EngineConfig {
+  int64_t train_batch_size = 0;            // global sequences per step; 0 = micro x accum x world
+  int64_t train_micro_batch_size_per_gpu = 1;
+  int64_t gradient_accumulation_steps = 1;
+  double gradient_clipping = 0;            // 0 = off
+  Precision precision = Precision::f32;    // from bf16.enabled / fp16.enabled
+  Fp16Config fp16;
+  OptimizerConfig optimizer;
+  SchedulerConfig scheduler;
+  ZeroOptimization zero;
+  bool activation_checkpointing = false;   // activation_checkpointing.enabled (our key; see docs)
+  int64_t steps_per_print = 10;
+  bool wall_clock_breakdown = false;       // DeepSpeed's per-phase timing printout (for the caller)
+  bool operator==(const EngineConfig&) const = default;
+};
+
+// Parses and validates a DeepSpeed-style config for `world_size` ranks. `source` names the file
+// (or "command line") in errors. Top-level keys listed in `caller_keys` belong to the caller
+// (zt-train's model/data settings) and are skipped here. "auto" is accepted where DeepSpeed
+// accepts it (train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps,
+// gradient_clipping, optimizer params, scheduler params, zero bucket sizes) and resolves to the
+// default above (train_batch_size: micro x accum x world).
+EngineConfig parse_engine_config(const nlohmann::json& j, const std::string& source, int world_size,
+                                 const std::set<std::string>& caller_keys = {});
+// Reads a JSON file (an error names the file and the JSON parse position) and parses it.
+EngineConfig engine_config_from_file(const std::string& path, int world_size,
+                                     const std::set<std::string>& caller_keys = {});
+// The config back as DeepSpeed JSON (every key explicit): stored in checkpoints' meta.json.
+void to_json(nlohmann::json& j, const EngineConfig& c);
+
+}  // namespace zt

@@ -1,0 +1,474 @@
+#include "zero/engine.h"
+
+#include <cctype>
+#include <cmath>
+#include <deque>
+#include <functional>
+
+#include "core/kernels/accumulate.h"  // defines: accumulate_ (dst += alpha * src)
+#include "optim/adamw.h"              // defines: AdamW
+#include "optim/clip.h"               // defines: sum_of_squares, scale_, clip_coefficient
+#include "optim/sgd.h"                // defines: Sgd
+
+namespace zt {
+
+// One collective in flight and what to do once it is done (unpack, scale, accumulate, free).
+struct Pending {
+  WorkPtr work;
+  std::function<void()> then;
+  void finish() {
+    work->wait();
+    if (then) then();
+    then = nullptr;
+  }
+};
+
+struct Engine::UnitState {
+  int index = 0;
+  Unit* unit = nullptr;
+  ParamSet* ps = nullptr;
+  int64_t P = 0, S = 0;     // padded flat size, shard size (P = N * S)
+  Tensor param_shard;       // S elements: stage 3 its own buffer, else a view of flat[r*S, (r+1)*S)
+  Tensor grad_shard;        // S elements: stages 2-3 its own buffer, stage 1 a view of flat_grad
+  bool persistent = false;  // stage 3: small enough to stay gathered (param_persistence_threshold)
+  int refs = 0;             // open acquire scopes (forward) and backward spans
+  bool gathered = true;     // the full parameters are resident (and current, or being gathered)
+  std::deque<Pending> gathers;  // stage 3: all-gather chunks in flight
+  std::deque<Pending> reduces;  // gradient reduction chunks in flight
+};
+
+namespace {
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<FlatShard> shards) {
+  std::string type = c.type;
+  for (char& ch : type) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (type == "sgd") {
+    SgdHyper h;
+    h.lr = c.lr; h.momentum = c.momentum; h.weight_decay = c.weight_decay;
+    return std::make_unique<Sgd>(std::move(shards), h);
+  }
+  AdamWHyper h;  // "AdamW" and "Adam" (DeepSpeed's adam_w_mode: decoupled decay)
+  h.lr = c.lr; h.beta1 = c.beta1; h.beta2 = c.beta2; h.eps = c.eps; h.weight_decay = c.weight_decay;
+  return std::make_unique<AdamW>(std::move(shards), h);
+}
+
+Tensor range(const Tensor& flat, int64_t lo, int64_t n) { return flat.flat_view(lo, {n}); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Setup: shard every unit as its stage says
+
+Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
+    : model_(model), cfg_(cfg), group_(group), N_(group.size()), r_(group.rank()) {
+  if (cfg_.precision != Precision::f32)
+    ZT_THROW("config: ", precision_name(cfg_.precision), " mixed precision is not implemented yet on this backend; "
+             "use fp32 (bf16.enabled = false, fp16.enabled = false)");
+  if (cfg_.zero.offload_optimizer.enabled() || cfg_.zero.offload_param.enabled())
+    ZT_THROW("config: zero_optimization.offload_optimizer / offload_param are not implemented yet (issue 5); "
+             "set their device to \"none\"");
+  const int stage = cfg_.zero.stage;
+  std::vector<FlatShard> shards;
+  for (Unit* u : model_.units()) {
+    auto s = std::make_unique<UnitState>();
+    s->index = static_cast<int>(units_.size());
+    s->unit = u;
+    s->ps = &u->params();
+    s->P = s->ps->padded_numel();
+    ZT_CHECK(s->ps->finalized() && s->P % N_ == 0, "unit '", u->name(), "': flat buffer of ", s->P,
+             " elements does not split into ", N_, " shards; build the model with ModelOptions{world_size = ", N_, "}");
+    ZT_CHECK(s->ps->dtype() == DType::f32, "the ZeRO engine trains float32 parameters");
+    s->S = s->P / N_;
+    const int64_t lo = r_ * s->S;
+    const Tensor& flat = s->ps->flat();
+    const Tensor& flat_grad = s->ps->flat_grad();
+    if (stage == 3) {
+      s->param_shard = Tensor::empty({s->S}, DType::f32, Category::params);
+      s->param_shard.copy_(range(flat, lo, s->S));
+      s->persistent = s->ps->numel() <= cfg_.zero.stage3_param_persistence_threshold;
+      if (!s->persistent) {
+        flat.storage()->release();
+        s->gathered = false;
+      }
+    } else {
+      s->param_shard = range(flat, lo, s->S);
+    }
+    if (stage >= 2) {
+      s->grad_shard = Tensor::zeros({s->S}, DType::f32, Category::grads);
+      flat_grad.storage()->release();
+    } else {
+      s->grad_shard = range(flat_grad, lo, s->S);
+      s->ps->zero_grad();
+    }
+    FlatShard fs;
+    fs.name = u->name();
+    fs.infos = s->ps->infos();
+    if (stage == 0) {
+      fs.param = flat; fs.grad = flat_grad; fs.lo = 0; fs.hi = s->P;
+    } else {
+      fs.param = s->param_shard; fs.grad = s->grad_shard; fs.lo = lo; fs.hi = lo + s->S;
+    }
+    shards.push_back(std::move(fs));
+    UnitState* raw = s.get();
+    s->ps->group()->before_backward = [this, raw] { before_backward(*raw); };
+    s->ps->group()->after_backward = [this, raw] { after_backward(*raw); };
+    units_.push_back(std::move(s));
+  }
+  opt_ = make_optimizer(cfg_.optimizer, std::move(shards));
+  model_.set_residency(*this);
+  model_.set_activation_checkpointing(cfg_.activation_checkpointing);
+}
+
+Engine::~Engine() {
+  // Nothing may be left in flight when the buffers go.
+  for (auto& s : units_) {
+    for (Pending& p : s->gathers) p.work->wait();
+    for (Pending& p : s->reduces) p.work->wait();
+    s->ps->group()->before_backward = nullptr;
+    s->ps->group()->after_backward = nullptr;
+  }
+  model_.set_residency(local_residency());
+}
+
+std::unique_ptr<Engine> initialize(Model& model, const EngineConfig& cfg, ProcessGroup& group) {
+  return std::make_unique<Engine>(model, cfg, group);
+}
+
+Engine::UnitState& Engine::state_of(Unit& u) {
+  for (auto& s : units_)
+    if (s->unit == &u) return *s;
+  ZT_THROW("unit '", u.name(), "' is not a unit of the engine's model");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 3: gather, free, prefetch
+
+// All-gather a unit's shards into its full flat buffer, in chunks of at most allgather bucket
+// elements per rank. `src` (S) and `dst` (P = N * S): rank q's src lands at dst[q*S, (q+1)*S).
+// When one call covers the shard, dst is the output directly; smaller chunks go through a comm
+// buffer (N * chunk) and are unpacked when they complete.
+static void all_gather_chunked(ProcessGroup& g, const Tensor& src, const Tensor& dst, int64_t chunk,
+                               std::deque<Pending>& out) {
+  const int64_t S = src.numel(), N = g.size();
+  if (chunk >= S) {
+    out.push_back({g.all_gather_async(src, dst), nullptr});
+    return;
+  }
+  for (int64_t a = 0; a < S; a += chunk) {
+    const int64_t n = std::min(chunk, S - a);
+    Tensor buf = Tensor::empty({N * n}, src.dtype(), Category::comm);
+    WorkPtr w = g.all_gather_async(range(src, a, n), buf);
+    out.push_back({w, [buf, dst, a, n, S, N] {
+                     for (int64_t q = 0; q < N; ++q) range(dst, q * S + a, n).copy_(range(buf, q * n, n));
+                   }});
+  }
+}
+
+void Engine::gather(UnitState& s, bool wait) {
+  if (!s.gathered) {
+    s.ps->flat().storage()->materialize();
+    s.gathered = true;
+    live_elements_ += s.P;
+    all_gather_chunked(group_, s.param_shard, s.ps->flat(), cfg_.zero.allgather_bucket_size, s.gathers);
+    if (!cfg_.zero.overlap_comm) wait = true;
+  }
+  if (wait)
+    while (!s.gathers.empty()) {
+      s.gathers.front().finish();
+      s.gathers.pop_front();
+    }
+}
+
+void Engine::free_full_params(UnitState& s) {
+  if (cfg_.zero.stage != 3 || s.persistent || !s.gathered || s.refs > 0) return;
+  while (!s.gathers.empty()) {  // a prefetch nobody used: let it land before freeing its buffer
+    s.gathers.front().finish();
+    s.gathers.pop_front();
+  }
+  s.ps->flat().storage()->release();
+  s.gathered = false;
+  live_elements_ -= s.P;
+}
+
+void Engine::prefetch_after(size_t pos) {
+  int64_t fetched = 0;
+  for (size_t j = pos + 1; j < trace_.size(); ++j) {
+    UnitState& t = *units_[trace_[j]];
+    if (t.gathered) continue;
+    if (live_elements_ + t.P > cfg_.zero.stage3_max_live_parameters) break;
+    if (fetched > 0 && fetched + t.P > cfg_.zero.stage3_prefetch_bucket_size) break;
+    gather(t, /*wait=*/false);
+    fetched += t.P;
+  }
+}
+
+void Engine::acquire(Unit& u) {
+  UnitState& s = state_of(u);
+  if (cfg_.zero.stage != 3) return;
+  if (evaluating_) {
+    // evaluation does not follow (or record) the training order: no prefetch
+  } else if (tracing_) {
+    trace_.push_back(s.index);
+  } else if (trace_pos_ < trace_.size() && trace_[trace_pos_] == s.index) {
+    prefetch_after(trace_pos_++);
+  } else {
+    trace_pos_ = trace_.size();  // off the recorded path (an evaluation): no prefetch until the next step
+  }
+  ++s.refs;
+  gather(s, /*wait=*/true);
+}
+
+void Engine::release(Unit& u) {
+  UnitState& s = state_of(u);
+  if (cfg_.zero.stage != 3) return;
+  ZT_CHECK(s.refs > 0, "release of unit '", u.name(), "' without an acquire");
+  --s.refs;
+  // stage3_max_reuse_distance: keep the unit if the recorded order uses it again soon.
+  if (!tracing_ && !evaluating_ && trace_pos_ < trace_.size()) {
+    int64_t distance = 0;
+    for (size_t j = trace_pos_; j < trace_.size(); ++j) {
+      if (trace_[j] == s.index) {
+        if (distance <= cfg_.zero.stage3_max_reuse_distance && cfg_.zero.stage3_max_reuse_distance > 0) return;
+        break;
+      }
+      distance += units_[trace_[j]]->P;
+    }
+  }
+  free_full_params(s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forward and backward
+
+Var Engine::forward(const Tensor& idx, const Tensor& targets) {
+  ZT_CHECK(!in_backward_, "forward() during backward()");
+  trace_pos_ = 0;
+  Var loss = model_.loss(idx, targets);
+  return loss;
+}
+
+void Engine::before_backward(UnitState& s) {
+  if (cfg_.zero.stage == 3) acquire(*s.unit);
+  if (cfg_.zero.stage >= 2) {  // a fresh full gradient buffer for this unit's backward
+    const Tensor& g = s.ps->flat_grad();
+    g.storage()->materialize();
+    Tensor(g).zero_();
+  }
+}
+
+void Engine::after_backward(UnitState& s) {
+  const bool boundary = micro_ + 1 == cfg_.gradient_accumulation_steps;
+  if (cfg_.zero.stage >= 2 || boundary) reduce_gradients(s);
+  if (cfg_.zero.stage == 3) release(*s.unit);
+}
+
+// Stage 0: all-reduce the full gradient in place, then average. Stages 1-3: reduce-scatter it,
+// this rank's averaged shard into grad_shard (stage 1: a view of the full buffer; stages 2-3:
+// accumulated over micro-steps, then the full buffer is freed). Chunks of reduce_bucket_size.
+void Engine::reduce_gradients(UnitState& s) {
+  // overlap_comm: the previous unit's reduction may still run while this unit's backward ran;
+  // finish it now, so at most two units' reductions (and full gradients) are alive.
+  if (cfg_.zero.overlap_comm) {
+    for (auto& u : units_)
+      if (u.get() != &s)
+        while (!u->reduces.empty()) {
+          u->reduces.front().finish();
+          u->reduces.pop_front();
+        }
+  }
+  const Tensor grad = s.ps->flat_grad();
+  const int64_t S = s.S, N = N_, chunk = std::max<int64_t>(1, cfg_.zero.reduce_bucket_size);
+  const double inv_n = 1.0 / static_cast<double>(N_);
+  if (cfg_.zero.stage == 0) {
+    for (int64_t a = 0; a < s.P; a += chunk) {
+      const Tensor part = range(grad, a, std::min(chunk, s.P - a));
+      s.reduces.push_back({group_.all_reduce_async(part), [part, inv_n, N] {
+                             if (N > 1) scale_(part, inv_n);
+                           }});
+    }
+  } else {
+    const bool accumulate = cfg_.zero.stage >= 2 && micro_ > 0;
+    const Tensor shard = s.grad_shard;
+    for (int64_t a = 0; a < S; a += chunk) {
+      const int64_t n = std::min(chunk, S - a);
+      Tensor in = grad;
+      if (n < S) {  // pack rank q's part [q*S + a, q*S + a + n) of every rank's range
+        in = Tensor::empty({N * n}, DType::f32, Category::comm);
+        for (int64_t q = 0; q < N; ++q) range(in, q * n, n).copy_(range(grad, q * S + a, n));
+      }
+      Tensor out = Tensor::empty({n}, DType::f32, Category::comm);
+      WorkPtr w = group_.reduce_scatter_async(in, out);
+      s.reduces.push_back({w, [in, out, shard, a, n, inv_n, accumulate] {
+                             Tensor dst = range(shard, a, n);
+                             if (accumulate) accumulate_(dst, out, inv_n);
+                             else if (inv_n != 1.0) { dst.copy_(out); scale_(dst, inv_n); }
+                             else dst.copy_(out);
+                           }});
+    }
+    if (cfg_.zero.stage >= 2) {  // the full gradient goes once every chunk has left it
+      s.reduces.back().then = [prev = s.reduces.back().then, grad] {
+        prev();
+        grad.storage()->release();
+      };
+    }
+  }
+  if (!cfg_.zero.overlap_comm)
+    while (!s.reduces.empty()) {
+      s.reduces.front().finish();
+      s.reduces.pop_front();
+    }
+}
+
+void Engine::finish_reductions() {
+  for (auto& s : units_)
+    while (!s->reduces.empty()) {
+      s->reduces.front().finish();
+      s->reduces.pop_front();
+    }
+}
+
+void Engine::backward(const Var& loss) {
+  ZT_CHECK(micro_ < cfg_.gradient_accumulation_steps, "backward(): ", micro_,
+           " micro-steps done already; call step() after gradient_accumulation_steps = ",
+           cfg_.gradient_accumulation_steps);
+  loss_sum_ += loss.value().item();
+  in_backward_ = true;
+  // d(mean over all micro-batches)/d(loss of this one) = 1 / gradient_accumulation_steps
+  loss.backward(Tensor::full({}, 1.0 / static_cast<double>(cfg_.gradient_accumulation_steps), loss.dtype()));
+  in_backward_ = false;
+  ++micro_;
+  if (tracing_ && cfg_.zero.stage == 3) tracing_ = false;  // the first micro-step's order is the trace
+}
+
+// ---------------------------------------------------------------------------------------------
+// The update
+
+StepResult Engine::step(double lr) {
+  ZT_CHECK(micro_ == cfg_.gradient_accumulation_steps, "step() after ", micro_, " micro-steps; expected ",
+           cfg_.gradient_accumulation_steps, " (gradient_accumulation_steps)");
+  finish_reductions();
+  StepResult res;
+  res.loss = group_.all_reduce_sum(loss_sum_) / static_cast<double>(N_ * cfg_.gradient_accumulation_steps);
+
+  // Global gradient norm. Stage 0: every rank holds the whole averaged gradient. Stages 1-3:
+  // each rank's shard, one all-reduced double (the padding is zero and adds nothing).
+  std::vector<Tensor> grads;
+  for (auto& s : units_) grads.push_back(cfg_.zero.stage == 0 ? s->ps->flat_grad() : s->grad_shard);
+  double sq = sum_of_squares(grads);
+  if (cfg_.zero.stage > 0) sq = group_.all_reduce_sum(sq);
+  res.grad_norm = std::sqrt(sq);
+  if (cfg_.gradient_clipping > 0) {
+    const double coef = clip_coefficient(res.grad_norm, cfg_.gradient_clipping);
+    if (coef < 1.0) scale_(grads, coef);
+  }
+  opt_->set_lr(lr);
+  opt_->step();
+  publish_parameters();
+
+  // Fresh gradients for the next step.
+  for (auto& s : units_) {
+    if (cfg_.zero.stage >= 2) s->grad_shard.zero_();
+    else s->ps->zero_grad();
+  }
+  micro_ = 0;
+  loss_sum_ = 0;
+  return res;
+}
+
+// Stages 1-2: every rank updated its shard of the full parameters; all-gather them in place.
+// Stage 3: only the shard exists; gathered copies (persistent units, and units kept for reuse)
+// are now stale: persistent ones are refreshed, the others freed.
+void Engine::publish_parameters() {
+  const int stage = cfg_.zero.stage;
+  if (stage == 0) return;
+  std::deque<Pending> pending;
+  for (auto& s : units_) {
+    if (stage == 3) {
+      if (!s->persistent) {
+        free_full_params(*s);
+        continue;
+      }
+    }
+    all_gather_chunked(group_, s->param_shard, s->ps->flat(), cfg_.zero.allgather_bucket_size, pending);
+  }
+  for (Pending& p : pending) p.finish();
+}
+
+double Engine::eval_loss(const Tensor& idx, const Tensor& targets) {
+  NoGradGuard no_grad;
+  evaluating_ = true;
+  double loss = 0;
+  try {
+    loss = model_.loss(idx, targets).value().item();
+  } catch (...) {
+    evaluating_ = false;
+    throw;
+  }
+  evaluating_ = false;
+  return loss;
+}
+
+// ---------------------------------------------------------------------------------------------
+// State
+
+std::vector<UnitShard> Engine::shards() {
+  std::vector<UnitShard> out;
+  for (int i = 0; i < static_cast<int>(units_.size()); ++i) {
+    UnitState& s = *units_[i];
+    UnitShard us;
+    us.unit = s.unit->name();
+    us.numel = s.ps->numel();
+    us.padded_numel = s.P;
+    us.tensors.push_back({"param", s.param_shard});
+    for (auto& [name, t] : opt_->state()) {  // "<unit>/exp_avg" -> this rank's part
+      const std::string prefix = us.unit + "/";
+      if (name.rfind(prefix, 0) != 0) continue;
+      const Tensor part = t.numel() == s.S ? t : range(t, r_ * s.S, s.S);  // stage 0 holds it whole
+      us.tensors.push_back({name.substr(prefix.size()), part});
+    }
+    out.push_back(std::move(us));
+  }
+  return out;
+}
+
+// The shards() views were filled (a checkpoint load): rebuild whatever each stage holds beyond
+// this rank's shard. Stage 0 holds every tensor whole: all-gather each. Stages 1-2: gather the
+// parameters. Stage 3: only persistent units hold a full copy.
+void Engine::load_shards(const std::vector<UnitShard>& loaded) {
+  (void)loaded;
+  const int stage = cfg_.zero.stage;
+  std::deque<Pending> pending;
+  for (auto& s : units_) {
+    if (stage == 3 && !s->persistent) {
+      free_full_params(*s);
+      continue;
+    }
+    if (stage == 3) s->gathered = true;
+    all_gather_chunked(group_, s->param_shard, s->ps->flat(), cfg_.zero.allgather_bucket_size, pending);
+  }
+  if (stage == 0) {
+    for (auto& [name, t] : opt_->state()) {
+      const int64_t S = t.numel() / N_;
+      all_gather_chunked(group_, range(t, r_ * S, S), t, cfg_.zero.allgather_bucket_size, pending);
+    }
+  }
+  for (Pending& p : pending) p.finish();
+}
+
+int64_t Engine::optimizer_steps() const { return opt_->step_count(); }
+
+void Engine::set_optimizer_steps(int64_t n) {
+  opt_->set_step_count(n);
+}
+
+MemoryReport Engine::memory_report() const {
+  MemoryReport m;
+  m.measured = cpu_allocator().stats();
+  for (auto& s : units_) {
+    m.psi += s->ps->numel();
+    m.psi_padded += s->P;
+  }
+  return m;
+}
+
+}  // namespace zt

@@ -1,0 +1,130 @@
+// defines: UnitShard, StepResult, MemoryReport, Engine, initialize — the ZeRO engine, stages 0-3
+//          (Rajbhandari et al. 2019, "ZeRO: Memory Optimizations Toward Training Trillion
+//          Parameter Models", sections 5 and 7).
+//
+// The engine owns everything of a model that ZeRO shards, per unit (ARCHITECTURE.md "The life of
+// one parameter"). With N ranks, rank r, a unit's flat buffers of P elements (padded so N | P)
+// and S = P / N:
+//
+//              parameters (params)       gradients (grads)          optimizer state (optim)
+//   stage 0    full P, all ranks          full P, all-reduced        full (m, v): 2P
+//   stage 1    full P                     full P, reduce-scattered   shard: 2S
+//   stage 2    full P                     shard S (+ the full P of   shard: 2S
+//                                         one unit during its backward)
+//   stage 3    shard S (+ the full P of   shard S (as stage 2)       shard: 2S
+//              units between acquire and release)
+//
+// float32 counts 4 bytes each, so the model states per rank are 16Psi, 8Psi + 8Psi/N,
+// 4Psi + 12Psi/N and 16Psi/N (the paper's fp32 counterpart of 2Psi+2Psi+K*Psi, K = 8 without a
+// master copy). Communication per step (ring convention, dist/process_group.h): stage 0 an
+// all-reduce of the gradients (2Psi); stages 1-2 a reduce-scatter of the gradients and an
+// all-gather of the updated parameters (Psi + Psi); stage 3 an all-gather per unit in forward and
+// again in backward and a reduce-scatter of the gradients (3Psi) — section 7.2.
+//
+// Stage 3 frees a unit's full buffer with Storage::release(), so the views that autograd saved
+// stay valid and see the next gather (PyTorch FSDP's storage resize). Its backward re-gathers the
+// unit from LeafGroup::before_backward and reduces from after_backward; the order of acquires in
+// the first step is recorded and later steps prefetch ahead along it.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dist/process_group.h"
+#include "nn/model.h"
+#include "optim/optimizer.h"
+#include "zero/config.h"
+
+namespace zt {
+
+// What this rank holds of one unit, in the checkpoint's terms: each tensor is elements
+// [rank*S, (rank+1)*S) of the unit's flat space (P = padded_numel, numel real elements).
+struct UnitShard {
+  std::string unit;
+  int64_t numel = 0, padded_numel = 0;
+  std::vector<std::pair<std::string, Tensor>> tensors;  // "param", "exp_avg", ... -> S elements
+};
+
+struct StepResult {
+  double loss = 0;       // mean over the global batch (all ranks, all micro-steps)
+  double grad_norm = 0;  // global L2 norm before clipping
+  bool skipped = false;  // fp16: overflow, step skipped
+  double loss_scale = 1;
+};
+
+// Per-rank bytes by category: now, the peak since the last reset, and the engine's model-state
+// accounting (what the ZeRO formulas predict).
+struct MemoryReport {
+  MemoryStats measured;      // the CPU allocator: current and peak per category
+  int64_t psi = 0;           // parameters (no padding)
+  int64_t psi_padded = 0;    // sum of the units' padded flat sizes
+  int64_t model_state_bytes(Category c) const { return measured.cur(c); }
+};
+
+class Engine final : public Residency {
+ public:
+  Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group);
+  ~Engine() override;
+
+  // Micro-step: the loss of this rank's micro-batch (mean over its B*T tokens), graph attached.
+  Var forward(const Tensor& idx, const Tensor& targets);
+  // Backpropagates loss / gradient_accumulation_steps; reductions start as units finish.
+  void backward(const Var& loss);
+  // After gradient_accumulation_steps forward/backward pairs: finish the reductions, clip by the
+  // global norm, one optimizer update of this rank's shards at `lr`, publish the parameters.
+  StepResult step(double lr);
+
+  // Evaluation forward (no graph): the loss of one batch on this rank.
+  double eval_loss(const Tensor& idx, const Tensor& targets);
+
+  // ---- Residency: the unit scopes the model opens (stage 3 gathers and frees) ----
+  void acquire(Unit& u) override;
+  void release(Unit& u) override;
+
+  // ---- state ----
+  std::vector<UnitShard> shards();                 // this rank's shards (views), for checkpoints
+  void load_shards(const std::vector<UnitShard>&);  // copies shards in (same layout), republishes
+  int64_t optimizer_steps() const;
+  void set_optimizer_steps(int64_t n);
+  MemoryReport memory_report() const;
+  const EngineConfig& config() const { return cfg_; }
+  ProcessGroup& group() { return group_; }
+  Model& model() { return model_; }
+  int64_t micro_steps_done() const { return micro_; }
+
+ private:
+  struct UnitState;
+  UnitState& state_of(Unit& u);
+  void gather(UnitState& s, bool wait);        // stage 3: materialize + all-gather the full params
+  void free_full_params(UnitState& s);         // stage 3: release the full buffer
+  void before_backward(UnitState& s);
+  void after_backward(UnitState& s);
+  void reduce_gradients(UnitState& s);         // start (or run) this unit's gradient reduction
+  void finish_reductions();                    // wait for every pending reduction
+  void publish_parameters();                   // stages 1-2: all-gather the updated shards
+  void prefetch_after(size_t trace_pos);
+
+  Model& model_;
+  EngineConfig cfg_;
+  ProcessGroup& group_;
+  int N_ = 1, r_ = 0;
+  std::vector<std::unique_ptr<UnitState>> units_;
+  std::unique_ptr<Optimizer> opt_;
+  int64_t micro_ = 0;         // micro-steps since the last step()
+  double loss_sum_ = 0;       // this rank's micro-batch losses since the last step()
+  bool in_backward_ = false;
+  // stage 3 acquire trace (unit indices) recorded in the first training step, and the position
+  std::vector<int> trace_;
+  bool tracing_ = true;
+  bool evaluating_ = false;
+  size_t trace_pos_ = 0;
+  int64_t live_elements_ = 0;  // stage 3: elements of full buffers currently gathered
+};
+
+// DeepSpeed's entry point: model + config + group -> engine. The model must have been built with
+// ModelOptions{world_size = group.size()} so its flat buffers shard evenly.
+std::unique_ptr<Engine> initialize(Model& model, const EngineConfig& cfg, ProcessGroup& group);
+
+}  // namespace zt
