@@ -1,0 +1,330 @@
+// zero/config.h: the DeepSpeed-style config parser. The ready configs in configs/ parse with the
+// expected fields at several world sizes; to_json -> parse is the identity; every error case of
+// docs/config.md is refused with a message that names the key path and the allowed values.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <string>
+
+#include "core/check.h"
+#include "tests/temp_dir.h"
+#include "zero/config.h"
+
+using namespace zt;
+using nlohmann::json;
+using Catch::Contains;
+
+namespace {
+
+const std::set<std::string> kCallerKeys = {"model", "train_data", "val_data", "seq_len", "steps",
+                                           "seed", "eval_interval", "eval_batches", "checkpoint"};
+
+std::string cfg_path(const std::string& name) { return std::string(ZT_SOURCE_DIR) + "/configs/" + name; }
+
+EngineConfig parse(const std::string& text, int world = 1) {
+  return parse_engine_config(json::parse(text), "test.json", world);
+}
+
+// Parses `text` expecting failure; returns the message.
+std::string error_of(const std::string& text, int world = 1) {
+  try {
+    parse(text, world);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  FAIL("config parsed but an error was expected: " << text);
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("ready configs parse with the expected fields", "[config]") {
+  for (int world : {1, 2, 4}) {
+    for (int stage = 0; stage <= 3; ++stage) {
+      const std::string name = "zero" + std::to_string(stage) + ".json";
+      INFO(name << " world " << world);
+      const EngineConfig c = engine_config_from_file(cfg_path(name), world, kCallerKeys);
+      CHECK(c.zero.stage == stage);
+      CHECK(c.train_micro_batch_size_per_gpu == 4);
+      CHECK(c.gradient_accumulation_steps == 1);
+      CHECK(c.train_batch_size == 4 * world);
+      CHECK(c.gradient_clipping == 1.0);
+      CHECK(c.precision == Precision::f32);
+      CHECK(c.optimizer.type == "AdamW");
+      CHECK(c.optimizer.lr == 1e-3);
+      CHECK(c.optimizer.beta1 == 0.9);
+      CHECK(c.optimizer.beta2 == 0.95);
+      CHECK(c.optimizer.weight_decay == 0.1);
+      CHECK(c.scheduler.type == "WarmupCosineLR");
+      CHECK(c.zero.contiguous_gradients);
+      CHECK(c.zero.overlap_comm == (stage == 3));
+      CHECK_FALSE(c.zero.offload_optimizer.enabled());
+      CHECK_FALSE(c.zero.offload_param.enabled());
+      if (stage == 3) {
+        CHECK(c.zero.stage3_param_persistence_threshold == 1000);
+        CHECK(c.zero.stage3_max_live_parameters == 4000000);
+        CHECK(c.zero.stage3_prefetch_bucket_size == 2000000);
+        CHECK(c.zero.stage3_max_reuse_distance == 0);
+        CHECK(c.zero.reduce_bucket_size == 500000);
+      }
+    }
+    const EngineConfig b = engine_config_from_file(cfg_path("zero3-bf16.json"), world, kCallerKeys);
+    CHECK(b.precision == Precision::bf16);
+    CHECK(b.zero.stage == 3);
+    CHECK(b.zero.stage3_max_live_parameters == 4000000);
+    const EngineConfig h = engine_config_from_file(cfg_path("zero2-fp16.json"), world, kCallerKeys);
+    CHECK(h.precision == Precision::f16);
+    CHECK(h.fp16.enabled);
+    CHECK(h.fp16.loss_scale == 0);  // dynamic
+    CHECK(h.fp16.initial_scale_power == 16);
+    CHECK(h.zero.stage == 2);
+  }
+  CHECK(std::string(precision_name(Precision::f32)) == "fp32");
+  CHECK(std::string(precision_name(Precision::bf16)) == "bf16");
+  CHECK(std::string(precision_name(Precision::f16)) == "fp16");
+}
+
+TEST_CASE("ready configs need the caller keys", "[config]") {
+  CHECK_THROWS_WITH(engine_config_from_file(cfg_path("zero1.json"), 1),
+                    Contains("unknown key 'model'") && Contains("zero_optimization"));
+}
+
+TEST_CASE("defaults are DeepSpeed's", "[config]") {
+  const EngineConfig c = parse("{}", 2);
+  CHECK(c == [] {
+    EngineConfig d;
+    d.train_batch_size = 2;
+    return d;
+  }());
+  CHECK(c.train_micro_batch_size_per_gpu == 1);
+  CHECK(c.gradient_accumulation_steps == 1);
+  CHECK_FALSE(c.zero.overlap_comm);
+  CHECK(parse(R"({"zero_optimization": {"stage": 3}})").zero.overlap_comm);
+  CHECK_FALSE(parse(R"({"zero_optimization": {"stage": 3, "overlap_comm": false}})").zero.overlap_comm);
+  CHECK(parse(R"({"zero_optimization": {"stage": 1, "overlap_comm": true}})").zero.overlap_comm);
+  // SGD: torch's weight decay default 0
+  const EngineConfig s = parse(R"({"optimizer": {"type": "sgd", "params": {"lr": 0.1, "momentum": 0.5}}})");
+  CHECK(s.optimizer.type == "SGD");
+  CHECK(s.optimizer.weight_decay == 0);
+  CHECK(s.optimizer.momentum == 0.5);
+  CHECK(parse(R"({"optimizer": {"type": "adam"}})").optimizer.type == "Adam");
+  CHECK(parse(R"({"optimizer": {"type": "ADAMW"}})").optimizer.type == "AdamW");
+}
+
+TEST_CASE("batch sizes: any two of three determine the third", "[config]") {
+  auto check = [](const std::string& text, int world, int64_t t, int64_t m, int64_t a) {
+    INFO(text << " world " << world);
+    const EngineConfig c = parse(text, world);
+    CHECK(c.train_batch_size == t);
+    CHECK(c.train_micro_batch_size_per_gpu == m);
+    CHECK(c.gradient_accumulation_steps == a);
+  };
+  check(R"({"train_batch_size": 32, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2})", 4, 32, 4, 2);
+  check(R"({"train_batch_size": 32, "train_micro_batch_size_per_gpu": 4})", 4, 32, 4, 2);
+  check(R"({"train_batch_size": 32, "gradient_accumulation_steps": 4})", 2, 32, 4, 4);
+  check(R"({"train_batch_size": 12})", 3, 12, 4, 1);
+  check(R"({"train_micro_batch_size_per_gpu": 3, "gradient_accumulation_steps": 5})", 2, 30, 3, 5);
+  check(R"({"train_micro_batch_size_per_gpu": 3})", 4, 12, 3, 1);
+  check(R"({"gradient_accumulation_steps": 3})", 2, 6, 1, 3);
+  check(R"({"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": 2})",
+        2, 4, 1, 2);
+  check(R"({"train_micro_batch_size_per_gpu": 2e0})", 1, 2, 2, 1);  // integral float accepted
+}
+
+TEST_CASE("auto resolves to the defaults", "[config]") {
+  const EngineConfig c = parse(R"({
+    "gradient_clipping": "auto",
+    "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}},
+    "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": "auto", "warmup_max_lr": "auto", "warmup_min_lr": "auto"}},
+    "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto", "allgather_bucket_size": "auto",
+      "stage3_prefetch_bucket_size": "auto", "stage3_param_persistence_threshold": "auto",
+      "stage3_max_live_parameters": "auto", "stage3_max_reuse_distance": "auto", "sub_group_size": "auto"}})");
+  const EngineConfig d;
+  CHECK(c.gradient_clipping == d.gradient_clipping);
+  CHECK(c.optimizer == d.optimizer);
+  CHECK(c.scheduler.warmup_num_steps == d.scheduler.warmup_num_steps);
+  CHECK(c.zero.reduce_bucket_size == d.zero.reduce_bucket_size);
+  CHECK(c.zero.stage3_prefetch_bucket_size == d.zero.stage3_prefetch_bucket_size);
+  CHECK(c.zero.stage3_param_persistence_threshold == d.zero.stage3_param_persistence_threshold);
+  CHECK(c.zero.stage3_max_live_parameters == d.zero.stage3_max_live_parameters);
+  CHECK(c.zero.sub_group_size == d.zero.sub_group_size);
+}
+
+TEST_CASE("to_json then parse gives the same config", "[config]") {
+  const char* texts[] = {
+      "{}",
+      R"({"train_batch_size": 24, "gradient_accumulation_steps": 3, "gradient_clipping": 0.5,
+          "steps_per_print": 7, "wall_clock_breakdown": true,
+          "fp16": {"enabled": true, "loss_scale": 128, "initial_scale_power": 12, "loss_scale_window": 50,
+                   "hysteresis": 3, "min_loss_scale": 0.25},
+          "optimizer": {"type": "Adam", "params": {"lr": 3e-4, "betas": [0.8, 0.99], "eps": 1e-6, "weight_decay": 0}},
+          "scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 17, "warmup_max_lr": 3e-4}},
+          "zero_optimization": {"stage": 2, "overlap_comm": true, "reduce_bucket_size": 1234,
+                                "allgather_bucket_size": 777, "sub_group_size": 99,
+                                "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp/x", "pin_memory": true,
+                                                      "buffer_count": 3, "buffer_size": 4096}},
+          "activation_checkpointing": {"enabled": true}})",
+      R"({"bf16": {"enabled": true}, "optimizer": {"type": "SGD", "params": {"lr": 0.1, "momentum": 0.8, "weight_decay": 1e-4}},
+          "scheduler": {"type": "WarmupCosineLR", "params": {"warmup_num_steps": 5, "total_num_steps": 100, "cos_min_ratio": 0.05}},
+          "zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 0, "stage3_param_persistence_threshold": 5,
+                                "stage3_max_live_parameters": 100, "stage3_max_reuse_distance": 3,
+                                "offload_param": {"device": "cpu"}, "offload_optimizer": {"device": "cpu"}}})",
+  };
+  for (const char* text : texts) {
+    for (int world : {1, 4}) {
+      INFO(text << " world " << world);
+      const EngineConfig a = parse(text, world);
+      json j = a;
+      const EngineConfig b = parse_engine_config(j, "round trip", world);
+      CHECK(a == b);
+      CHECK(json(b) == j);
+    }
+  }
+  // the second text really set the non-defaults (the round trip is not of defaults only)
+  const EngineConfig c = parse(texts[1], 2);
+  CHECK(c.train_micro_batch_size_per_gpu == 4);
+  CHECK(c.precision == Precision::f16);
+  CHECK(c.fp16.loss_scale == 128);
+  CHECK(c.optimizer.beta1 == 0.8);
+  CHECK(c.scheduler.warmup_num_steps == 17);
+  CHECK(c.zero.offload_optimizer.device == "nvme");
+  CHECK(c.zero.offload_optimizer.nvme_path == "/tmp/x");
+  CHECK(c.activation_checkpointing);
+  CHECK(c.wall_clock_breakdown);
+  // the ready configs round-trip too
+  for (const char* name : {"zero0.json", "zero3.json", "zero3-bf16.json", "zero2-fp16.json"}) {
+    const EngineConfig r = engine_config_from_file(cfg_path(name), 2, kCallerKeys);
+    CHECK(parse_engine_config(json(r), "round trip", 2) == r);
+  }
+}
+
+TEST_CASE("the caller keys are skipped and only those", "[config]") {
+  const json j = json::parse(R"({"model": "gpt-mini", "steps": 10, "zero_optimization": {"stage": 1}})");
+  CHECK(parse_engine_config(j, "x", 1, {"model", "steps"}).zero.stage == 1);
+  CHECK_THROWS_WITH(parse_engine_config(j, "x", 1, {"model"}), Contains("unknown key 'steps'"));
+}
+
+TEST_CASE("invalid configs are errors naming the key and the allowed values", "[config]") {
+  struct Case {
+    const char* text;
+    std::vector<std::string> parts;
+    int world = 1;
+  };
+  const std::vector<Case> cases = {
+      // unknown keys
+      {R"({"zero_optimisation": {}})", {"config 'test.json'", "unknown key 'zero_optimisation'", "zero_optimization"}},
+      {R"({"zero_optimization": {"stag": 3}})", {"unknown key 'zero_optimization.stag'", "known keys: stage, overlap_comm"}},
+      {R"({"fp16": {"enable": true}})", {"unknown key 'fp16.enable'", "enabled"}},
+      {R"({"optimizer": {"type": "AdamW", "params": {"momentum": 0.9}}})",
+       {"unknown key 'optimizer.params.momentum'", "for AdamW", "betas"}},
+      {R"({"zero_optimization": {"offload_param": {"device": "cpu", "max_in_cpu": 1}, "stage": 3}})",
+       {"unknown key 'zero_optimization.offload_param.max_in_cpu'", "buffer_size"}},
+      // wrong types
+      {R"({"zero_optimization": {"stage": "3"}})", {"zero_optimization.stage must be an integer, got \"3\""}},
+      {R"({"zero_optimization": {"overlap_comm": 1}})", {"zero_optimization.overlap_comm must be a boolean, got 1"}},
+      {R"({"zero_optimization": {"stage": 2.5}})", {"zero_optimization.stage must be an integer, got 2.5"}},
+      {R"({"zero_optimization": 3})", {"zero_optimization must be a JSON object, got 3"}},
+      {R"({"optimizer": {"type": 1}})", {"optimizer.type must be a string, got 1"}},
+      {R"({"gradient_clipping": "1.0"})", {"gradient_clipping must be a number, got \"1.0\""}},
+      {R"([1, 2])", {"the top level must be a JSON object"}},
+      // out of range
+      {R"({"zero_optimization": {"stage": 4}})", {"zero_optimization.stage = 4 is invalid: expected 0, 1, 2 or 3"}},
+      {R"({"zero_optimization": {"stage": -1}})", {"zero_optimization.stage = -1 is invalid: expected 0, 1, 2 or 3"}},
+      {R"({"zero_optimization": {"reduce_bucket_size": 0}})", {"zero_optimization.reduce_bucket_size = 0 is invalid: expected an integer >= 1"}},
+      {R"({"zero_optimization": {"reduce_bucket_size": -5}})", {"zero_optimization.reduce_bucket_size = -5 is invalid", ">= 1"}},
+      {R"({"zero_optimization": {"allgather_bucket_size": 0}})", {"zero_optimization.allgather_bucket_size = 0 is invalid", ">= 1"}},
+      {R"({"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": -1}})",
+       {"zero_optimization.stage3_prefetch_bucket_size = -1 is invalid", ">= 0"}},
+      {R"({"zero_optimization": {"sub_group_size": 0}})", {"zero_optimization.sub_group_size = 0 is invalid", ">= 1"}},
+      {R"({"fp16": {"enabled": true, "loss_scale": -1}})", {"fp16.loss_scale = -1 is invalid", "0 (dynamic) or a positive"}},
+      {R"({"fp16": {"min_loss_scale": 0}})", {"fp16.min_loss_scale = 0 is invalid", "> 0"}},
+      {R"({"gradient_clipping": -1})", {"gradient_clipping = -1 is invalid", ">= 0"}},
+      {R"({"train_micro_batch_size_per_gpu": 0})", {"train_micro_batch_size_per_gpu = 0 is invalid", ">= 1"}},
+      // unsupported DeepSpeed values
+      {R"({"zero_optimization": {"contiguous_gradients": false}})",
+       {"zero_optimization.contiguous_gradients = false is not supported", "expected true", "always true: gradients live in flat buffers"}},
+      {R"({"zero_optimization": {"reduce_scatter": false}})", {"zero_optimization.reduce_scatter = false is not supported", "expected true"}},
+      {R"({"zero_optimization": {"allgather_partitions": false}})", {"zero_optimization.allgather_partitions = false is not supported"}},
+      {R"({"zero_optimization": {"round_robin_gradients": true}})", {"zero_optimization.round_robin_gradients = true is not supported", "expected false"}},
+      {R"({"fp16": {"enabled": true, "auto_cast": true}})", {"fp16.auto_cast = true is not supported", "expected false"}},
+      {R"({"activation_checkpointing": {"partition_activations": true}})",
+       {"activation_checkpointing.partition_activations = true is not supported", "expected false"}},
+      {R"({"activation_checkpointing": {"number_checkpoints": 4}})",
+       {"activation_checkpointing.number_checkpoints must be null, got 4"}},
+      {R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu", "fast_init": false}}})",
+       {"zero_optimization.offload_optimizer.fast_init is not supported"}},
+      {R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu", "ratio": 0.5}}})",
+       {"zero_optimization.offload_optimizer.ratio is not supported"}},
+      {R"({"optimizer": {"type": "Adam", "params": {"adam_w_mode": false}}})",
+       {"optimizer.params.adam_w_mode = false is not supported", "expected true"}},
+      {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_type": "log"}}})",
+       {"scheduler.params.warmup_type = \"log\" is not supported", "expected \"linear\""}},
+      // impossible combinations
+      {R"({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}})",
+       {"zero_optimization.offload_param.device = \"cpu\" requires zero_optimization.stage = 3", "stage is 2"}},
+      {R"({"zero_optimization": {"stage": 0, "offload_optimizer": {"device": "cpu"}}})",
+       {"zero_optimization.offload_optimizer.device = \"cpu\" requires zero_optimization.stage 1, 2 or 3"}},
+      {R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "gpu"}}})",
+       {"zero_optimization.offload_param.device = \"gpu\" is invalid: expected \"none\", \"cpu\" or \"nvme\""}},
+      {R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}})",
+       {"zero_optimization.offload_param.device = \"nvme\" requires zero_optimization.offload_param.nvme_path"}},
+      {R"({"bf16": {"enabled": true}, "fp16": {"enabled": true}})", {"bf16.enabled and fp16.enabled are both true"}},
+      {R"({"bfloat16": {"enabled": true}, "fp16": {"enabled": true}})", {"bf16.enabled and fp16.enabled are both true"}},
+      {R"({"bf16": {"enabled": true}, "bfloat16": {"enabled": true}})", {"bf16 and its alias bfloat16"}},
+      {R"({"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1})",
+       {"train_batch_size = 16 is invalid", "train_micro_batch_size_per_gpu x gradient_accumulation_steps x world_size = 4 x 1 x 2 = 8"}, 2},
+      {R"({"train_batch_size": 10, "train_micro_batch_size_per_gpu": 4})",
+       {"train_batch_size = 10 is invalid: expected a multiple of train_micro_batch_size_per_gpu x world_size"}, 1},
+      {R"({"train_batch_size": 6, "gradient_accumulation_steps": 4})",
+       {"train_batch_size = 6 is invalid: expected a multiple of gradient_accumulation_steps x world_size"}, 1},
+      {R"({"train_batch_size": 5})", {"train_batch_size = 5 is invalid: expected a multiple of world_size = 2"}, 2},
+      // optimizer and scheduler
+      {R"({"optimizer": {"type": "Lamb"}})", {"optimizer.type = \"Lamb\" is invalid: expected \"AdamW\", \"Adam\" or \"SGD\""}},
+      {R"({"optimizer": {"params": {"lr": 1}}})", {"optimizer.type is missing"}},
+      {R"({"optimizer": {"type": "AdamW", "params": {"betas": [0.9]}}})", {"optimizer.params.betas must be an array of 2 numbers in [0, 1)", "[0.9]"}},
+      {R"({"optimizer": {"type": "AdamW", "params": {"betas": 0.9}}})", {"optimizer.params.betas must be an array of 2 numbers"}},
+      {R"({"optimizer": {"type": "AdamW", "params": {"betas": [0.9, 1.5]}}})", {"optimizer.params.betas must be an array of 2 numbers"}},
+      {R"({"scheduler": {"type": "OneCycle"}})", {"scheduler.type = \"OneCycle\" is invalid: expected \"WarmupCosineLR\", \"WarmupLR\" or \"none\""}},
+      {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 0.5}}})",
+       {"scheduler.params.warmup_max_lr = 0.5 is invalid: expected optimizer.params.lr"}},
+      {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0.1}}})",
+       {"scheduler.params.warmup_min_lr = 0.1 is not supported: expected 0"}},
+      {R"({"scheduler": {"type": "WarmupCosineLR", "params": {"warmup_min_ratio": 0.1}}})",
+       {"scheduler.params.warmup_min_ratio = 0.1 is not supported: expected 0"}},
+      {R"({"scheduler": {"type": "WarmupCosineLR", "params": {"warmup_num_steps": 10, "total_num_steps": 5}}})",
+       {"scheduler.params.total_num_steps = 5 is invalid"}},
+      {R"({"scheduler": {"type": "WarmupCosineLR", "params": {"cos_min_ratio": 2}}})",
+       {"scheduler.params.cos_min_ratio = 2 is invalid: expected a number in [0, 1]"}},
+      // "auto" where DeepSpeed does not accept it
+      {R"({"zero_optimization": {"stage": "auto"}})", {"zero_optimization.stage = \"auto\" is invalid", "expected 0, 1, 2 or 3"}},
+      {R"({"bf16": {"enabled": "auto"}})", {"bf16.enabled = \"auto\" is invalid", "expected true or false"}},
+      {R"({"fp16": {"loss_scale": "auto"}})", {"fp16.loss_scale = \"auto\" is invalid"}},
+      {R"({"steps_per_print": "auto"})", {"steps_per_print = \"auto\" is invalid", ">= 1"}},
+  };
+  for (const auto& c : cases) {
+    INFO(c.text);
+    const std::string msg = error_of(c.text, c.world);
+    INFO(msg);
+    for (const auto& part : c.parts) CHECK_THAT(msg, Contains(part));
+  }
+  CHECK_THROWS_WITH(parse_engine_config(json::object(), "x", 0), Contains("world_size = 0"));
+}
+
+TEST_CASE("file errors name the file", "[config]") {
+  zt::test::TempDir tmp("zero_config");
+  const std::string bad = tmp.file("bad.json");
+  {
+    std::ofstream f(bad);
+    f << "{\n  \"zero_optimization\": {\"stage\": 3,}\n}\n";
+  }
+  CHECK_THROWS_WITH(engine_config_from_file(bad, 1), Contains("config '" + bad + "': invalid JSON") && Contains("line 2"));
+  CHECK_THROWS_WITH(engine_config_from_file(tmp.file("missing.json"), 1),
+                    Contains("config '" + tmp.file("missing.json") + "': cannot open"));
+  const std::string wrong = tmp.file("wrong.json");
+  {
+    std::ofstream f(wrong);
+    f << R"({"zero_optimization": {"stage": 9}})";
+  }
+  CHECK_THROWS_WITH(engine_config_from_file(wrong, 1),
+                    Contains("config '" + wrong + "': zero_optimization.stage = 9 is invalid"));
+}

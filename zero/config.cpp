@@ -1,0 +1,473 @@
+// The DeepSpeed-style config parser (zero/config.h; every key and error case: docs/config.md).
+//
+// One pass over the JSON object tree: every object's keys are checked against the list of known
+// keys first, then each key is read with a type check, a range check and its default. Errors name
+// the source, the key path and what was expected:
+//   config 'configs/x.json': zero_optimization.stage = 4 is invalid: expected 0, 1, 2 or 3
+#include "zero/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "core/check.h"
+
+namespace zt {
+
+using nlohmann::json;
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::f32: return "fp32";
+    case Precision::bf16: return "bf16";
+    case Precision::f16: return "fp16";
+  }
+  ZT_THROW("precision_name: unknown Precision value ", static_cast<int>(p));
+}
+
+namespace {
+
+constexpr int64_t kBig = int64_t{1} << 50;    // upper bound of every element count
+constexpr int64_t kMaxBatch = int64_t{1} << 31;
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+// Reads one config; `src` names it in every error.
+struct Reader {
+  const std::string& src;
+
+  template <class... A>
+  [[noreturn]] void fail(const A&... a) const { ZT_THROW("config '", src, "': ", a...); }
+
+  static std::string path(const std::string& prefix, const std::string& key) {
+    return prefix.empty() ? key : prefix + "." + key;
+  }
+  static bool is_auto(const json& v) { return v.is_string() && v.get<std::string>() == "auto"; }
+
+  // The object at `prefix` (the root when empty) must have only `known` keys.
+  void check_keys(const json& o, const std::string& prefix, const std::vector<std::string>& known,
+                  const std::string& what = "") const {
+    if (!o.is_object())
+      fail(prefix.empty() ? "the top level" : prefix, " must be a JSON object, got ", o.dump());
+    for (const auto& [k, v] : o.items())
+      if (std::find(known.begin(), known.end(), k) == known.end())
+        fail("unknown key '", path(prefix, k), "' (known keys", what, ": ", known.empty() ? "none" : join(known), ")");
+  }
+
+  // The value at o[key], or nullptr when absent. "auto" is an error unless auto_ok, and then
+  // also nullptr (the default applies).
+  const json* get(const json& o, const std::string& prefix, const std::string& key, bool auto_ok,
+                  const std::string& expected) const {
+    auto it = o.find(key);
+    if (it == o.end()) return nullptr;
+    if (is_auto(*it)) {
+      if (auto_ok) return nullptr;
+      fail(path(prefix, key), " = \"auto\" is invalid: \"auto\" is not accepted for this key; expected ", expected);
+    }
+    return &*it;
+  }
+
+  bool boolean(const json& o, const std::string& prefix, const std::string& key, bool def) const {
+    const json* v = get(o, prefix, key, false, "true or false");
+    if (!v) return def;
+    if (!v->is_boolean()) fail(path(prefix, key), " must be a boolean, got ", v->dump());
+    return v->get<bool>();
+  }
+
+  // An integer in [lo, hi]; a float with an integral value (5e8, as DeepSpeed users write) is
+  // accepted. `expected` describes the allowed values in errors.
+  int64_t integer(const json& o, const std::string& prefix, const std::string& key, int64_t def,
+                  int64_t lo, int64_t hi, const std::string& expected, bool auto_ok = false) const {
+    const json* v = get(o, prefix, key, auto_ok, expected);
+    if (!v) return def;
+    int64_t x = 0;
+    if (v->is_number_integer()) {
+      if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi))
+        fail(path(prefix, key), " = ", v->dump(), " is invalid: expected ", expected);
+      x = v->get<int64_t>();
+    } else if (v->is_number_float()) {
+      const double d = v->get<double>();
+      if (!(std::abs(d) < 9e18) || std::trunc(d) != d)
+        fail(path(prefix, key), " must be an integer, got ", v->dump());
+      x = static_cast<int64_t>(d);
+    } else {
+      fail(path(prefix, key), " must be an integer, got ", v->dump());
+    }
+    if (x < lo || x > hi) fail(path(prefix, key), " = ", v->dump(), " is invalid: expected ", expected);
+    return x;
+  }
+
+  // A finite number in [lo, hi] (lo_open: lo excluded).
+  double number(const json& o, const std::string& prefix, const std::string& key, double def,
+                double lo, double hi, const std::string& expected, bool auto_ok = false,
+                bool lo_open = false) const {
+    const json* v = get(o, prefix, key, auto_ok, expected);
+    if (!v) return def;
+    if (!v->is_number()) fail(path(prefix, key), " must be a number, got ", v->dump());
+    const double x = v->get<double>();
+    if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo))
+      fail(path(prefix, key), " = ", v->dump(), " is invalid: expected ", expected);
+    return x;
+  }
+
+  // One of `allowed` (compared with `fold`, e.g. lower-case); returns the canonical spelling.
+  std::string choice(const json& o, const std::string& prefix, const std::string& key,
+                     const std::string& def, const std::vector<std::string>& allowed,
+                     bool case_insensitive = false) const {
+    std::string expected;
+    for (size_t i = 0; i < allowed.size(); ++i)
+      expected += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + ("\"" + allowed[i] + "\"");
+    if (case_insensitive) expected += " (case-insensitive)";
+    const json* v = get(o, prefix, key, false, expected);
+    if (!v) return def;
+    if (!v->is_string()) fail(path(prefix, key), " must be a string, got ", v->dump());
+    auto fold = [&](std::string s) {
+      if (case_insensitive)
+        for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return s;
+    };
+    const std::string s = fold(v->get<std::string>());
+    for (const auto& a : allowed)
+      if (fold(a) == s) return a;
+    fail(path(prefix, key), " = ", v->dump(), " is invalid: expected ", expected);
+  }
+
+  // A DeepSpeed key we accept only at one value (the behaviour we implement).
+  void fixed(const json& o, const std::string& prefix, const std::string& key, const json& only,
+             const std::string& why) const {
+    auto it = o.find(key);
+    if (it == o.end()) return;
+    if (it->type() != only.type() && !(it->is_number() && only.is_number()))
+      fail(path(prefix, key), " must be ",
+           only.is_boolean() ? "a boolean" : only.is_null() ? "null" : only.is_string() ? "a string" : "a number",
+           ", got ", it->dump());
+    if (*it != only)
+      fail(path(prefix, key), " = ", it->dump(), " is not supported: expected ", only.dump(), " (", why, ")");
+  }
+
+  // A DeepSpeed key we do not implement at all.
+  void unsupported(const json& o, const std::string& prefix, const std::string& key, const std::string& why) const {
+    if (o.contains(key)) fail(path(prefix, key), " is not supported (", why, ")");
+  }
+
+  const json& section(const json& o, const std::string& key) const {
+    const json& s = o.at(key);
+    if (!s.is_object()) fail(key, " must be a JSON object, got ", s.dump());
+    return s;
+  }
+};
+
+const std::string kIntPos = "an integer >= 1";
+const std::string kIntNonNeg = "an integer >= 0";
+
+OffloadConfig parse_offload(const Reader& r, const json& o, const std::string& p) {
+  r.unsupported(o, p, "fast_init", "DeepSpeed-only key");
+  r.unsupported(o, p, "ratio", "DeepSpeed-only key: the whole optimizer state is offloaded");
+  r.check_keys(o, p, {"device", "pin_memory", "nvme_path", "buffer_count", "buffer_size"});
+  OffloadConfig c;
+  c.device = r.choice(o, p, "device", c.device, {"none", "cpu", "nvme"});
+  c.pin_memory = r.boolean(o, p, "pin_memory", c.pin_memory);
+  if (o.contains("nvme_path")) {
+    if (!o["nvme_path"].is_string()) r.fail(p, ".nvme_path must be a string, got ", o["nvme_path"].dump());
+    c.nvme_path = o["nvme_path"].get<std::string>();
+  }
+  c.buffer_count = r.integer(o, p, "buffer_count", c.buffer_count, 1, 1 << 20, kIntPos);
+  c.buffer_size = r.integer(o, p, "buffer_size", c.buffer_size, 1, kBig, kIntPos);
+  if (c.device == "nvme" && c.nvme_path.empty())
+    r.fail(p, ".device = \"nvme\" requires ", p, ".nvme_path (a directory), which is missing or empty");
+  return c;
+}
+
+ZeroOptimization parse_zero(const Reader& r, const json& o) {
+  const std::string p = "zero_optimization";
+  r.check_keys(o, p, {"stage", "overlap_comm", "contiguous_gradients", "reduce_bucket_size",
+                      "allgather_bucket_size", "stage3_prefetch_bucket_size",
+                      "stage3_param_persistence_threshold", "stage3_max_live_parameters",
+                      "stage3_max_reuse_distance", "sub_group_size", "offload_optimizer",
+                      "offload_param", "allgather_partitions", "reduce_scatter", "round_robin_gradients"});
+  ZeroOptimization z;
+  z.stage = static_cast<int>(r.integer(o, p, "stage", 0, 0, 3, "0, 1, 2 or 3"));
+  z.overlap_comm = r.boolean(o, p, "overlap_comm", z.stage == 3);  // DeepSpeed: true only for stage 3
+  r.fixed(o, p, "contiguous_gradients", true, "always true: gradients live in flat buffers");
+  r.fixed(o, p, "allgather_partitions", true, "parameters are always all-gathered");
+  r.fixed(o, p, "reduce_scatter", true, "gradients are always reduce-scattered from stage 1 on");
+  r.fixed(o, p, "round_robin_gradients", false, "not implemented");
+  z.reduce_bucket_size = r.integer(o, p, "reduce_bucket_size", z.reduce_bucket_size, 1, kBig, kIntPos, true);
+  z.allgather_bucket_size = r.integer(o, p, "allgather_bucket_size", z.allgather_bucket_size, 1, kBig, kIntPos, true);
+  z.stage3_prefetch_bucket_size = r.integer(o, p, "stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size,
+                                            0, kBig, "an integer >= 0 (0: no prefetch)", true);
+  z.stage3_param_persistence_threshold = r.integer(o, p, "stage3_param_persistence_threshold",
+                                                   z.stage3_param_persistence_threshold, 0, kBig, kIntNonNeg, true);
+  z.stage3_max_live_parameters = r.integer(o, p, "stage3_max_live_parameters", z.stage3_max_live_parameters,
+                                           0, kBig, kIntNonNeg, true);
+  z.stage3_max_reuse_distance = r.integer(o, p, "stage3_max_reuse_distance", z.stage3_max_reuse_distance,
+                                          0, kBig, kIntNonNeg, true);
+  z.sub_group_size = r.integer(o, p, "sub_group_size", z.sub_group_size, 1, kBig, kIntPos, true);
+  for (const char* key : {"offload_optimizer", "offload_param"}) {
+    if (!o.contains(key)) continue;
+    OffloadConfig c = parse_offload(r, o[key], p + "." + key);
+    const bool is_param = std::string(key) == "offload_param";
+    if (c.enabled() && is_param && z.stage != 3)
+      r.fail(p, ".offload_param.device = \"", c.device, "\" requires ", p, ".stage = 3 (stage is ", z.stage,
+             "; parameters are partitioned only in stage 3)");
+    if (c.enabled() && !is_param && z.stage < 1)
+      r.fail(p, ".offload_optimizer.device = \"", c.device, "\" requires ", p, ".stage 1, 2 or 3 (stage is ",
+             z.stage, ")");
+    (is_param ? z.offload_param : z.offload_optimizer) = c;
+  }
+  return z;
+}
+
+Fp16Config parse_fp16(const Reader& r, const json& o) {
+  const std::string p = "fp16";
+  r.check_keys(o, p, {"enabled", "loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",
+                      "min_loss_scale", "auto_cast", "consecutive_hysteresis"});
+  Fp16Config f;
+  f.enabled = r.boolean(o, p, "enabled", false);
+  r.fixed(o, p, "auto_cast", false, "auto_cast is not supported: the model runs in the working precision");
+  r.fixed(o, p, "consecutive_hysteresis", false, "not implemented");
+  f.loss_scale = r.number(o, p, "loss_scale", f.loss_scale, 0, 1e38, "0 (dynamic) or a positive static scale");
+  f.initial_scale_power = static_cast<int>(r.integer(o, p, "initial_scale_power", f.initial_scale_power, 0, 63,
+                                                     "an integer in [0, 63]"));
+  f.loss_scale_window = r.integer(o, p, "loss_scale_window", f.loss_scale_window, 1, kBig, kIntPos);
+  f.hysteresis = static_cast<int>(r.integer(o, p, "hysteresis", f.hysteresis, 1, 1 << 30, kIntPos));
+  f.min_loss_scale = r.number(o, p, "min_loss_scale", f.min_loss_scale, 0, 1e38, "a number > 0", false, true);
+  return f;
+}
+
+OptimizerConfig parse_optimizer(const Reader& r, const json& o) {
+  const std::string p = "optimizer";
+  r.check_keys(o, p, {"type", "params"});
+  OptimizerConfig c;
+  if (!o.contains("type")) r.fail("optimizer.type is missing: expected \"AdamW\", \"Adam\" or \"SGD\"");
+  c.type = r.choice(o, p, "type", c.type, {"AdamW", "Adam", "SGD"}, true);
+  const bool sgd = c.type == "SGD";
+  if (sgd) c.weight_decay = 0;  // torch.optim.SGD's default
+  if (!o.contains("params")) return c;
+  const json& q = o["params"];
+  const std::string pp = "optimizer.params";
+  if (sgd) r.check_keys(q, pp, {"lr", "momentum", "weight_decay"}, " for SGD");
+  else r.check_keys(q, pp, {"lr", "betas", "eps", "weight_decay", "adam_w_mode"}, " for " + c.type);
+  c.lr = r.number(q, pp, "lr", c.lr, 0, 1e6, "a number >= 0", true);
+  c.weight_decay = r.number(q, pp, "weight_decay", c.weight_decay, 0, 1e6, "a number >= 0", true);
+  if (sgd) {
+    c.momentum = r.number(q, pp, "momentum", c.momentum, 0, 1, "a number in [0, 1)", true);
+    if (c.momentum == 1) r.fail(pp, ".momentum = 1 is invalid: expected a number in [0, 1)");
+    return c;
+  }
+  r.fixed(q, pp, "adam_w_mode", true, "decoupled weight decay (AdamW) is the only mode");
+  c.eps = r.number(q, pp, "eps", c.eps, 0, 1, "a number > 0", true, true);
+  if (const json* b = r.get(q, pp, "betas", true, "[beta1, beta2]")) {
+    auto beta_ok = [](const json& x) { return x.is_number() && x.get<double>() >= 0 && x.get<double>() < 1; };
+    if (!b->is_array() || b->size() != 2 || !beta_ok((*b)[0]) || !beta_ok((*b)[1]))
+      r.fail(pp, ".betas must be an array of 2 numbers in [0, 1) ([beta1, beta2]), got ", b->dump());
+    c.beta1 = (*b)[0].get<double>();
+    c.beta2 = (*b)[1].get<double>();
+  }
+  return c;
+}
+
+SchedulerConfig parse_scheduler(const Reader& r, const json& o, double lr) {
+  const std::string p = "scheduler";
+  r.check_keys(o, p, {"type", "params"});
+  SchedulerConfig s;
+  if (!o.contains("type")) r.fail("scheduler.type is missing: expected \"WarmupCosineLR\", \"WarmupLR\" or \"none\"");
+  s.type = r.choice(o, p, "type", s.type, {"WarmupCosineLR", "WarmupLR", "none"});
+  const json empty = json::object();
+  const json& q = o.contains("params") ? o["params"] : empty;
+  const std::string pp = "scheduler.params";
+  if (s.type == "none") {
+    r.check_keys(q, pp, {}, " for none");
+    return s;
+  }
+  const bool cosine = s.type == "WarmupCosineLR";
+  if (cosine)
+    r.check_keys(q, pp, {"warmup_num_steps", "total_num_steps", "cos_min_ratio", "warmup_min_ratio", "warmup_type"},
+                 " for WarmupCosineLR");
+  else
+    r.check_keys(q, pp, {"warmup_num_steps", "warmup_max_lr", "warmup_min_lr", "warmup_type"}, " for WarmupLR");
+  s.warmup_num_steps = r.integer(q, pp, "warmup_num_steps", s.warmup_num_steps, 0, kBig, kIntNonNeg, true);
+  r.fixed(q, pp, "warmup_type", "linear", "only linear warmup is implemented");
+  if (cosine) {
+    s.total_num_steps = r.integer(q, pp, "total_num_steps", s.total_num_steps, 0, kBig,
+                                  "an integer >= 0 (0: the run's steps)", true);
+    s.cos_min_ratio = r.number(q, pp, "cos_min_ratio", s.cos_min_ratio, 0, 1, "a number in [0, 1]", true);
+    if (!(q.contains("warmup_min_ratio") && Reader::is_auto(q["warmup_min_ratio"])))
+      r.fixed(q, pp, "warmup_min_ratio", 0, "warmup starts from 0");
+    if (s.total_num_steps > 0 && s.total_num_steps < s.warmup_num_steps)
+      r.fail(pp, ".total_num_steps = ", s.total_num_steps, " is invalid: expected 0 or >= ", pp,
+             ".warmup_num_steps = ", s.warmup_num_steps);
+  } else {
+    const double max_lr = r.number(q, pp, "warmup_max_lr", lr, 0, 1e6, "optimizer.params.lr", true);
+    if (std::abs(max_lr - lr) > 1e-12 * std::max(std::abs(lr), std::abs(max_lr)))
+      r.fail(pp, ".warmup_max_lr = ", q["warmup_max_lr"].dump(), " is invalid: expected optimizer.params.lr = ",
+             lr, " (the peak lr is the optimizer's)");
+    if (!(q.contains("warmup_min_lr") && Reader::is_auto(q["warmup_min_lr"])))
+      r.fixed(q, pp, "warmup_min_lr", 0, "warmup starts from 0");
+  }
+  return s;
+}
+
+// "activation_checkpointing": our "enabled" plus DeepSpeed's keys, accepted only at their defaults.
+bool parse_activation_checkpointing(const Reader& r, const json& o) {
+  const std::string p = "activation_checkpointing";
+  r.check_keys(o, p, {"enabled", "partition_activations", "cpu_checkpointing", "contiguous_memory_optimization",
+                      "number_checkpoints", "synchronize_checkpoint_boundary", "profile"});
+  for (const char* k : {"partition_activations", "cpu_checkpointing", "contiguous_memory_optimization",
+                        "synchronize_checkpoint_boundary", "profile"})
+    r.fixed(o, p, k, false, "DeepSpeed-only option, not supported");
+  r.fixed(o, p, "number_checkpoints", nullptr, "DeepSpeed-only option, not supported");
+  return r.boolean(o, p, "enabled", false);
+}
+
+// DeepSpeed's batch arithmetic: train_batch_size = micro x accumulation x world; any two given
+// (or one, or none) determine the rest.
+void resolve_batch(const Reader& r, const json& j, int world, EngineConfig& c) {
+  auto opt = [&](const char* key) -> std::optional<int64_t> {
+    if (!j.contains(key) || Reader::is_auto(j[key])) return std::nullopt;
+    return r.integer(j, "", key, 0, 1, kMaxBatch, kIntPos);
+  };
+  const auto t = opt("train_batch_size"), m = opt("train_micro_batch_size_per_gpu"),
+             a = opt("gradient_accumulation_steps");
+  const int64_t w = world;
+  auto divide = [&](int64_t total, int64_t by, const std::string& by_text) {
+    if (total % by != 0)
+      r.fail("train_batch_size = ", total, " is invalid: expected a multiple of ", by_text, " = ", by);
+    return total / by;
+  };
+  if (t && m && a) {
+    if (*t != *m * *a * w)
+      r.fail("train_batch_size = ", *t, " is invalid: expected train_micro_batch_size_per_gpu x "
+             "gradient_accumulation_steps x world_size = ", *m, " x ", *a, " x ", w, " = ", *m * *a * w);
+    c.train_micro_batch_size_per_gpu = *m, c.gradient_accumulation_steps = *a;
+  } else if (t && m) {
+    c.train_micro_batch_size_per_gpu = *m;
+    c.gradient_accumulation_steps = divide(*t, *m * w, "train_micro_batch_size_per_gpu x world_size (" +
+                                                       std::to_string(*m) + " x " + std::to_string(w) + ")");
+  } else if (t && a) {
+    c.gradient_accumulation_steps = *a;
+    c.train_micro_batch_size_per_gpu = divide(*t, *a * w, "gradient_accumulation_steps x world_size (" +
+                                                          std::to_string(*a) + " x " + std::to_string(w) + ")");
+  } else if (t) {
+    c.gradient_accumulation_steps = 1;
+    c.train_micro_batch_size_per_gpu = divide(*t, w, "world_size");
+  } else {
+    c.train_micro_batch_size_per_gpu = m.value_or(1);
+    c.gradient_accumulation_steps = a.value_or(1);
+  }
+  c.train_batch_size = c.train_micro_batch_size_per_gpu * c.gradient_accumulation_steps * w;
+}
+
+}  // namespace
+
+EngineConfig parse_engine_config(const json& j, const std::string& source, int world_size,
+                                 const std::set<std::string>& caller_keys) {
+  const Reader r{source};
+  if (world_size < 1) r.fail("world_size = ", world_size, " is invalid: expected >= 1");
+  std::vector<std::string> known = {"train_batch_size", "train_micro_batch_size_per_gpu",
+                                    "gradient_accumulation_steps", "gradient_clipping", "steps_per_print",
+                                    "wall_clock_breakdown", "zero_allow_untested_optimizer", "bf16", "bfloat16",
+                                    "fp16", "optimizer", "scheduler", "zero_optimization",
+                                    "activation_checkpointing"};
+  known.insert(known.end(), caller_keys.begin(), caller_keys.end());
+  r.check_keys(j, "", known);
+
+  EngineConfig c;
+  resolve_batch(r, j, world_size, c);
+  c.gradient_clipping = r.number(j, "", "gradient_clipping", 0, 0, 1e30, "a number >= 0 (0: off)", true);
+  c.steps_per_print = r.integer(j, "", "steps_per_print", c.steps_per_print, 1, kBig, kIntPos);
+  c.wall_clock_breakdown = r.boolean(j, "", "wall_clock_breakdown", false);
+  r.boolean(j, "", "zero_allow_untested_optimizer", false);  // no effect: every accepted optimizer is tested
+
+  if (j.contains("bf16") && j.contains("bfloat16"))
+    r.fail("both bf16 and its alias bfloat16 are given: expected one of them");
+  bool bf16 = false;
+  for (const char* key : {"bf16", "bfloat16"})
+    if (j.contains(key)) {
+      r.check_keys(r.section(j, key), key, {"enabled"});
+      bf16 = r.boolean(j[key], key, "enabled", false);
+    }
+  if (j.contains("fp16")) c.fp16 = parse_fp16(r, r.section(j, "fp16"));
+  if (bf16 && c.fp16.enabled)
+    r.fail("bf16.enabled and fp16.enabled are both true: expected at most one of them");
+  c.precision = bf16 ? Precision::bf16 : c.fp16.enabled ? Precision::f16 : Precision::f32;
+
+  if (j.contains("optimizer")) c.optimizer = parse_optimizer(r, r.section(j, "optimizer"));
+  if (j.contains("scheduler")) c.scheduler = parse_scheduler(r, r.section(j, "scheduler"), c.optimizer.lr);
+  if (j.contains("zero_optimization")) c.zero = parse_zero(r, r.section(j, "zero_optimization"));
+  if (j.contains("activation_checkpointing"))
+    c.activation_checkpointing = parse_activation_checkpointing(r, r.section(j, "activation_checkpointing"));
+  return c;
+}
+
+EngineConfig engine_config_from_file(const std::string& path, int world_size,
+                                     const std::set<std::string>& caller_keys) {
+  std::ifstream f(path);
+  if (!f) ZT_THROW("config '", path, "': cannot open the file for reading");
+  json j;
+  try {
+    j = json::parse(f);
+  } catch (const json::parse_error& e) {
+    ZT_THROW("config '", path, "': invalid JSON: ", e.what());
+  }
+  return parse_engine_config(j, path, world_size, caller_keys);
+}
+
+void to_json(json& j, const EngineConfig& c) {
+  auto offload = [](const OffloadConfig& o) {
+    return json{{"device", o.device}, {"pin_memory", o.pin_memory}, {"nvme_path", o.nvme_path},
+                {"buffer_count", o.buffer_count}, {"buffer_size", o.buffer_size}};
+  };
+  const auto& z = c.zero;
+  const auto& o = c.optimizer;
+  const auto& s = c.scheduler;
+  j = json{
+      {"train_batch_size", c.train_batch_size},
+      {"train_micro_batch_size_per_gpu", c.train_micro_batch_size_per_gpu},
+      {"gradient_accumulation_steps", c.gradient_accumulation_steps},
+      {"gradient_clipping", c.gradient_clipping},
+      {"steps_per_print", c.steps_per_print},
+      {"wall_clock_breakdown", c.wall_clock_breakdown},
+      {"bf16", {{"enabled", c.precision == Precision::bf16}}},
+      {"fp16", {{"enabled", c.precision == Precision::f16}, {"loss_scale", c.fp16.loss_scale},
+                {"initial_scale_power", c.fp16.initial_scale_power},
+                {"loss_scale_window", c.fp16.loss_scale_window}, {"hysteresis", c.fp16.hysteresis},
+                {"min_loss_scale", c.fp16.min_loss_scale}}},
+      {"zero_optimization",
+       {{"stage", z.stage}, {"overlap_comm", z.overlap_comm}, {"contiguous_gradients", z.contiguous_gradients},
+        {"reduce_bucket_size", z.reduce_bucket_size}, {"allgather_bucket_size", z.allgather_bucket_size},
+        {"stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size},
+        {"stage3_param_persistence_threshold", z.stage3_param_persistence_threshold},
+        {"stage3_max_live_parameters", z.stage3_max_live_parameters},
+        {"stage3_max_reuse_distance", z.stage3_max_reuse_distance}, {"sub_group_size", z.sub_group_size},
+        {"offload_optimizer", offload(z.offload_optimizer)}, {"offload_param", offload(z.offload_param)}}},
+      {"activation_checkpointing", {{"enabled", c.activation_checkpointing}}},
+  };
+  json params = {{"lr", o.lr}, {"weight_decay", o.weight_decay}};
+  if (o.type == "SGD") {
+    params["momentum"] = o.momentum;
+  } else {
+    params["betas"] = {o.beta1, o.beta2};
+    params["eps"] = o.eps;
+  }
+  j["optimizer"] = {{"type", o.type}, {"params", params}};
+  // No scheduler (constant lr) is DeepSpeed's "no scheduler key"; the key is left out.
+  if (s.type == "WarmupCosineLR")
+    j["scheduler"] = {{"type", s.type},
+                      {"params", {{"warmup_num_steps", s.warmup_num_steps}, {"total_num_steps", s.total_num_steps},
+                                  {"cos_min_ratio", s.cos_min_ratio}, {"warmup_type", "linear"}}}};
+  else if (s.type == "WarmupLR")
+    j["scheduler"] = {{"type", s.type},
+                      {"params", {{"warmup_num_steps", s.warmup_num_steps}, {"warmup_max_lr", o.lr},
+                                  {"warmup_min_lr", 0}, {"warmup_type", "linear"}}}};
+}
+
+}  // namespace zt
