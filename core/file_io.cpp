@@ -14,6 +14,15 @@ namespace zt {
 
 std::string errno_message() { return std::strerror(errno); }
 
+uint64_t fnv1a64(const void* data, size_t n, uint64_t h) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
 AtomicFile::AtomicFile(std::string path, std::string what)
     : path_(std::move(path)), tmp_(path_ + ".tmp"), what_(std::move(what)) {
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -1,11 +1,13 @@
-// defines: AtomicFile (write, fsync, rename), fsync_directory, errno_message — durable file
-//          writes shared by every format that must never be seen half-written.
+// defines: AtomicFile (write, fsync, rename), fsync_directory, errno_message, fnv1a64 — durable
+//          file writes shared by every format that must never be seen half-written, and the
+//          checksum the checkpoint formats record.
 //
 // A crash at any instant leaves either the old file or the complete new one:
 //   bytes -> "<path>.tmp";  commit(): fsync, close, rename over <path>, fsync the directory.
 // An AtomicFile destroyed without commit() (an exception on the way) removes its .tmp file.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace zt {
@@ -32,5 +34,8 @@ void fsync_directory(const std::string& dir, const std::string& what);
 
 // strerror(errno) as a string.
 std::string errno_message();
+
+// FNV-1a 64 (Fowler, Noll, Vo) of a byte range, continuing from `h` (pass the default to start).
+uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 0xcbf29ce484222325ull);
 
 }  // namespace zt

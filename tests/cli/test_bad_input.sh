@@ -54,7 +54,7 @@ expect_fail "token ids beyond the vocabulary" "vocab" "$B/zt-train" --model gpt2
 
 # Training checkpoints: another model, a corrupted rank file, a missing rank file.
 "$B/zt-train" --model gpt2-nano --train "$T" -b 2 -t 16 --steps 2 --ckpt-dir "$TMP/ck" 2>/dev/null
-expect_fail "resume with another model" "different model" "$B/zt-train" --model llama-nano --train "$T" -b 2 -t 16 --steps 4 --ckpt-dir "$TMP/ck" --resume
+expect_fail "resume with another model" "another model" "$B/zt-train" --model llama-nano --train "$T" -b 2 -t 16 --steps 4 --ckpt-dir "$TMP/ck" --resume
 expect_fail "resume with another batch size" "batch" "$B/zt-train" --model gpt2-nano --train "$T" -b 3 -t 16 --steps 4 --ckpt-dir "$TMP/ck" --resume
 expect_fail "resume with another learning rate" "lr" "$B/zt-train" --model gpt2-nano --train "$T" -b 2 -t 16 --steps 2 --lr 5e-4 --ckpt-dir "$TMP/ck" --resume
 cp -r "$TMP/ck" "$TMP/ck3"

@@ -1,0 +1,13 @@
+# Multi-rank test registrations: zt_mpi_test(<name> <ranks> "<catch test spec>").
+zt_mpi_test(collectives 1 "[collectives]")
+zt_mpi_test(collectives 2 "[collectives]")
+zt_mpi_test(collectives 4 "[collectives]")
+zt_mpi_test(zero_equivalence 1 "[equivalence]")
+zt_mpi_test(zero_equivalence 2 "[equivalence]")
+zt_mpi_test(zero_equivalence 4 "[equivalence]")
+zt_mpi_test(zero_memory 2 "[zero_memory]")
+zt_mpi_test(zero_memory 4 "[zero_memory]")
+zt_mpi_test(zero_comm 2 "[zero_comm]")
+zt_mpi_test(zero_comm 4 "[zero_comm]")
+zt_mpi_test(checkpoint 3 "[mpi_checkpoint]")
+zt_mpi_test(checkpoint 4 "[mpi_checkpoint]")

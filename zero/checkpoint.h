@@ -1,0 +1,89 @@
+// defines: save_sharded_checkpoint, load_sharded_checkpoint, read_sharded_meta, units_meta,
+//          ConsolidatedUnit, consolidate_params, checkpoint_file_hash — ZeRO sharded checkpoints
+//          (ARCHITECTURE.md "Formats", step 7 of "The life of one parameter"; docs/formats.md).
+//
+//   <dir>/
+//     latest                       "step_00000100\n", replaced atomically after all else is durable
+//     step_00000100/
+//       meta.json                  written by rank 0: {"format": "zerotensor-zero-checkpoint",
+//                                  "version": 1, "world_size": N, "step": 100, ...caller fields,
+//                                  "units": [{"name", "numel", "padded_numel", "params"?}],
+//                                  "tensors": ["param", "exp_avg", "exp_avg_sq"],
+//                                  "dtype": {"param": "float32", ...},
+//                                  "files": [{"rank": r, "name": "rank_0000r.bin", "bytes", "fnv1a64"}]}
+//       rank_0000r.bin             rank r's shards back to back: for each unit in order, for each
+//                                  tensor in order, S_u = padded_numel_u / N elements — elements
+//                                  [r*S_u, (r+1)*S_u) of that unit's flat space.
+//
+// So every rank file has the same layout and size: sum over units of S_u * sum(tensor sizes).
+// A load with another world size N' (resharding) reads, for rank r', the elements
+// [r'*S'_u, (r'+1)*S'_u) of each unit from whichever old files hold them (pread at the right
+// offsets); elements >= numel (padding of either layout) are zero. Every file read is first
+// verified whole (size and FNV-1a 64) against meta.json.
+//
+// Crash safety: a save writes step_X.tmp/ completely (every file fsynced), renames it to step_X
+// (swapping atomically with an existing step_X), fsyncs the root, then replaces `latest`
+// (AtomicFile). kill -9 at any instant leaves the previous checkpoint and `latest` loadable.
+// All ranks must see the same directory (one machine, or a shared file system).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tensor.h"
+#include "dist/process_group.h"
+#include "nn/model.h"
+#include "zero/engine.h"
+
+namespace zt {
+
+inline constexpr const char* kShardedCheckpointFormat = "zerotensor-zero-checkpoint";
+inline constexpr int kShardedCheckpointVersion = 1;
+
+// The unit layout of a model for meta.json: [{"name", "numel", "padded_numel",
+// "params": [{"name", "shape", "offset", "decay"}]}]. Pass it as caller_meta["units"] so that
+// consolidation can name and shape every parameter.
+nlohmann::json units_meta(Model& m);
+
+// Collective (every rank calls, with its own shards in the same unit/tensor order). Writes
+// <dir>/step_%08lld and switches <dir>/latest to it; returns the step directory. caller_meta:
+// any fields (model, config, training, rng, data position...); the format fields are added, and
+// a caller "units" array (same units, same order) contributes each unit's "params". An error on
+// any rank throws on every rank (none is left waiting in a collective).
+std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int64_t step,
+                                    const nlohmann::json& caller_meta, const std::vector<UnitShard>& shards);
+
+// Collective. path: a step directory or a root holding `latest`. Copies this rank's part
+// (g.rank() of g.size()) of every tensor of every unit into `shards` (the engine's views: their
+// layout for g.size(), tensors must exist in the checkpoint with the same dtype) from a
+// checkpoint of any world size. Returns meta.json. Throws zt::Error naming the path, file,
+// unit or tensor for: no meta.json, another format or version, a missing or truncated rank file,
+// a checksum mismatch, a unit that differs from the model's (another model), a missing tensor.
+// A failure on any rank throws on every rank.
+nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path, std::vector<UnitShard>& shards);
+
+// The step directory `path` denotes (itself, or what its `latest` names) and its checked
+// meta.json (format, version, consistent units/tensors/files). Single process.
+struct ShardedMeta {
+  std::string dir;      // the step directory
+  nlohmann::json meta;
+};
+ShardedMeta read_sharded_meta(const std::string& path);
+
+// FNV-1a 64 of a whole file, read in chunks; throws naming the file if it cannot be read.
+uint64_t checkpoint_file_hash(const std::string& file);
+
+// One unit's full parameters, gathered from every rank file (single process).
+struct ConsolidatedUnit {
+  std::string name;
+  int64_t numel = 0;
+  Tensor flat;            // (numel,) float32
+  nlohmann::json params;  // the unit's "params" layout from meta.json, or null when absent
+};
+// Tensor `tensor` ("param" unless the caller asks for e.g. a master copy) of every unit, full,
+// converted to float32. Verifies every file's size and checksum.
+std::vector<ConsolidatedUnit> consolidate_params(const std::string& path, const std::string& tensor = "param");
+
+}  // namespace zt
