@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# zt-estimate: the ZeRO paper's Table 1 as printed, model-state bytes from the formulas, and
+# clear errors for bad input.
+source "$(dirname "$0")/common.sh"
+E="$B/zt-estimate"
+
+# --paper: every cell of Table 1 of Rajbhandari et al. 2019 (arXiv:1910.02054) as the paper prints it.
+"$E" --paper >"$TMP/paper.txt"
+python3 - "$TMP/paper.txt" <<'PY'
+import sys
+paper = {  # DP degree -> 7.5B (Pos, Pos+g, Pos+g+p), 128B (...), 1T (...)
+    1: "120 120 120 2048 2048 2048 16000 16000 16000",
+    4: "52.5 41.3 30 896 704 512 7000 5500 4000",
+    16: "35.6 21.6 7.5 608 368 128 4750 2875 1000",
+    64: "31.4 16.6 1.88 536 284 32 4187 2218 250",
+    256: "30.4 15.4 0.47 518 263 8 4046 2054 62.5",
+    1024: "30.1 15.1 0.12 513 257 2 4011 2013 15.6",
+}
+rows = {}
+for line in open(sys.argv[1]):
+    parts = line.split("|")
+    if len(parts) == 4 and parts[0].strip().isdigit():
+        rows[int(parts[0])] = " ".join(" ".join(p.split()) for p in parts[1:])
+bad = [(nd, rows.get(nd), want) for nd, want in paper.items() if rows.get(nd) != want]
+if bad:
+    print("FAIL: Table 1 rows differ from the paper:", bad); sys.exit(1)
+print("ok: --paper prints all 54 cells of Table 1 as the paper does")
+PY
+
+# Model states from the formulas: 7.5B, P_os, Nd = 64, mixed precision: 4Psi + 12Psi/64 = 31.40625e9 bytes.
+"$E" --params 7.5B --stage 1 --nd 64 --precision bf16 --json >"$TMP/a.json"
+python3 - "$TMP/a.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+psi = 7_500_000_000
+want = {"params": 2 * psi, "grads": 2 * psi, "optim": 12 * psi // 64}
+got = {k: j["model_state"][k] for k in want}
+assert got == want and j["model_state_total"] == 31_406_250_000, (got, want, j["model_state_total"])
+print("ok: --params 7.5B stage 1 Nd 64 bf16 ->", j["model_state_total"], "bytes")
+PY
+
+# A named model: exact padded layout for 4 ranks, fp32 stage 2, with activations.
+"$E" --model gpt2-nano --stage 2 --world-size 4 --batch 2 --seq-len 32 --json >"$TMP/m.json"
+python3 - "$TMP/m.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+P, N = j["psi_padded"], 4
+assert P >= j["psi"] and P % (N * 16) == 0, j
+ms, pk = j["model_state"], j["peak"]
+assert (ms["params"], ms["grads"], ms["optim"]) == (4 * P, 4 * P // N, 8 * P // N), ms
+assert pk["grads"] > ms["grads"] and pk["activations"] > 0 and pk["workspace"] > 0, pk
+print("ok: gpt2-nano stage 2 on 4 ranks:", ms, "activations", pk["activations"])
+PY
+"$E" --model gpt2-nano --stage 3 --nd 2 -b 2 | grep -q "^activations" || { echo "FAIL: no table"; exit 1; }
+echo "ok: the table prints"
+
+expect_fail "unknown model name" "known models: gpt2-nano" "$E" --model gpt-huge
+expect_fail "stage 5" "--stage 5: expected 0, 1, 2 or 3" "$E" --params 1B --stage 5
+expect_fail "bad precision" "--precision \"fp8\"" "$E" --params 1B --precision fp8
+expect_fail "bad count suffix" "--params = \"7.5X\"" "$E" --params 7.5X
+expect_fail "both model and params" "exactly one of --model" "$E" --model gpt2-nano --params 1M
+expect_fail "activations without a model" "need --model" "$E" --params 1B --batch 4
+expect_fail "sequence beyond the context" "context is 64" "$E" --model gpt2-nano --batch 1 --seq-len 65
+echo "all zt-estimate checks passed"

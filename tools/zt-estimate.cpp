@@ -1,0 +1,159 @@
+// zt-estimate: per-rank memory by category for a model or a parameter count, a ZeRO stage, a
+// world size and a precision; --paper prints the ZeRO paper's Table 1. See docs/estimator.md.
+//
+// Includes:
+#include <omp.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/memory.h"     // defines: Category, category_name, format_bytes
+#include "models/config.h"   // defines: ModelConfig, model_config
+#include "models/init.h"     // defines: make_model (the layout-only model)
+#include "zero/config.h"     // defines: Precision, ZeroOptimization, engine_config_from_file
+#include "zero/estimator.h"  // defines: estimate, model_shape, paper_table1, parse_count
+
+using namespace zt;
+
+int main(int argc, char** argv) {
+  CLI::App app{"zt-estimate: per-rank memory (params, grads, optim, activations, comm, workspace) of a "
+               "ZeRO training run, or the ZeRO paper's Table 1 (--paper)"};
+  std::string model_name, params_str, precision = "fp32", config_path;
+  int stage = 0;
+  int64_t world = 1, batch = 0, seq_len = 0, threads = omp_get_max_threads();
+  bool ckpt = false, paper = false, json = false;
+  ZeroOptimization zero;
+  app.add_option("--model", model_name, "a named model config (its exact unit layout is used)");
+  app.add_option("--params", params_str, "a parameter count instead of a model: 124000000, 124M, 7.5B, 1T");
+  app.add_option("--stage", stage, "ZeRO stage: 0, 1, 2 or 3");
+  app.add_option("--world-size,--nd", world, "data-parallel ranks N (the paper's Nd)");
+  app.add_option("--precision", precision, "fp32 | bf16 | fp16 (bf16 / fp16: the paper's mixed precision, K = 12)");
+  app.add_option("--batch,-b", batch, "micro batch per rank B (activations need --model)");
+  app.add_option("--seq-len,-t", seq_len, "sequence length T (default: the model's context when --batch is given)");
+  app.add_flag("--activation-checkpointing", ckpt, "checkpoint the transformer blocks");
+  app.add_option("--config", config_path, "a DeepSpeed-style JSON config: zero_optimization knobs (and stage, "
+                                           "precision, activation_checkpointing unless given here)");
+  app.add_option("--reduce-bucket-size", zero.reduce_bucket_size, "elements per gradient reduction call");
+  app.add_option("--allgather-bucket-size", zero.allgather_bucket_size, "elements per parameter all-gather call");
+  app.add_option("--prefetch-bucket-size", zero.stage3_prefetch_bucket_size, "stage 3: elements prefetched ahead");
+  app.add_option("--max-live-parameters", zero.stage3_max_live_parameters, "stage 3: bound on gathered elements");
+  app.add_option("--persistence-threshold", zero.stage3_param_persistence_threshold,
+                 "stage 3: units with at most this many parameters stay gathered");
+  app.add_option("--max-reuse-distance", zero.stage3_max_reuse_distance,
+                 "stage 3: keep a unit gathered if it is used again within this many elements");
+  app.add_flag("--overlap-comm", zero.overlap_comm, "reductions overlap the next unit's backward");
+  app.add_option("--threads", threads, "OpenMP threads per rank (attention backward scratch)");
+  app.add_flag("--paper", paper, "print Table 1 of the ZeRO paper (Rajbhandari et al. 2019) from the formulas");
+  app.add_flag("--json", json, "machine-readable output (bytes)");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (paper) {
+      std::cout << paper_table1();
+      return 0;
+    }
+    EstimateRequest r;
+    if (!config_path.empty()) {
+      // zt-train's own top-level keys (models/trainer.cpp) may sit in the same file
+      const EngineConfig ec = engine_config_from_file(
+          config_path, static_cast<int>(world < 1 ? 1 : world),
+          {"model", "train_data", "val_data", "seq_len", "steps", "seed", "eval_interval", "eval_batches"});
+      const ZeroOptimization cli = zero;
+      zero = ec.zero;  // the file's knobs, then whatever the command line set explicitly
+      if (app.count("--reduce-bucket-size")) zero.reduce_bucket_size = cli.reduce_bucket_size;
+      if (app.count("--allgather-bucket-size")) zero.allgather_bucket_size = cli.allgather_bucket_size;
+      if (app.count("--prefetch-bucket-size")) zero.stage3_prefetch_bucket_size = cli.stage3_prefetch_bucket_size;
+      if (app.count("--max-live-parameters")) zero.stage3_max_live_parameters = cli.stage3_max_live_parameters;
+      if (app.count("--persistence-threshold"))
+        zero.stage3_param_persistence_threshold = cli.stage3_param_persistence_threshold;
+      if (app.count("--max-reuse-distance")) zero.stage3_max_reuse_distance = cli.stage3_max_reuse_distance;
+      if (app.count("--overlap-comm")) zero.overlap_comm = true;
+      if (!app.count("--stage")) stage = ec.zero.stage;
+      if (!app.count("--precision")) precision = precision_name(ec.precision);
+      if (!app.count("--activation-checkpointing")) ckpt = ec.activation_checkpointing;
+      if (!app.count("--batch")) batch = ec.train_micro_batch_size_per_gpu;
+    }
+    if (stage < 0 || stage > 3) ZT_THROW("--stage ", stage, ": expected 0, 1, 2 or 3");
+    if (world < 1) ZT_THROW("--world-size ", world, ": expected >= 1");
+    if (precision == "fp32") r.precision = Precision::f32;
+    else if (precision == "bf16") r.precision = Precision::bf16;
+    else if (precision == "fp16") r.precision = Precision::f16;
+    else ZT_THROW("--precision \"", precision, "\": expected fp32, bf16 or fp16");
+    if (model_name.empty() == params_str.empty()) ZT_THROW("give exactly one of --model NAME and --params N");
+    if (batch < 0 || seq_len < 0 || threads < 1)
+      ZT_THROW("--batch ", batch, ", --seq-len ", seq_len, ", --threads ", threads, ": expected >= 0, >= 0, >= 1");
+    std::string what;
+    if (!model_name.empty()) {
+      const ModelConfig cfg = model_config(model_name);
+      auto layout = make_model(cfg, ModelOptions{DType::f32, world, kShardAlignment, /*allocate=*/false});
+      r.has_model = true;
+      r.model = model_shape(cfg, *layout, world);
+      if (batch > 0 && seq_len == 0) seq_len = cfg.max_seq_len;
+      if (seq_len > cfg.max_seq_len)
+        ZT_THROW("--seq-len ", seq_len, ": ", model_name, "'s context is ", cfg.max_seq_len);
+      if (seq_len > 0 && batch == 0) ZT_THROW("--seq-len needs --batch (the micro batch per rank)");
+      what = model_name;
+    } else {
+      r.psi = parse_count(params_str, "--params");
+      if (batch > 0 || seq_len > 0) ZT_THROW("--batch / --seq-len: activations need --model (a parameter count has no shape)");
+      what = params_str + " parameters";
+    }
+    r.stage = stage;
+    r.world_size = world;
+    r.micro_batch = batch;
+    r.seq_len = seq_len;
+    r.activation_checkpointing = ckpt;
+    r.zero = zero;
+    r.threads = threads;
+    const Estimate e = estimate(r);
+
+    if (json) {
+      nlohmann::json j;
+      j["model"] = what;
+      j["psi"] = e.psi;
+      j["psi_padded"] = e.psi_padded;
+      j["stage"] = stage;
+      j["world_size"] = world;
+      j["precision"] = precision_name(r.precision);
+      j["micro_batch"] = batch;
+      j["seq_len"] = seq_len;
+      j["activation_checkpointing"] = ckpt;
+      for (Category c : kAllCategories) {
+        j["model_state"][category_name(c)] = e.state(c);
+        j["peak"][category_name(c)] = e.max(c);
+      }
+      j["model_state_total"] = e.model_state_total();
+      j["peak_sum"] = e.peak_sum();
+      std::cout << j.dump(2) << std::endl;
+      return 0;
+    }
+    std::printf("zt-estimate: %s, %lld parameters (%lld padded), ZeRO stage %d, %lld rank%s, %s\n", what.c_str(),
+                static_cast<long long>(e.psi), static_cast<long long>(e.psi_padded), stage,
+                static_cast<long long>(world), world == 1 ? "" : "s", precision_name(r.precision));
+    if (e.has_activations)
+      std::printf("micro batch %lld x %lld tokens%s, %lld thread%s\n", static_cast<long long>(batch),
+                  static_cast<long long>(seq_len), ckpt ? ", activation checkpointing" : "",
+                  static_cast<long long>(threads), threads == 1 ? "" : "s");
+    std::printf("\nper rank       %29s   %29s\n", "model state (bytes)", "peak (bytes)");
+    for (Category c : kAllCategories) {
+      const bool state = c == Category::params || c == Category::grads || c == Category::optim;
+      const bool unknown = c == Category::activations && !e.has_activations;
+      std::printf("%-14s %16s %12s   %16s %12s\n", category_name(c),
+                  state ? std::to_string(e.state(c)).c_str() : "-", state ? format_bytes(e.state(c)).c_str() : "",
+                  unknown ? "n/a" : std::to_string(e.max(c)).c_str(), unknown ? "" : format_bytes(e.max(c)).c_str());
+    }
+    std::printf("%-14s %16lld %12s   %16lld %12s  (sum of the category peaks)\n", "total",
+                static_cast<long long>(e.model_state_total()), format_bytes(e.model_state_total()).c_str(),
+                static_cast<long long>(e.peak_sum()), format_bytes(e.peak_sum()).c_str());
+    if (!e.has_activations)
+      std::printf("\nactivations: give --model with --batch (and --seq-len) to estimate them.\n");
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "zt-estimate: error: %s\n", ex.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,420 @@
+#include "zero/estimator.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "core/check.h"
+
+namespace zt {
+
+namespace {
+
+int idx(Category c) { return static_cast<int>(c); }
+int64_t param_elem(Precision p) { return p == Precision::f32 ? 4 : 2; }  // parameters and gradients
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// ---- stage 3 residency: the acquire / release rules of zero/engine.cpp, replayed on sizes ----
+//
+// Units start gathered only if persistent (numel <= stage3_param_persistence_threshold). The
+// first step records the order of acquires (the trace) and frees each unit at its release; later
+// steps prefetch along the trace (bounded by stage3_max_live_parameters and
+// stage3_prefetch_bucket_size) and keep a released unit gathered when the trace uses it again
+// within stage3_max_reuse_distance elements. The step's end frees every non-persistent unit.
+// Also tracks the all-gather staging buffers (comm) of prefetches still in flight.
+struct Stage3Sim {
+  std::vector<int64_t> P;
+  std::vector<bool> persistent, gathered, in_flight;
+  std::vector<int> refs;
+  const ZeroOptimization& z;
+  int64_t live = 0, peak_live = 0;     // elements of gathered non-persistent full buffers
+  int64_t comm = 0, peak_comm = 0;     // elements of all-gather staging buffers in flight
+  int64_t S_of(size_t i) const { return P[i] / n; }
+  int64_t n = 1;
+  std::vector<int> trace;
+  size_t pos = 0;
+  bool tracing = true;
+
+  Stage3Sim(const std::vector<UnitSize>& units, const ZeroOptimization& zo, int64_t world) : z(zo), n(world) {
+    for (const UnitSize& u : units) {
+      P.push_back(u.padded_numel);
+      persistent.push_back(u.numel <= z.stage3_param_persistence_threshold);
+    }
+    gathered = persistent;
+    in_flight.assign(P.size(), false);
+    refs.assign(P.size(), 0);
+  }
+  bool chunked(size_t i) const { return std::max<int64_t>(1, z.allgather_bucket_size) < S_of(i); }
+  void gather(size_t i, bool wait) {
+    if (!gathered[i]) {
+      gathered[i] = true;
+      live += P[i];
+      peak_live = std::max(peak_live, live);
+      if (chunked(i)) {  // N x chunk staging buffers, one per chunk, all issued at once
+        in_flight[i] = true;
+        comm += P[i];
+        peak_comm = std::max(peak_comm, comm);
+      }
+      if (!z.overlap_comm) wait = true;
+    }
+    if (wait) finish(i);
+  }
+  void finish(size_t i) {
+    if (in_flight[i]) comm -= P[i];
+    in_flight[i] = false;
+  }
+  void free_full(size_t i) {
+    if (persistent[i] || !gathered[i] || refs[i] > 0) return;
+    finish(i);
+    gathered[i] = false;
+    live -= P[i];
+  }
+  void prefetch_after(size_t p) {
+    int64_t fetched = 0;
+    for (size_t j = p + 1; j < trace.size(); ++j) {
+      const size_t t = static_cast<size_t>(trace[j]);
+      if (gathered[t]) continue;
+      if (live + P[t] > z.stage3_max_live_parameters) break;
+      if (fetched > 0 && fetched + P[t] > z.stage3_prefetch_bucket_size) break;
+      gather(t, false);
+      fetched += P[t];
+    }
+  }
+  void acquire(size_t i) {
+    if (tracing) trace.push_back(static_cast<int>(i));
+    else if (pos < trace.size() && trace[pos] == static_cast<int>(i)) prefetch_after(pos++);
+    else pos = trace.size();
+    ++refs[i];
+    gather(i, true);
+  }
+  void release(size_t i) {
+    --refs[i];
+    if (!tracing && pos < trace.size()) {
+      int64_t distance = 0;
+      for (size_t j = pos; j < trace.size(); ++j) {
+        if (trace[j] == static_cast<int>(i)) {
+          if (distance <= z.stage3_max_reuse_distance && z.stage3_max_reuse_distance > 0) return;
+          break;
+        }
+        distance += P[static_cast<size_t>(trace[j])];
+      }
+    }
+    free_full(i);
+  }
+  void end_step() {
+    for (size_t i = 0; i < P.size(); ++i) free_full(i);
+    tracing = false;
+  }
+};
+
+// The residency events of one training micro-step in order (models/transformer.h's forward loop,
+// autograd/engine.cpp's before/after_backward hooks): +1 acquire unit i, -1 release unit i.
+// Units: 0 = embed, 1..L = blocks, L+1 = head. Tied: the head's forward also holds the embedding,
+// and in backward the embedding's span runs from the head's matmul to the token lookup.
+struct Event { bool acquire; size_t unit; bool backward; };
+std::vector<Event> step_events(size_t n_units, bool tied) {
+  const size_t E = 0, H = n_units - 1;
+  std::vector<Event> ev;
+  for (size_t i = 0; i < H; ++i) ev.insert(ev.end(), {{true, i, false}, {false, i, false}});
+  if (tied) ev.push_back({true, E, false});
+  ev.insert(ev.end(), {{true, H, false}, {false, H, false}});
+  if (tied) ev.push_back({false, E, false});
+  if (tied) ev.push_back({true, E, true});
+  ev.insert(ev.end(), {{true, H, true}, {false, H, true}});
+  for (size_t i = H - 1; i >= 1; --i) ev.insert(ev.end(), {{true, i, true}, {false, i, true}});
+  if (!tied) ev.push_back({true, E, true});
+  ev.push_back({false, E, true});
+  return ev;
+}
+
+// Stages 2-3: full gradient buffers (elements) alive during backward, and the reduce-scatter
+// staging buffers (comm elements). A unit's buffer appears at its before_backward and goes when
+// its reduction finishes: at once, or with overlap_comm when the next unit's reduction starts.
+// Chunks of reduce_bucket_size: one chunk covering the shard reduces from the buffer itself into
+// an S-element output; smaller chunks pack N x chunk inputs plus chunk outputs (P + S in all).
+void grad_and_reduce_peaks(const std::vector<UnitSize>& units, const std::vector<Event>& ev, int stage,
+                           const ZeroOptimization& z, int64_t N, int64_t* grad_peak, int64_t* comm_peak) {
+  std::vector<int64_t> live_grad(units.size(), 0), live_comm(units.size(), 0);
+  std::vector<bool> pending(units.size(), false);  // reduction started, not finished
+  int64_t g = 0, c = 0;
+  *grad_peak = 0;
+  *comm_peak = 0;
+  const int64_t chunk = std::max<int64_t>(1, z.reduce_bucket_size);
+  for (const Event& e : ev) {
+    if (!e.backward) continue;
+    const size_t i = e.unit;
+    const int64_t P = units[i].padded_numel, S = P / N;
+    if (e.acquire) {
+      if (stage >= 2) live_grad[i] = P, g += P;
+      *grad_peak = std::max(*grad_peak, g);
+      continue;
+    }
+    if (stage == 0) continue;  // all-reduce in place
+    auto finish = [&](size_t j) {  // the reduction's last chunk frees the full gradient (stages 2-3)
+      g -= live_grad[j], c -= live_comm[j], live_grad[j] = live_comm[j] = 0, pending[j] = false;
+    };
+    if (z.overlap_comm)  // this unit's reduction first finishes every other one still in flight
+      for (size_t j = 0; j < units.size(); ++j)
+        if (j != i && pending[j]) finish(j);
+    live_comm[i] = chunk >= S ? S : P + S;
+    c += live_comm[i];
+    pending[i] = true;
+    *comm_peak = std::max(*comm_peak, c);
+    if (!z.overlap_comm) finish(i);
+  }
+}
+
+void check_request(const EstimateRequest& r) {
+  if (r.stage < 0 || r.stage > 3)
+    ZT_THROW("estimate: stage = ", r.stage, ": expected 0, 1, 2 or 3 (zero_optimization.stage)");
+  if (r.world_size < 1) ZT_THROW("estimate: world_size = ", r.world_size, ": expected >= 1");
+  if (r.micro_batch < 0 || r.seq_len < 0)
+    ZT_THROW("estimate: micro_batch = ", r.micro_batch, ", seq_len = ", r.seq_len, ": expected >= 0");
+  if (r.threads < 1) ZT_THROW("estimate: threads = ", r.threads, ": expected >= 1");
+  if (!r.has_model) {
+    if (r.psi < 1) ZT_THROW("estimate: psi = ", r.psi, ": expected a parameter count >= 1 (or a model)");
+    if (r.micro_batch > 0 || r.seq_len > 0)
+      ZT_THROW("estimate: activations (micro_batch, seq_len) need a model shape, not only a parameter count");
+    return;
+  }
+  const ModelShape& m = r.model;
+  if (m.family != "gpt2" && m.family != "llama")
+    ZT_THROW("estimate: model family \"", m.family, "\": expected \"gpt2\" or \"llama\"");
+  if (m.units.size() != static_cast<size_t>(m.n_layer) + 2 || m.n_layer < 1)
+    ZT_THROW("estimate: the model shape has ", m.units.size(), " units for n_layer = ", m.n_layer,
+             ": expected embed, n_layer blocks, head");
+  if (m.n_head < 1 || m.n_kv_head < 1 || m.n_embd % m.n_head != 0)
+    ZT_THROW("estimate: n_embd = ", m.n_embd, ", n_head = ", m.n_head, ", n_kv_head = ", m.n_kv_head,
+             ": expected n_head | n_embd and n_kv_head >= 1");
+  for (const UnitSize& u : m.units)
+    if (u.padded_numel % r.world_size != 0 || u.padded_numel < u.numel)
+      ZT_THROW("estimate: unit '", u.name, "' is padded to ", u.padded_numel, " elements, not a multiple of world_size ",
+               r.world_size, ": build the layout with ModelOptions{world_size = ", r.world_size, "}");
+}
+
+}  // namespace
+
+std::vector<UnitSize> unit_sizes(Model& m, int64_t world_size, int64_t alignment) {
+  ZT_CHECK(world_size >= 1 && alignment >= 1, "unit_sizes: world_size ", world_size, ", alignment ", alignment);
+  const int64_t mult = world_size * alignment;
+  std::vector<UnitSize> out;
+  for (Unit* u : m.units()) {
+    const ParamSet& ps = u->params();
+    int64_t padded = ps.padded_numel();
+    if (!ps.finalized()) padded = std::max<int64_t>(1, ceil_div(ps.numel(), mult)) * mult;  // ParamSet::finalize
+    out.push_back({u->name(), ps.numel(), padded});
+  }
+  return out;
+}
+
+int64_t Estimate::model_state_total() const {
+  int64_t s = 0;
+  for (int64_t b : model_state) s += b;
+  return s;
+}
+
+int64_t Estimate::peak_sum() const {
+  int64_t s = 0;
+  for (int64_t b : peak) s += b;
+  return s;
+}
+
+int64_t model_state_bytes_x_n(Category c, int64_t psi, int stage, int64_t N, Precision p) {
+  const int64_t e = param_elem(p), k = p == Precision::f32 ? 8 : 12;  // K: fp32 m + v; mixed master + m + v
+  switch (c) {
+    case Category::params: return stage == 3 ? e * psi : e * psi * N;
+    case Category::grads: return stage >= 2 ? e * psi : e * psi * N;
+    case Category::optim: return stage >= 1 ? k * psi : k * psi * N;
+    default: return 0;
+  }
+}
+
+// ---- activations -------------------------------------------------------------------------
+//
+// Per token (B*T rows), in elements, what the graph holds when the forward ends: every op
+// output that a later op (or its own backward) reads, plus the statistics the ops save
+// (docs/estimator.md walks through each op). C width, F MLP hidden, kv = n_kv_head * D, Vp
+// padded vocabulary, H query heads:
+//   gpt2   embed  wte row, wpe row, their sum: 3C (+ the int32 position ids, 4 bytes)
+//          block  ln_1, q, k, v, attention out, c_proj, residual, ln_2, mlp c_proj, residual:
+//                 10C; c_fc and gelu: 2F; LayerNorm mean + rstd x 2: 4; P: H*T
+//   llama  embed  C
+//          block  norm, q, rope(q), attention out, o_proj, residual, norm, down, residual: 9C;
+//                 k, v, rope(k): 3kv; gate, up, swiglu: 3F; RMSNorm rstd x 2: 2; P: H*T; and
+//                 per block (not per token) the RoPE cos/sin tables of q and k: 2*T*D
+//   head   final norm C (+ its statistics: 2 gpt2, 1 llama), logits Vp, the loss's row
+//          log-sum-exp 1; and the scalar loss.
+// Checkpointed blocks hold only their output (C per token); the block's graph is rebuilt in
+// its backward.
+//
+// The backward's largest transient, over the state at the end of the forward:
+//   head      the loss gradient (Vp) and the head matmul's dx (C), with all of the forward held
+//   last block (its full graph held; the logits already freed):
+//             gpt2 mlp: dx of c_proj (F) and of gelu (F), after the residual and c_proj
+//             outputs (2C) went: 2F - 2C - Vp; llama: down's dx (F), swiglu's d(gate), d(up)
+//             (2F): 3F - 2C - Vp. Checkpointed: the block's recomputed graph plus 2F - C (gpt2)
+//             or 3F - C (llama) (its output stays held by the recompute), less the logits Vp.
+ActivationEstimate estimate_activations(const ModelShape& m, int64_t B, int64_t T, bool ckpt, int64_t e) {
+  ZT_CHECK(m.family == "gpt2" || m.family == "llama", "estimate_activations: family ", m.family);
+  ZT_CHECK(B >= 1 && T >= 1 && e >= 1, "estimate_activations: B = ", B, ", T = ", T, ", elem = ", e);
+  const int64_t C = m.n_embd, F = m.ffn_hidden, H = m.n_head, D = C / H, kv = m.n_kv_head * D;
+  const int64_t Vp = m.padded_vocab_size, L = m.n_layer, BT = B * T;
+  const bool gpt2 = m.family == "gpt2";
+  const int64_t embed = gpt2 ? BT * 3 * C * e + BT * 4 : BT * C * e;
+  const int64_t block = gpt2 ? BT * (10 * C + 2 * F + 4) * e + B * H * T * T * e
+                             : BT * (9 * C + 3 * kv + 3 * F + 2) * e + B * H * T * T * e + 2 * T * D * e;
+  const int64_t head = BT * (C + (gpt2 ? 2 : 1) + Vp + 1) * e + e;
+  const int64_t mlp_k = gpt2 ? 2 : 3;  // F-sized gradients alive at once in the MLP's backward
+  ActivationEstimate a;
+  const int64_t head_transient = e + BT * (Vp + C) * e;  // the seed gradient, dlogits, dx
+  if (!ckpt) {
+    a.saved = embed + L * block + head;
+    a.peak = a.saved + std::max({int64_t{0}, head_transient, BT * (mlp_k * F - 2 * C - Vp) * e});
+  } else {
+    a.saved = embed + L * BT * C * e + head;
+    a.peak = a.saved + std::max(head_transient, block + BT * (mlp_k * F - C - Vp) * e);
+  }
+  return a;
+}
+
+// ---- the estimate --------------------------------------------------------------------------
+
+Estimate estimate(const EstimateRequest& r) {
+  check_request(r);
+  Estimate est;
+  const int64_t N = r.world_size;
+  if (r.has_model) {
+    for (const UnitSize& u : r.model.units) est.psi += u.numel, est.psi_padded += u.padded_numel;
+  } else {
+    est.psi = est.psi_padded = r.psi;
+  }
+  for (Category c : {Category::params, Category::grads, Category::optim})
+    est.model_state[idx(c)] = ceil_div(model_state_bytes_x_n(c, est.psi_padded, r.stage, N, r.precision), N);
+  est.peak = est.model_state;
+  const int64_t pe = param_elem(r.precision);
+  int64_t comm = 8;  // the step's scalar all-reduces (loss, gradient norm): one float64 at a time
+  if (r.has_model) {
+    const std::vector<UnitSize>& units = r.model.units;
+    const std::vector<Event> ev = step_events(units.size(), r.model.tie_embeddings);
+    int64_t grad_live = 0, reduce_comm = 0, gather_comm = 0, publish_comm = 0;
+    grad_and_reduce_peaks(units, ev, r.stage, r.zero, N, &grad_live, &reduce_comm);
+    est.peak[idx(Category::grads)] += grad_live * pe;
+    if (r.stage == 3) {
+      Stage3Sim sim(units, r.zero, N);
+      for (int step = 0; step < 2; ++step) {  // the tracing step, then a steady one
+        for (const Event& e : ev) e.acquire ? sim.acquire(e.unit) : sim.release(e.unit);
+        sim.end_step();
+      }
+      int64_t persistent = 0;
+      for (size_t i = 0; i < units.size(); ++i)
+        if (sim.persistent[i]) persistent += units[i].padded_numel;
+      est.peak[idx(Category::params)] += (persistent + sim.peak_live) * pe;
+      gather_comm = sim.peak_comm;
+    }
+    // Stages 1-2 publish every unit after the update (stage 3: the persistent ones), all
+    // chunked all-gathers issued before any is waited for.
+    for (const UnitSize& u : units) {
+      const bool publishes = r.stage == 1 || r.stage == 2 || (r.stage == 3 && u.numel <= r.zero.stage3_param_persistence_threshold);
+      if (publishes && std::max<int64_t>(1, r.zero.allgather_bucket_size) < u.padded_numel / N) publish_comm += u.padded_numel;
+    }
+    // Gathers and reductions are in flight together only under overlap_comm (else each is
+    // waited for where it is issued).
+    const int64_t backward_comm = r.zero.overlap_comm ? reduce_comm + gather_comm : std::max(reduce_comm, gather_comm);
+    comm = std::max({comm, backward_comm * pe, publish_comm * pe});
+    if (r.micro_batch > 0 && r.seq_len > 0) {
+      const int64_t ae = r.precision == Precision::f32 ? 4 : 2;
+      est.peak[idx(Category::activations)] =
+          estimate_activations(r.model, r.micro_batch, r.seq_len, r.activation_checkpointing, ae).peak;
+      est.has_activations = true;
+      // attention backward: a (T, T) scratch per thread; GQA adds (B, H, T, D) for dK and dV
+      const int64_t T = r.seq_len, H = r.model.n_head, D = r.model.n_embd / H;
+      int64_t ws = r.threads * T * T * ae;
+      if (r.model.n_kv_head < H) ws += 2 * r.micro_batch * H * T * D * ae;
+      est.peak[idx(Category::workspace)] = ws;
+    }
+  }
+  est.peak[idx(Category::comm)] = comm;
+  return est;
+}
+
+// ---- the ZeRO paper's Table 1 --------------------------------------------------------------
+
+std::string format_paper_gb(int64_t num, int64_t den) {
+  ZT_CHECK(num >= 0 && den > 0, "format_paper_gb: ", num, " / ", den);
+  if (num >= 100 * den) return std::to_string(num / den);  // the paper truncates: 513.5 -> 513
+  const int d = num >= 10 * den ? 1 : 2;
+  const int64_t scale = d == 1 ? 10 : 100;
+  const int64_t q = (2 * num * scale + den) / (2 * den);  // round half up at d decimals
+  std::string s = std::to_string(q / scale);
+  std::string frac = std::to_string(q % scale);
+  frac.insert(0, static_cast<size_t>(d) - frac.size(), '0');
+  while (!frac.empty() && frac.back() == '0') frac.pop_back();
+  return frac.empty() ? s : s + "." + frac;
+}
+
+std::string paper_table1_cell(int64_t psi, int stage, int64_t nd) {
+  ZT_CHECK(stage >= 0 && stage <= 3 && nd >= 1, "paper_table1_cell: stage ", stage, ", nd ", nd);
+  int64_t bytes_x_n = 0;  // mixed precision, K = 12: exact, in bytes times nd
+  for (Category c : {Category::params, Category::grads, Category::optim})
+    bytes_x_n += model_state_bytes_x_n(c, psi, stage, nd, Precision::bf16);
+  return format_paper_gb(bytes_x_n, nd * 1000000000LL);
+}
+
+std::string paper_table1() {
+  const int64_t psis[3] = {7500000000LL, 128000000000LL, 1000000000000LL};
+  const char* names[3] = {"7.5B", "128B", "1T"};
+  const int64_t nds[6] = {1, 4, 16, 64, 256, 1024};
+  std::ostringstream o;
+  o << "Table 1 of Rajbhandari et al. 2019 (ZeRO, arXiv:1910.02054): per-device memory of model states\n"
+       "in GB (1e9 bytes), mixed-precision Adam (K = 12), as a function of the DP degree, from the formulas\n"
+       "  P_os 4Psi + 12Psi/Nd    P_os+g 2Psi + 14Psi/Nd    P_os+g+p 16Psi/Nd\n"
+       "printed with the paper's rounding (below 10: 2 decimals, below 100: 1 decimal, else the integer part).\n"
+       "Baseline DP (no ZeRO) needs 16Psi at every Nd: 120, 2048 and 16000 GB.\n\n";
+  char buf[64];
+  o << "      ";
+  for (const char* n : names) {
+    std::snprintf(buf, sizeof buf, "| %-27s", (std::string(n) + " Model (GB)").c_str());
+    o << buf;
+  }
+  o << "\n  DP  ";
+  for (int m = 0; m < 3; ++m) o << "| P_os     P_os+g   P_os+g+p ";
+  o << "\n";
+  for (int64_t nd : nds) {
+    std::snprintf(buf, sizeof buf, "%4lld  ", static_cast<long long>(nd));
+    o << buf;
+    for (int m = 0; m < 3; ++m) {
+      o << "| ";
+      for (int stage = 1; stage <= 3; ++stage) {
+        std::snprintf(buf, sizeof buf, "%-9s", paper_table1_cell(psis[m], stage, nd).c_str());
+        o << buf;
+      }
+    }
+    o << "\n";
+  }
+  return o.str();
+}
+
+int64_t parse_count(const std::string& s, const char* what) {
+  size_t end = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &end);
+  } catch (const std::exception&) {
+    ZT_THROW(what, " = \"", s, "\": expected a count such as 124000000, 124M, 7.5B or 1T");
+  }
+  std::string suffix = s.substr(end);
+  double mul = 1;
+  if (suffix == "k" || suffix == "K") mul = 1e3;
+  else if (suffix == "M" || suffix == "m") mul = 1e6;
+  else if (suffix == "B" || suffix == "b" || suffix == "G" || suffix == "g") mul = 1e9;
+  else if (suffix == "T" || suffix == "t") mul = 1e12;
+  else if (!suffix.empty())
+    ZT_THROW(what, " = \"", s, "\": unknown suffix \"", suffix, "\" (expected k, M, B or T)");
+  const double n = std::round(v * mul);
+  if (!(n >= 1) || n > 9e15) ZT_THROW(what, " = \"", s, "\": expected a count between 1 and 9e15");
+  return static_cast<int64_t>(n);
+}
+
+}  // namespace zt
