@@ -24,6 +24,7 @@
 #include "models/gpt2.h"            // defines: GPT2 (for --save-llmc)
 #include "models/llmc_checkpoint.h" // defines: save_llmc_checkpoint
 #include "models/trainer.h"         // defines: TrainConfig, Trainer, StepStats
+#include "zero/estimator.h"         // defines: estimate, EstimateRequest, model_shape
 
 using namespace zt;
 
@@ -61,8 +62,9 @@ struct RunPeaks {
   }
 };
 
-// Every rank's current and run-peak bytes per category, printed by rank 0 (collective).
-void print_memory_table(ProcessGroup& g, const RunPeaks& run) {
+// Every rank's current and run-peak bytes per category, printed by rank 0 (collective), and the
+// estimator's prediction of the per-rank peak beside them (zero/estimator.h).
+void print_memory_table(ProcessGroup& g, const RunPeaks& run, const Estimate& est) {
   const MemoryStats m = cpu_allocator().stats();
   const int64_t K = kNumCategories + 1;  // categories + total
   Tensor mine = Tensor::empty({2 * K}, DType::f64, Category::comm);
@@ -90,6 +92,13 @@ void print_memory_table(ProcessGroup& g, const RunPeaks& run) {
     }
     std::fprintf(stderr, "\n");
   }
+  std::fprintf(stderr, "  %-5s", "est.");
+  for (Category c : kAllCategories) {
+    const std::string cell = "peak " + format_bytes(est.max(c));
+    std::fprintf(stderr, " %23s", cell.c_str());
+  }
+  std::fprintf(stderr, " %23s\n", ("sum " + format_bytes(est.peak_sum())).c_str());
+  std::fprintf(stderr, "  (est. = zt-estimate's per-rank peak for this model, stage, world size, batch and threads)\n");
 }
 
 // Threads per rank: --threads, else the cores shared among the ranks on this machine.
@@ -240,7 +249,18 @@ int main(int argc, char** argv) {
       }
     }
     if (!c.ckpt_dir.empty() && lead) std::fprintf(stderr, "checkpoint: %s/latest\n", c.ckpt_dir.c_str());
-    print_memory_table(group, run_peaks);
+    EstimateRequest req;
+    req.has_model = true;
+    req.model = model_shape(tr.model_config(), tr.model(), group.size());
+    req.stage = c.zero.stage;
+    req.world_size = group.size();
+    req.precision = c.precision;
+    req.micro_batch = tr.config().batch;
+    req.seq_len = tr.config().seq_len;
+    req.activation_checkpointing = c.activation_checkpointing;
+    req.zero = c.zero;
+    req.threads = nt;
+    print_memory_table(group, run_peaks, estimate(req));
   } catch (const std::exception& e) {
     // One rank's error must not leave the others waiting in a collective: stop the whole job.
     if (group.size() > 1) group.abort(std::string("zt-train: ") + e.what());
