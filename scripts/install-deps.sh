@@ -10,7 +10,8 @@ pkgs=(
   nlohmann-json3-dev             # JSON (configs, checkpoint meta, logs)
   libcli11-dev                   # command lines
   catch2                         # unit tests (Catch2 v2)
-  python3                        # data/make_corpus.sh statistics
+  python3                        # data/make_corpus.sh statistics, CLI tests
+  libopenmpi-dev openmpi-bin     # OpenMPI: dist/ (the MPI process group), mpirun for multi-rank runs
 )
 
 missing=()

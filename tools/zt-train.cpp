@@ -260,6 +260,7 @@ int main(int argc, char** argv) {
     req.activation_checkpointing = c.activation_checkpointing;
     req.zero = c.zero;
     req.threads = nt;
+    req.whole_model_build = true;
     print_memory_table(group, run_peaks, estimate(req));
   } catch (const std::exception& e) {
     // One rank's error must not leave the others waiting in a collective: stop the whole job.

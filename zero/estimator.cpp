@@ -336,6 +336,9 @@ Estimate estimate(const EstimateRequest& r) {
     }
   }
   est.peak[idx(Category::comm)] = comm;
+  if (r.whole_model_build)
+    for (Category c : {Category::params, Category::grads})
+      est.peak[idx(c)] = std::max(est.peak[idx(c)], 4 * est.psi_padded);
   return est;
 }
 

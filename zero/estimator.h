@@ -95,6 +95,10 @@ struct EstimateRequest {
   bool activation_checkpointing = false;
   ZeroOptimization zero;  // bucket sizes, prefetch, persistence, reuse distance, overlap_comm
   int64_t threads = 1;    // OpenMP threads of a rank (attention backward scratch per thread)
+  // The run includes the model's construction: every rank builds the whole model (full fp32
+  // parameter and gradient buffers) before the engine shards it, as DeepSpeed does without
+  // zero.Init. zt-train's run peaks include it; a peak measured after a reset does not.
+  bool whole_model_build = false;
 };
 
 struct Estimate {
