@@ -190,15 +190,19 @@ void Engine::free_full_params(UnitState& s) {
   live_elements_ -= s.P;
 }
 
+// Gathers the units after trace position `pos` ahead of use: always the next one, then more while
+// the units ahead (gathered already or not) fit stage3_prefetch_bucket_size, and never past
+// stage3_max_live_parameters gathered elements.
 void Engine::prefetch_after(size_t pos) {
-  int64_t fetched = 0;
+  int64_t ahead = 0;
   for (size_t j = pos + 1; j < trace_.size(); ++j) {
     UnitState& t = *units_[trace_[j]];
-    if (t.gathered) continue;
-    if (live_elements_ + t.P > cfg_.zero.stage3_max_live_parameters) break;
-    if (fetched > 0 && fetched + t.P > cfg_.zero.stage3_prefetch_bucket_size) break;
-    gather(t, /*wait=*/false);
-    fetched += t.P;
+    if (ahead > 0 && ahead + t.P > cfg_.zero.stage3_prefetch_bucket_size) break;
+    if (!t.gathered) {
+      if (live_elements_ + t.P > cfg_.zero.stage3_max_live_parameters) break;
+      gather(t, /*wait=*/false);
+    }
+    ahead += t.P;
   }
 }
 

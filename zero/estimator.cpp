@@ -71,15 +71,16 @@ struct Stage3Sim {
     gathered[i] = false;
     live -= P[i];
   }
-  void prefetch_after(size_t p) {
-    int64_t fetched = 0;
+  void prefetch_after(size_t p) {  // Engine::prefetch_after's rule
+    int64_t ahead = 0;
     for (size_t j = p + 1; j < trace.size(); ++j) {
       const size_t t = static_cast<size_t>(trace[j]);
-      if (gathered[t]) continue;
-      if (live + P[t] > z.stage3_max_live_parameters) break;
-      if (fetched > 0 && fetched + P[t] > z.stage3_prefetch_bucket_size) break;
-      gather(t, false);
-      fetched += P[t];
+      if (ahead > 0 && ahead + P[t] > z.stage3_prefetch_bucket_size) break;
+      if (!gathered[t]) {
+        if (live + P[t] > z.stage3_max_live_parameters) break;
+        gather(t, false);
+      }
+      ahead += P[t];
     }
   }
   void acquire(size_t i) {
