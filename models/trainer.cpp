@@ -276,7 +276,7 @@ void Trainer::resume_from(const std::string& dir) {
       ZT_THROW("checkpoint in '", dir, "' was trained with a global batch of ", meta.at("global_batch").get<int64_t>(),
                " sequences (batch x world size), this run has ", cfg_.batch, " x ", group_.size(), " = ", global_batch,
                ": choose --batch so that the global batch stays the same");
-    engine_->load_shards(shards);
+    engine_->shards_loaded();
     step_ = meta.at("step").get<int64_t>();
     engine_->set_optimizer_steps(meta.at("optimizer_steps").get<int64_t>());
     rng_.set_state(std::stoull(meta.at("rng_state").get<std::string>()));

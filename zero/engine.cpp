@@ -23,6 +23,14 @@ struct Pending {
   }
 };
 
+// Finishes every collective of a queue, in issue order.
+static void drain(std::deque<Pending>& q) {
+  while (!q.empty()) {
+    q.front().finish();
+    q.pop_front();
+  }
+}
+
 struct Engine::UnitState {
   int index = 0;
   Unit* unit = nullptr;
@@ -172,19 +180,12 @@ void Engine::gather(UnitState& s, bool wait) {
     all_gather_chunked(group_, s.param_shard, s.ps->flat(), cfg_.zero.allgather_bucket_size, s.gathers);
     if (!cfg_.zero.overlap_comm) wait = true;
   }
-  if (wait)
-    while (!s.gathers.empty()) {
-      s.gathers.front().finish();
-      s.gathers.pop_front();
-    }
+  if (wait) drain(s.gathers);
 }
 
 void Engine::free_full_params(UnitState& s) {
   if (cfg_.zero.stage != 3 || s.persistent || !s.gathered || s.refs > 0) return;
-  while (!s.gathers.empty()) {  // a prefetch nobody used: let it land before freeing its buffer
-    s.gathers.front().finish();
-    s.gathers.pop_front();
-  }
+  drain(s.gathers);  // a prefetch nobody used: let it land before freeing its buffer
   s.ps->flat().storage()->release();
   s.gathered = false;
   live_elements_ -= s.P;
@@ -274,11 +275,7 @@ void Engine::reduce_gradients(UnitState& s) {
   // finish it now, so at most two units' reductions (and full gradients) are alive.
   if (cfg_.zero.overlap_comm) {
     for (auto& u : units_)
-      if (u.get() != &s)
-        while (!u->reduces.empty()) {
-          u->reduces.front().finish();
-          u->reduces.pop_front();
-        }
+      if (u.get() != &s) drain(u->reduces);
   }
   const Tensor grad = s.ps->flat_grad();
   const int64_t S = s.S, N = N_, chunk = std::max<int64_t>(1, cfg_.zero.reduce_bucket_size);
@@ -316,19 +313,11 @@ void Engine::reduce_gradients(UnitState& s) {
       };
     }
   }
-  if (!cfg_.zero.overlap_comm)
-    while (!s.reduces.empty()) {
-      s.reduces.front().finish();
-      s.reduces.pop_front();
-    }
+  if (!cfg_.zero.overlap_comm) drain(s.reduces);
 }
 
 void Engine::finish_reductions() {
-  for (auto& s : units_)
-    while (!s->reduces.empty()) {
-      s->reduces.front().finish();
-      s->reduces.pop_front();
-    }
+  for (auto& s : units_) drain(s->reduces);
 }
 
 void Engine::backward(const Var& loss) {
@@ -395,7 +384,7 @@ void Engine::publish_parameters() {
     }
     all_gather_chunked(group_, s->param_shard, s->ps->flat(), cfg_.zero.allgather_bucket_size, pending);
   }
-  for (Pending& p : pending) p.finish();
+  drain(pending);
 }
 
 double Engine::eval_loss(const Tensor& idx, const Tensor& targets) {
@@ -435,11 +424,10 @@ std::vector<UnitShard> Engine::shards() {
   return out;
 }
 
-// The shards() views were filled (a checkpoint load): rebuild whatever each stage holds beyond
+// The shards() views were filled in place (a checkpoint load): rebuild whatever each stage holds beyond
 // this rank's shard. Stage 0 holds every tensor whole: all-gather each. Stages 1-2: gather the
 // parameters. Stage 3: only persistent units hold a full copy.
-void Engine::load_shards(const std::vector<UnitShard>& loaded) {
-  (void)loaded;
+void Engine::shards_loaded() {
   const int stage = cfg_.zero.stage;
   std::deque<Pending> pending;
   for (auto& s : units_) {
@@ -456,7 +444,7 @@ void Engine::load_shards(const std::vector<UnitShard>& loaded) {
       all_gather_chunked(group_, range(t, r_ * S, S), t, cfg_.zero.allgather_bucket_size, pending);
     }
   }
-  for (Pending& p : pending) p.finish();
+  drain(pending);
 }
 
 int64_t Engine::optimizer_steps() const { return opt_->step_count(); }

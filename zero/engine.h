@@ -85,7 +85,9 @@ class Engine final : public Residency {
 
   // ---- state ----
   std::vector<UnitShard> shards();                 // this rank's shards (views), for checkpoints
-  void load_shards(const std::vector<UnitShard>&);  // copies shards in (same layout), republishes
+  // After shards()' views were written in place (a checkpoint load): rebuild what the stage holds
+  // beyond this rank's shard (stage 0: every tensor whole; stages 1-2: the full parameters).
+  void shards_loaded();
   int64_t optimizer_steps() const;
   void set_optimizer_steps(int64_t n);
   MemoryReport memory_report() const;
