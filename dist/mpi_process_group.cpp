@@ -18,7 +18,37 @@ bool launched_by_mpirun() {
 
 namespace {
 
-MPI_Datatype mpi_type(const Tensor& t) { return t.dtype() == DType::f64 ? MPI_DOUBLE : MPI_FLOAT; }
+// bfloat16 and float16 travel as 2-byte words (MPI has no such types); their sums go through the
+// user-defined operations below, which add in float32 and round once per addition (as NCCL's bf16
+// reductions do), so an N-rank sum of 2-byte values rounds N - 1 times.
+MPI_Datatype mpi_type(const Tensor& t) {
+  switch (t.dtype()) {
+    case DType::f64: return MPI_DOUBLE;
+    case DType::bf16:
+    case DType::f16: return MPI_UINT16_T;
+    default: return MPI_FLOAT;
+  }
+}
+
+void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = f32_to_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
+}
+
+void f16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = f32_to_f16(f16_to_f32(a[i]) + f16_to_f32(b[i]));
+}
+
+// The sum operation for a tensor's dtype (the 2-byte ops are created once, in the constructor).
+MPI_Op g_bf16_sum = MPI_OP_NULL, g_f16_sum = MPI_OP_NULL;
+MPI_Op mpi_sum(const Tensor& t) {
+  if (t.dtype() == DType::bf16) return g_bf16_sum;
+  if (t.dtype() == DType::f16) return g_f16_sum;
+  return MPI_SUM;
+}
 
 // MPI counts are int: one collective moves at most 2^31 - 1 elements.
 int mpi_count(const Tensor& t) {
@@ -52,6 +82,10 @@ MpiProcessGroup::MpiProcessGroup() {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  if (g_bf16_sum == MPI_OP_NULL) {
+    MPI_Op_create(&bf16_sum, /*commute=*/1, &g_bf16_sum);
+    MPI_Op_create(&f16_sum, /*commute=*/1, &g_f16_sum);
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -64,7 +98,11 @@ MpiProcessGroup::~MpiProcessGroup() {
   thread_.join();
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (!finalized) {
+    MPI_Op_free(&g_bf16_sum);
+    MPI_Op_free(&g_f16_sum);
+    MPI_Finalize();
+  }
 }
 
 void MpiProcessGroup::loop() {
@@ -103,13 +141,13 @@ WorkPtr MpiProcessGroup::submit(std::function<void()> fn, std::vector<Tensor> ke
 }
 
 WorkPtr MpiProcessGroup::do_all_reduce(const Tensor& x) {
-  return submit([x] { MPI_Allreduce(MPI_IN_PLACE, x.raw(), mpi_count(x), mpi_type(x), MPI_SUM, MPI_COMM_WORLD); },
+  return submit([x] { MPI_Allreduce(MPI_IN_PLACE, x.raw(), mpi_count(x), mpi_type(x), mpi_sum(x), MPI_COMM_WORLD); },
                 {x});
 }
 
 WorkPtr MpiProcessGroup::do_reduce_scatter(const Tensor& in, const Tensor& out) {
   return submit([in, out] {
-    MPI_Reduce_scatter_block(in.raw(), out.raw(), mpi_count(out), mpi_type(in), MPI_SUM, MPI_COMM_WORLD);
+    MPI_Reduce_scatter_block(in.raw(), out.raw(), mpi_count(out), mpi_type(in), mpi_sum(in), MPI_COMM_WORLD);
   }, {in, out});
 }
 

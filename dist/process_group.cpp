@@ -42,7 +42,9 @@ struct DoneWork final : Work {
 void check_buffer(const Tensor& t, const char* what, const char* op) {
   ZT_CHECK(t.defined() && t.dim() == 1 && t.is_contiguous(), op, ": ", what, " must be a defined contiguous 1-D tensor, got ",
            t.defined() ? t.str() : std::string("undefined"));
-  ZT_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::f64, op, ": ", what, " must be float32 or float64, got ", t.str());
+  const DType d = t.dtype();
+  ZT_CHECK(d == DType::f32 || d == DType::f64 || d == DType::bf16 || d == DType::f16, op, ": ", what,
+           " must be float32, float64, bfloat16 or float16, got ", t.str());
 }
 }  // namespace
 

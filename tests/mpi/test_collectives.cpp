@@ -1,6 +1,7 @@
 // Collectives of the MPI backend against values every rank can compute by itself, and the byte
 // counters against the ring convention (dist/process_group.h).
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "dist/process_group.h"
 
@@ -43,6 +44,49 @@ TEST_CASE("reduce_scatter gives each rank the sum of its chunk", "[collectives]"
     REQUIRE(out.data<double>()[i] == want);
   }
   CHECK(g.counters().of(Collective::reduce_scatter) == N * S * 8 * (N - 1) / N);
+}
+
+TEST_CASE("2-byte reductions: bfloat16 and float16 sums, all-gather and byte counts", "[collectives]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size(), r = g.rank();
+  const int64_t S = 300;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    INFO(dtype_name(dt));
+    // Small integers: every partial sum is exact in both formats, so the result is exact.
+    Tensor in = Tensor::empty({N * S}, DType::f32, Category::comm);
+    for (int64_t i = 0; i < N * S; ++i) in.data<float>()[i] = static_cast<float>(r + 1 + i % 13 - 6);
+    Tensor in2 = in.to(dt);
+    Tensor out = Tensor::empty({S}, dt, Category::comm);
+    g.reset_counters();
+    g.reduce_scatter_async(in2, out)->wait();
+    CHECK(g.counters().of(Collective::reduce_scatter) == N * S * 2 * (N - 1) / N);
+    const std::vector<double> got = out.to_vector();
+    for (int64_t i = 0; i < S; ++i) {
+      double want = 0;
+      for (int q = 0; q < N; ++q) want += q + 1 + (r * S + i) % 13 - 6;
+      REQUIRE(got[i] == want);
+    }
+    // Values that round: each of the N - 1 additions rounds once, so the error of the N-rank sum
+    // is at most (N - 1) x the unit roundoff (2^-8 for bf16, 2^-11 for f16) x the sum.
+    Tensor x = Tensor::empty({S}, DType::f32, Category::comm);
+    for (int64_t i = 0; i < S; ++i) x.data<float>()[i] = static_cast<float>(1.0 + 0.001 * (r * 7 + i));
+    Tensor xh = x.to(dt);
+    g.all_reduce(xh);
+    const double half_ulp = dt == DType::bf16 ? 1.0 / 256 : 1.0 / 2048;  // unit roundoff 2^-p
+    const std::vector<double> sum = xh.to_vector();
+    for (int64_t i = 0; i < S; ++i) {
+      double want = 0, ulps = 0;
+      for (int q = 0; q < N; ++q) want += Tensor::full({1}, 1.0 + 0.001 * (q * 7 + i), DType::f32).to(dt).item();
+      ulps = (N - 1) * half_ulp * want;
+      REQUIRE(std::abs(sum[i] - want) <= ulps);
+    }
+    // All-gather moves the 2-byte words unchanged.
+    Tensor mine = Tensor::full({S}, 0.15625 * (r + 1), dt, Category::comm);
+    Tensor all = Tensor::empty({N * S}, dt, Category::comm);
+    g.all_gather(mine, all);
+    const std::vector<double> gathered = all.to_vector();
+    for (int q = 0; q < N; ++q) REQUIRE(gathered[q * S + 5] == 0.15625 * (q + 1));
+  }
 }
 
 TEST_CASE("all_gather concatenates the ranks' inputs and works in place", "[collectives]") {
@@ -98,5 +142,5 @@ TEST_CASE("collectives reject mismatched buffers with a clear error", "[collecti
   Tensor in = Tensor::zeros({N * 4 + 1}, DType::f32, Category::comm), out = Tensor::zeros({4}, DType::f32, Category::comm);
   CHECK_THROWS_WITH(g.reduce_scatter(in, out), Catch::Contains("world size"));
   Tensor ints = Tensor::zeros({4}, DType::i32, Category::comm);
-  CHECK_THROWS_WITH(g.all_reduce(ints), Catch::Contains("float32 or float64"));
+  CHECK_THROWS_WITH(g.all_reduce(ints), Catch::Contains("float32, float64, bfloat16 or float16"));
 }
