@@ -63,6 +63,11 @@ void Storage::materialize() {
   data_ = allocator_->allocate(bytes_, category_);
 }
 
+void Storage::set_category(Category c) {
+  ZT_CHECK(owned() && !data_, "set_category() of a storage that holds memory (release() it first)");
+  category_ = c;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Factories
 

@@ -42,6 +42,9 @@ class Storage {
   // views see whatever is gathered into them next. Reading a released storage is an error.
   void release();
   void materialize();
+  // The category the next materialize() allocates under; only while released (mixed precision
+  // turns a unit's float32 parameter buffer into a workspace that exists while the unit computes).
+  void set_category(Category c);
   bool resident() const { return data_ != nullptr || bytes_ == 0; }
 
  private:

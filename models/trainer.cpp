@@ -192,6 +192,8 @@ StepStats Trainer::step() {
   s.step = step_;
   s.loss = r.loss;
   s.grad_norm = r.grad_norm;
+  s.loss_scale = r.loss_scale;
+  s.skipped = r.skipped;
   s.step_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   const int64_t tokens = cfg_.batch * cfg_.seq_len * cfg_.grad_accum * group_.size();  // global
   s.tokens_per_s = static_cast<double>(tokens) / (s.step_ms / 1000.0);
@@ -226,6 +228,7 @@ std::string Trainer::save() {
   meta["global_batch"] = cfg_.batch * group_.size();
   meta["zero_stage"] = cfg_.zero.stage;
   meta["units"] = units_meta(*model_);
+  meta["engine"] = engine_->state_meta();  // the fp16 loss scaler
   return save_sharded_checkpoint(group_, cfg_.ckpt_dir, step_, meta, engine_->shards());
 }
 
@@ -279,6 +282,7 @@ void Trainer::resume_from(const std::string& dir) {
     engine_->shards_loaded();
     step_ = meta.at("step").get<int64_t>();
     engine_->set_optimizer_steps(meta.at("optimizer_steps").get<int64_t>());
+    if (meta.contains("engine")) engine_->load_state_meta(meta.at("engine"));
     rng_.set_state(std::stoull(meta.at("rng_state").get<std::string>()));
     train_->set_position(meta.at("data_position").get<int64_t>());
   } catch (const nlohmann::json::exception& e) {

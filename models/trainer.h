@@ -67,6 +67,8 @@ void train_config_from_json(const std::string& path, int world_size, TrainConfig
 struct StepStats {
   int64_t step = 0;  // 1-based: the number of optimizer steps done after this one
   double loss = 0, lr = 0, grad_norm = 0;
+  double loss_scale = 1;  // fp16: the scale this step's gradients were computed with
+  bool skipped = false;   // fp16: the gradients overflowed, no update (the batch is consumed)
   double step_ms = 0, tokens_per_s = 0;
   double val_loss = -1;  // >= 0 when an evaluation ran after this step
 };

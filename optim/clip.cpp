@@ -2,25 +2,45 @@
 
 #include <cmath>
 
+#include "core/kernels/cast.h"  // cvt::bf16_to_f32, cvt::f16_to_f32
+
 namespace zt {
 
 namespace {
 
-// sum x_i^2 over one chunk in a fixed order: 8 lanes over i mod 8, then a fixed pairwise tree.
-template <class T>
-double chunk_sum(const T* __restrict x, int64_t n) {
+// sum to_double(x_i)^2 over one chunk in a fixed order: 8 lanes over i mod 8, then a fixed
+// pairwise tree. ToDouble: float/double -> static_cast; bf16/f16 -> the exact float32 value.
+template <class T, class ToDouble>
+double chunk_sum(const T* __restrict x, int64_t n, ToDouble to_double) {
   double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     for (int l = 0; l < 8; ++l) {
-      const double v = static_cast<double>(x[i + l]);
+      const double v = to_double(x[i + l]);
       acc[l] += v * v;
     }
   for (int l = 0; i < n; ++i, ++l) {
-    const double v = static_cast<double>(x[i]);
+    const double v = to_double(x[i]);
     acc[l] += v * v;
   }
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+// Fixed chunks of kSumChunk (independent of the thread count), partials added in chunk order.
+template <class T, class ToDouble>
+double chunked_sum_of_squares(const T* x, int64_t n, ToDouble to_double) {
+  ZT_CHECK(n >= 0, "sum_of_squares: n = ", n);
+  const int64_t chunks = (n + kSumChunk - 1) / kSumChunk;
+  if (chunks <= 1) return chunk_sum(x, n, to_double);
+  std::vector<double> partial(static_cast<size_t>(chunks));
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t b = c * kSumChunk;
+    partial[c] = chunk_sum(x + b, std::min(kSumChunk, n - b), to_double);
+  }
+  double s = 0;
+  for (double p : partial) s += p;  // fixed order
+  return s;
 }
 
 void check_flat(const Tensor& t, const char* who) {
@@ -33,27 +53,29 @@ void check_flat(const Tensor& t, const char* who) {
 
 template <class T>
 double sum_of_squares(const T* x, int64_t n) {
-  ZT_CHECK(n >= 0, "sum_of_squares: n = ", n);
-  const int64_t chunks = (n + kSumChunk - 1) / kSumChunk;
-  if (chunks <= 1) return chunk_sum(x, n);
-  std::vector<double> partial(static_cast<size_t>(chunks));
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t b = c * kSumChunk;
-    partial[c] = chunk_sum(x + b, std::min(kSumChunk, n - b));
-  }
-  double s = 0;
-  for (double p : partial) s += p;  // fixed order
-  return s;
+  return chunked_sum_of_squares(x, n, [](T v) { return static_cast<double>(v); });
 }
 
 template double sum_of_squares<float>(const float*, int64_t);
 template double sum_of_squares<double>(const double*, int64_t);
 
 double sum_of_squares(const Tensor& t) {
-  check_flat(t, "sum_of_squares");
-  return t.dtype() == DType::f32 ? sum_of_squares(t.data<float>(), t.numel())
-                                 : sum_of_squares(t.data<double>(), t.numel());
+  if (!t.defined()) ZT_THROW("sum_of_squares: undefined tensor");
+  if (!t.is_contiguous()) ZT_THROW("sum_of_squares: tensor ", t.str(), " is not contiguous (expected a flat buffer)");
+  const int64_t n = t.numel();
+  switch (t.dtype()) {
+    case DType::f32: return sum_of_squares(t.data<float>(), n);
+    case DType::f64: return sum_of_squares(t.data<double>(), n);
+    case DType::bf16:
+      return chunked_sum_of_squares(static_cast<const uint16_t*>(t.raw()), n,
+                                    [](uint16_t h) { return static_cast<double>(cvt::bf16_to_f32(h)); });
+    case DType::f16:
+      return chunked_sum_of_squares(static_cast<const uint16_t*>(t.raw()), n,
+                                    [](uint16_t h) { return static_cast<double>(cvt::f16_to_f32(h)); });
+    default:
+      ZT_THROW("sum_of_squares: tensor ", t.str(), " has dtype ", dtype_name(t.dtype()),
+               ", expected float32, float64, bfloat16 or float16");
+  }
 }
 
 double sum_of_squares(const std::vector<Tensor>& ts) {

@@ -10,7 +10,9 @@
 //
 // Determinism: the sum is split into fixed chunks of kSumChunk elements (independent of the
 // thread count), each summed in a fixed 8-lane order, and the partials added in chunk order,
-// then tensors in list order: bitwise identical for any number of threads.
+// then tensors in list order: bitwise identical for any number of threads. bfloat16 / float16
+// tensors take the same path: each element is converted exactly to float32 (then double) before
+// squaring, so the sum equals the float32 path's on the converted values, bit for bit.
 //
 // ZeRO (stage 2): each rank calls sum_of_squares on its gradient shard, all-reduces the one
 // double, takes sqrt, and calls scale_(shard, clip_coefficient(norm, max_norm)).
@@ -29,7 +31,7 @@ template <class T>
 double sum_of_squares(const T* x, int64_t n);
 extern template double sum_of_squares<float>(const float*, int64_t);
 extern template double sum_of_squares<double>(const double*, int64_t);
-double sum_of_squares(const Tensor& t);                // contiguous float32/float64
+double sum_of_squares(const Tensor& t);                // contiguous float32/float64/bfloat16/float16
 double sum_of_squares(const std::vector<Tensor>& ts);  // sum over tensors, in order
 
 // x *= factor, in place (contiguous float32/float64; the factor is rounded once to the dtype).

@@ -15,6 +15,23 @@ void Optimizer::step() {
     for (const DecaySegment& seg : segments_[i]) update(i, seg);
 }
 
+void Optimizer::update_shard(int i, const Tensor& grad) {
+  FlatShard& s = shards_.at(i);
+  ZT_CHECK(step_ > 0, name_, "::update_shard before begin_step");
+  ZT_CHECK(grad.dim() == 1 && grad.is_contiguous() && grad.numel() == s.numel() && grad.dtype() == s.param.dtype(),
+           name_, "::update_shard: gradient ", grad.str(), " for shard '", s.name, "' of ", s.numel(), " ",
+           dtype_name(s.param.dtype()), " elements");
+  Tensor own = s.grad;
+  s.grad = grad;
+  try {
+    for (const DecaySegment& seg : segments_[i]) update(i, seg);
+  } catch (...) {
+    s.grad = own;
+    throw;
+  }
+  s.grad = own;
+}
+
 std::vector<std::pair<std::string, Tensor>> Optimizer::state() const {
   std::vector<std::pair<std::string, Tensor>> out;
   for (int i = 0; i < num_shards(); ++i)

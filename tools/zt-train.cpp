@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -200,9 +201,10 @@ int main(int argc, char** argv) {
       for (const std::string& line : kept) log << line << "\n";
     }
     if (lead)
-      std::fprintf(stderr, "zt-train: %s, %lld parameters, %d rank%s, ZeRO stage %d, B=%lld per rank, T=%lld, %d threads per rank, %lld steps%s\n",
+      std::fprintf(stderr, "zt-train: %s, %lld parameters, %d rank%s, ZeRO stage %d, %s, B=%lld per rank, T=%lld, %d threads per rank, %lld steps%s\n",
                    c.init_from.empty() ? c.model.c_str() : c.init_from.c_str(), static_cast<long long>(tr.model().num_params()),
-                   group.size(), group.size() > 1 ? "s" : "", c.zero.stage, static_cast<long long>(tr.config().batch),
+                   group.size(), group.size() > 1 ? "s" : "", c.zero.stage, precision_name(c.precision),
+                   static_cast<long long>(tr.config().batch),
                    static_cast<long long>(tr.config().seq_len), nt, static_cast<long long>(c.steps),
                    tr.step_count() ? (" (resumed at step " + std::to_string(tr.step_count()) + ")").c_str() : "");
     const bool tty = lead && isatty(STDERR_FILENO);
@@ -217,23 +219,34 @@ int main(int argc, char** argv) {
       ms_sum += s.step_ms;
       ++timed;
       const double eta = (ms_sum / timed) * static_cast<double>(c.steps - s.step) / 1000.0;
-      char line[256];
+      char line[320];
       std::snprintf(line, sizeof line, "step %5lld/%lld | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | ETA %s",
                     static_cast<long long>(s.step), static_cast<long long>(c.steps), s.loss, s.lr, s.grad_norm,
                     s.tokens_per_s, fmt_duration(eta).c_str());
+      if (c.precision == Precision::f16) {  // fp16: the loss scale, and whether the step was skipped
+        const size_t len = std::strlen(line);
+        std::snprintf(line + len, sizeof line - len, " | scale %g%s", s.loss_scale,
+                      s.skipped ? " | overflow: step skipped" : "");
+      }
+      // An overflow is always worth a line of its own (also when not a tty / between prints).
+      const bool show = s.skipped;
       if (!lead) {
       } else if (s.val_loss >= 0) {
         if (tty) std::fprintf(stderr, "\r\033[K");
         std::fprintf(stderr, "%s | val loss %.4f\n", line, s.val_loss);
       } else if (tty) {
         std::fprintf(stderr, "\r\033[K%s", line);
-      } else if (s.step % every == 0 || s.step == c.steps) {
+      } else if (s.step % every == 0 || s.step == c.steps || show) {
         std::fprintf(stderr, "%s\n", line);
       }
       if (log) {
         nlohmann::json j = {{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
                             {"tokens_per_s", s.tokens_per_s}, {"step_ms", s.step_ms}, {"memory", memory_json()},
                             {"comm_bytes", tr.group().counters().total()}};
+        if (c.precision == Precision::f16) {
+          j["loss_scale"] = s.loss_scale;
+          j["skipped"] = s.skipped;
+        }
         if (s.val_loss >= 0) j["val_loss"] = s.val_loss;
         log << j.dump() << "\n" << std::flush;
       }

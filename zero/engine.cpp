@@ -6,8 +6,10 @@
 #include <functional>
 
 #include "core/kernels/accumulate.h"  // defines: accumulate_ (dst += alpha * src)
+#include "core/kernels/cast.h"        // defines: cast_, accumulate_cast_
 #include "optim/adamw.h"              // defines: AdamW
 #include "optim/clip.h"               // defines: sum_of_squares, scale_, clip_coefficient
+#include "optim/loss_scaler.h"        // defines: LossScaler
 #include "optim/sgd.h"                // defines: Sgd
 
 namespace zt {
@@ -36,8 +38,16 @@ struct Engine::UnitState {
   Unit* unit = nullptr;
   ParamSet* ps = nullptr;
   int64_t P = 0, S = 0;     // padded flat size, shard size (P = N * S)
-  Tensor param_shard;       // S elements: stage 3 its own buffer, else a view of flat[r*S, (r+1)*S)
-  Tensor grad_shard;        // S elements: stages 2-3 its own buffer, stage 1 a view of flat_grad
+  // The parameters this rank publishes, S elements of the working dtype: stage 3 its own buffer,
+  // else a view of the full parameters' [r*S, (r+1)*S) (fp32: ps->flat(); mixed: `half`).
+  Tensor param_shard;
+  // This rank's gradient shard, S elements of the working dtype: stages 2-3 its own buffer,
+  // stage 1 a view of the full gradient (fp32: ps->flat_grad(); mixed: `half_grad`).
+  Tensor grad_shard;
+  // Mixed precision only. half: the full 2-byte parameters (P, params; stages 0-2). half_grad:
+  // the full 2-byte gradient, summed over micro-steps (P, grads; stages 0-1). master: the float32
+  // master weights (optim; stage 0 P, else S) that the optimizer updates.
+  Tensor half, half_grad, master;
   bool persistent = false;  // stage 3: small enough to stay gathered (param_persistence_threshold)
   int refs = 0;             // open acquire scopes (forward) and backward spans
   bool gathered = true;     // the full parameters are resident (and current, or being gathered)
@@ -62,6 +72,25 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<
 
 Tensor range(const Tensor& flat, int64_t lo, int64_t n) { return flat.flat_view(lo, {n}); }
 
+// A tensor of n float32 elements whose storage holds no memory (mixed precision: the optimizer's
+// gradient slot, filled per shard by update_shard).
+Tensor released(int64_t n) {
+  Tensor t = Tensor::empty({n}, DType::f32, Category::workspace);
+  t.storage()->release();
+  return t;
+}
+
+LossScalerOptions scaler_options(const Fp16Config& c) {
+  LossScalerOptions o;
+  o.dynamic = c.loss_scale == 0;
+  o.static_scale = c.loss_scale > 0 ? c.loss_scale : 1;
+  o.initial_scale_power = c.initial_scale_power;
+  o.scale_window = c.loss_scale_window;
+  o.hysteresis = c.hysteresis;
+  o.min_scale = c.min_loss_scale;
+  return o;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -69,14 +98,16 @@ Tensor range(const Tensor& flat, int64_t lo, int64_t n) { return flat.flat_view(
 
 Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
     : model_(model), cfg_(cfg), group_(group), N_(group.size()), r_(group.rank()) {
-  if (cfg_.precision != Precision::f32)
-    ZT_THROW("config: ", precision_name(cfg_.precision), " mixed precision is not implemented yet on this backend; "
-             "use fp32 (bf16.enabled = false, fp16.enabled = false)");
   if (cfg_.zero.offload_optimizer.enabled() || cfg_.zero.offload_param.enabled())
     ZT_THROW("config: zero_optimization.offload_optimizer / offload_param are not implemented yet (issue 5); "
              "set their device to \"none\"");
   const int stage = cfg_.zero.stage;
+  mixed_ = cfg_.precision != Precision::f32;
+  half_ = cfg_.precision == Precision::bf16 ? DType::bf16 : cfg_.precision == Precision::f16 ? DType::f16 : DType::f32;
+  gathers_ = stage == 3 || mixed_;
+  if (cfg_.precision == Precision::f16) scaler_ = std::make_unique<LossScaler>(scaler_options(cfg_.fp16));
   std::vector<FlatShard> shards;
+  std::vector<UnitState*> persistent;
   for (Unit* u : model_.units()) {
     auto s = std::make_unique<UnitState>();
     s->index = static_cast<int>(units_.size());
@@ -90,31 +121,59 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
     const int64_t lo = r_ * s->S;
     const Tensor& flat = s->ps->flat();
     const Tensor& flat_grad = s->ps->flat_grad();
-    if (stage == 3) {
-      s->param_shard = Tensor::empty({s->S}, DType::f32, Category::params);
-      s->param_shard.copy_(range(flat, lo, s->S));
-      s->persistent = s->ps->numel() <= cfg_.zero.stage3_param_persistence_threshold;
-      if (!s->persistent) {
-        flat.storage()->release();
-        s->gathered = false;
-      }
-    } else {
-      s->param_shard = range(flat, lo, s->S);
-    }
-    if (stage >= 2) {
-      s->grad_shard = Tensor::zeros({s->S}, DType::f32, Category::grads);
-      flat_grad.storage()->release();
-    } else {
-      s->grad_shard = range(flat_grad, lo, s->S);
-      s->ps->zero_grad();
-    }
+    s->persistent = stage == 3 && s->ps->numel() <= cfg_.zero.stage3_param_persistence_threshold;
     FlatShard fs;
     fs.name = u->name();
     fs.infos = s->ps->infos();
-    if (stage == 0) {
-      fs.param = flat; fs.grad = flat_grad; fs.lo = 0; fs.hi = s->P;
+    fs.lo = stage == 0 ? 0 : lo;
+    fs.hi = stage == 0 ? s->P : lo + s->S;
+    if (!mixed_) {
+      if (stage == 3) {
+        s->param_shard = Tensor::empty({s->S}, DType::f32, Category::params);
+        s->param_shard.copy_(range(flat, lo, s->S));
+        if (!s->persistent) {
+          flat.storage()->release();
+          s->gathered = false;
+        }
+      } else {
+        s->param_shard = range(flat, lo, s->S);
+      }
+      if (stage >= 2) {
+        s->grad_shard = Tensor::zeros({s->S}, DType::f32, Category::grads);
+        flat_grad.storage()->release();
+      } else {
+        s->grad_shard = range(flat_grad, lo, s->S);
+        s->ps->zero_grad();
+      }
+      fs.param = stage == 0 ? flat : s->param_shard;
+      fs.grad = stage == 0 ? flat_grad : s->grad_shard;
     } else {
-      fs.param = s->param_shard; fs.grad = s->grad_shard; fs.lo = lo; fs.hi = lo + s->S;
+      // float32 master <- the initial parameters; the 2-byte parameters <- the master, rounded.
+      s->master = Tensor::empty({fs.hi - fs.lo}, DType::f32, Category::optim);
+      s->master.copy_(range(flat, fs.lo, fs.hi - fs.lo));
+      if (stage == 3) {
+        s->param_shard = Tensor::empty({s->S}, half_, Category::params);
+        cast_(s->param_shard, s->master);
+      } else {
+        s->half = Tensor::empty({s->P}, half_, Category::params);
+        cast_(s->half, flat);
+        s->param_shard = range(s->half, lo, s->S);
+      }
+      if (stage >= 2) {
+        s->grad_shard = Tensor::zeros({s->S}, half_, Category::grads);
+      } else {
+        s->half_grad = Tensor::zeros({s->P}, half_, Category::grads);
+        s->grad_shard = range(s->half_grad, lo, s->S);
+      }
+      // The float32 buffers become workspaces that exist while the unit computes.
+      for (const Tensor* t : {&flat, &flat_grad}) {
+        t->storage()->release();
+        t->storage()->set_category(Category::workspace);
+      }
+      s->gathered = false;
+      if (s->persistent) persistent.push_back(s.get());
+      fs.param = s->master;
+      fs.grad = released(fs.hi - fs.lo);
     }
     shards.push_back(std::move(fs));
     UnitState* raw = s.get();
@@ -123,6 +182,7 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
     units_.push_back(std::move(s));
   }
   opt_ = make_optimizer(cfg_.optimizer, std::move(shards));
+  for (UnitState* s : persistent) gather(*s, /*wait=*/true);  // mixed stage 3: the compute copy stays
   model_.set_residency(*this);
   model_.set_activation_checkpointing(cfg_.activation_checkpointing);
 }
@@ -172,19 +232,36 @@ static void all_gather_chunked(ProcessGroup& g, const Tensor& src, const Tensor&
   }
 }
 
+// Issues what makes a unit's float32 full parameters (resident already) current. fp32: the
+// all-gather of the shards into them. Mixed stages 0-2: the conversion of the 2-byte parameters
+// (no communication). Mixed stage 3: the all-gather of the 2-byte shards into a transient 2-byte
+// buffer, converted when it lands and then freed.
+void Engine::fill_compute_copy(UnitState& s, std::deque<Pending>& q) {
+  const Tensor& flat = s.ps->flat();
+  if (!mixed_) {
+    all_gather_chunked(group_, s.param_shard, flat, cfg_.zero.allgather_bucket_size, q);
+  } else if (cfg_.zero.stage < 3) {
+    cast_(flat, s.half);
+  } else {
+    Tensor full = Tensor::empty({s.P}, half_, Category::params);
+    all_gather_chunked(group_, s.param_shard, full, cfg_.zero.allgather_bucket_size, q);
+    q.push_back({completed_work(), [flat, full] { cast_(flat, full); }});
+  }
+}
+
 void Engine::gather(UnitState& s, bool wait) {
   if (!s.gathered) {
     s.ps->flat().storage()->materialize();
     s.gathered = true;
     live_elements_ += s.P;
-    all_gather_chunked(group_, s.param_shard, s.ps->flat(), cfg_.zero.allgather_bucket_size, s.gathers);
+    fill_compute_copy(s, s.gathers);
     if (!cfg_.zero.overlap_comm) wait = true;
   }
   if (wait) drain(s.gathers);
 }
 
 void Engine::free_full_params(UnitState& s) {
-  if (cfg_.zero.stage != 3 || s.persistent || !s.gathered || s.refs > 0) return;
+  if (!gathers_ || s.persistent || !s.gathered || s.refs > 0) return;
   drain(s.gathers);  // a prefetch nobody used: let it land before freeing its buffer
   s.ps->flat().storage()->release();
   s.gathered = false;
@@ -209,8 +286,9 @@ void Engine::prefetch_after(size_t pos) {
 
 void Engine::acquire(Unit& u) {
   UnitState& s = state_of(u);
-  if (cfg_.zero.stage != 3) return;
-  if (evaluating_) {
+  if (!gathers_) return;
+  if (cfg_.zero.stage != 3 || evaluating_) {
+    // mixed stages 0-2 convert on the spot (nothing to prefetch);
     // evaluation does not follow (or record) the training order: no prefetch
   } else if (tracing_) {
     trace_.push_back(s.index);
@@ -225,11 +303,11 @@ void Engine::acquire(Unit& u) {
 
 void Engine::release(Unit& u) {
   UnitState& s = state_of(u);
-  if (cfg_.zero.stage != 3) return;
+  if (!gathers_) return;
   ZT_CHECK(s.refs > 0, "release of unit '", u.name(), "' without an acquire");
   --s.refs;
   // stage3_max_reuse_distance: keep the unit if the recorded order uses it again soon.
-  if (!tracing_ && !evaluating_ && trace_pos_ < trace_.size()) {
+  if (cfg_.zero.stage == 3 && !tracing_ && !evaluating_ && trace_pos_ < trace_.size()) {
     int64_t distance = 0;
     for (size_t j = trace_pos_; j < trace_.size(); ++j) {
       if (trace_[j] == s.index) {
@@ -253,8 +331,8 @@ Var Engine::forward(const Tensor& idx, const Tensor& targets) {
 }
 
 void Engine::before_backward(UnitState& s) {
-  if (cfg_.zero.stage == 3) acquire(*s.unit);
-  if (cfg_.zero.stage >= 2) {  // a fresh full gradient buffer for this unit's backward
+  if (gathers_) acquire(*s.unit);
+  if (cfg_.zero.stage >= 2 || mixed_) {  // a fresh full gradient buffer for this unit's backward
     const Tensor& g = s.ps->flat_grad();
     g.storage()->materialize();
     Tensor(g).zero_();
@@ -263,28 +341,45 @@ void Engine::before_backward(UnitState& s) {
 
 void Engine::after_backward(UnitState& s) {
   const bool boundary = micro_ + 1 == cfg_.gradient_accumulation_steps;
-  if (cfg_.zero.stage >= 2 || boundary) reduce_gradients(s);
-  if (cfg_.zero.stage == 3) release(*s.unit);
+  const Tensor& grad = s.ps->flat_grad();
+  // Mixed precision divides by N in float32 before rounding to 2 bytes (PyTorch DDP's
+  // pre-division): the reduction then sums averages, so an fp16 sum cannot overflow where the
+  // average would not, and the shards hold averages as in fp32.
+  if (mixed_ && N_ > 1) scale_(grad, 1.0 / static_cast<double>(N_));
+  if (!mixed_) {
+    if (cfg_.zero.stage >= 2 || boundary) reduce_gradients(s, grad);
+  } else if (cfg_.zero.stage <= 1) {
+    // Round the unit's float32 gradient into the 2-byte gradient, summed over micro-steps.
+    accumulate_cast_(s.half_grad, grad);
+    grad.storage()->release();
+    if (boundary) reduce_gradients(s, s.half_grad);
+  } else {
+    Tensor h = Tensor::empty({s.P}, half_, Category::comm);  // freed once its reduction is done
+    cast_(h, grad);
+    grad.storage()->release();
+    reduce_gradients(s, h);
+  }
+  if (gathers_) release(*s.unit);
 }
 
 // Stage 0: all-reduce the full gradient in place, then average. Stages 1-3: reduce-scatter it,
 // this rank's averaged shard into grad_shard (stage 1: a view of the full buffer; stages 2-3:
 // accumulated over micro-steps, then the full buffer is freed). Chunks of reduce_bucket_size.
-void Engine::reduce_gradients(UnitState& s) {
+// Mixed precision: `grad` is 2-byte and divided by N already (after_backward).
+void Engine::reduce_gradients(UnitState& s, const Tensor& grad) {
   // overlap_comm: the previous unit's reduction may still run while this unit's backward ran;
   // finish it now, so at most two units' reductions (and full gradients) are alive.
   if (cfg_.zero.overlap_comm) {
     for (auto& u : units_)
       if (u.get() != &s) drain(u->reduces);
   }
-  const Tensor grad = s.ps->flat_grad();
   const int64_t S = s.S, N = N_, chunk = std::max<int64_t>(1, cfg_.zero.reduce_bucket_size);
-  const double inv_n = 1.0 / static_cast<double>(N_);
+  const double inv_n = mixed_ ? 1.0 : 1.0 / static_cast<double>(N_);
   if (cfg_.zero.stage == 0) {
     for (int64_t a = 0; a < s.P; a += chunk) {
       const Tensor part = range(grad, a, std::min(chunk, s.P - a));
       s.reduces.push_back({group_.all_reduce_async(part), [part, inv_n, N] {
-                             if (N > 1) scale_(part, inv_n);
+                             if (N > 1 && inv_n != 1.0) scale_(part, inv_n);
                            }});
     }
   } else {
@@ -294,14 +389,16 @@ void Engine::reduce_gradients(UnitState& s) {
       const int64_t n = std::min(chunk, S - a);
       Tensor in = grad;
       if (n < S) {  // pack rank q's part [q*S + a, q*S + a + n) of every rank's range
-        in = Tensor::empty({N * n}, DType::f32, Category::comm);
+        in = Tensor::empty({N * n}, grad.dtype(), Category::comm);
         for (int64_t q = 0; q < N; ++q) range(in, q * n, n).copy_(range(grad, q * S + a, n));
       }
-      Tensor out = Tensor::empty({n}, DType::f32, Category::comm);
+      Tensor out = Tensor::empty({n}, grad.dtype(), Category::comm);
       WorkPtr w = group_.reduce_scatter_async(in, out);
-      s.reduces.push_back({w, [in, out, shard, a, n, inv_n, accumulate] {
+      const bool mixed = mixed_;
+      s.reduces.push_back({w, [in, out, shard, a, n, inv_n, accumulate, mixed] {
                              Tensor dst = range(shard, a, n);
-                             if (accumulate) accumulate_(dst, out, inv_n);
+                             if (accumulate && mixed) accumulate_cast_(dst, out);
+                             else if (accumulate) accumulate_(dst, out, inv_n);
                              else if (inv_n != 1.0) { dst.copy_(out); scale_(dst, inv_n); }
                              else dst.copy_(out);
                            }});
@@ -326,8 +423,9 @@ void Engine::backward(const Var& loss) {
            cfg_.gradient_accumulation_steps);
   loss_sum_ += loss.value().item();
   in_backward_ = true;
-  // d(mean over all micro-batches)/d(loss of this one) = 1 / gradient_accumulation_steps
-  loss.backward(Tensor::full({}, 1.0 / static_cast<double>(cfg_.gradient_accumulation_steps), loss.dtype()));
+  // d(mean over all micro-batches)/d(loss of this one) = 1 / gradient_accumulation_steps; fp16
+  // scales it by the loss scale, so that small gradients survive the rounding to float16.
+  loss.backward(Tensor::full({}, loss_scale() / static_cast<double>(cfg_.gradient_accumulation_steps), loss.dtype()));
   in_backward_ = false;
   ++micro_;
   if (tracing_ && cfg_.zero.stage == 3) tracing_ = false;  // the first micro-step's order is the trace
@@ -342,47 +440,82 @@ StepResult Engine::step(double lr) {
   finish_reductions();
   StepResult res;
   res.loss = group_.all_reduce_sum(loss_sum_) / static_cast<double>(N_ * cfg_.gradient_accumulation_steps);
+  res.loss_scale = loss_scale();
 
-  // Global gradient norm. Stage 0: every rank holds the whole averaged gradient. Stages 1-3:
-  // each rank's shard, one all-reduced double (the padding is zero and adds nothing).
+  // Global gradient norm. Stage 0: every rank holds the whole averaged gradient. Stages 1-3: each
+  // rank's shard, one all-reduced double (the padding is zero and adds nothing). fp16 gradients
+  // are scaled by the loss scale.
   std::vector<Tensor> grads;
-  for (auto& s : units_) grads.push_back(cfg_.zero.stage == 0 ? s->ps->flat_grad() : s->grad_shard);
+  for (auto& s : units_)
+    grads.push_back(cfg_.zero.stage > 0 ? s->grad_shard : mixed_ ? s->half_grad : s->ps->flat_grad());
   double sq = sum_of_squares(grads);
   if (cfg_.zero.stage > 0) sq = group_.all_reduce_sum(sq);
-  res.grad_norm = std::sqrt(sq);
-  if (cfg_.gradient_clipping > 0) {
-    const double coef = clip_coefficient(res.grad_norm, cfg_.gradient_clipping);
-    if (coef < 1.0) scale_(grads, coef);
-  }
-  opt_->set_lr(lr);
-  opt_->step();
-  publish_parameters();
+  const double unscale = 1.0 / res.loss_scale;
+  res.grad_norm = std::sqrt(sq) * unscale;
 
-  // Fresh gradients for the next step.
+  // fp16: an inf or NaN anywhere makes the all-reduced sum of squares non-finite on every rank,
+  // so every rank skips together; the scaler lowers the scale (optim/loss_scaler.h).
+  if (scaler_) {
+    const bool overflow = !std::isfinite(sq);
+    scaler_->update(overflow);
+    if (overflow) {
+      res.skipped = true;
+      zero_gradients();
+      return res;
+    }
+  }
+  const double coef = cfg_.gradient_clipping > 0 ? clip_coefficient(res.grad_norm, cfg_.gradient_clipping) : 1.0;
+  opt_->set_lr(lr);
+  if (mixed_) {
+    update_mixed(coef * unscale);
+  } else {
+    if (coef < 1.0) scale_(grads, coef);
+    opt_->step();
+  }
+  publish_parameters();
+  zero_gradients();
+  return res;
+}
+
+// Mixed precision, unit by unit: the 2-byte gradient shard -> float32 (times `factor`: the loss
+// unscale and the clipping coefficient in one rounding), the optimizer's update
+// of the float32 master, the master rounded back into the 2-byte parameters this rank publishes.
+// Only one unit's float32 gradient (workspace) exists at a time.
+void Engine::update_mixed(double factor) {
+  opt_->begin_step();
   for (auto& s : units_) {
-    if (cfg_.zero.stage >= 2) s->grad_shard.zero_();
+    const int stage = cfg_.zero.stage;
+    const Tensor& g = stage == 0 ? s->half_grad : s->grad_shard;
+    Tensor g32 = Tensor::empty({g.numel()}, DType::f32, Category::workspace);
+    cast_(g32, g, factor);
+    opt_->update_shard(s->index, g32);
+    cast_(stage == 0 ? s->half : s->param_shard, s->master);
+  }
+}
+
+void Engine::zero_gradients() {
+  for (auto& s : units_) {
+    if (mixed_ && cfg_.zero.stage <= 1) s->half_grad.zero_();
+    else if (cfg_.zero.stage >= 2) s->grad_shard.zero_();
     else s->ps->zero_grad();
   }
   micro_ = 0;
   loss_sum_ = 0;
-  return res;
 }
 
 // Stages 1-2: every rank updated its shard of the full parameters; all-gather them in place.
 // Stage 3: only the shard exists; gathered copies (persistent units, and units kept for reuse)
-// are now stale: persistent ones are refreshed, the others freed.
+// are now stale: persistent ones are refreshed, the others freed. Mixed stages 0-2: the compute
+// copies were freed at each unit's release, so the next acquire converts the new parameters.
 void Engine::publish_parameters() {
   const int stage = cfg_.zero.stage;
   if (stage == 0) return;
   std::deque<Pending> pending;
   for (auto& s : units_) {
-    if (stage == 3) {
-      if (!s->persistent) {
-        free_full_params(*s);
-        continue;
-      }
-    }
-    all_gather_chunked(group_, s->param_shard, s->ps->flat(), cfg_.zero.allgather_bucket_size, pending);
+    if (stage == 3 && !s->persistent) free_full_params(*s);
+    else if (stage == 3) fill_compute_copy(*s, pending);
+    else all_gather_chunked(group_, s->param_shard, mixed_ ? s->half : s->ps->flat(), cfg_.zero.allgather_bucket_size,
+                            pending);
   }
   drain(pending);
 }
@@ -412,7 +545,10 @@ std::vector<UnitShard> Engine::shards() {
     us.unit = s.unit->name();
     us.numel = s.ps->numel();
     us.padded_numel = s.P;
-    us.tensors.push_back({"param", s.param_shard});
+    // "param" is what the optimizer updates: the parameters themselves (fp32) or the float32
+    // master (mixed precision), so a checkpoint holds float32 parameters either way.
+    const Tensor& param = mixed_ ? s.master : s.param_shard;
+    us.tensors.push_back({"param", param.numel() == s.S ? param : range(param, r_ * s.S, s.S)});
     for (auto& [name, t] : opt_->state()) {  // "<unit>/exp_avg" -> this rank's part
       const std::string prefix = us.unit + "/";
       if (name.rfind(prefix, 0) != 0) continue;
@@ -425,24 +561,32 @@ std::vector<UnitShard> Engine::shards() {
 }
 
 // The shards() views were filled in place (a checkpoint load): rebuild whatever each stage holds beyond
-// this rank's shard. Stage 0 holds every tensor whole: all-gather each. Stages 1-2: gather the
-// parameters. Stage 3: only persistent units hold a full copy.
+// this rank's shard. Stage 0 holds every optimizer tensor whole: all-gather each. Mixed precision:
+// round the master into the 2-byte parameters. Then stages 0-2 gather the full parameters and
+// stage 3 refreshes its persistent units.
 void Engine::shards_loaded() {
   const int stage = cfg_.zero.stage;
   std::deque<Pending> pending;
-  for (auto& s : units_) {
-    if (stage == 3 && !s->persistent) {
-      free_full_params(*s);
-      continue;
-    }
-    if (stage == 3) s->gathered = true;
-    all_gather_chunked(group_, s->param_shard, s->ps->flat(), cfg_.zero.allgather_bucket_size, pending);
-  }
+  const int64_t bucket = cfg_.zero.allgather_bucket_size;
   if (stage == 0) {
+    for (auto& s : units_) {
+      const Tensor whole = mixed_ ? s->master : s->ps->flat();
+      all_gather_chunked(group_, range(whole, r_ * s->S, s->S), whole, bucket, pending);
+    }
     for (auto& [name, t] : opt_->state()) {
       const int64_t S = t.numel() / N_;
-      all_gather_chunked(group_, range(t, r_ * S, S), t, cfg_.zero.allgather_bucket_size, pending);
+      all_gather_chunked(group_, range(t, r_ * S, S), t, bucket, pending);
     }
+    drain(pending);
+    if (mixed_)
+      for (auto& s : units_) cast_(s->half, s->master);
+    return;
+  }
+  for (auto& s : units_) {
+    if (mixed_) cast_(s->param_shard, s->master);
+    if (stage == 3 && !s->persistent) free_full_params(*s);
+    else if (stage == 3) fill_compute_copy(*s, pending);
+    else all_gather_chunked(group_, s->param_shard, mixed_ ? s->half : s->ps->flat(), bucket, pending);
   }
   drain(pending);
 }
@@ -451,6 +595,30 @@ int64_t Engine::optimizer_steps() const { return opt_->step_count(); }
 
 void Engine::set_optimizer_steps(int64_t n) {
   opt_->set_step_count(n);
+}
+
+double Engine::loss_scale() const { return scaler_ ? scaler_->scale() : 1.0; }
+
+nlohmann::json Engine::state_meta() const {
+  nlohmann::json j = nlohmann::json::object();
+  if (scaler_) {
+    const LossScaler::State st = scaler_->state();
+    j["loss_scaler"] = {{"scale", st.scale}, {"iter", st.iter}, {"last_overflow_iter", st.last_overflow_iter},
+                        {"hysteresis_left", st.hysteresis_left}, {"skipped", st.skipped}};
+  }
+  return j;
+}
+
+void Engine::load_state_meta(const nlohmann::json& j) {
+  if (!scaler_ || !j.contains("loss_scaler")) return;
+  const nlohmann::json& l = j.at("loss_scaler");
+  LossScaler::State st;
+  st.scale = l.at("scale").get<double>();
+  st.iter = l.at("iter").get<int64_t>();
+  st.last_overflow_iter = l.at("last_overflow_iter").get<int64_t>();
+  st.hysteresis_left = l.at("hysteresis_left").get<int>();
+  st.skipped = l.at("skipped").get<int64_t>();
+  scaler_->load_state(st);
 }
 
 MemoryReport Engine::memory_report() const {

@@ -16,7 +16,23 @@
 //
 // float32 counts 4 bytes each, so the model states per rank are 16Psi, 8Psi + 8Psi/N,
 // 4Psi + 12Psi/N and 16Psi/N (the paper's fp32 counterpart of 2Psi+2Psi+K*Psi, K = 8 without a
-// master copy). Communication per step (ring convention, dist/process_group.h): stage 0 an
+// master copy).
+//
+// Mixed precision (bf16 / fp16, section 3.1 and Table 1 with K = 12): parameters and gradients
+// are 2-byte tensors (params, grads) with the layout above, and the optimizer state holds a
+// float32 master copy beside m and v (optim: 12 bytes per element of the shard; stage 0 whole).
+// Per rank: stage 0 2Psi+2Psi+12Psi, stage 1 2Psi+2Psi+12Psi/N, stage 2 2Psi+14Psi/N, stage 3
+// 16Psi/N. This CPU backend computes in float32: while a unit computes (between acquire and
+// release, and during its backward) the ParamSet's float32 buffers exist as Category::workspace
+// — the 2-byte parameters converted exactly, and the unit's float32 gradient, which is rounded to
+// 2 bytes as soon as the unit's backward ends and freed. So the activations are float32 and only
+// parameters and gradients are rounded (a GPU backend computes in bf16 itself). A unit's float32
+// gradient is divided by N before it is rounded (PyTorch DDP's pre-division, so an fp16 sum over
+// ranks cannot overflow where the average would not); reductions sum 2-byte values
+// (dist/process_group.h); the fp16 unscale and the clipping factor are applied once, when a
+// gradient shard is converted to float32 for the update.
+// fp16 scales the loss by a dynamic factor (optim/loss_scaler.h); a step whose gradients
+// overflow is skipped on every rank (StepResult::skipped) and the scale drops. Communication per step (ring convention, dist/process_group.h): stage 0 an
 // all-reduce of the gradients (2Psi); stages 1-2 a reduce-scatter of the gradients and an
 // all-gather of the updated parameters (Psi + Psi); stage 3 an all-gather per unit in forward and
 // again in backward and a reduce-scatter of the gradients (3Psi) — section 7.2.
@@ -26,6 +42,7 @@
 // unit from LeafGroup::before_backward and reduces from after_backward; the order of acquires in
 // the first step is recorded and later steps prefetch ahead along it.
 #pragma once
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,7 +68,7 @@ struct StepResult {
   double loss = 0;       // mean over the global batch (all ranks, all micro-steps)
   double grad_norm = 0;  // global L2 norm before clipping
   bool skipped = false;  // fp16: overflow, step skipped
-  double loss_scale = 1;
+  double loss_scale = 1;  // fp16: the scale this step's gradients were computed with
 };
 
 // Per-rank bytes by category: now, the peak since the last reset, and the engine's model-state
@@ -62,6 +79,9 @@ struct MemoryReport {
   int64_t psi_padded = 0;    // sum of the units' padded flat sizes
   int64_t model_state_bytes(Category c) const { return measured.cur(c); }
 };
+
+struct Pending;  // a collective in flight (engine.cpp)
+class LossScaler;
 
 class Engine final : public Residency {
  public:
@@ -90,6 +110,11 @@ class Engine final : public Residency {
   void shards_loaded();
   int64_t optimizer_steps() const;
   void set_optimizer_steps(int64_t n);
+  // What a checkpoint's meta.json keeps of the engine beyond the shards: the fp16 loss scaler's
+  // state ({} otherwise). load_state_meta restores it (a missing entry keeps the initial scale).
+  nlohmann::json state_meta() const;
+  void load_state_meta(const nlohmann::json& j);
+  double loss_scale() const;  // 1 unless fp16
   MemoryReport memory_report() const;
   const EngineConfig& config() const { return cfg_; }
   ProcessGroup& group() { return group_; }
@@ -99,19 +124,26 @@ class Engine final : public Residency {
  private:
   struct UnitState;
   UnitState& state_of(Unit& u);
-  void gather(UnitState& s, bool wait);        // stage 3: materialize + all-gather the full params
-  void free_full_params(UnitState& s);         // stage 3: release the full buffer
+  void gather(UnitState& s, bool wait);        // make the float32 full params resident (and current)
+  void fill_compute_copy(UnitState& s, std::deque<Pending>& q);  // issue what fills them
+  void free_full_params(UnitState& s);         // release the float32 full buffer
   void before_backward(UnitState& s);
   void after_backward(UnitState& s);
-  void reduce_gradients(UnitState& s);         // start (or run) this unit's gradient reduction
+  void reduce_gradients(UnitState& s, const Tensor& grad);  // start (or run) the reduction of `grad` (P)
   void finish_reductions();                    // wait for every pending reduction
+  void update_mixed(double factor);            // mixed precision: the optimizer step unit by unit
   void publish_parameters();                   // stages 1-2: all-gather the updated shards
+  void zero_gradients();
   void prefetch_after(size_t trace_pos);
 
   Model& model_;
   EngineConfig cfg_;
   ProcessGroup& group_;
   int N_ = 1, r_ = 0;
+  bool mixed_ = false;         // bf16 / fp16: 2-byte params and grads, float32 master in optim
+  DType half_ = DType::f32;    // the 2-byte dtype when mixed_
+  bool gathers_ = false;       // the float32 full params come and go (stage 3, or mixed_)
+  std::unique_ptr<LossScaler> scaler_;  // fp16 only
   std::vector<std::unique_ptr<UnitState>> units_;
   std::unique_ptr<Optimizer> opt_;
   int64_t micro_ = 0;         // micro-steps since the last step()
