@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <omp.h>
 
 #include "dist/process_group.h"
 #include "models/init.h"
@@ -242,6 +243,67 @@ TEST_CASE("model-state peaks match the engine's measured bytes at world size 1",
       CHECK(after.max(Category::comm) - before.cur(Category::comm) == e.max(Category::comm));
     }
   }
+}
+
+// Mixed precision at world size 1 on this float32-compute backend: the model states exactly, the
+// stage-3 gather buffers and the reduction copies exactly without overlap_comm, and the float32
+// workspaces (parameter copies, unit gradients, attention scratch) as an upper bound within 25%.
+TEST_CASE("mixed-precision peaks match the engine's measured bytes at world size 1", "[estimator]") {
+  for (Precision prec : {Precision::bf16, Precision::f16})
+    for (int stage = 0; stage <= 3; ++stage)
+      for (bool overlap : {false, true}) {
+        ModelConfig cfg = model_config("gpt2-nano");
+        auto m = make_model(cfg, ModelOptions{DType::f32, 1, kShardAlignment});
+        Rng rng(5);
+        init_model(*m, rng);
+        Allocator& a = cpu_allocator();
+        const MemoryStats before = a.stats();
+        EngineConfig ec;
+        ec.precision = prec;
+        ec.zero.stage = stage;
+        ec.zero.stage3_param_persistence_threshold = 0;
+        ec.zero.stage3_max_reuse_distance = 0;
+        ec.zero.overlap_comm = overlap;
+        SingleProcessGroup group;
+        auto engine = initialize(*m, ec, group);
+        Tensor idx = Tensor::empty({2, 32}, DType::i32, Category::workspace);
+        Tensor tgt = Tensor::empty({2, 32}, DType::i32, Category::workspace);
+        fill_tokens(idx, cfg.vocab_size, 7, 3);
+        fill_tokens(tgt, cfg.vocab_size, 13, 5);
+        a.reset_peaks();
+        const MemoryStats start = a.stats();  // idx and tgt are workspace too
+        for (int step = 0; step < 2; ++step) {
+          Var loss = engine->forward(idx, tgt);
+          engine->backward(loss);
+          engine->step(1e-3);
+        }
+        const MemoryStats after = a.stats();
+        EstimateRequest r;
+        r.has_model = true;
+        r.model = model_shape(cfg, *m, 1);
+        r.stage = stage;
+        r.precision = prec;
+        r.zero = ec.zero;
+        r.micro_batch = 2;
+        r.seq_len = 32;
+        r.threads = omp_get_max_threads();
+        const Estimate e = estimate(r);
+        INFO(precision_name(prec) << ", stage " << stage << (overlap ? ", overlap_comm" : ""));
+        const int64_t P = e.psi_padded;
+        // The engine released the model's float32 buffers (4P of params and of grads) and holds
+        // its 2-byte ones instead.
+        CHECK(after.max(Category::optim) - before.cur(Category::optim) == e.max(Category::optim));
+        CHECK(after.max(Category::grads) - before.cur(Category::grads) + 4 * P == e.max(Category::grads));
+        if (!overlap || stage < 3)
+          CHECK(after.max(Category::params) - before.cur(Category::params) + 4 * P == e.max(Category::params));
+        else
+          CHECK(after.max(Category::params) - before.cur(Category::params) + 4 * P <= e.max(Category::params));
+        CHECK(after.max(Category::comm) - before.cur(Category::comm) <= e.max(Category::comm));
+        const int64_t ws = after.max(Category::workspace) - start.cur(Category::workspace);
+        INFO("workspace measured " << ws << ", estimated " << e.max(Category::workspace));
+        CHECK(ws <= e.max(Category::workspace));
+        CHECK(e.max(Category::workspace) <= 1.25 * static_cast<double>(ws));
+      }
 }
 
 TEST_CASE("estimate rejects bad requests with messages naming the field", "[estimator]") {

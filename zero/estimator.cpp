@@ -295,13 +295,19 @@ Estimate estimate(const EstimateRequest& r) {
     est.model_state[idx(c)] = ceil_div(model_state_bytes_x_n(c, est.psi_padded, r.stage, N, r.precision), N);
   est.peak = est.model_state;
   const int64_t pe = param_elem(r.precision);
+  int64_t mixed_workspace = 0, mixed_workspace_in_backward = 0;
   int64_t comm = 8;  // the step's scalar all-reduces (loss, gradient norm): one float64 at a time
   if (r.has_model) {
     const std::vector<UnitSize>& units = r.model.units;
     const std::vector<Event> ev = step_events(units.size(), r.model.tie_embeddings);
+    const bool mixed = r.precision != Precision::f32;
     int64_t grad_live = 0, reduce_comm = 0, gather_comm = 0, publish_comm = 0;
     grad_and_reduce_peaks(units, ev, r.stage, r.zero, N, &grad_live, &reduce_comm);
-    est.peak[idx(Category::grads)] += grad_live * pe;
+    // fp32 stages 2-3: the full float32 gradient of the units in backward (grads). Mixed stages
+    // 2-3: the same spans hold the unit's 2-byte gradient copy that is being reduced (comm).
+    if (!mixed) est.peak[idx(Category::grads)] += grad_live * pe;
+    else reduce_comm += grad_live;
+    int64_t gathered = 0;  // elements of float32 full parameters resident at once (stage 3 / mixed)
     if (r.stage == 3) {
       Stage3Sim sim(units, r.zero, N);
       for (int step = 0; step < 2; ++step) {  // the tracing step, then a steady one
@@ -311,8 +317,36 @@ Estimate estimate(const EstimateRequest& r) {
       int64_t persistent = 0;
       for (size_t i = 0; i < units.size(); ++i)
         if (sim.persistent[i]) persistent += units[i].padded_numel;
-      est.peak[idx(Category::params)] += (persistent + sim.peak_live) * pe;
+      gathered = persistent + sim.peak_live;
       gather_comm = sim.peak_comm;
+      if (!mixed) {
+        est.peak[idx(Category::params)] += gathered * pe;
+      } else {
+        // the 2-byte full buffer a gather lands in lives until the gather is waited for: one
+        // unit at a time without overlap_comm, at most every gathered unit with prefetch
+        int64_t largest = 0;
+        for (const UnitSize& u : units) largest = std::max(largest, u.padded_numel);
+        est.peak[idx(Category::params)] += (r.zero.overlap_comm ? gathered : largest) * pe;
+      }
+    }
+    if (mixed && r.float32_compute) {
+      // This CPU backend computes in float32 (zero/engine.h): between acquire and release each
+      // unit has a float32 copy of its parameters, and during its backward a float32 gradient
+      // (both workspace). Replayed along the step's events; stage 3 adds what prefetch and
+      // persistence keep gathered (an upper bound: their peaks are added).
+      int64_t copies = 0, grads32 = 0, joint = 0;
+      std::vector<int> refs(units.size(), 0);
+      for (const Event& e : ev) {
+        const int64_t P = units[e.unit].padded_numel;
+        if (e.acquire && refs[e.unit]++ == 0) copies += P;
+        if (!e.acquire && --refs[e.unit] == 0) copies -= P;
+        if (e.backward) grads32 += e.acquire ? P : -P;
+        joint = std::max(joint, (r.stage == 3 ? gathered : copies) + grads32);
+      }
+      int64_t largest_shard = 0;  // the step converts one unit's gradient shard at a time
+      for (const UnitSize& u : units) largest_shard = std::max(largest_shard, r.stage == 0 ? u.padded_numel : u.padded_numel / N);
+      mixed_workspace = std::max(4 * joint, 4 * largest_shard);
+      mixed_workspace_in_backward = 4 * joint;
     }
     // Stages 1-2 publish every unit after the update (stage 3: the persistent ones), all
     // chunked all-gathers issued before any is waited for.
@@ -324,22 +358,39 @@ Estimate estimate(const EstimateRequest& r) {
     // waited for where it is issued).
     const int64_t backward_comm = r.zero.overlap_comm ? reduce_comm + gather_comm : std::max(reduce_comm, gather_comm);
     comm = std::max({comm, backward_comm * pe, publish_comm * pe});
+    // Activations and the attention scratch are float32 on this backend whatever the precision.
+    const int64_t ae = r.precision == Precision::f32 || r.float32_compute ? 4 : 2;
     if (r.micro_batch > 0 && r.seq_len > 0) {
-      const int64_t ae = r.precision == Precision::f32 ? 4 : 2;
       est.peak[idx(Category::activations)] =
           estimate_activations(r.model, r.micro_batch, r.seq_len, r.activation_checkpointing, ae).peak;
       est.has_activations = true;
-      // attention backward: a (T, T) scratch per thread; GQA adds (B, H, T, D) for dK and dV
+      // The largest scratch of one op's backward: attention's (T, T) per thread (GQA adds
+      // (B, H, T, D) for dK and dV), or LayerNorm's / RMSNorm's per-chunk partial sums of the
+      // gain (and bias) gradients, (min(B*T, 64), C) each (core/kernels/norm.cpp).
       const int64_t T = r.seq_len, H = r.model.n_head, D = r.model.n_embd / H;
-      int64_t ws = r.threads * T * T * ae;
-      if (r.model.n_kv_head < H) ws += 2 * r.micro_batch * H * T * D * ae;
-      est.peak[idx(Category::workspace)] = ws;
+      int64_t attn = r.threads * T * T * ae;
+      if (r.model.n_kv_head < H) attn += 2 * r.micro_batch * H * T * D * ae;
+      const int64_t norm = (r.model.family == "gpt2" ? 2 : 1) * std::min<int64_t>(r.micro_batch * T, 64) * r.model.n_embd * ae;
+      est.peak[idx(Category::workspace)] = std::max(attn, norm);
     }
+    // the attention scratch exists inside a unit's backward, beside that unit's float32 buffers
+    if (mixed_workspace > 0)
+      est.peak[idx(Category::workspace)] =
+          std::max(mixed_workspace, est.peak[idx(Category::workspace)] + mixed_workspace_in_backward);
   }
   est.peak[idx(Category::comm)] = comm;
-  if (r.whole_model_build)
-    for (Category c : {Category::params, Category::grads})
-      est.peak[idx(c)] = std::max(est.peak[idx(c)], 4 * est.psi_padded);
+  if (r.whole_model_build) {
+    // The float32 flat buffers of the whole model, and (mixed precision) the 2-byte copy of one
+    // unit made while they still exist (zero/engine.cpp's constructor, unit by unit).
+    int64_t piece_p = 0, piece_g = 0;
+    if (r.precision != Precision::f32 && r.has_model)
+      for (const UnitSize& u : r.model.units) {
+        piece_p = std::max(piece_p, pe * (r.stage == 3 ? u.padded_numel / N : u.padded_numel));
+        piece_g = std::max(piece_g, pe * (r.stage >= 2 ? u.padded_numel / N : u.padded_numel));
+      }
+    est.peak[idx(Category::params)] = std::max(est.peak[idx(Category::params)], 4 * est.psi_padded + piece_p);
+    est.peak[idx(Category::grads)] = std::max(est.peak[idx(Category::grads)], 4 * est.psi_padded + piece_g);
+  }
   return est;
 }
 

@@ -32,7 +32,10 @@
 //   activations  what our ops save for backward (estimate_activations), plus the largest
 //                backward transient
 //   comm         the reduce-scatter / all-gather staging buffers zero/engine.cpp allocates
-//   workspace    attention backward scratch (core/kernels/attention.h)
+//   workspace    attention backward scratch (core/kernels/attention.h); mixed precision on this
+//                float32 backend also the units' float32 parameter copies and gradients
+//   (mixed precision: stage 3's 2-byte gather buffers count as params, stages 2-3's 2-byte
+//   gradient copies being reduced as comm)
 #pragma once
 #include <array>
 #include <cstdint>
@@ -99,6 +102,10 @@ struct EstimateRequest {
   // parameter and gradient buffers) before the engine shards it, as DeepSpeed does without
   // zero.Init. zt-train's run peaks include it; a peak measured after a reset does not.
   bool whole_model_build = false;
+  // Mixed precision computes in float32 on this CPU backend (zero/engine.h): activations are
+  // 4 bytes, and each unit in use has float32 parameter and gradient workspaces. false: a
+  // backend that computes in the 2-byte type (activations 2 bytes, no float32 copies).
+  bool float32_compute = true;
 };
 
 struct Estimate {

@@ -76,5 +76,7 @@ expect_fail "config with stage 4" "zero_optimization.stage" "$B/zt-train" --conf
 echo '{"zero_optimisation": {"stage": 1}}' > "$TMP/typo.json"
 expect_fail "config with an unknown key" "zero_optimisation" "$B/zt-train" --config "$TMP/typo.json" --train "$T" --steps 1
 expect_fail "a flag that contradicts --config" "--lr cannot be combined with --config" "$B/zt-train" --config "$S/configs/zero1.json" --lr 1e-2 --train "$T" --steps 1
-echo '{"bf16": {"enabled": true}}' > "$TMP/bf16.json"
-expect_fail "bf16 (not implemented yet) is refused, not ignored" "not implemented yet" "$B/zt-train" --config "$TMP/bf16.json" --model gpt2-nano --train "$T" -t 16 --steps 1
+echo '{"fp16": {"enabled": true, "hysteresis": 0}}' > "$TMP/fp16.json"
+expect_fail "fp16 with hysteresis 0" "fp16.hysteresis" "$B/zt-train" --config "$TMP/fp16.json" --model gpt2-nano --train "$T" -t 16 --steps 1
+echo '{"bf16": {"enabled": true}, "fp16": {"enabled": true}}' > "$TMP/both.json"
+expect_fail "bf16 and fp16 together" "expected at most one of them" "$B/zt-train" --config "$TMP/both.json" --model gpt2-nano --train "$T" -t 16 --steps 1
