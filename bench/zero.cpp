@@ -117,7 +117,7 @@ double time_collective(ProcessGroup& g, int reps, F fn) {
 int run(int argc, char** argv, ProcessGroup& world) {
   CLI::App app{"bench_zero: memory, communication and speed of one ZeRO stage on N ranks (run under mpirun)"};
   std::string model = "gpt-mini", data = "data/corpus/train.txt";
-  std::string json_path, label;
+  std::string json_path, label, precision = "fp32";
   int64_t global_batch = 8, T = 256, steps = 4, warmup = 2;
   int stage = 0, threads = 0;
   bool probe = false;
@@ -141,6 +141,8 @@ int run(int argc, char** argv, ProcessGroup& world) {
   app.add_option("--max-live", z.stage3_max_live_parameters)->capture_default_str();
   app.add_option("--reuse-distance", z.stage3_max_reuse_distance)->capture_default_str();
   app.add_option("--persistence", z.stage3_param_persistence_threshold)->capture_default_str();
+  app.add_option("--precision", precision, "fp32 | bf16 | fp16 (2-byte params and grads, fp32 master)")
+      ->capture_default_str()->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   app.add_flag("--probe", probe, "also time bare all-gather / reduce-scatter / all-reduce of Psi elements");
   app.add_option("--label", label, "a name for this variant in the JSON")->capture_default_str();
   app.add_option("--json", json_path, "append one JSON line per run here (rank 0)");
@@ -169,6 +171,7 @@ int run(int argc, char** argv, ProcessGroup& world) {
   c.schedule = "constant";
   c.grad_clip = 1.0;
   c.zero = z;
+  c.precision = precision == "bf16" ? Precision::bf16 : precision == "fp16" ? Precision::f16 : Precision::f32;
   Trainer t(c, g);
 
   for (int64_t s = 0; s < warmup; ++s) t.step();
@@ -238,9 +241,14 @@ int run(int argc, char** argv, ProcessGroup& world) {
     const double med = median(slowest);
     const double tokens = static_cast<double>(global_batch * T);
     const double Pd = static_cast<double>(P), Nd = N;
-    const double state_formula = stage == 0 ? 16 * Pd : stage == 1 ? 8 * Pd + 8 * Pd / Nd
-                                 : stage == 2 ? 4 * Pd + 12 * Pd / Nd : 16 * Pd / Nd;
-    const double comm_formula = (stage == 3 ? 3 : 2) * Pd * (Nd - 1) / Nd * 4;
+    // zero/engine.h: fp32 16Psi, 8Psi + 8Psi/N, 4Psi + 12Psi/N, 16Psi/N; mixed precision (the
+    // paper's K = 12) 16Psi, 4Psi + 12Psi/N, 2Psi + 14Psi/N, 16Psi/N.
+    const bool mixed = c.precision != Precision::f32;
+    const double state_formula = !mixed ? (stage == 0 ? 16 * Pd : stage == 1 ? 8 * Pd + 8 * Pd / Nd
+                                           : stage == 2 ? 4 * Pd + 12 * Pd / Nd : 16 * Pd / Nd)
+                                        : (stage == 0 ? 16 * Pd : stage == 1 ? 4 * Pd + 12 * Pd / Nd
+                                           : stage == 2 ? 2 * Pd + 14 * Pd / Nd : 16 * Pd / Nd);
+    const double comm_formula = (stage == 3 ? 3 : 2) * Pd * (Nd - 1) / Nd * (mixed ? 2 : 4);
 
     std::printf("stage %d, N = %d (batch %lld per rank x T %lld), %s, Psi = %lld (padded %lld), threads %d, overlap_comm %d%s%s\n",
                 stage, N, static_cast<long long>(c.batch), static_cast<long long>(T), model.c_str(),
@@ -298,6 +306,7 @@ int run(int argc, char** argv, ProcessGroup& world) {
     j["batch_per_rank"] = c.batch;
     j["seq"] = T;
     j["threads_per_rank"] = num_threads();
+    j["precision"] = precision;
     j["warmup"] = warmup;
     j["steps"] = steps;
     j["zero"] = {{"overlap_comm", z.overlap_comm}, {"reduce_bucket_size", z.reduce_bucket_size},

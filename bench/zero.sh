@@ -56,6 +56,7 @@ if (( VARIANTS )); then  # where stage 3's time goes at N = 4 (stage 0 repeated 
     --prefetch-bucket 50000000 --max-live 1000000000 --reuse-distance 1000000000 --persistence 100000
   run 4 2 "threads=2/rank (stage 0)" --stage 0
   run 4 2 "threads=2/rank" --stage 3
+  for stage in 0 1 2 3; do run 4 1 "bf16" --stage "$stage" --precision bf16; done
 fi
 elapsed=$(( $(date +%s) - start ))
 fi
@@ -69,7 +70,8 @@ cpu, cores = sh("lscpu | sed -n 's/^Model name: *//p'"), int(sh('nproc'))
 mpi = sh("mpirun --version 2>&1 | head -n 1")
 MiB = lambda b: f"{b / 2**20:.1f}"
 sweep = [r for r in rows if r['label'] == 'sweep']
-var = [r for r in rows if r['label'] != 'sweep']
+var = [r for r in rows if r['label'] not in ('sweep', 'bf16')]
+mixed = [r for r in rows if r['label'] == 'bf16']
 P = sweep[0]['psi_padded'] if sweep else 0
 md = ["# ZeRO stages 0-3 on N ranks of one machine: memory, communication, speed", "",
       f"- date: {datetime.date.today()}, machine: {cpu}, {cores} cores, {platform.system()} {platform.release()}, {mpi}",
@@ -139,15 +141,33 @@ if var:
         md.append(f"| {name} | {r['stage']} | {r['threads_per_rank']} | {r['step_ms_median']:.0f} | {r['tokens_per_s']:.0f} | "
                   f"{w['all_gather']:.0f} / {w['reduce_scatter']:.0f} / {w['all_reduce']:.0f} | {MiB(k['peak_bytes']['params'])} | "
                   f"{k['bytes_per_step']['all_gather']:,} | {r['tokens_per_s'] / stage0_tps(r['threads_per_rank']):.3f} |")
+if mixed:
+    fp32_4 = {r['stage']: r for r in sweep if r['world_size'] == 4}
+    md += ["", "## Mixed precision (bf16) at N = 4", "",
+           "Same runs as the sweep at N = 4 with `--precision bf16`: 2-byte parameters and gradients, the fp32 master in "
+           "optim. Formula (the paper's, K = 12): stage 0 16Psi, 1 4Psi + 12Psi/N, 2 2Psi + 14Psi/N, 3 16Psi/N; bytes moved "
+           "2Psi / 3Psi x (N-1)/N x 2 bytes. The CPU computes in fp32, so each unit in use also holds fp32 copies "
+           "(workspace).", "",
+           "| stage | params | grads | optim | workspace | at rest | formula | equal | bytes moved | formula | median ms/step | "
+           "bf16 / fp32 throughput |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(mixed, key=lambda r: r['stage']):
+        k = r['ranks'][0]; p = k['peak_bytes']; f = fp32_4.get(r['stage'])
+        ratio = f"{r['tokens_per_s'] / f['tokens_per_s']:.3f}" if f else "-"
+        md.append(f"| {r['stage']} | {MiB(p['params'])} | {MiB(p['grads'])} | {MiB(p['optim'])} | {MiB(p['workspace'])} | "
+                  f"{MiB(k['model_state_rest_bytes'])} | {MiB(r['model_state_formula_bytes'])} | "
+                  f"{'yes' if k['model_state_rest_bytes'] == r['model_state_formula_bytes'] else 'NO'} | "
+                  f"{k['bytes_per_step_total']:,} | {r['comm_formula_bytes']:,} | {r['step_ms_median']:.0f} | {ratio} |")
+
 md += ["", "## Notes", "",
        "- Stage 3 moves 3Psi plus one more all-gather of the embedding unit (wte + wpe, 196,608 parameters: "
        "786,432 x (N-1)/N bytes, the 'total - formula' column less the scalars): GPT-2's head reads the tied wte, so the "
        "embedding unit is gathered for the embedding's forward, for the head's forward, and once for the whole backward "
        "(its LeafGroup span runs from the head's backward to the embedding's).",
-       "- Stage-3 prefetch window (engine, zero/engine.cpp Engine::prefetch_after): units already gathered ahead are "
-       "skipped and not counted against stage3_prefetch_bucket_size, so every acquire pushes the window one more unit "
-       "ahead; with stage3_max_live_parameters at its default (1e9) the whole model ends up gathered during backward "
-       "(variant 'max_live=1e9': peak params = shard + 4Psi bytes). The sweep bounds it with --max-live 4000000.",
+       "- Stage-3 prefetch window (zero/engine.cpp Engine::prefetch_after): the units after the one being acquired are "
+       "gathered while the units ahead (gathered already or not) fit stage3_prefetch_bucket_size, and never past "
+       "stage3_max_live_parameters gathered elements. An earlier version did not count units already gathered against "
+       "the bucket, so at the default max_live the whole model ended up gathered; fixed on 2026-11-21, and every row "
+       "here was measured after the fix.",
        "- N = 4 and 8 run 1 thread per rank on 2 cores: the ranks time-slice, so tokens/s stays flat instead of scaling; "
        "the stage ratios compare the stages under the same oversubscription.", ""]
 md += ["Raw JSON (one object per run, every rank's numbers under \"ranks\"): zero.json.", ""]
