@@ -28,8 +28,8 @@ CORES=$(nproc)
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"  # idle OpenMP threads must not spin on shared cores
 # Common settings of the sweep: stage-3 prefetch of about one transformer block (gpt-mini's blocks
 # hold 1.77M parameters; DeepSpeed's default 5e7 would prefetch the whole model) with at most 4M
-# parameters gathered (stage3_max_live_parameters: without it the prefetch window creeps ahead
-# until the whole model is gathered, see the variants), nothing persistent and no reuse across
+# parameters gathered (stage3_max_live_parameters; the variants show DeepSpeed's defaults), nothing
+# persistent and no reuse across
 # forward/backward (the paper's pure ZeRO-3: 3Psi moved per step).
 COMMON=(--model gpt-mini --global-batch 8 --seq 256 --steps "$STEPS" --warmup "$WARMUP"
         --data "$ROOT/data/corpus/train.txt" --overlap-comm 1 --prefetch-bucket 2000000

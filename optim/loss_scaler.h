@@ -27,10 +27,11 @@
 // forever (it still counts iterations, the last overflow and skipped steps). Either way update()
 // returns the overflow verdict: the caller skips that step.
 //
-// Use (ZeRO, fp16): loss * scale() before backward; each rank tests its gradient shard with
-// all_finite (core/kernels/cast.h), the verdict is all-reduced (logical or) so every rank calls
-// update() with the same value and their scalers stay identical; if update() returns false the
-// gradients are unscaled (factor 1 / scale() read *before* update()) and the optimizer steps.
+// Use (zero/engine.cpp, fp16): loss * scale() before backward; the all-reduced sum of squares of
+// the gradient shards is non-finite exactly when some rank's shard holds an inf or NaN, so every
+// rank calls update() with the same verdict and their scalers stay identical; if update()
+// returns false the gradients are unscaled (factor 1 / scale() read *before* update()) and the
+// optimizer steps.
 #pragma once
 #include <cstdint>
 

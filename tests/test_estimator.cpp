@@ -33,6 +33,23 @@ void fill_tokens(Tensor& t, int64_t V, int64_t mul, int64_t add) {
   for (int64_t i = 0; i < t.numel(); ++i) t.data<int32_t>()[i] = static_cast<int32_t>((mul * i + add) % V);
 }
 
+// Two training steps of a (2, 32) batch after resetting the allocator's peaks; returns the stats
+// right after the reset (the token tensors are workspace).
+MemoryStats two_steps(Engine& engine, const ModelConfig& cfg) {
+  Tensor idx = Tensor::empty({2, 32}, DType::i32, Category::workspace);
+  Tensor tgt = Tensor::empty({2, 32}, DType::i32, Category::workspace);
+  fill_tokens(idx, cfg.vocab_size, 7, 3);
+  fill_tokens(tgt, cfg.vocab_size, 13, 5);
+  cpu_allocator().reset_peaks();
+  const MemoryStats start = cpu_allocator().stats();
+  for (int step = 0; step < 2; ++step) {
+    Var loss = engine.forward(idx, tgt);
+    engine.backward(loss);
+    engine.step(1e-3);
+  }
+  return start;
+}
+
 }  // namespace
 
 // Rajbhandari et al. 2019, "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models",
@@ -207,16 +224,7 @@ TEST_CASE("model-state peaks match the engine's measured bytes at world size 1",
     SingleProcessGroup group;
     {
       auto engine = initialize(*m, ec, group);
-      Tensor idx = Tensor::empty({2, 32}, DType::i32, Category::workspace);
-      Tensor tgt = Tensor::empty({2, 32}, DType::i32, Category::workspace);
-      fill_tokens(idx, cfg.vocab_size, 7, 3);
-      fill_tokens(tgt, cfg.vocab_size, 13, 5);
-      a.reset_peaks();
-      for (int step = 0; step < 2; ++step) {
-        Var loss = engine->forward(idx, tgt);
-        engine->backward(loss);
-        engine->step(1e-3);
-      }
+      two_steps(*engine, cfg);
       const MemoryStats after = a.stats();
       EstimateRequest r;
       r.has_model = true;
@@ -266,17 +274,7 @@ TEST_CASE("mixed-precision peaks match the engine's measured bytes at world size
         ec.zero.overlap_comm = overlap;
         SingleProcessGroup group;
         auto engine = initialize(*m, ec, group);
-        Tensor idx = Tensor::empty({2, 32}, DType::i32, Category::workspace);
-        Tensor tgt = Tensor::empty({2, 32}, DType::i32, Category::workspace);
-        fill_tokens(idx, cfg.vocab_size, 7, 3);
-        fill_tokens(tgt, cfg.vocab_size, 13, 5);
-        a.reset_peaks();
-        const MemoryStats start = a.stats();  // idx and tgt are workspace too
-        for (int step = 0; step < 2; ++step) {
-          Var loss = engine->forward(idx, tgt);
-          engine->backward(loss);
-          engine->step(1e-3);
-        }
+        const MemoryStats start = two_steps(*engine, cfg);
         const MemoryStats after = a.stats();
         EstimateRequest r;
         r.has_model = true;

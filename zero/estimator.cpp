@@ -390,6 +390,9 @@ Estimate estimate(const EstimateRequest& r) {
       }
     est.peak[idx(Category::params)] = std::max(est.peak[idx(Category::params)], 4 * est.psi_padded + piece_p);
     est.peak[idx(Category::grads)] = std::max(est.peak[idx(Category::grads)], 4 * est.psi_padded + piece_g);
+    // initialization draws each parameter into a float32 temporary (workspace)
+    if (r.has_model)
+      est.peak[idx(Category::workspace)] = std::max(est.peak[idx(Category::workspace)], 4 * r.model.largest_param);
   }
   return est;
 }

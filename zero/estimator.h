@@ -37,6 +37,7 @@
 //   (mixed precision: stage 3's 2-byte gather buffers count as params, stages 2-3's 2-byte
 //   gradient copies being reduced as comm)
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -63,6 +64,8 @@ struct ModelShape {
   int64_t padded_vocab_size = 0;
   bool tie_embeddings = true;
   std::vector<UnitSize> units;  // forward order: embed, n_layer blocks, head
+  int64_t largest_param = 0;    // elements of the largest parameter tensor (initialization fills
+                                // each through a float32 temporary, core/rng.cpp)
 };
 
 // The units of a model in forward order. A finalized unit reports its own padded size; a
@@ -84,6 +87,8 @@ ModelShape model_shape(const Config& cfg, Model& layout, int64_t world_size) {
   s.padded_vocab_size = cfg.padded_vocab_size;
   s.tie_embeddings = cfg.tie_embeddings;
   s.units = unit_sizes(layout, world_size);
+  for (Unit* u : layout.units())
+    for (const ParamInfo& p : u->params().infos()) s.largest_param = std::max(s.largest_param, p.numel);
   return s;
 }
 
