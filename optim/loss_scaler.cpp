@@ -34,7 +34,7 @@ bool LossScaler::update(bool overflow) {
         if (scale_ == opts_.min_scale && opts_.raise_error_at_min_scale)
           ZT_THROW("loss scaler: gradient overflow at iteration ", iter_, " with the loss scale already at min_scale = ",
                    opts_.min_scale, ": cannot decrease it any further (the model overflows float16 even unscaled; "
-                   "lower min_scale, use bfloat16, or set raise_error_at_min_scale = false to keep skipping steps)");
+                   "lower fp16.min_loss_scale or train in bf16)");
         scale_ = std::max(scale_ / 2, opts_.min_scale);
       } else {
         hysteresis_left_ -= 1;
