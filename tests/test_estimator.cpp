@@ -33,6 +33,14 @@ void fill_tokens(Tensor& t, int64_t V, int64_t mul, int64_t add) {
   for (int64_t i = 0; i < t.numel(); ++i) t.data<int32_t>()[i] = static_cast<int32_t>((mul * i + add) % V);
 }
 
+// The model of `cfg` for one rank, initialized with a fixed seed.
+std::unique_ptr<Model> initialized_model(const ModelConfig& cfg) {
+  auto m = make_model(cfg, ModelOptions{DType::f32, 1, kShardAlignment});
+  Rng rng(5);
+  init_model(*m, rng);
+  return m;
+}
+
 // Two training steps of a (2, 32) batch after resetting the allocator's peaks; returns the stats
 // right after the reset (the token tensors are workspace).
 MemoryStats two_steps(Engine& engine, const ModelConfig& cfg) {
@@ -209,10 +217,8 @@ TEST_CASE("model-state peaks match the engine's measured bytes at world size 1",
   };
   for (const Variant& v : variants) {
     const int stage = v.stage;
-    ModelConfig cfg = model_config("gpt2-nano");
-    auto m = make_model(cfg, ModelOptions{DType::f32, 1, kShardAlignment});
-    Rng rng(5);
-    init_model(*m, rng);
+    const ModelConfig cfg = model_config("gpt2-nano");
+    auto m = initialized_model(cfg);
     Allocator& a = cpu_allocator();
     const MemoryStats before = a.stats();
     EngineConfig ec;
@@ -260,10 +266,8 @@ TEST_CASE("mixed-precision peaks match the engine's measured bytes at world size
   for (Precision prec : {Precision::bf16, Precision::f16})
     for (int stage = 0; stage <= 3; ++stage)
       for (bool overlap : {false, true}) {
-        ModelConfig cfg = model_config("gpt2-nano");
-        auto m = make_model(cfg, ModelOptions{DType::f32, 1, kShardAlignment});
-        Rng rng(5);
-        init_model(*m, rng);
+        const ModelConfig cfg = model_config("gpt2-nano");
+        auto m = initialized_model(cfg);
         Allocator& a = cpu_allocator();
         const MemoryStats before = a.stats();
         EngineConfig ec;
