@@ -1,0 +1,31 @@
+// defines: CudaDevice, cuda_devices, cuda_available, cuda_runtime_summary — which GPUs this
+//          process can use.
+//
+// A binary built with CUDA must run on a machine without a GPU (ARCHITECTURE.md "Devices and
+// backends"). Without a driver, cudaGetDeviceCount returns an error (cudaErrorNoDevice,
+// cudaErrorInsufficientDriver, ...) and leaves the count unset, so detection looks at the error
+// code, never at the count alone: any error means "no usable device", with the reason kept for
+// messages. Detection runs once per process (the first call) and is cached.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace zt {
+
+struct CudaDevice {
+  int index = 0;
+  std::string name;              // "NVIDIA H100 80GB HBM3"
+  int major = 0, minor = 0;      // compute capability (9.0 = sm_90)
+  size_t total_memory = 0;       // bytes
+  int multiprocessors = 0;
+  bool supported() const { return major >= 8; }  // the kernels are built for sm_80 and sm_90
+};
+
+// The devices this process sees (CUDA_VISIBLE_DEVICES applies); empty when there is none or no
+// driver. `reason` (optional) receives why the list is empty ("" when it is not).
+const std::vector<CudaDevice>& cuda_devices(std::string* reason = nullptr);
+bool cuda_available();  // at least one supported device
+// One line per device plus the runtime and driver versions, or the reason there is none.
+std::string cuda_runtime_summary();
+
+}  // namespace zt

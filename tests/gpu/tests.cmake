@@ -1,0 +1,2 @@
+# GPU test registrations: zt_gpu_test(<tag>) runs the cases tagged [<tag>] (label gpu).
+zt_gpu_test(cuda_device)
