@@ -1,0 +1,165 @@
+#include "dist/nccl/nccl_process_group.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+
+#include "cuda/check.h"  // defines: ZT_CUDA_CHECK, cuda_error_message
+
+#define ZT_NCCL_CHECK(call)                                                                               \
+  do {                                                                                                    \
+    const ncclResult_t zt_nccl_res_ = (call);                                                             \
+    if (zt_nccl_res_ != ncclSuccess)                                                                      \
+      ZT_THROW(#call, " failed: ", ncclGetErrorString(zt_nccl_res_), " (", ncclGetLastError(nullptr), ")"); \
+  } while (0)
+
+namespace zt {
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::f32: return ncclFloat32;
+    case DType::f64: return ncclFloat64;
+    case DType::bf16: return ncclBfloat16;
+    case DType::f16: return ncclFloat16;
+    default: ZT_THROW("NCCL: dtype ", dtype_name(t), " is not supported (expected float32, float64, bfloat16, float16)");
+  }
+}
+
+namespace {
+
+bool on_device(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();  // an unregistered host pointer may report an error on old runtimes
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+// Completion of one collective: the compute stream waits for `done`, then the host does.
+struct NcclWork final : Work {
+  cudaEvent_t done = nullptr;
+  cudaStream_t compute = nullptr;
+  std::vector<Tensor> keep;  // the buffers stay alive while NCCL may touch them
+  ~NcclWork() override {
+    if (done) cudaEventDestroy(done);
+  }
+  void wait() override {
+    if (!done) return;
+    ZT_CUDA_CHECK(cudaStreamWaitEvent(compute, done, 0));
+    ZT_CUDA_CHECK(cudaEventSynchronize(done));
+    keep.clear();
+  }
+};
+
+}  // namespace
+
+NcclProcessGroup::NcclProcessGroup(ProcessGroup& bootstrap, int device, cudaStream_t compute_stream)
+    : bootstrap_(bootstrap), rank_(bootstrap.rank()), size_(bootstrap.size()), device_(device),
+      compute_(compute_stream) {
+  ZT_CUDA_CHECK(cudaSetDevice(device_));
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  if (rank_ == 0) ZT_NCCL_CHECK(ncclGetUniqueId(&id));
+  // 128 bytes as 128 exact doubles 0..255 (no bit pattern games through MPI's float types)
+  const int64_t nb = static_cast<int64_t>(sizeof id.internal);
+  Tensor bytes = Tensor::zeros({nb}, DType::f64, Category::comm);
+  double* b = bytes.data<double>();
+  for (int64_t i = 0; i < nb; ++i) b[i] = static_cast<unsigned char>(id.internal[i]);
+  bootstrap_.broadcast(bytes, 0);
+  for (int64_t i = 0; i < nb; ++i) id.internal[i] = static_cast<char>(static_cast<unsigned char>(b[i]));
+  ZT_NCCL_CHECK(ncclCommInitRank(&comm_nccl_, size_, id, rank_));
+  ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
+}
+
+NcclProcessGroup::~NcclProcessGroup() {
+  if (comm_) cudaStreamSynchronize(comm_);
+  if (comm_nccl_) ncclCommDestroy(comm_nccl_);
+  if (comm_) cudaStreamDestroy(comm_);
+}
+
+WorkPtr NcclProcessGroup::run(const std::vector<Tensor>& bufs,
+                              const std::function<void(const std::vector<void*>&)>& issue) {
+  ZT_CUDA_CHECK(cudaSetDevice(device_));
+  // The communication stream starts after everything the compute stream has queued.
+  cudaEvent_t ready = nullptr;
+  ZT_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+  ZT_CUDA_CHECK(cudaEventRecord(ready, compute_));
+  ZT_CUDA_CHECK(cudaStreamWaitEvent(comm_, ready, 0));
+  ZT_CUDA_CHECK(cudaEventDestroy(ready));  // released once the wait has been enqueued
+
+  std::vector<void*> ptrs;
+  std::vector<std::pair<size_t, void*>> staged;  // (index into bufs, device copy)
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    void* p = bufs[i].raw();
+    if (!on_device(p)) {
+      void* d = nullptr;
+      ZT_CUDA_CHECK(cudaMallocAsync(&d, bufs[i].nbytes(), comm_));
+      ZT_CUDA_CHECK(cudaMemcpyAsync(d, p, bufs[i].nbytes(), cudaMemcpyHostToDevice, comm_));
+      staged.emplace_back(i, d);
+      p = d;
+    }
+    ptrs.push_back(p);
+  }
+  issue(ptrs);
+  if (!staged.empty()) {  // host buffers: copy back and finish before returning
+    for (auto& [i, d] : staged) {
+      ZT_CUDA_CHECK(cudaMemcpyAsync(bufs[i].raw(), d, bufs[i].nbytes(), cudaMemcpyDeviceToHost, comm_));
+      ZT_CUDA_CHECK(cudaFreeAsync(d, comm_));
+    }
+    ZT_CUDA_CHECK(cudaStreamSynchronize(comm_));
+    return completed_work();
+  }
+  auto w = std::make_shared<NcclWork>();
+  w->compute = compute_;
+  w->keep = bufs;
+  ZT_CUDA_CHECK(cudaEventCreateWithFlags(&w->done, cudaEventDisableTiming));
+  ZT_CUDA_CHECK(cudaEventRecord(w->done, comm_));
+  return w;
+}
+
+WorkPtr NcclProcessGroup::do_all_reduce(const Tensor& x) {
+  return run({x}, [&](const std::vector<void*>& p) {
+    ZT_NCCL_CHECK(ncclAllReduce(p[0], p[0], static_cast<size_t>(x.numel()), nccl_type(x.dtype()), ncclSum, comm_nccl_, comm_));
+  });
+}
+
+WorkPtr NcclProcessGroup::do_reduce_scatter(const Tensor& in, const Tensor& out) {
+  return run({in, out}, [&](const std::vector<void*>& p) {
+    ZT_NCCL_CHECK(ncclReduceScatter(p[0], p[1], static_cast<size_t>(out.numel()), nccl_type(in.dtype()), ncclSum,
+                                    comm_nccl_, comm_));
+  });
+}
+
+WorkPtr NcclProcessGroup::do_all_gather(const Tensor& in, const Tensor& out) {
+  // NCCL allows the in-place form (sendbuff == recvbuff + rank * count), which ZeRO stages 1-2 use.
+  return run({in, out}, [&](const std::vector<void*>& p) {
+    ZT_NCCL_CHECK(ncclAllGather(p[0], p[1], static_cast<size_t>(in.numel()), nccl_type(in.dtype()), comm_nccl_, comm_));
+  });
+}
+
+WorkPtr NcclProcessGroup::do_broadcast(const Tensor& x, int root) {
+  return run({x}, [&](const std::vector<void*>& p) {
+    ZT_NCCL_CHECK(ncclBroadcast(p[0], p[0], static_cast<size_t>(x.numel()), nccl_type(x.dtype()), root, comm_nccl_, comm_));
+  });
+}
+
+WorkPtr NcclProcessGroup::do_barrier() {
+  // NCCL has no barrier: an all-reduce of one device float orders every rank's stream, and the
+  // host waits for it.
+  Tensor one = Tensor::zeros({1}, DType::f32, Category::comm);
+  WorkPtr w = do_all_reduce(one);
+  return w;
+}
+
+void NcclProcessGroup::abort(const std::string& message, int code) {
+  std::fprintf(stderr, "error on rank %d of %d (nccl, GPU %d): %s\n", rank_, size_, device_, message.c_str());
+  std::fflush(stderr);
+  if (comm_nccl_) ncclCommAbort(comm_nccl_);
+  comm_nccl_ = nullptr;
+  bootstrap_.abort(message, code);  // MPI_Abort, or exit for a single process
+  std::exit(code);                   // not reached; for the compiler
+}
+
+}  // namespace zt

@@ -1,0 +1,71 @@
+// defines: NcclProcessGroup — the NCCL backend of ProcessGroup: one GPU per rank (built only
+//          with CUDA; ARCHITECTURE.md "Devices and backends").
+//
+// Bootstrap: rank 0 creates an ncclUniqueId and every rank receives it through `bootstrap` (the
+// MPI group of the job, or a SingleProcessGroup for one rank); then ncclCommInitRank. The unique
+// id's 128 bytes travel as 128 float64 values 0..255, exact in any MPI.
+//
+// Ordering: collectives run on a communication stream of their own. Before each one, an event
+// recorded on the compute stream makes the communication stream wait (so the collective sees
+// everything the compute stream wrote before it was issued); after it, an event on the
+// communication stream marks completion. Work::wait() makes the compute stream wait for that
+// event (cudaStreamWaitEvent, no host block) and then synchronizes the host on it, because the
+// ZeRO engine's completion callbacks (unpack, scale, free) run on the host today. So the
+// collectives of one unit overlap the compute kernels queued before the wait.
+//
+// Buffers: device memory (a Tensor whose storage came from a CUDA allocator) is used in place.
+// Host memory (the loss and norm doubles of ProcessGroup::all_reduce_sum, a CPU tensor) is
+// staged through a device buffer and copied back before the Work completes. Which one a pointer
+// is comes from cudaPointerGetAttributes, not from the caller.
+//
+// Sums: ncclSum in the buffer's type (bf16 and fp16 add in float32 inside NCCL's kernels and
+// round per step of its ring, like the MPI backend's 2-byte operations).
+#pragma once
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <functional>
+#include <vector>
+
+#include "dist/process_group.h"
+
+namespace zt {
+
+class NcclProcessGroup final : public ProcessGroup {
+ public:
+  // Collective over every rank of `bootstrap`: rank r of N drives GPU `device` (cudaSetDevice).
+  // compute_stream: the stream the training kernels run on (0: the legacy default stream).
+  NcclProcessGroup(ProcessGroup& bootstrap, int device, cudaStream_t compute_stream = nullptr);
+  ~NcclProcessGroup() override;
+  NcclProcessGroup(const NcclProcessGroup&) = delete;
+  NcclProcessGroup& operator=(const NcclProcessGroup&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "nccl"; }
+  [[noreturn]] void abort(const std::string& message, int code) override;
+  int device() const { return device_; }
+  cudaStream_t comm_stream() const { return comm_; }
+
+ protected:
+  WorkPtr do_all_reduce(const Tensor& x) override;
+  WorkPtr do_reduce_scatter(const Tensor& in, const Tensor& out) override;
+  WorkPtr do_all_gather(const Tensor& in, const Tensor& out) override;
+  WorkPtr do_broadcast(const Tensor& x, int root) override;
+  WorkPtr do_barrier() override;
+
+ private:
+  // Runs `issue` (the NCCL call on comm_) ordered after the compute stream, on device copies of
+  // the host buffers among `bufs` (copied in first and back after); returns the completion Work.
+  WorkPtr run(const std::vector<Tensor>& bufs, const std::function<void(const std::vector<void*>&)>& issue);
+
+  ProcessGroup& bootstrap_;
+  int rank_ = 0, size_ = 1, device_ = 0;
+  ncclComm_t comm_nccl_ = nullptr;
+  cudaStream_t compute_ = nullptr, comm_ = nullptr;
+};
+
+// NCCL's type for a tensor's dtype (float32, float64, bfloat16, float16); a zt::Error otherwise.
+ncclDataType_t nccl_type(DType t);
+
+}  // namespace zt
