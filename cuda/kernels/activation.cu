@@ -1,0 +1,153 @@
+#include "cuda/kernels/activation.h"
+
+#include "cuda/check.h"
+#include "cuda/kernels/cast.h"  // dev::Io, dev::load8 / store8, dev::grid_for
+
+namespace zt::cuda_kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr float kSqrt2OverPi = 0.7978845608028654f;  // float(sqrt(2 / pi)), as the CPU rounds it
+constexpr float kGeluC = 0.044715f;
+
+// Every operation rounded on its own (no FMA contraction), so the vector and the scalar path, which
+// inline the same op into different code, give the same bits.
+__device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ float sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ float sigmoid(float x) { return __fdiv_rn(1.0f, add(1.0f, expf(-x))); }
+
+// Per-element operations: y[NO] from x[NI], float32, in the operation order of
+// core/kernels/activation.cpp (products left to right).
+struct GeluFwd {
+  __device__ void operator()(float (&y)[1], const float (&x)[1]) const {
+    const float v = x[0];
+    const float u = mul(kSqrt2OverPi, add(v, mul(mul(mul(kGeluC, v), v), v)));
+    y[0] = mul(v, sigmoid(mul(2.0f, u)));
+  }
+};
+struct GeluBwd {  // x = {dout, x}
+  __device__ void operator()(float (&y)[1], const float (&x)[2]) const {
+    const float v = x[1];
+    const float u = mul(kSqrt2OverPi, add(v, mul(mul(mul(kGeluC, v), v), v)));
+    const float s = sigmoid(mul(2.0f, u));
+    const float du = mul(kSqrt2OverPi, add(1.0f, mul(mul(mul(3.0f, kGeluC), v), v)));
+    y[0] = mul(x[0], add(s, mul(mul(mul(mul(v, 2.0f), s), sub(1.0f, s)), du)));
+  }
+};
+struct SwigluFwd {  // x = {gate, up}
+  __device__ void operator()(float (&y)[1], const float (&x)[2]) const { y[0] = mul(mul(x[0], sigmoid(x[0])), x[1]); }
+};
+__device__ __forceinline__ float swiglu_dgate(float dout, float g, float up, float s) {
+  return mul(mul(mul(dout, up), s), add(1.0f, mul(g, sub(1.0f, s))));
+}
+struct SwigluBwdBoth {  // x = {dout, gate, up}, y = {dgate, dup}
+  __device__ void operator()(float (&y)[2], const float (&x)[3]) const {
+    const float g = x[1], s = sigmoid(g);
+    y[1] = mul(mul(x[0], g), s);
+    y[0] = swiglu_dgate(x[0], g, x[2], s);
+  }
+};
+struct SwigluBwdGate {  // x = {dout, gate, up}, y = {dgate}
+  __device__ void operator()(float (&y)[1], const float (&x)[3]) const { y[0] = swiglu_dgate(x[0], x[1], x[2], sigmoid(x[1])); }
+};
+struct SwigluBwdUp {  // x = {dout, gate}, y = {dup}
+  __device__ void operator()(float (&y)[1], const float (&x)[2]) const { y[0] = mul(mul(x[0], x[1]), sigmoid(x[1])); }
+};
+
+template <int NI, int NO>
+struct Ptrs {
+  const void* in[NI];
+  void* out[NO];
+};
+
+template <DType D, int NI, int NO, class Op>
+__device__ __forceinline__ void apply_at(const Ptrs<NI, NO>& a, int64_t i, const Op& op) {
+  using T = typename dev::Io<D>::T;
+  float x[NI], y[NO];
+#pragma unroll
+  for (int k = 0; k < NI; ++k) x[k] = dev::Io<D>::load(static_cast<const T*>(a.in[k])[i]);
+  op(y, x);
+#pragma unroll
+  for (int k = 0; k < NO; ++k) static_cast<T*>(a.out[k])[i] = dev::Io<D>::store(y[k]);
+}
+
+// vec: packs of 8 elements through 128-bit accesses, then the n % 8 tail; else element-wise.
+template <DType D, int NI, int NO, class Op>
+__global__ void ew_kernel(Ptrs<NI, NO> a, int64_t n, bool vec, Op op) {
+  using T = typename dev::Io<D>::T;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  int64_t done = 0;
+  if (vec) {
+    const int64_t packs = n / 8;
+    for (int64_t j = t; j < packs; j += stride) {
+      alignas(16) T in[NI][8];
+      alignas(16) T out[NO][8];
+#pragma unroll
+      for (int k = 0; k < NI; ++k) dev::load8(in[k], static_cast<const T*>(a.in[k]) + j * 8);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        float x[NI], y[NO];
+#pragma unroll
+        for (int k = 0; k < NI; ++k) x[k] = dev::Io<D>::load(in[k][e]);
+        op(y, x);
+#pragma unroll
+        for (int k = 0; k < NO; ++k) out[k][e] = dev::Io<D>::store(y[k]);
+      }
+#pragma unroll
+      for (int k = 0; k < NO; ++k) dev::store8(static_cast<T*>(a.out[k]) + j * 8, out[k]);
+    }
+    done = packs * 8;
+  }
+  for (int64_t i = done + t; i < n; i += stride) apply_at<D>(a, i, op);
+}
+
+template <DType D, int NI, int NO, class Op>
+void launch_typed(const Ptrs<NI, NO>& a, int64_t n, cudaStream_t s) {
+  bool vec = n >= 8;
+  for (int k = 0; k < NI; ++k) vec = vec && dev::aligned16(a.in[k]);
+  for (int k = 0; k < NO; ++k) vec = vec && dev::aligned16(a.out[k]);
+  const unsigned grid = dev::grid_for(vec ? (n + 7) / 8 : n, kThreads);
+  ew_kernel<D, NI, NO, Op><<<grid, kThreads, 0, s>>>(a, n, vec, Op{});
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class Op, int NI, int NO>
+void launch(const char* who, DType t, const Ptrs<NI, NO>& a, int64_t n, cudaStream_t s) {
+  if (t != DType::f32 && t != DType::bf16)
+    ZT_THROW("cuda_kernels::", who, ": dtype ", dtype_name(t), ", expected float32 or bfloat16");
+  if (n < 0) ZT_THROW("cuda_kernels::", who, ": n = ", n, ", expected >= 0");
+  if (n == 0) return;
+  for (int k = 0; k < NI; ++k)
+    if (!a.in[k]) ZT_THROW("cuda_kernels::", who, ": input ", k, " is null for n = ", n);
+  for (int k = 0; k < NO; ++k)
+    if (!a.out[k]) ZT_THROW("cuda_kernels::", who, ": output ", k, " is null for n = ", n);
+  if (t == DType::f32) launch_typed<DType::f32, NI, NO, Op>(a, n, s);
+  else launch_typed<DType::bf16, NI, NO, Op>(a, n, s);
+}
+
+}  // namespace
+
+void gelu_forward(DType t, void* out, const void* x, int64_t n, cudaStream_t s) {
+  launch<GeluFwd>("gelu_forward", t, Ptrs<1, 1>{{x}, {out}}, n, s);
+}
+
+void gelu_backward(DType t, void* dx, const void* dout, const void* x, int64_t n, cudaStream_t s) {
+  launch<GeluBwd>("gelu_backward", t, Ptrs<2, 1>{{dout, x}, {dx}}, n, s);
+}
+
+void swiglu_forward(DType t, void* out, const void* gate, const void* up, int64_t n, cudaStream_t s) {
+  launch<SwigluFwd>("swiglu_forward", t, Ptrs<2, 1>{{gate, up}, {out}}, n, s);
+}
+
+void swiglu_backward(DType t, void* dgate, void* dup, const void* dout, const void* gate, const void* up, int64_t n,
+                     cudaStream_t s) {
+  if (dgate && dup) launch<SwigluBwdBoth>("swiglu_backward", t, Ptrs<3, 2>{{dout, gate, up}, {dgate, dup}}, n, s);
+  else if (dgate) launch<SwigluBwdGate>("swiglu_backward", t, Ptrs<3, 1>{{dout, gate, up}, {dgate}}, n, s);
+  else if (dup) launch<SwigluBwdUp>("swiglu_backward", t, Ptrs<2, 1>{{dout, gate}, {dup}}, n, s);
+  else ZT_THROW("cuda_kernels::swiglu_backward: dgate and dup are both null (expected at least one output)");
+}
+
+}  // namespace zt::cuda_kernels
