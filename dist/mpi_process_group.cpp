@@ -9,6 +9,14 @@
 #include <cstdlib>
 #include <future>
 
+#ifdef ZT_HAVE_CUDA  // GPU buffers are staged through pinned host memory
+#include <cuda_runtime_api.h>
+
+#include "cuda/allocator.h"  // defines: pinned_allocator
+#include "cuda/check.h"      // defines: ZT_CUDA_CHECK
+#include "cuda/device.h"     // defines: cuda_available
+#endif
+
 namespace zt {
 
 bool launched_by_mpirun() {
@@ -65,6 +73,63 @@ struct QueuedWork final : Work {
     keep.clear();
   }
 };
+
+// GPU buffers (issue 4; CUDA builds): MPI here is not CUDA-aware, so a device buffer is copied
+// into a pinned host mirror before the collective and back after it, on the communication
+// thread. The caller's device work must be finished before the copy in: the device is
+// synchronized first (the ZeRO engine on the GPU will use the NCCL backend; this path lets
+// several ranks share one GPU in tests).
+struct Staged {
+  std::vector<Tensor> host;                          // what MPI sees, one per buffer
+  std::vector<std::pair<Tensor, Tensor>> copy_back;  // (device buffer, host mirror) to copy back
+};
+
+#ifdef ZT_HAVE_CUDA
+bool on_device(const Tensor& t) {
+  if (!cuda_available()) return false;  // no GPU or no driver: every buffer is host memory
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, t.raw()) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+#endif
+
+// bufs[0..]: the collective's buffers; `written`: which of them the collective writes.
+// in_place_of: -1, or the index of the buffer that bufs[0] is a view of (all-gather in place).
+Staged stage(const std::vector<Tensor>& bufs, const std::vector<bool>& written, int in_place_of, int rank) {
+  Staged st;
+  st.host = bufs;
+#ifdef ZT_HAVE_CUDA
+  bool any = false;
+  for (const Tensor& t : bufs) any = any || on_device(t);
+  if (!any) return st;
+  ZT_CUDA_CHECK(cudaDeviceSynchronize());  // the caller's kernels wrote the buffers
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    if (static_cast<int>(i) == 0 && in_place_of >= 0) continue;  // a view of its output's mirror, below
+    if (!on_device(bufs[i])) continue;
+    Tensor h = Tensor::empty({bufs[i].numel()}, bufs[i].dtype(), Category::comm, pinned_allocator());
+    ZT_CUDA_CHECK(cudaMemcpy(h.raw(), bufs[i].raw(), bufs[i].nbytes(), cudaMemcpyDeviceToHost));
+    st.host[i] = h;
+    if (written[i]) st.copy_back.emplace_back(bufs[i], h);
+  }
+  if (in_place_of >= 0 && st.host[in_place_of].raw() != bufs[in_place_of].raw())
+    st.host[0] = st.host[in_place_of].flat_view(static_cast<int64_t>(rank) * bufs[0].numel(), {bufs[0].numel()});
+#else
+  (void)written, (void)in_place_of, (void)rank;
+#endif
+  return st;
+}
+
+void unstage(const Staged& st) {
+#ifdef ZT_HAVE_CUDA
+  for (const auto& [dev, host] : st.copy_back)
+    ZT_CUDA_CHECK(cudaMemcpy(dev.raw(), host.raw(), dev.nbytes(), cudaMemcpyHostToDevice));
+#else
+  (void)st;
+#endif
+}
 
 }  // namespace
 
@@ -141,28 +206,43 @@ WorkPtr MpiProcessGroup::submit(std::function<void()> fn, std::vector<Tensor> ke
 }
 
 WorkPtr MpiProcessGroup::do_all_reduce(const Tensor& x) {
-  return submit([x] { MPI_Allreduce(MPI_IN_PLACE, x.raw(), mpi_count(x), mpi_type(x), mpi_sum(x), MPI_COMM_WORLD); },
-                {x});
+  Staged st = stage({x}, {true}, -1, rank_);
+  const Tensor h = st.host[0];
+  return submit([h, st] {
+    MPI_Allreduce(MPI_IN_PLACE, h.raw(), mpi_count(h), mpi_type(h), mpi_sum(h), MPI_COMM_WORLD);
+    unstage(st);
+  }, {x, h});
 }
 
 WorkPtr MpiProcessGroup::do_reduce_scatter(const Tensor& in, const Tensor& out) {
-  return submit([in, out] {
-    MPI_Reduce_scatter_block(in.raw(), out.raw(), mpi_count(out), mpi_type(in), mpi_sum(in), MPI_COMM_WORLD);
-  }, {in, out});
+  Staged st = stage({in, out}, {false, true}, -1, rank_);
+  const Tensor hi = st.host[0], ho = st.host[1];
+  return submit([hi, ho, st] {
+    MPI_Reduce_scatter_block(hi.raw(), ho.raw(), mpi_count(ho), mpi_type(hi), mpi_sum(hi), MPI_COMM_WORLD);
+    unstage(st);
+  }, {in, out, hi, ho});
 }
 
 WorkPtr MpiProcessGroup::do_all_gather(const Tensor& in, const Tensor& out) {
   // This rank's input already at its place in the output (ZeRO stages 1-2 publishing a shard of
   // the full buffer): MPI_IN_PLACE, since MPI forbids overlapping send and receive buffers.
   const bool in_place = in.raw() == static_cast<char*>(out.raw()) + static_cast<size_t>(rank_) * in.nbytes();
-  return submit([in, out, in_place] {
-    MPI_Allgather(in_place ? MPI_IN_PLACE : in.raw(), mpi_count(in), mpi_type(in), out.raw(), mpi_count(in),
-                  mpi_type(out), MPI_COMM_WORLD);
-  }, {in, out});
+  Staged st = stage({in, out}, {false, true}, in_place ? 1 : -1, rank_);
+  const Tensor hi = st.host[0], ho = st.host[1];
+  return submit([hi, ho, in_place, st] {
+    MPI_Allgather(in_place ? MPI_IN_PLACE : hi.raw(), mpi_count(hi), mpi_type(hi), ho.raw(), mpi_count(hi),
+                  mpi_type(ho), MPI_COMM_WORLD);
+    unstage(st);
+  }, {in, out, hi, ho});
 }
 
 WorkPtr MpiProcessGroup::do_broadcast(const Tensor& x, int root) {
-  return submit([x, root] { MPI_Bcast(x.raw(), mpi_count(x), mpi_type(x), root, MPI_COMM_WORLD); }, {x});
+  Staged st = stage({x}, {true}, -1, rank_);
+  const Tensor h = st.host[0];
+  return submit([h, root, st] {
+    MPI_Bcast(h.raw(), mpi_count(h), mpi_type(h), root, MPI_COMM_WORLD);
+    unstage(st);
+  }, {x, h});
 }
 
 WorkPtr MpiProcessGroup::do_barrier() {
