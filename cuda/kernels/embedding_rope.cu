@@ -1,0 +1,209 @@
+#include "cuda/kernels/embedding_rope.h"
+
+#include <cmath>
+#include <type_traits>
+
+#include "cuda/check.h"
+#include "cuda/kernels/cast.h"  // dev::Io, load8 / store8, grid_for
+
+namespace zt::cuda_kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+
+template <DType D>
+using Tp = typename dev::Io<D>::T;
+
+// ---- embedding forward: one thread per element (or per 8-element pack) of out ----
+template <DType D, bool Vec>
+__global__ void emb_fwd_kernel(Tp<D>* __restrict__ out, const int32_t* __restrict__ ids,
+                               const Tp<D>* __restrict__ table, int64_t n, int64_t V, int64_t C) {
+  constexpr int64_t E = Vec ? 8 : 1;  // elements per item
+  const int64_t per_row = C / E, items = n * per_row;
+  const Tp<D> nan = dev::Io<D>::store(NAN);
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < items;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = k / per_row, c = (k % per_row) * E;
+    const int64_t id = ids[i];
+    Tp<D>* o = out + i * C + c;
+    if constexpr (Vec) {
+      alignas(16) Tp<D> r[8];
+      if (id >= 0 && id < V) dev::load8(r, table + id * C + c);
+      else
+        for (int e = 0; e < 8; ++e) r[e] = nan;
+      dev::store8(o, r);
+    } else {
+      *o = (id >= 0 && id < V) ? table[id * C + c] : nan;
+    }
+  }
+}
+
+// ---- embedding backward: one block per vocabulary row, tokens in order (see the header) ----
+template <DType D>
+__global__ void __launch_bounds__(kThreads)
+    emb_bwd_kernel(Tp<D>* __restrict__ dtable, const Tp<D>* __restrict__ dout, const int32_t* __restrict__ ids,
+                   int64_t n, int64_t V, int64_t C) {
+  extern __shared__ float acc[];  // (C): column c owned by thread c % kThreads
+  __shared__ unsigned masks[kWarps];
+  for (int64_t v = blockIdx.x; v < V; v += gridDim.x) {
+    bool any = false;  // block-uniform
+    for (int64_t base = 0; base < n; base += kThreads) {
+      const int64_t i = base + threadIdx.x;
+      const bool hit = i < n && ids[i] == v;
+      if (!__syncthreads_or(hit)) continue;
+      const unsigned m = __ballot_sync(0xffffffffu, hit);
+      if ((threadIdx.x & 31) == 0) masks[threadIdx.x / 32] = m;
+      __syncthreads();
+      if (!any) {
+        for (int64_t c = threadIdx.x; c < C; c += kThreads) acc[c] = dev::Io<D>::load(dtable[v * C + c]);
+        any = true;
+      }
+      for (int w = 0; w < kWarps; ++w)
+        for (unsigned mm = masks[w]; mm != 0; mm &= mm - 1) {
+          const int64_t tok = base + w * 32 + (__ffs(static_cast<int>(mm)) - 1);
+          for (int64_t c = threadIdx.x; c < C; c += kThreads) acc[c] += dev::Io<D>::load(dout[tok * C + c]);
+        }
+      __syncthreads();  // masks are rewritten by the next tile
+    }
+    if (any)
+      for (int64_t c = threadIdx.x; c < C; c += kThreads) dtable[v * C + c] = dev::Io<D>::store(acc[c]);
+  }
+}
+
+// ---- RoPE ----
+__global__ void rope_tables_kernel(float* __restrict__ cos_t, float* __restrict__ sin_t, int64_t T, int64_t D,
+                                   double theta) {
+  const int64_t half = D / 2;
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < T * half;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = k / half, d = k % half;
+    const double inv_freq = pow(theta, -2.0 * static_cast<double>(d) / static_cast<double>(D));  // as the CPU
+    const double a = static_cast<double>(t) * inv_freq;
+    cos_t[k] = static_cast<float>(cos(a));
+    sin_t[k] = static_cast<float>(sin(a));
+  }
+}
+
+// One thread per pair (row, d < D/2), row = (b, t, h); out may be x (each pair read, then written,
+// by one thread). sign = -1: the inverse rotation.
+template <DType D>
+__global__ void rope_kernel(Tp<D>* out, const Tp<D>* x, const float* __restrict__ cos_t,
+                            const float* __restrict__ sin_t, int64_t rows, int64_t T, int64_t H, int64_t Dh,
+                            float sign) {
+  const int64_t half = Dh / 2;
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < rows * half;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = k / half, d = k % half, t = (row / H) % T;
+    const float c = cos_t[t * half + d], sn = sign * sin_t[t * half + d];
+    const int64_t off = row * Dh + d;
+    const float x0 = dev::Io<D>::load(x[off]), x1 = dev::Io<D>::load(x[off + half]);
+    out[off] = dev::Io<D>::store(x0 * c - x1 * sn);
+    out[off + half] = dev::Io<D>::store(x1 * c + x0 * sn);
+  }
+}
+
+void check_dtype(const char* who, DType t) {
+  if (t != DType::f32 && t != DType::bf16)
+    ZT_THROW("cuda_kernels::", who, ": dtype ", dtype_name(t), ", expected float32 or bfloat16");
+}
+void need(const char* who, const char* name, const void* p) {
+  if (!p) ZT_THROW("cuda_kernels::", who, ": ", name, " is null");
+}
+void check_emb(const char* who, DType t, int64_t n, int64_t V, int64_t C) {
+  check_dtype(who, t);
+  if (n < 0 || V < 1 || C < 1)
+    ZT_THROW("cuda_kernels::", who, ": n = ", n, ", V = ", V, ", C = ", C, ", expected n >= 0, V >= 1, C >= 1");
+}
+
+void rope_launch(const char* who, DType t, void* out, const void* x, const float* cos_t, const float* sin_t,
+                 int64_t B, int64_t T, int64_t H, int64_t D, float sign, cudaStream_t s) {
+  check_dtype(who, t);
+  if (B < 0 || T < 0 || H < 0 || D < 2 || D % 2 != 0)
+    ZT_THROW("cuda_kernels::", who, ": B = ", B, ", T = ", T, ", H = ", H, ", D = ", D,
+             ", expected B, T, H >= 0 and D even >= 2");
+  const int64_t rows = B * T * H;
+  if (rows == 0) return;
+  need(who, "out", out), need(who, "x", x), need(who, "cos_t", cos_t), need(who, "sin_t", sin_t);
+  const unsigned grid = dev::grid_for(rows * (D / 2), kThreads);
+  if (t == DType::f32)
+    rope_kernel<DType::f32><<<grid, kThreads, 0, s>>>(static_cast<float*>(out), static_cast<const float*>(x), cos_t,
+                                                      sin_t, rows, T, H, D, sign);
+  else
+    rope_kernel<DType::bf16><<<grid, kThreads, 0, s>>>(static_cast<uint16_t*>(out), static_cast<const uint16_t*>(x),
+                                                       cos_t, sin_t, rows, T, H, D, sign);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void embedding_forward(DType t, void* out, const int32_t* ids, const void* table, int64_t n, int64_t V, int64_t C,
+                       cudaStream_t s) {
+  const char* who = "embedding_forward";
+  check_emb(who, t, n, V, C);
+  if (n == 0) return;
+  need(who, "out", out), need(who, "ids", ids), need(who, "table", table);
+  const bool vec = C % 8 == 0 && dev::aligned16(out) && dev::aligned16(table);
+  const unsigned grid = dev::grid_for(vec ? n * C / 8 : n * C, kThreads);
+  auto go = [&](auto* o, const auto* tb) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(tb)>>;
+    constexpr DType D = sizeof(T) == 4 ? DType::f32 : DType::bf16;
+    if (vec) emb_fwd_kernel<D, true><<<grid, kThreads, 0, s>>>(o, ids, tb, n, V, C);
+    else emb_fwd_kernel<D, false><<<grid, kThreads, 0, s>>>(o, ids, tb, n, V, C);
+  };
+  if (t == DType::f32) go(static_cast<float*>(out), static_cast<const float*>(table));
+  else go(static_cast<uint16_t*>(out), static_cast<const uint16_t*>(table));
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+void embedding_backward(DType t, void* dtable, const void* dout, const int32_t* ids, int64_t n, int64_t V, int64_t C,
+                        cudaStream_t s) {
+  const char* who = "embedding_backward";
+  check_emb(who, t, n, V, C);
+  if (C > kEmbeddingMaxC)
+    ZT_THROW("cuda_kernels::", who, ": C = ", C, " exceeds kEmbeddingMaxC = ", kEmbeddingMaxC,
+             " (the float32 accumulators of one row live in shared memory)");
+  if (n == 0) return;
+  need(who, "dtable", dtable), need(who, "dout", dout), need(who, "ids", ids);
+  const unsigned grid = static_cast<unsigned>(V < (int64_t(1) << 20) ? V : (int64_t(1) << 20));
+  const size_t smem = static_cast<size_t>(C) * sizeof(float);
+  constexpr size_t kDefaultSmem = 48 * 1024;  // more needs the opt-in (sm_80: 163 KiB, sm_90: 227 KiB)
+  if (smem > kDefaultSmem) {
+    if (t == DType::f32)
+      ZT_CUDA_CHECK(cudaFuncSetAttribute(emb_bwd_kernel<DType::f32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem)));
+    else
+      ZT_CUDA_CHECK(cudaFuncSetAttribute(emb_bwd_kernel<DType::bf16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem)));
+  }
+  if (t == DType::f32)
+    emb_bwd_kernel<DType::f32><<<grid, kThreads, smem, s>>>(static_cast<float*>(dtable),
+                                                            static_cast<const float*>(dout), ids, n, V, C);
+  else
+    emb_bwd_kernel<DType::bf16><<<grid, kThreads, smem, s>>>(static_cast<uint16_t*>(dtable),
+                                                             static_cast<const uint16_t*>(dout), ids, n, V, C);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+void rope_tables(float* cos_t, float* sin_t, int64_t T, int64_t D, double theta, cudaStream_t s) {
+  if (T < 0 || D < 2 || D % 2 != 0 || !(theta > 0.0) || !std::isfinite(theta))
+    ZT_THROW("cuda_kernels::rope_tables: T = ", T, ", D = ", D, ", theta = ", theta,
+             ", expected T >= 0, D even >= 2, theta finite > 0");
+  if (T == 0) return;
+  need("rope_tables", "cos_t", cos_t), need("rope_tables", "sin_t", sin_t);
+  rope_tables_kernel<<<dev::grid_for(T * (D / 2), kThreads), kThreads, 0, s>>>(cos_t, sin_t, T, D, theta);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+void rope_forward(DType t, void* out, const void* x, const float* cos_t, const float* sin_t, int64_t B, int64_t T,
+                  int64_t H, int64_t D, cudaStream_t s) {
+  rope_launch("rope_forward", t, out, x, cos_t, sin_t, B, T, H, D, 1.0f, s);
+}
+
+void rope_backward(DType t, void* dx, const void* dout, const float* cos_t, const float* sin_t, int64_t B, int64_t T,
+                   int64_t H, int64_t D, cudaStream_t s) {
+  rope_launch("rope_backward", t, dx, dout, cos_t, sin_t, B, T, H, D, -1.0f, s);
+}
+
+}  // namespace zt::cuda_kernels

@@ -1,0 +1,234 @@
+#include "cuda/kernels/norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "cuda/check.h"
+
+namespace zt::cuda_kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kRowsPerBlock = kThreads / 32;  // one warp per row
+
+template <DType D>
+using Tp = typename dev::Io<D>::T;
+
+int64_t num_chunks(int64_t N) { return std::max<int64_t>(1, std::min<int64_t>(N, kNormChunks)); }
+
+// ---- forward: one warp per row, rows strided by the grid ----
+// Mode: 0 LayerNorm with bias, 1 LayerNorm without bias, 2 RMSNorm.
+template <DType D, bool Vec, int Mode>
+__global__ void norm_fwd_kernel(Tp<D>* __restrict__ out, float* __restrict__ mean, float* __restrict__ rstd,
+                                const Tp<D>* __restrict__ x, const Tp<D>* __restrict__ w, const Tp<D>* __restrict__ b,
+                                int64_t N, int64_t C, float eps) {
+  const int lane = threadIdx.x & 31;
+  const float inv_c = 1.0f / static_cast<float>(C);
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32; r < N;
+       r += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
+    const Tp<D>* xr = x + r * C;
+    const Tp<D>* const px[1] = {xr};
+    float m = 0.0f, acc = 0.0f;
+    if constexpr (Mode != 2) {
+      dev::row_walk<D, Vec>(px, C, lane, 32, [&](int64_t, const float (&v)[1]) { acc += v[0]; });
+      m = dev::warp_sum(acc) * inv_c;
+      acc = 0.0f;
+      dev::row_walk<D, Vec>(px, C, lane, 32, [&](int64_t, const float (&v)[1]) {
+        const float d = v[0] - m;
+        acc += d * d;
+      });
+    } else {
+      dev::row_walk<D, Vec>(px, C, lane, 32, [&](int64_t, const float (&v)[1]) { acc += v[0] * v[0]; });
+    }
+    const float s = 1.0f / sqrtf(dev::warp_sum(acc) * inv_c + eps);
+    if constexpr (Mode == 0) {
+      const Tp<D>* const p[3] = {xr, w, b};
+      dev::row_map<D, Vec>(out + r * C, p, C, lane, 32,
+                           [&](int64_t, const float (&v)[3]) { return (v[0] - m) * s * v[1] + v[2]; });
+    } else {
+      const Tp<D>* const p[2] = {xr, w};
+      dev::row_map<D, Vec>(out + r * C, p, C, lane, 32, [&](int64_t, const float (&v)[2]) {
+        return Mode == 1 ? (v[0] - m) * s * v[1] : v[0] * s * v[1];
+      });
+    }
+    if (lane == 0) {
+      if constexpr (Mode != 2) mean[r] = m;
+      rstd[r] = s;
+    }
+  }
+}
+
+// ---- backward dx: one warp per row; mean(g) and mean(g xhat) in one walk ----
+template <DType D, bool Vec, bool LN>
+__global__ void norm_bwd_dx_kernel(Tp<D>* __restrict__ dx, const Tp<D>* __restrict__ dout, const Tp<D>* __restrict__ x,
+                                   const Tp<D>* __restrict__ w, const float* __restrict__ mean,
+                                   const float* __restrict__ rstd, int64_t N, int64_t C) {
+  const int lane = threadIdx.x & 31;
+  const float inv_c = 1.0f / static_cast<float>(C);
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32; r < N;
+       r += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
+    const float m = LN ? mean[r] : 0.0f, s = rstd[r];
+    const Tp<D>* const p[3] = {dout + r * C, x + r * C, w};  // v = {dout, x, w}
+    float ag = 0.0f, agx = 0.0f;
+    dev::row_walk<D, Vec>(p, C, lane, 32, [&](int64_t, const float (&v)[3]) {
+      const float g = v[0] * v[2];
+      ag += g;
+      agx += g * ((v[1] - m) * s);
+    });
+    const float gm = LN ? dev::warp_sum(ag) * inv_c : 0.0f;
+    const float gxm = dev::warp_sum(agx) * inv_c;
+    dev::row_map<D, Vec>(dx + r * C, p, C, lane, 32, [&](int64_t, const float (&v)[3]) {
+      const float xhat = (v[1] - m) * s;
+      return LN ? s * (v[0] * v[2] - gm - xhat * gxm) : s * (v[0] * v[2] - xhat * gxm);
+    });
+  }
+}
+
+// ---- backward dw / db: thread (chunk k = blockIdx.y, column c) sums its chunk's rows in order ----
+template <DType D, bool LN>
+__global__ void norm_bwd_partial_kernel(float* __restrict__ pw, float* __restrict__ pb, const Tp<D>* __restrict__ dout,
+                                        const Tp<D>* __restrict__ x, const float* __restrict__ mean,
+                                        const float* __restrict__ rstd, int64_t N, int64_t C, int64_t nch) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  const int64_t k = blockIdx.y;
+  float aw = 0.0f, ab = 0.0f;
+  for (int64_t r = k * N / nch; r < (k + 1) * N / nch; ++r) {
+    const float g = dev::Io<D>::load(dout[r * C + c]);
+    const float xv = dev::Io<D>::load(x[r * C + c]);
+    aw += g * (LN ? (xv - mean[r]) * rstd[r] : xv * rstd[r]);
+    ab += g;
+  }
+  if (pw) pw[k * C + c] = aw;
+  if (pb) pb[k * C + c] = ab;
+}
+
+// out[c] = sum over k = 0..nch-1 (in order) of partial[k][c], rounded once to D.
+template <DType D>
+__global__ void combine_partials_kernel(Tp<D>* __restrict__ out, const float* __restrict__ partial, int64_t nch,
+                                        int64_t C) {
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < C;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float acc = 0.0f;
+    for (int64_t k = 0; k < nch; ++k) acc += partial[k * C + c];
+    out[c] = dev::Io<D>::store(acc);
+  }
+}
+
+// f(integral_constant<DType>, integral_constant<bool Vec>) for the runtime (t, vec).
+template <class F>
+void dispatch(DType t, bool vec, F&& f) {
+  using F32 = std::integral_constant<DType, DType::f32>;
+  using B16 = std::integral_constant<DType, DType::bf16>;
+  if (t == DType::f32) vec ? f(F32{}, std::true_type{}) : f(F32{}, std::false_type{});
+  else vec ? f(B16{}, std::true_type{}) : f(B16{}, std::false_type{});
+}
+
+void check_args(const char* who, DType t, int64_t N, int64_t C) {
+  if (t != DType::f32 && t != DType::bf16)
+    ZT_THROW("cuda_kernels::", who, ": dtype ", dtype_name(t), ", expected float32 or bfloat16");
+  if (N < 0 || C < 1) ZT_THROW("cuda_kernels::", who, ": N = ", N, ", C = ", C, ", expected N >= 0 and C >= 1");
+}
+void need(const char* who, const char* name, const void* p) {
+  if (!p) ZT_THROW("cuda_kernels::", who, ": ", name, " is null");
+}
+bool all_aligned(std::initializer_list<const void*> ps) {
+  for (const void* p : ps)
+    if (p && !dev::aligned16(p)) return false;
+  return true;
+}
+
+void launch_fwd(const char* who, DType t, void* out, float* mean, float* rstd, const void* x, const void* w,
+                const void* b, int64_t N, int64_t C, float eps, bool ln, cudaStream_t s) {
+  check_args(who, t, N, C);
+  if (!(eps >= 0.0f) || !std::isfinite(eps)) ZT_THROW("cuda_kernels::", who, ": eps = ", eps, ", expected finite >= 0");
+  if (N == 0) return;
+  need(who, "out", out), need(who, "rstd", rstd), need(who, "x", x), need(who, "w", w);
+  if (ln) need(who, "mean", mean);
+  const bool vec = C % 8 == 0 && all_aligned({out, x, w, b});
+  const unsigned grid = dev::grid_for(N, kRowsPerBlock);
+  dispatch(t, vec, [&](auto d, auto v) {
+    constexpr DType D = decltype(d)::value;
+    constexpr bool V = decltype(v)::value;
+    auto* o = static_cast<Tp<D>*>(out);
+    const auto *px = static_cast<const Tp<D>*>(x), *pw = static_cast<const Tp<D>*>(w),
+               *pb = static_cast<const Tp<D>*>(b);
+    if (!ln) norm_fwd_kernel<D, V, 2><<<grid, kThreads, 0, s>>>(o, mean, rstd, px, pw, pb, N, C, eps);
+    else if (b) norm_fwd_kernel<D, V, 0><<<grid, kThreads, 0, s>>>(o, mean, rstd, px, pw, pb, N, C, eps);
+    else norm_fwd_kernel<D, V, 1><<<grid, kThreads, 0, s>>>(o, mean, rstd, px, pw, pb, N, C, eps);
+  });
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_bwd(const char* who, DType t, void* dx, void* dw, void* db, const void* dout, const void* x,
+                const void* w, const float* mean, const float* rstd, int64_t N, int64_t C, void* workspace, bool ln,
+                cudaStream_t s) {
+  check_args(who, t, N, C);
+  const bool reduce = dw || db;
+  if (N == 0) {  // empty sums: zero gradients, as on the CPU
+    if (dw) ZT_CUDA_CHECK(cudaMemsetAsync(dw, 0, C * dtype_size(t), s));
+    if (db) ZT_CUDA_CHECK(cudaMemsetAsync(db, 0, C * dtype_size(t), s));
+    return;
+  }
+  need(who, "dout", dout), need(who, "x", x), need(who, "rstd", rstd);
+  if (ln) need(who, "mean", mean);
+  if (dx) need(who, "w", w);
+  if (reduce) need(who, "workspace", workspace);
+  dispatch(t, dx && C % 8 == 0 && all_aligned({dx, dout, x, w}), [&](auto d, auto v) {
+    constexpr DType D = decltype(d)::value;
+    constexpr bool V = decltype(v)::value;
+    const auto *pg = static_cast<const Tp<D>*>(dout), *px = static_cast<const Tp<D>*>(x);
+    if (dx) {
+      const unsigned grid = dev::grid_for(N, kRowsPerBlock);
+      auto* pdx = static_cast<Tp<D>*>(dx);
+      const auto* pw = static_cast<const Tp<D>*>(w);
+      if (ln) norm_bwd_dx_kernel<D, V, true><<<grid, kThreads, 0, s>>>(pdx, pg, px, pw, mean, rstd, N, C);
+      else norm_bwd_dx_kernel<D, V, false><<<grid, kThreads, 0, s>>>(pdx, pg, px, pw, mean, rstd, N, C);
+      ZT_CUDA_CHECK(cudaGetLastError());
+    }
+    if (reduce) {
+      const int64_t nch = num_chunks(N);
+      float* pw_part = dw ? static_cast<float*>(workspace) : nullptr;
+      float* pb_part = db ? static_cast<float*>(workspace) + nch * C : nullptr;
+      const dim3 grid(static_cast<unsigned>((C + kThreads - 1) / kThreads), static_cast<unsigned>(nch));
+      if (ln) norm_bwd_partial_kernel<D, true><<<grid, kThreads, 0, s>>>(pw_part, pb_part, pg, px, mean, rstd, N, C, nch);
+      else norm_bwd_partial_kernel<D, false><<<grid, kThreads, 0, s>>>(pw_part, pb_part, pg, px, mean, rstd, N, C, nch);
+      ZT_CUDA_CHECK(cudaGetLastError());
+      const unsigned cgrid = dev::grid_for(C, kThreads);
+      if (dw) combine_partials_kernel<D><<<cgrid, kThreads, 0, s>>>(static_cast<Tp<D>*>(dw), pw_part, nch, C);
+      if (db) combine_partials_kernel<D><<<cgrid, kThreads, 0, s>>>(static_cast<Tp<D>*>(db), pb_part, nch, C);
+      ZT_CUDA_CHECK(cudaGetLastError());
+    }
+  });
+}
+
+}  // namespace
+
+int64_t norm_backward_workspace_bytes(int64_t N, int64_t C) {
+  if (N < 0 || C < 0) ZT_THROW("cuda_kernels::norm_backward_workspace_bytes: N = ", N, ", C = ", C, ", expected >= 0");
+  return 2 * num_chunks(N) * C * static_cast<int64_t>(sizeof(float));
+}
+
+void layernorm_forward(DType t, void* out, float* mean, float* rstd, const void* x, const void* w, const void* b,
+                       int64_t N, int64_t C, float eps, cudaStream_t s) {
+  launch_fwd("layernorm_forward", t, out, mean, rstd, x, w, b, N, C, eps, true, s);
+}
+
+void layernorm_backward(DType t, void* dx, void* dw, void* db, const void* dout, const void* x, const void* w,
+                        const float* mean, const float* rstd, int64_t N, int64_t C, void* workspace, cudaStream_t s) {
+  launch_bwd("layernorm_backward", t, dx, dw, db, dout, x, w, mean, rstd, N, C, workspace, true, s);
+}
+
+void rmsnorm_forward(DType t, void* out, float* rstd, const void* x, const void* w, int64_t N, int64_t C, float eps,
+                     cudaStream_t s) {
+  launch_fwd("rmsnorm_forward", t, out, nullptr, rstd, x, w, nullptr, N, C, eps, false, s);
+}
+
+void rmsnorm_backward(DType t, void* dx, void* dw, const void* dout, const void* x, const void* w, const float* rstd,
+                      int64_t N, int64_t C, void* workspace, cudaStream_t s) {
+  launch_bwd("rmsnorm_backward", t, dx, dw, nullptr, dout, x, w, nullptr, rstd, N, C, workspace, false, s);
+}
+
+}  // namespace zt::cuda_kernels

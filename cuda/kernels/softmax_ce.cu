@@ -1,0 +1,216 @@
+#include "cuda/kernels/softmax_ce.h"
+
+#include <cmath>
+#include <type_traits>
+
+#include "cuda/check.h"
+#include "cuda/kernels/norm.h"  // dev::row_walk, row_map, warp_sum, warp_max (and cast.h's dev::Io)
+
+namespace zt::cuda_kernels {
+
+namespace {
+
+constexpr int kThreads = 256;  // one block per row
+constexpr int kWarps = kThreads / 32;
+
+template <DType D>
+using Tp = typename dev::Io<D>::T;
+
+// Block-wide sum / max: warp butterflies, then the kWarps results combined in warp order by every
+// thread (all threads return the same bits). sh: kWarps floats of shared memory, reusable after.
+template <bool Max>
+__device__ __forceinline__ float block_reduce(float v, float* sh) {
+  v = Max ? dev::warp_max(v) : dev::warp_sum(v);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = v;
+  __syncthreads();
+  float r = sh[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) r = Max ? fmaxf(r, sh[w]) : r + sh[w];
+  __syncthreads();
+  return r;
+}
+
+template <DType D, bool Vec>
+__global__ void __launch_bounds__(kThreads) softmax_fwd_kernel(Tp<D>* out, const Tp<D>* in, int64_t R, int64_t N) {
+  __shared__ float sh[kWarps];
+  for (int64_t r = blockIdx.x; r < R; r += gridDim.x) {
+    const Tp<D>* const p[1] = {in + r * N};
+    float acc = -INFINITY;
+    dev::row_walk<D, Vec>(p, N, threadIdx.x, kThreads, [&](int64_t, const float (&v)[1]) { acc = fmaxf(acc, v[0]); });
+    const float m = block_reduce<true>(acc, sh);
+    acc = 0.0f;
+    dev::row_walk<D, Vec>(p, N, threadIdx.x, kThreads, [&](int64_t, const float (&v)[1]) { acc += expf(v[0] - m); });
+    const float inv = 1.0f / block_reduce<false>(acc, sh);
+    dev::row_map<D, Vec>(out + r * N, p, N, threadIdx.x, kThreads,
+                         [&](int64_t, const float (&v)[1]) { return expf(v[0] - m) * inv; });
+  }
+}
+
+template <DType D, bool Vec>
+__global__ void __launch_bounds__(kThreads)
+    softmax_bwd_kernel(Tp<D>* dx, const Tp<D>* dout, const Tp<D>* y, int64_t R, int64_t N) {
+  __shared__ float sh[kWarps];
+  for (int64_t r = blockIdx.x; r < R; r += gridDim.x) {
+    const Tp<D>* const p[2] = {dout + r * N, y + r * N};
+    float acc = 0.0f;
+    dev::row_walk<D, Vec>(p, N, threadIdx.x, kThreads, [&](int64_t, const float (&v)[2]) { acc += v[0] * v[1]; });
+    const float dot = block_reduce<false>(acc, sh);
+    dev::row_map<D, Vec>(dx + r * N, p, N, threadIdx.x, kThreads,
+                         [&](int64_t, const float (&v)[2]) { return v[1] * (v[0] - dot); });
+  }
+}
+
+template <DType D, bool Vec>
+__global__ void __launch_bounds__(kThreads)
+    ce_fwd_kernel(float* __restrict__ loss, float* __restrict__ lse, const Tp<D>* __restrict__ logits,
+                  const int32_t* __restrict__ targets, int64_t N, int64_t V, int64_t Vv) {
+  __shared__ float sh[kWarps];
+  for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+    const int32_t t = targets[r];
+    if (t == -1) {  // block-uniform
+      if (threadIdx.x == 0) loss[r] = 0.0f, lse[r] = 0.0f;
+      continue;
+    }
+    const Tp<D>* const p[1] = {logits + r * V};
+    float acc = -INFINITY;
+    dev::row_walk<D, Vec>(p, Vv, threadIdx.x, kThreads, [&](int64_t, const float (&v)[1]) { acc = fmaxf(acc, v[0]); });
+    const float m = block_reduce<true>(acc, sh);
+    acc = 0.0f;
+    dev::row_walk<D, Vec>(p, Vv, threadIdx.x, kThreads, [&](int64_t, const float (&v)[1]) { acc += expf(v[0] - m); });
+    const float l = m + logf(block_reduce<false>(acc, sh));
+    if (threadIdx.x == 0) {
+      lse[r] = l;
+      loss[r] = (t >= 0 && t < Vv) ? l - dev::Io<D>::load(p[0][t]) : NAN;
+    }
+  }
+}
+
+// One block: *mean = sum(loss) / count(targets != -1), sums in double in a fixed order.
+__global__ void __launch_bounds__(kThreads)
+    ce_mean_kernel(float* __restrict__ mean, const float* __restrict__ loss, const int32_t* __restrict__ targets,
+                   int64_t N) {
+  __shared__ double ps[kThreads];
+  __shared__ long long pc[kThreads];
+  double acc = 0.0;
+  long long cnt = 0;
+  for (int64_t i = threadIdx.x; i < N; i += kThreads) {
+    acc += static_cast<double>(loss[i]);
+    cnt += targets[i] != -1;
+  }
+  ps[threadIdx.x] = acc;
+  pc[threadIdx.x] = cnt;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double s = 0.0;
+    long long c = 0;
+    for (int k = 0; k < kThreads; ++k) s += ps[k], c += pc[k];
+    *mean = c ? static_cast<float>(s / static_cast<double>(c)) : NAN;
+  }
+}
+
+template <DType D, bool Vec>
+__global__ void __launch_bounds__(kThreads)
+    ce_bwd_kernel(Tp<D>* __restrict__ dlogits, const Tp<D>* __restrict__ logits, const float* __restrict__ lse,
+                  const int32_t* __restrict__ targets, float scale, int64_t N, int64_t V, int64_t Vv) {
+  for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+    const int32_t t = targets[r];
+    const bool ignored = t == -1, bad = !ignored && (t < 0 || t >= Vv);
+    const float l = lse[r];
+    const Tp<D>* const p[1] = {logits + r * V};
+    dev::row_map<D, Vec>(dlogits + r * V, p, V, threadIdx.x, kThreads, [&](int64_t j, const float (&v)[1]) {
+      if (ignored || j >= Vv) return 0.0f;
+      if (bad) return NAN;
+      const float d = scale * expf(v[0] - l);
+      return j == t ? d - scale : d;
+    });
+  }
+}
+
+template <class F>
+void dispatch(DType t, bool vec, F&& f) {
+  using F32 = std::integral_constant<DType, DType::f32>;
+  using B16 = std::integral_constant<DType, DType::bf16>;
+  if (t == DType::f32) vec ? f(F32{}, std::true_type{}) : f(F32{}, std::false_type{});
+  else vec ? f(B16{}, std::true_type{}) : f(B16{}, std::false_type{});
+}
+
+void check_dtype(const char* who, DType t) {
+  if (t != DType::f32 && t != DType::bf16)
+    ZT_THROW("cuda_kernels::", who, ": dtype ", dtype_name(t), ", expected float32 or bfloat16");
+}
+void need(const char* who, const char* name, const void* p) {
+  if (!p) ZT_THROW("cuda_kernels::", who, ": ", name, " is null");
+}
+// Row starts 16-byte aligned: aligned bases and a row stride of whole 8-element packs.
+bool rows_aligned(int64_t stride, std::initializer_list<const void*> ps) {
+  if (stride % 8 != 0) return false;
+  for (const void* p : ps)
+    if (!dev::aligned16(p)) return false;
+  return true;
+}
+void check_ce(const char* who, DType t, int64_t N, int64_t V, int64_t Vv) {
+  check_dtype(who, t);
+  if (N < 0 || V < 1 || Vv < 1 || Vv > V)
+    ZT_THROW("cuda_kernels::", who, ": N = ", N, ", V = ", V, ", Vv = ", Vv, ", expected N >= 0 and 1 <= Vv <= V");
+}
+
+}  // namespace
+
+void softmax_forward(DType t, void* out, const void* in, int64_t R, int64_t N, cudaStream_t s) {
+  check_dtype("softmax_forward", t);
+  if (R < 0 || N < 0) ZT_THROW("cuda_kernels::softmax_forward: R = ", R, ", N = ", N, ", expected >= 0");
+  if (R == 0 || N == 0) return;
+  need("softmax_forward", "out", out), need("softmax_forward", "in", in);
+  dispatch(t, rows_aligned(N, {out, in}), [&](auto d, auto v) {
+    constexpr DType D = decltype(d)::value;
+    softmax_fwd_kernel<D, decltype(v)::value><<<dev::grid_for(R, 1), kThreads, 0, s>>>(
+        static_cast<Tp<D>*>(out), static_cast<const Tp<D>*>(in), R, N);
+  });
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+void softmax_backward(DType t, void* dx, const void* dout, const void* out, int64_t R, int64_t N, cudaStream_t s) {
+  check_dtype("softmax_backward", t);
+  if (R < 0 || N < 0) ZT_THROW("cuda_kernels::softmax_backward: R = ", R, ", N = ", N, ", expected >= 0");
+  if (R == 0 || N == 0) return;
+  need("softmax_backward", "dx", dx), need("softmax_backward", "dout", dout), need("softmax_backward", "out", out);
+  dispatch(t, rows_aligned(N, {dx, dout, out}), [&](auto d, auto v) {
+    constexpr DType D = decltype(d)::value;
+    softmax_bwd_kernel<D, decltype(v)::value><<<dev::grid_for(R, 1), kThreads, 0, s>>>(
+        static_cast<Tp<D>*>(dx), static_cast<const Tp<D>*>(dout), static_cast<const Tp<D>*>(out), R, N);
+  });
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+void cross_entropy_forward(DType t, float* mean_loss, float* loss, float* lse, const void* logits,
+                           const int32_t* targets, int64_t N, int64_t V, int64_t Vv, cudaStream_t s) {
+  const char* who = "cross_entropy_forward";
+  check_ce(who, t, N, V, Vv);
+  need(who, "mean_loss", mean_loss);
+  if (N > 0) need(who, "loss", loss), need(who, "lse", lse), need(who, "logits", logits), need(who, "targets", targets);
+  if (N > 0)
+    dispatch(t, rows_aligned(V, {logits}), [&](auto d, auto v) {
+      constexpr DType D = decltype(d)::value;
+      ce_fwd_kernel<D, decltype(v)::value><<<dev::grid_for(N, 1), kThreads, 0, s>>>(
+          loss, lse, static_cast<const Tp<D>*>(logits), targets, N, V, Vv);
+    });
+  ce_mean_kernel<<<1, kThreads, 0, s>>>(mean_loss, loss, targets, N);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+void cross_entropy_backward(DType t, void* dlogits, const void* logits, const float* lse, const int32_t* targets,
+                            float scale, int64_t N, int64_t V, int64_t Vv, cudaStream_t s) {
+  const char* who = "cross_entropy_backward";
+  check_ce(who, t, N, V, Vv);
+  if (!std::isfinite(scale)) ZT_THROW("cuda_kernels::", who, ": scale ", scale, " is not finite");
+  if (N == 0) return;
+  need(who, "dlogits", dlogits), need(who, "logits", logits), need(who, "lse", lse), need(who, "targets", targets);
+  dispatch(t, rows_aligned(V, {dlogits, logits}), [&](auto d, auto v) {
+    constexpr DType D = decltype(d)::value;
+    ce_bwd_kernel<D, decltype(v)::value><<<dev::grid_for(N, 1), kThreads, 0, s>>>(
+        static_cast<Tp<D>*>(dlogits), static_cast<const Tp<D>*>(logits), lse, targets, scale, N, V, Vv);
+  });
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace zt::cuda_kernels
