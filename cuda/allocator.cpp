@@ -14,26 +14,6 @@ namespace {
 // near SIZE_MAX would overflow).
 constexpr size_t kMaxRequest = size_t(1) << 56;
 
-// Makes `device` current for a scope and restores the caller's device (PyTorch's CUDAGuard).
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    ZT_CUDA_CHECK(cudaGetDevice(&prev_));
-    if (prev_ != device) {
-      ZT_CUDA_CHECK(cudaSetDevice(device));
-      switched_ = true;
-    }
-  }
-  ~DeviceGuard() {
-    if (switched_) (void)cudaSetDevice(prev_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int prev_ = 0;
-  bool switched_ = false;
-};
 
 // Throws zt::Error saying why `device` cannot be used by `who`.
 void require_device(int device, const char* who) {

@@ -92,4 +92,16 @@ std::string cuda_runtime_summary() {
   return out;
 }
 
+DeviceGuard::DeviceGuard(int device) {
+  ZT_CUDA_CHECK(cudaGetDevice(&prev_));
+  if (prev_ != device) {
+    ZT_CUDA_CHECK(cudaSetDevice(device));
+    switched_ = true;
+  }
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (switched_) (void)cudaSetDevice(prev_);
+}
+
 }  // namespace zt

@@ -1,5 +1,5 @@
-// defines: CudaDevice, cuda_devices, cuda_available, cuda_runtime_summary — which GPUs this
-//          process can use.
+// defines: CudaDevice, cuda_devices, cuda_available, cuda_runtime_summary, DeviceGuard — which
+//          GPUs this process can use, and making one current for a scope.
 //
 // A binary built with CUDA must run on a machine without a GPU (ARCHITECTURE.md "Devices and
 // backends"). Without a driver, cudaGetDeviceCount returns an error (cudaErrorNoDevice,
@@ -27,5 +27,19 @@ const std::vector<CudaDevice>& cuda_devices(std::string* reason = nullptr);
 bool cuda_available();  // at least one supported device
 // One line per device plus the runtime and driver versions, or the reason there is none.
 std::string cuda_runtime_summary();
+
+// Makes `device` current for a scope and restores the caller's device after (PyTorch's
+// CUDAGuard). Throws a zt::Error naming the call if either cudaGetDevice or cudaSetDevice fails.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = 0;
+  bool switched_ = false;
+};
 
 }  // namespace zt

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "cuda/check.h"
+#include "cuda/device.h"  // defines: DeviceGuard
 
 namespace zt {
 
@@ -26,26 +27,6 @@ std::string cublas_status_message(cublasStatus_t st) {
                ":", __LINE__);                                                                          \
   } while (0)
 
-// Makes `device` current for the scope, restoring the caller's device after (as the allocator).
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    ZT_CUDA_CHECK(cudaGetDevice(&prev_));
-    if (prev_ != device) {
-      ZT_CUDA_CHECK(cudaSetDevice(device));
-      switched_ = true;
-    }
-  }
-  ~DeviceGuard() {
-    if (switched_) (void)cudaSetDevice(prev_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int prev_ = 0;
-  bool switched_ = false;
-};
 
 // RAII for the per-call descriptors (host objects: creating them queues no device work).
 struct MatmulDesc {

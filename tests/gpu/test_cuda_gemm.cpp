@@ -33,6 +33,7 @@
 #include "core/kernels/gemm.h"
 #include "cuda/allocator.h"
 #include "cuda/check.h"
+#include "tests/gpu/device_buffer.h"
 #include "cuda/gemm.h"
 #include "cuda/stream.h"
 
@@ -40,17 +41,7 @@ using namespace zt;
 
 namespace {
 
-// cudaMalloc'd bytes, freed on scope exit (the tests' buffers bypass the caching allocator).
-struct DeviceBuffer {
-  void* p = nullptr;
-  size_t bytes = 0;
-  explicit DeviceBuffer(size_t b) : bytes(b) { ZT_CUDA_CHECK(cudaMalloc(&p, b == 0 ? 1 : b)); }
-  ~DeviceBuffer() {
-    if (p) cudaFree(p);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
+using test::DeviceBuffer;
 
 // A device matrix of n elements of dtype t, starting `offset` elements into its buffer (offset 1
 // breaks every alignment above the element size).

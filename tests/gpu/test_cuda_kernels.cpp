@@ -36,6 +36,7 @@
 #include "core/kernels/cast.h"
 #include "core/tensor.h"
 #include "cuda/check.h"
+#include "tests/gpu/device_buffer.h"
 #include "cuda/kernels/activation.h"
 #include "cuda/kernels/adamw.h"
 #include "cuda/kernels/cast.h"
@@ -49,22 +50,7 @@ static_assert(cuda_kernels::kCudaSumChunk == kSumChunk, "the GPU must chunk the 
 
 namespace {
 
-// cudaMalloc'd bytes, freed on scope exit (the tests do not use the caching allocator).
-struct DeviceBuffer {
-  void* p = nullptr;
-  size_t bytes = 0;
-  explicit DeviceBuffer(size_t b) : bytes(b) { ZT_CUDA_CHECK(cudaMalloc(&p, b == 0 ? 1 : b)); }
-  ~DeviceBuffer() {
-    if (p) cudaFree(p);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  template <class T>
-  T* at(size_t elem_offset) const {
-    return reinterpret_cast<T*>(static_cast<char*>(p) + elem_offset * sizeof(T));
-  }
-  void poison() const { ZT_CUDA_CHECK(cudaMemset(p, 0xFF, bytes)); }
-};
+using test::DeviceBuffer;
 
 template <class T>
 void upload(T* dst, const std::vector<T>& h) {
