@@ -1,5 +1,7 @@
 #include "zero/engine.h"
 
+#include "zero/engine_unit.h"  // defines: Engine::UnitState
+
 #include <cctype>
 #include <cmath>
 #include <deque>
@@ -13,47 +15,6 @@
 #include "optim/sgd.h"                // defines: Sgd
 
 namespace zt {
-
-// One collective in flight and what to do once it is done (unpack, scale, accumulate, free).
-struct Pending {
-  WorkPtr work;
-  std::function<void()> then;
-  void finish() {
-    work->wait();
-    if (then) then();
-    then = nullptr;
-  }
-};
-
-// Finishes every collective of a queue, in issue order.
-static void drain(std::deque<Pending>& q) {
-  while (!q.empty()) {
-    q.front().finish();
-    q.pop_front();
-  }
-}
-
-struct Engine::UnitState {
-  int index = 0;
-  Unit* unit = nullptr;
-  ParamSet* ps = nullptr;
-  int64_t P = 0, S = 0;     // padded flat size, shard size (P = N * S)
-  // The parameters this rank publishes, S elements of the working dtype: stage 3 its own buffer,
-  // else a view of the full parameters' [r*S, (r+1)*S) (fp32: ps->flat(); mixed: `half`).
-  Tensor param_shard;
-  // This rank's gradient shard, S elements of the working dtype: stages 2-3 its own buffer,
-  // stage 1 a view of the full gradient (fp32: ps->flat_grad(); mixed: `half_grad`).
-  Tensor grad_shard;
-  // Mixed precision only. half: the full 2-byte parameters (P, params; stages 0-2). half_grad:
-  // the full 2-byte gradient, summed over micro-steps (P, grads; stages 0-1). master: the float32
-  // master weights (optim; stage 0 P, else S) that the optimizer updates.
-  Tensor half, half_grad, master;
-  bool persistent = false;  // stage 3: small enough to stay gathered (param_persistence_threshold)
-  int refs = 0;             // open acquire scopes (forward) and backward spans
-  bool gathered = true;     // the full parameters are resident (and current, or being gathered)
-  std::deque<Pending> gathers;  // stage 3: all-gather chunks in flight
-  std::deque<Pending> reduces;  // gradient reduction chunks in flight
-};
 
 namespace {
 
@@ -69,8 +30,6 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<
   h.lr = c.lr; h.beta1 = c.beta1; h.beta2 = c.beta2; h.eps = c.eps; h.weight_decay = c.weight_decay;
   return std::make_unique<AdamW>(std::move(shards), h);
 }
-
-Tensor range(const Tensor& flat, int64_t lo, int64_t n) { return flat.flat_view(lo, {n}); }
 
 // A tensor of n float32 elements whose storage holds no memory (mixed precision: the optimizer's
 // gradient slot, filled per shard by update_shard).
@@ -211,27 +170,6 @@ Engine::UnitState& Engine::state_of(Unit& u) {
 // ---------------------------------------------------------------------------------------------
 // Stage 3: gather, free, prefetch
 
-// All-gather a unit's shards into its full flat buffer, in chunks of at most allgather bucket
-// elements per rank. `src` (S) and `dst` (P = N * S): rank q's src lands at dst[q*S, (q+1)*S).
-// When one call covers the shard, dst is the output directly; smaller chunks go through a comm
-// buffer (N * chunk) and are unpacked when they complete.
-static void all_gather_chunked(ProcessGroup& g, const Tensor& src, const Tensor& dst, int64_t chunk,
-                               std::deque<Pending>& out) {
-  const int64_t S = src.numel(), N = g.size();
-  if (chunk >= S) {
-    out.push_back({g.all_gather_async(src, dst), nullptr});
-    return;
-  }
-  for (int64_t a = 0; a < S; a += chunk) {
-    const int64_t n = std::min(chunk, S - a);
-    Tensor buf = Tensor::empty({N * n}, src.dtype(), Category::comm);
-    WorkPtr w = g.all_gather_async(range(src, a, n), buf);
-    out.push_back({w, [buf, dst, a, n, S, N] {
-                     for (int64_t q = 0; q < N; ++q) range(dst, q * S + a, n).copy_(range(buf, q * n, n));
-                   }});
-  }
-}
-
 // Issues what makes a unit's float32 full parameters (resident already) current. fp32: the
 // all-gather of the shards into them. Mixed stages 0-2: the conversion of the 2-byte parameters
 // (no communication). Mixed stage 3: the all-gather of the 2-byte shards into a transient 2-byte
@@ -345,17 +283,18 @@ void Engine::after_backward(UnitState& s) {
   // Mixed precision divides by N in float32 before rounding to 2 bytes (PyTorch DDP's
   // pre-division): the reduction then sums averages, so an fp16 sum cannot overflow where the
   // average would not, and the shards hold averages as in fp32.
-  if (mixed_ && N_ > 1) scale_(grad, 1.0 / static_cast<double>(N_));
+  const double inv_n = 1.0 / static_cast<double>(N_);
   if (!mixed_) {
     if (cfg_.zero.stage >= 2 || boundary) reduce_gradients(s, grad);
   } else if (cfg_.zero.stage <= 1) {
     // Round the unit's float32 gradient into the 2-byte gradient, summed over micro-steps.
+    if (N_ > 1) scale_(grad, inv_n);
     accumulate_cast_(s.half_grad, grad);
     grad.storage()->release();
     if (boundary) reduce_gradients(s, s.half_grad);
   } else {
     Tensor h = Tensor::empty({s.P}, half_, Category::comm);  // freed once its reduction is done
-    cast_(h, grad);
+    cast_(h, grad, inv_n);  // the division folded into the conversion: one pass
     grad.storage()->release();
     reduce_gradients(s, h);
   }
@@ -532,103 +471,6 @@ double Engine::eval_loss(const Tensor& idx, const Tensor& targets) {
   }
   evaluating_ = false;
   return loss;
-}
-
-// ---------------------------------------------------------------------------------------------
-// State
-
-std::vector<UnitShard> Engine::shards() {
-  std::vector<UnitShard> out;
-  for (int i = 0; i < static_cast<int>(units_.size()); ++i) {
-    UnitState& s = *units_[i];
-    UnitShard us;
-    us.unit = s.unit->name();
-    us.numel = s.ps->numel();
-    us.padded_numel = s.P;
-    // "param" is what the optimizer updates: the parameters themselves (fp32) or the float32
-    // master (mixed precision), so a checkpoint holds float32 parameters either way.
-    const Tensor& param = mixed_ ? s.master : s.param_shard;
-    us.tensors.push_back({"param", param.numel() == s.S ? param : range(param, r_ * s.S, s.S)});
-    for (auto& [name, t] : opt_->state()) {  // "<unit>/exp_avg" -> this rank's part
-      const std::string prefix = us.unit + "/";
-      if (name.rfind(prefix, 0) != 0) continue;
-      const Tensor part = t.numel() == s.S ? t : range(t, r_ * s.S, s.S);  // stage 0 holds it whole
-      us.tensors.push_back({name.substr(prefix.size()), part});
-    }
-    out.push_back(std::move(us));
-  }
-  return out;
-}
-
-// The shards() views were filled in place (a checkpoint load): rebuild whatever each stage holds beyond
-// this rank's shard. Stage 0 holds every optimizer tensor whole: all-gather each. Mixed precision:
-// round the master into the 2-byte parameters. Then stages 0-2 gather the full parameters and
-// stage 3 refreshes its persistent units.
-void Engine::shards_loaded() {
-  const int stage = cfg_.zero.stage;
-  std::deque<Pending> pending;
-  const int64_t bucket = cfg_.zero.allgather_bucket_size;
-  if (stage == 0) {
-    for (auto& s : units_) {
-      const Tensor whole = mixed_ ? s->master : s->ps->flat();
-      all_gather_chunked(group_, range(whole, r_ * s->S, s->S), whole, bucket, pending);
-    }
-    for (auto& [name, t] : opt_->state()) {
-      const int64_t S = t.numel() / N_;
-      all_gather_chunked(group_, range(t, r_ * S, S), t, bucket, pending);
-    }
-    drain(pending);
-    if (mixed_)
-      for (auto& s : units_) cast_(s->half, s->master);
-    return;
-  }
-  for (auto& s : units_) {
-    if (mixed_) cast_(s->param_shard, s->master);
-    if (stage == 3 && !s->persistent) free_full_params(*s);
-    else if (stage == 3) fill_compute_copy(*s, pending);
-    else all_gather_chunked(group_, s->param_shard, mixed_ ? s->half : s->ps->flat(), bucket, pending);
-  }
-  drain(pending);
-}
-
-int64_t Engine::optimizer_steps() const { return opt_->step_count(); }
-
-void Engine::set_optimizer_steps(int64_t n) {
-  opt_->set_step_count(n);
-}
-
-double Engine::loss_scale() const { return scaler_ ? scaler_->scale() : 1.0; }
-
-nlohmann::json Engine::state_meta() const {
-  nlohmann::json j = nlohmann::json::object();
-  if (scaler_) {
-    const LossScaler::State st = scaler_->state();
-    j["loss_scaler"] = {{"scale", st.scale}, {"iter", st.iter}, {"last_overflow_iter", st.last_overflow_iter},
-                        {"hysteresis_left", st.hysteresis_left}, {"skipped", st.skipped}};
-  }
-  return j;
-}
-
-void Engine::load_state_meta(const nlohmann::json& j) {
-  if (!scaler_ || !j.contains("loss_scaler")) return;
-  const nlohmann::json& l = j.at("loss_scaler");
-  LossScaler::State st;
-  st.scale = l.at("scale").get<double>();
-  st.iter = l.at("iter").get<int64_t>();
-  st.last_overflow_iter = l.at("last_overflow_iter").get<int64_t>();
-  st.hysteresis_left = l.at("hysteresis_left").get<int>();
-  st.skipped = l.at("skipped").get<int64_t>();
-  scaler_->load_state(st);
-}
-
-MemoryReport Engine::memory_report() const {
-  MemoryReport m;
-  m.measured = cpu_allocator().stats();
-  for (auto& s : units_) {
-    m.psi += s->ps->numel();
-    m.psi_padded += s->P;
-  }
-  return m;
 }
 
 }  // namespace zt

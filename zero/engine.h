@@ -53,6 +53,7 @@
 #include "nn/model.h"
 #include "optim/optimizer.h"
 #include "zero/config.h"
+#include "zero/pending.h"
 
 namespace zt {
 
@@ -80,7 +81,6 @@ struct MemoryReport {
   int64_t model_state_bytes(Category c) const { return measured.cur(c); }
 };
 
-struct Pending;  // a collective in flight (engine.cpp)
 class LossScaler;
 
 class Engine final : public Residency {
