@@ -309,12 +309,7 @@ int run(int argc, char** argv, ProcessGroup& world) {
     j["precision"] = precision;
     j["warmup"] = warmup;
     j["steps"] = steps;
-    j["zero"] = {{"overlap_comm", z.overlap_comm}, {"reduce_bucket_size", z.reduce_bucket_size},
-                 {"allgather_bucket_size", z.allgather_bucket_size},
-                 {"stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size},
-                 {"stage3_max_live_parameters", z.stage3_max_live_parameters},
-                 {"stage3_max_reuse_distance", z.stage3_max_reuse_distance},
-                 {"stage3_param_persistence_threshold", z.stage3_param_persistence_threshold}};
+    j["zero"] = nlohmann::json(c.engine_config()).at("zero_optimization");  // zero/config.h's to_json
     j["psi"] = rep.psi;
     j["psi_padded"] = P;
     j["model_state_formula_bytes"] = static_cast<int64_t>(state_formula);
