@@ -92,6 +92,16 @@ std::string cuda_runtime_summary() {
   return out;
 }
 
+bool is_device_pointer(const void* p) {
+  if (!p || !cuda_available()) return false;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();  // an unregistered host pointer may report an error on old runtimes
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
 DeviceGuard::DeviceGuard(int device) {
   ZT_CUDA_CHECK(cudaGetDevice(&prev_));
   if (prev_ != device) {

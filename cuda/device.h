@@ -28,6 +28,11 @@ bool cuda_available();  // at least one supported device
 // One line per device plus the runtime and driver versions, or the reason there is none.
 std::string cuda_runtime_summary();
 
+// True when p points into device (or managed) memory; false for host memory, and always false
+// without a usable device (no cudaPointerGetAttributes call then). The backends use it to decide
+// which buffers to stage (dist/mpi_process_group.cpp, dist/nccl/).
+bool is_device_pointer(const void* p);
+
 // Makes `device` current for a scope and restores the caller's device after (PyTorch's
 // CUDAGuard). Throws a zt::Error naming the call if either cudaGetDevice or cudaSetDevice fails.
 class DeviceGuard {

@@ -14,7 +14,7 @@
 
 #include "cuda/allocator.h"  // defines: pinned_allocator
 #include "cuda/check.h"      // defines: ZT_CUDA_CHECK
-#include "cuda/device.h"     // defines: cuda_available
+#include "cuda/device.h"     // defines: is_device_pointer
 #endif
 
 namespace zt {
@@ -85,15 +85,7 @@ struct Staged {
 };
 
 #ifdef ZT_HAVE_CUDA
-bool on_device(const Tensor& t) {
-  if (!cuda_available()) return false;  // no GPU or no driver: every buffer is host memory
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, t.raw()) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
-}
+bool on_device(const Tensor& t) { return is_device_pointer(t.raw()); }
 #endif
 
 // bufs[0..]: the collective's buffers; `written`: which of them the collective writes.

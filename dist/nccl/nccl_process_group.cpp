@@ -5,7 +5,8 @@
 #include <cstring>
 #include <functional>
 
-#include "cuda/check.h"  // defines: ZT_CUDA_CHECK, cuda_error_message
+#include "cuda/check.h"   // defines: ZT_CUDA_CHECK, cuda_error_message
+#include "cuda/device.h"  // defines: is_device_pointer
 
 #define ZT_NCCL_CHECK(call)                                                                               \
   do {                                                                                                    \
@@ -27,15 +28,6 @@ ncclDataType_t nccl_type(DType t) {
 }
 
 namespace {
-
-bool on_device(const void* p) {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    cudaGetLastError();  // an unregistered host pointer may report an error on old runtimes
-    return false;
-  }
-  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
-}
 
 // Completion of one collective: the compute stream waits for `done`, then the host does.
 struct NcclWork final : Work {
@@ -93,7 +85,7 @@ WorkPtr NcclProcessGroup::run(const std::vector<Tensor>& bufs,
   std::vector<std::pair<size_t, void*>> staged;  // (index into bufs, device copy)
   for (size_t i = 0; i < bufs.size(); ++i) {
     void* p = bufs[i].raw();
-    if (!on_device(p)) {
+    if (!is_device_pointer(p)) {
       void* d = nullptr;
       ZT_CUDA_CHECK(cudaMallocAsync(&d, bufs[i].nbytes(), comm_));
       ZT_CUDA_CHECK(cudaMemcpyAsync(d, p, bufs[i].nbytes(), cudaMemcpyHostToDevice, comm_));
