@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "autograd/var.h"
+#include "core/backend.h"
 
 namespace zt {
 
@@ -37,7 +38,10 @@ std::vector<Var> topo_order(const Var& root) {
 
 void Var::backward() const {
   ZT_CHECK(value().numel() == 1, "backward() without a gradient needs a scalar, got ", value().str());
-  backward(Tensor::full(value().shape(), 1.0, value().dtype(), Category::activations));
+  // The seed 1 on the value's device (not the default device's).
+  Tensor seed = Tensor::empty(value().shape(), value().dtype(), Category::activations, backend_of(value()).allocator());
+  seed.fill_(1.0);
+  backward(seed);
 }
 
 void Var::backward(const Tensor& grad_out, bool retain_graph, bool run_group_hooks) const {

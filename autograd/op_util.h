@@ -1,37 +1,73 @@
-// defines: zt::detail::dispatch (dtype -> float/double), need_defined, need_float,
-//          need_same_dtype, need_same_shape — the input checks shared by ops_basic.cpp and
-//          ops_nn.cpp. Private to autograd/ (not part of the ops.h interface).
+// defines: zt::detail::op_backend (the one device of an op's inputs and its backend),
+//          need_defined, need_compute, need_same_dtype, need_same_shape, new_output — the input
+//          checks and output allocation shared by ops_basic.cpp and ops_nn.cpp. Private to
+//          autograd/ (not part of the ops.h interface).
 //
-// Every message starts with "<op>: <arg>" and says what was expected and what came (dtype,
-// shape), so a caller can tell which argument of which op was wrong.
+// Every message starts with "<op>: <arg>" and says what was expected and what came (device,
+// dtype, shape), so a caller can tell which argument of which op was wrong. Device checks run
+// before anything reads a tensor's memory.
 #pragma once
+#include <initializer_list>
+#include <string>
+#include <utility>
+
 #include "autograd/var.h"
+#include "core/backend.h"
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
 
 namespace zt::detail {
 
-// Runs f(T{}) with T = float or double, the compute type of dt; returns what f returns.
-// Use: dispatch(dt, [&](auto tag) { using T = decltype(tag); ... });
-template <class F>
-decltype(auto) dispatch(DType dt, F&& f) {
-  if (dt == DType::f32) return f(float{});
-  ZT_CHECK(dt == DType::f64, "dispatch: compute dtype expected, got ", dtype_name(dt));
-  return f(double{});
-}
-
 // "<op>: <arg> is undefined"
 inline void need_defined(const char* op, const char* arg, const Var& v) {
   if (!v.defined()) ZT_THROW(op, ": ", arg, " is undefined");
 }
 
-// Defined and float32 or float64.
-inline void need_float(const char* op, const char* arg, const Var& v) {
+// The device of the op's tensor inputs (named Vars; undefined ones, an absent bias, are skipped):
+// every one must be on the device of the first, else "<op>: <arg> is on <d> but <first> is on
+// <d0>". Returns that device's backend (a zt::Error when the device has none). cpu when no input
+// is defined (need_defined / need_compute then say which).
+inline Backend& op_backend(const char* op, std::initializer_list<std::pair<const char*, const Var*>> inputs) {
+  const char* first = nullptr;
+  Device dev = Device::cpu();
+  for (const auto& [name, v] : inputs) {
+    if (!v->defined()) continue;
+    const Device d = v->value().device();
+    if (!first) {
+      first = name;
+      dev = d;
+    } else if (d != dev) {
+      ZT_THROW(op, ": ", name, " is on ", d.str(), " but ", first, " is on ", dev.str(),
+               " (the tensors of one op must be on one device; move them with Tensor::to)");
+    }
+  }
+  return backend(dev);
+}
+
+// "float32 or float64" (cpu), "float32 or bfloat16" (cuda): the compute dtypes of a backend.
+inline std::string compute_dtype_names(const Backend& be) {
+  std::string names;
+  int count = 0, total = 0;
+  const DType all[] = {DType::f32, DType::f64, DType::bf16, DType::f16};
+  for (DType d : all) total += be.computes(d) ? 1 : 0;
+  for (DType d : all) {
+    if (!be.computes(d)) continue;
+    if (count) names += count + 1 == total ? " or " : ", ";
+    names += dtype_name(d);
+    ++count;
+  }
+  return names;
+}
+
+// Defined, and of a dtype the backend's kernels compute in:
+// "<op>: <arg>: expected a float32 or float64 tensor on cpu, got bfloat16(2, 3)".
+inline void need_compute(const char* op, const char* arg, const Var& v, const Backend& be) {
   need_defined(op, arg, v);
   const DType d = v.dtype();
-  if (d != DType::f32 && d != DType::f64)
-    ZT_THROW(op, ": ", arg, ": expected a float32 or float64 tensor, got ", dtype_name(d), shape_str(v.shape()));
+  if (!be.computes(d))
+    ZT_THROW(op, ": ", arg, ": expected a ", compute_dtype_names(be), " tensor on ", be.device().str(), ", got ",
+             dtype_name(d), shape_str(v.shape()));
 }
 
 // v (named arg) must have the dtype of ref (named ref_arg).
@@ -46,6 +82,11 @@ inline void need_same_shape(const char* op, const char* an, const Var& a, const 
   if (a.shape() != b.shape())
     ZT_THROW(op, ": ", an, " ", shape_str(a.shape()), " and ", bn, " ", shape_str(b.shape()),
              " must have the same shape");
+}
+
+// An op's output (or a gradient) on the backend's device: contiguous, Category::activations.
+inline Tensor new_output(Backend& be, const Shape& s, DType dt) {
+  return Tensor::empty(s, dt, Category::activations, be.allocator());
 }
 
 }  // namespace zt::detail

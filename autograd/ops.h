@@ -1,10 +1,17 @@
 // defines: the differentiable ops — every layer of every model is built from these.
 //
-// Each op checks its inputs (shape, dtype: float32 or float64 unless noted) with a message
-// naming the op and what it expected, computes its output with a CPU kernel from core/kernels
-// (OpenMP across cores, GEMMs in OpenBLAS), and records a GradFn that computes the input
-// gradients. Outputs are contiguous. Every op has a float64 finite-difference gradient check in
-// tests/test_ops_*.cpp.
+// Each op checks its inputs (shape; dtype: a compute dtype of their device's backend — cpu:
+// float32 or float64, cuda: float32 or bfloat16 — unless noted; all tensor inputs on one
+// device) with a message naming the op, the argument and what it expected, allocates its output
+// on that device, computes it with one entry of the device's Backend (core/backend.h; the cpu's
+// runs the kernels of core/kernels: OpenMP across cores, GEMMs in OpenBLAS), and records a GradFn
+// that computes the input gradients the same way. Outputs are contiguous. Every op has a float64
+// finite-difference gradient check in tests/test_ops_*.cpp.
+//
+// Index tensors (embedding ids, cross-entropy targets) are checked on the host: keep token
+// batches on the host (cpu tensors). Cpu ids for a table on a device are validated, then copied
+// to the device; ids already on the device are first copied to the host to be validated (a
+// host sync each call).
 //
 // Implementations: ops_basic.cpp (shape, elementwise, reductions, matmul/linear, activations,
 // softmax, embedding, cross-entropy) and ops_nn.cpp (norms, RoPE, attention).

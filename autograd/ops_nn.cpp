@@ -1,35 +1,34 @@
 // The "nn" half of autograd/ops.h: layernorm, rmsnorm, rope, causal_attention.
 //
-// Each op checks its inputs at the boundary (messages name the op, the argument and what was
-// expected), runs a kernel from core/kernels on contiguous buffers, and records a GradFn that
-// captures only Tensors (the contiguous inputs and the statistics the forward saved).
+// Each op checks its inputs at the boundary (one device; messages name the op, the argument and
+// what was expected), allocates its outputs on the inputs' device, calls one entry of that
+// device's Backend on contiguous tensors, and records a GradFn that captures only Tensors (the
+// contiguous inputs and the statistics the forward saved, in the backend's stats dtype).
 #include <cmath>
 
 #include "autograd/op_util.h"
 #include "autograd/ops.h"
-#include "core/kernels/attention.h"
-#include "core/kernels/norm.h"
-#include "core/kernels/rope.h"
 
 namespace zt {
 
 namespace {
 
-using detail::dispatch;
-using detail::need_float;
+using detail::need_compute;
 using detail::need_same_dtype;
+using detail::new_output;
+using detail::op_backend;
 
 // A per-channel parameter (weight or bias) of a norm over the last dim C.
-void check_channel_param(const Var& p, const Var& x, int64_t C, const char* op, const char* name) {
-  need_float(op, name, p);
+void check_channel_param(const Var& p, const Var& x, int64_t C, const char* op, const char* name, const Backend& be) {
+  need_compute(op, name, p, be);
   need_same_dtype(op, name, p, "x", x);
   if (p.shape() != Shape{C})
     ZT_THROW(op, ": ", name, ": expected shape ", shape_str(Shape{C}), " to match the last dim of x ", shape_str(x.shape()),
              ", got ", shape_str(p.shape()));
 }
 
-int64_t norm_channels(const Var& x, const char* op, double eps) {
-  need_float(op, "x", x);
+int64_t norm_channels(const Var& x, const char* op, double eps, const Backend& be) {
+  need_compute(op, "x", x, be);
   if (x.dim() < 1) ZT_THROW(op, ": x: expected at least 1 dimension, got shape ", shape_str(x.shape()));
   const int64_t C = x.size(-1);
   if (C < 1) ZT_THROW(op, ": x: the normalized (last) dimension is empty in shape ", shape_str(x.shape()));
@@ -43,35 +42,27 @@ int64_t norm_channels(const Var& x, const char* op, double eps) {
 // LayerNorm: x (..., C), weight (C), bias (C) or undefined.
 
 Var layernorm(const Var& x, const Var& weight, const Var& bias, double eps) {
-  const int64_t C = norm_channels(x, "layernorm", eps);
-  check_channel_param(weight, x, C, "layernorm", "weight");
-  if (bias.defined()) check_channel_param(bias, x, C, "layernorm", "bias");
-  const DType dt = x.dtype();
-  Tensor xc = x.value().contiguous(), w = weight.value().contiguous();
+  Backend& be = op_backend("layernorm", {{"x", &x}, {"weight", &weight}, {"bias", &bias}});
+  const int64_t C = norm_channels(x, "layernorm", eps, be);
+  check_channel_param(weight, x, C, "layernorm", "weight", be);
+  if (bias.defined()) check_channel_param(bias, x, C, "layernorm", "bias", be);
+  const DType dt = x.dtype(), st = be.stats_dtype(dt);
+  const int64_t N = x.value().numel() / C;
+  Tensor xc = x.value().contiguous().view({N, C}), w = weight.value().contiguous();
   Tensor b = bias.defined() ? bias.value().contiguous() : Tensor();
-  const int64_t N = xc.numel() / C;
-  Tensor out = Tensor::empty(x.shape(), dt), mean = Tensor::empty({N}, dt), rstd = Tensor::empty({N}, dt);
-  dispatch(dt, [&](auto tag) {
-    using T = decltype(tag);
-    layernorm_forward<T>(out.data<T>(), mean.data<T>(), rstd.data<T>(), xc.data<T>(), w.data<T>(),
-                         b.defined() ? b.data<T>() : nullptr, N, C, eps);
-  });
+  Tensor out = new_output(be, x.shape(), dt), mean = new_output(be, {N}, st), rstd = new_output(be, {N}, st);
+  be.layernorm(out.view({N, C}), mean, rstd, xc, w, b, eps);
   return Var::make(
       out, {x, weight, bias},
-      [xc, w, mean, rstd, N, C](std::vector<Var>& in, const Tensor& grad) {
+      [xc, w, mean, rstd, C, &be = be](std::vector<Var>& in, const Tensor& grad) {
         const bool want_x = in[0].requires_grad(), want_w = in[1].requires_grad();
         const bool want_b = in[2].defined() && in[2].requires_grad();
         const DType dt = xc.dtype();
         Tensor g = grad.contiguous();
-        Tensor dx = want_x ? Tensor::empty(xc.shape(), dt) : Tensor();
-        Tensor dw = want_w ? Tensor::empty({C}, dt) : Tensor();
-        Tensor db = want_b ? Tensor::empty({C}, dt) : Tensor();
-        dispatch(dt, [&](auto tag) {
-          using T = decltype(tag);
-          layernorm_backward<T>(want_x ? dx.data<T>() : nullptr, want_w ? dw.data<T>() : nullptr,
-                                want_b ? db.data<T>() : nullptr, g.data<T>(), xc.data<T>(), w.data<T>(),
-                                mean.data<T>(), rstd.data<T>(), N, C);
-        });
+        Tensor dx = want_x ? new_output(be, in[0].shape(), dt) : Tensor();
+        Tensor dw = want_w ? new_output(be, {C}, dt) : Tensor();
+        Tensor db = want_b ? new_output(be, {C}, dt) : Tensor();
+        be.layernorm_backward(want_x ? dx.view(xc.shape()) : Tensor(), dw, db, g.view(xc.shape()), xc, w, mean, rstd);
         if (want_x) in[0].add_grad(dx);
         if (want_w) in[1].add_grad(dw);
         if (want_b) in[2].add_grad(db);
@@ -83,29 +74,23 @@ Var layernorm(const Var& x, const Var& weight, const Var& bias, double eps) {
 // RMSNorm: x (..., C), weight (C).
 
 Var rmsnorm(const Var& x, const Var& weight, double eps) {
-  const int64_t C = norm_channels(x, "rmsnorm", eps);
-  check_channel_param(weight, x, C, "rmsnorm", "weight");
+  Backend& be = op_backend("rmsnorm", {{"x", &x}, {"weight", &weight}});
+  const int64_t C = norm_channels(x, "rmsnorm", eps, be);
+  check_channel_param(weight, x, C, "rmsnorm", "weight", be);
   const DType dt = x.dtype();
-  Tensor xc = x.value().contiguous(), w = weight.value().contiguous();
-  const int64_t N = xc.numel() / C;
-  Tensor out = Tensor::empty(x.shape(), dt), rstd = Tensor::empty({N}, dt);
-  dispatch(dt, [&](auto tag) {
-    using T = decltype(tag);
-    rmsnorm_forward<T>(out.data<T>(), rstd.data<T>(), xc.data<T>(), w.data<T>(), N, C, eps);
-  });
+  const int64_t N = x.value().numel() / C;
+  Tensor xc = x.value().contiguous().view({N, C}), w = weight.value().contiguous();
+  Tensor out = new_output(be, x.shape(), dt), rstd = new_output(be, {N}, be.stats_dtype(dt));
+  be.rmsnorm(out.view({N, C}), rstd, xc, w, eps);
   return Var::make(
       out, {x, weight},
-      [xc, w, rstd, N, C](std::vector<Var>& in, const Tensor& grad) {
+      [xc, w, rstd, C, &be = be](std::vector<Var>& in, const Tensor& grad) {
         const bool want_x = in[0].requires_grad(), want_w = in[1].requires_grad();
         const DType dt = xc.dtype();
         Tensor g = grad.contiguous();
-        Tensor dx = want_x ? Tensor::empty(xc.shape(), dt) : Tensor();
-        Tensor dw = want_w ? Tensor::empty({C}, dt) : Tensor();
-        dispatch(dt, [&](auto tag) {
-          using T = decltype(tag);
-          rmsnorm_backward<T>(want_x ? dx.data<T>() : nullptr, want_w ? dw.data<T>() : nullptr, g.data<T>(),
-                              xc.data<T>(), w.data<T>(), rstd.data<T>(), N, C);
-        });
+        Tensor dx = want_x ? new_output(be, in[0].shape(), dt) : Tensor();
+        Tensor dw = want_w ? new_output(be, {C}, dt) : Tensor();
+        be.rmsnorm_backward(want_x ? dx.view(xc.shape()) : Tensor(), dw, g.view(xc.shape()), xc, w, rstd);
         if (want_x) in[0].add_grad(dx);
         if (want_w) in[1].add_grad(dw);
       },
@@ -117,31 +102,26 @@ Var rmsnorm(const Var& x, const Var& weight, double eps) {
 // kept for the backward (the inverse rotation).
 
 Var rope(const Var& x, double theta) {
-  need_float("rope", "x", x);
+  Backend& be = op_backend("rope", {{"x", &x}});
+  need_compute("rope", "x", x, be);
   if (x.dim() != 4) ZT_THROW("rope: x: expected shape (B, T, H, D), got ", shape_str(x.shape()));
-  const int64_t B = x.size(0), T_len = x.size(1), H = x.size(2), D = x.size(3);
+  const int64_t T_len = x.size(1), D = x.size(3);
   if (D < 2 || D % 2 != 0)
     ZT_THROW("rope: head dim D must be even and >= 2 (pairs (d, d + D/2) rotate), got D = ", D, " in x ",
              shape_str(x.shape()));
   if (!(theta > 0)) ZT_THROW("rope: theta must be > 0, got ", theta);
-  const DType dt = x.dtype();
+  const DType dt = x.dtype(), st = be.stats_dtype(dt);
   Tensor xc = x.value().contiguous();
-  Tensor cos_t = Tensor::empty({T_len, D / 2}, dt), sin_t = Tensor::empty({T_len, D / 2}, dt);
-  Tensor out = Tensor::empty(x.shape(), dt);
-  dispatch(dt, [&](auto tag) {
-    using T = decltype(tag);
-    rope_tables<T>(cos_t.data<T>(), sin_t.data<T>(), T_len, D, theta);
-    rope_apply<T>(out.data<T>(), xc.data<T>(), cos_t.data<T>(), sin_t.data<T>(), B, T_len, H, D, false);
-  });
+  Tensor cos_t = new_output(be, {T_len, D / 2}, st), sin_t = new_output(be, {T_len, D / 2}, st);
+  Tensor out = new_output(be, x.shape(), dt);
+  be.rope_tables(cos_t, sin_t, theta);
+  be.rope(out, xc, cos_t, sin_t, /*inverse=*/false);
   return Var::make(
       out, {x},
-      [cos_t, sin_t, B, T_len, H, D](std::vector<Var>& in, const Tensor& grad) {
+      [cos_t, sin_t, &be = be](std::vector<Var>& in, const Tensor& grad) {
         Tensor g = grad.contiguous();
-        Tensor dx = Tensor::empty(g.shape(), g.dtype());
-        dispatch(g.dtype(), [&](auto tag) {
-          using T = decltype(tag);
-          rope_apply<T>(dx.data<T>(), g.data<T>(), cos_t.data<T>(), sin_t.data<T>(), B, T_len, H, D, true);
-        });
+        Tensor dx = new_output(be, g.shape(), g.dtype());
+        be.rope(dx, g, cos_t, sin_t, /*inverse=*/true);
         in[0].add_grad(dx);
       },
       "rope");
@@ -152,9 +132,10 @@ Var rope(const Var& x, double theta) {
 
 Var causal_attention(const Var& q, const Var& k, const Var& v) {
   const char* op = "causal_attention";
-  need_float(op, "q", q);
-  need_float(op, "k", k);
-  need_float(op, "v", v);
+  Backend& be = op_backend(op, {{"q", &q}, {"k", &k}, {"v", &v}});
+  need_compute(op, "q", q, be);
+  need_compute(op, "k", k, be);
+  need_compute(op, "v", v, be);
   if (q.dim() != 4) ZT_THROW(op, ": q: expected shape (B, T, Hq, D), got ", shape_str(q.shape()));
   if (k.dim() != 4) ZT_THROW(op, ": k: expected shape (B, T, Hkv, D), got ", shape_str(k.shape()));
   if (k.dtype() != q.dtype() || v.dtype() != q.dtype())
@@ -173,27 +154,18 @@ Var causal_attention(const Var& q, const Var& k, const Var& v) {
 
   const DType dt = q.dtype();
   Tensor qc = q.value().contiguous(), kc = k.value().contiguous(), vc = v.value().contiguous();
-  Tensor out = Tensor::empty(q.shape(), dt);
-  // P (B, Hq, T, T) is kept only when a backward can follow (see core/kernels/attention.h).
+  Tensor out = new_output(be, q.shape(), dt);
+  // What the backward needs (the CPU: P (B, Hq, T, T)) is kept only when a backward can follow.
   const bool keep = grad_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
-  Tensor P = keep ? Tensor::empty({B, Hq, T_len, T_len}, dt) : Tensor();
-  dispatch(dt, [&](auto tag) {
-    using T = decltype(tag);
-    attention_forward<T>(out.data<T>(), keep ? P.data<T>() : nullptr, qc.data<T>(), kc.data<T>(), vc.data<T>(), B,
-                         T_len, Hq, Hkv, D);
-  });
+  Tensor saved = be.attention(out, qc, kc, vc, keep);
   return Var::make(
       out, {q, k, v},
-      [qc, kc, vc, P, B, T_len, Hq, Hkv, D](std::vector<Var>& in, const Tensor& grad) {
+      [qc, kc, vc, out, saved, &be = be](std::vector<Var>& in, const Tensor& grad) {
         const DType dt = qc.dtype();
         Tensor g = grad.contiguous();
-        Tensor dq = Tensor::empty(qc.shape(), dt), dk = Tensor::empty(kc.shape(), dt),
-               dv = Tensor::empty(vc.shape(), dt);
-        dispatch(dt, [&](auto tag) {
-          using T = decltype(tag);
-          attention_backward<T>(dq.data<T>(), dk.data<T>(), dv.data<T>(), g.data<T>(), qc.data<T>(), kc.data<T>(),
-                                vc.data<T>(), P.data<T>(), B, T_len, Hq, Hkv, D);
-        });
+        Tensor dq = new_output(be, qc.shape(), dt), dk = new_output(be, kc.shape(), dt),
+               dv = new_output(be, vc.shape(), dt);
+        be.attention_backward(dq, dk, dv, g, qc, kc, vc, out, saved);
         in[0].add_grad(dq);
         in[1].add_grad(dk);
         in[2].add_grad(dv);

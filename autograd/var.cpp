@@ -1,12 +1,22 @@
 #include "autograd/var.h"
 
+#include "core/backend.h"
 #include "core/kernels/accumulate.h"
 
 namespace zt {
 
 namespace {
 thread_local bool g_grad_enabled = true;
+
+// A value that can carry a gradient: float32/float64 on the cpu (check_float's message), a compute
+// dtype of its backend elsewhere (bfloat16 on a GPU).
+void check_grad_dtype(const Tensor& value, const char* what) {
+  if (value.device().is_cpu()) return check_float(value, what);
+  if (!backend_of(value).computes(value.dtype()))
+    ZT_THROW(what, ": ", value.str(), " on ", value.device().str(), " has dtype ", dtype_name(value.dtype()),
+             ", which that device's kernels do not compute in");
 }
+}  // namespace
 
 bool grad_enabled() { return g_grad_enabled; }
 NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
@@ -16,7 +26,7 @@ EnableGradGuard::~EnableGradGuard() { g_grad_enabled = prev_; }
 
 Var::Var(Tensor value, bool requires_grad) : impl_(std::make_shared<VarImpl>()) {
   ZT_CHECK(value.defined(), "Var from an undefined tensor");
-  if (requires_grad) check_float(value, "a Var that requires grad");
+  if (requires_grad) check_grad_dtype(value, "a Var that requires grad");
   impl_->value = std::move(value);
   impl_->requires_grad = requires_grad;
 }
@@ -24,6 +34,8 @@ Var::Var(Tensor value, bool requires_grad) : impl_(std::make_shared<VarImpl>()) 
 Var Var::parameter(Tensor value, Tensor grad, std::shared_ptr<LeafGroup> group) {
   check_shape(grad, value.shape(), "Var::parameter: gradient buffer");
   ZT_CHECK(grad.dtype() == value.dtype(), "Var::parameter: gradient dtype differs from value dtype");
+  ZT_CHECK(grad.device() == value.device(), "Var::parameter: gradient on ", grad.device().str(), ", value on ",
+           value.device().str());
   Var v(std::move(value), true);
   v.impl_->grad = std::move(grad);
   v.impl_->grad_owned = true;
@@ -60,11 +72,14 @@ void Var::add_grad(const Tensor& g) const {
   if (!requires_grad()) return;
   VarImpl& v = *impl_;
   check_shape(g, v.value.shape(), v.op);
+  if (g.device() != v.value.device())
+    ZT_THROW(v.op, ": gradient on ", g.device().str(), " for a value on ", v.value.device().str(),
+             " (a gradient lives on its value's device)");
   if (!v.grad.defined()) {
     // First contribution. A leaf's gradient is user-visible: copy it. An intermediate's is
     // only read by its own GradFn: keep g as it is (no copy), but never write into it.
     if (is_leaf()) {
-      v.grad = g.clone(Category::activations);  // parameters never get here: their grads are pre-bound
+      v.grad = g.clone(Category::activations);  // same device; parameters never get here: their grads are pre-bound
       v.grad_owned = true;
     } else {
       v.grad = g;
@@ -76,7 +91,7 @@ void Var::add_grad(const Tensor& g) const {
     v.grad = v.grad.clone(Category::activations);
     v.grad_owned = true;
   }
-  accumulate_(v.grad, g);
+  accumulate_(v.grad, g);  // on the gradient's device (core/kernels/accumulate.h)
 }
 
 }  // namespace zt

@@ -6,6 +6,12 @@
 // MFU = (6 N + 6 L C T) * B * T / step time / the measured FMA ceiling of the same threads
 // (bench/fma_ceiling.h). N counts every parameter once (wte shared with the head).
 // The last line of stdout is one JSON object (like the peer's), for bench/train_step.sh.
+//
+// --device cuda[:N] runs the same step on a GPU (tools/run_device.h): phase times are taken after
+// the device finished (Backend::synchronize), and MFU is also given against --peak-tflops, the
+// device's dense peak (default 989: H100 / H200 SXM bf16, the yardstick). The model
+// computes in float32 there (bf16 compute is not built yet; README "Status"), so that MFU is a
+// lower bound of what bf16 would reach, and "precision" in the JSON says float32.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -16,6 +22,8 @@
 #include "core/parallel.h"
 #include "models/init.h"
 #include "optim/adamw.h"
+#include "core/backend.h"
+#include "tools/run_device.h"
 
 using namespace zt;
 
@@ -32,9 +40,16 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup)->capture_default_str();
   app.add_option("--threads", threads)->capture_default_str();
   app.add_flag("--activation-checkpointing", ckpt);
+  std::string device_text = "cpu";
+  double peak_tflops = 989.0;
+  app.add_option("--device", device_text, "cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--peak-tflops", peak_tflops, "the device's dense peak for MFU on a GPU")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   set_num_threads(threads);
+  SingleProcessGroup single;
+  const RunDevice run = select_run_device(device_text, "mpi", single);
+  Backend& dev = backend(run.device);
   const ModelConfig cfg = model_config(model);
   auto m = make_model(cfg);
   Rng rng(1337);
@@ -46,7 +61,9 @@ int main(int argc, char** argv) {
   h.lr = 3e-4; h.beta1 = 0.9; h.beta2 = 0.95; h.eps = 1e-8; h.weight_decay = 0.1;
   AdamW opt(sets, h);
 
-  Tensor idx = Tensor::empty({B, T}, DType::i32), tgt = Tensor::empty({B, T}, DType::i32);
+  // The batch is made on the host (as the data loader's); embedding / cross_entropy move it.
+  Tensor idx = Tensor::empty({B, T}, DType::i32, Category::activations, cpu_allocator());
+  Tensor tgt = Tensor::empty({B, T}, DType::i32, Category::activations, cpu_allocator());
   std::vector<double> ms, fwd_ms, bwd_ms, opt_ms;  // whole step, and its three phases
   double loss = 0;
   using clock = std::chrono::steady_clock;
@@ -56,15 +73,19 @@ int main(int argc, char** argv) {
       idx.data<int32_t>()[i] = static_cast<int32_t>(rng.next_u32() % cfg.vocab_size);
       tgt.data<int32_t>()[i] = static_cast<int32_t>(rng.next_u32() % cfg.vocab_size);
     }
+    dev.synchronize();
     const auto t0 = clock::now();
     m->zero_grad();
     Var l = m->loss(idx, tgt);
+    dev.synchronize();
     const double f = since(t0);
     const auto t1 = clock::now();
     l.backward();
+    dev.synchronize();
     const double b = since(t1);
     const auto t2 = clock::now();
     opt.step();
+    dev.synchronize();
     const double o = since(t2);
     const double dt = since(t0);
     loss = l.value().item();
@@ -84,9 +105,9 @@ int main(int argc, char** argv) {
   const double N = static_cast<double>(m->num_params());
   const double flops_per_token = 6 * N + 6.0 * cfg.n_layer * cfg.n_embd * T;
   const double tokens = static_cast<double>(B * T);
-  const bench::FmaCeiling ceil = bench::fma_ceiling(threads);
+  const bench::FmaCeiling ceil = run.device.is_cpu() ? bench::fma_ceiling(threads) : bench::FmaCeiling{};
   const double gflops = flops_per_token * tokens / (median / 1000) * 1e-9;
-  const MemoryStats mem = cpu_allocator().stats();
+  const MemoryStats mem = default_allocator().stats();
   nlohmann::json j = {{"impl", "zerotensor"}, {"model", model}, {"params", m->num_params()},
                       {"config", {{"layers", cfg.n_layer}, {"embd", cfg.n_embd}, {"heads", cfg.n_head}, {"seq", T}, {"batch", B}, {"vocab", cfg.vocab_size}, {"steps", steps}, {"warmup", warmup}}},
                       {"threads", threads}, {"activation_checkpointing", ckpt},
@@ -94,7 +115,14 @@ int main(int argc, char** argv) {
                       {"ms_forward_median", median_of(fwd_ms)}, {"ms_backward_median", median_of(bwd_ms)},
                       {"ms_optimizer_median", median_of(opt_ms)}, {"tokens_per_s", tokens / (median / 1000)},
                       {"gflops_per_s", gflops}, {"fma_ceiling_gflops", ceil.gflops}, {"isa", ceil.isa},
-                      {"mfu", gflops / ceil.gflops}, {"peak_bytes", mem.peak_total}, {"final_loss", loss}};
+                      {"mfu", gflops / ceil.gflops}, {"peak_bytes", mem.peak_total}, {"final_loss", loss},
+                      {"device", run.describe()}, {"precision", "float32"}};
+  if (!run.device.is_cpu()) {  // the CPU FMA ceiling means nothing for a GPU run
+    j["mfu"] = gflops / (peak_tflops * 1e3);
+    j["peak_tflops"] = peak_tflops;
+    j.erase("fma_ceiling_gflops");
+    j.erase("isa");
+  }
   std::printf("%s\n", j.dump().c_str());
   return 0;
 }

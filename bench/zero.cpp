@@ -198,7 +198,7 @@ int run(int argc, char** argv, ProcessGroup& world) {
       w += g.wait_ms[k];
     }
     wait_total.push_back(w);
-    const MemoryStats m = cpu_allocator().stats();  // this step's peaks (Trainer::step reset them)
+    const MemoryStats m = default_allocator().stats();  // this step's peaks (Trainer::step reset them)
     for (int k = 0; k < kNumCategories; ++k) peak[k] = std::max(peak[k], m.peak[k]);
     peak_total = std::max(peak_total, m.peak_total);
   }

@@ -1,4 +1,5 @@
-// defines: Category, MemoryStats, Allocator (interface), CpuAllocator, OutOfMemory, cpu_allocator().
+// defines: Category, MemoryStats, Allocator (interface), CpuAllocator, OutOfMemory, cpu_allocator(),
+//          default_allocator().
 //
 // Every byte the framework allocates has an owner you can name: an allocator and a category.
 // Each allocator keeps current and peak bytes per category. An optional cap (in bytes, over all
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/device.h"
 
 namespace zt {
 
@@ -45,6 +47,8 @@ class Allocator {
   virtual void* allocate(size_t bytes, Category c) = 0;
   virtual void deallocate(void* p, size_t bytes, Category c) = 0;
   virtual const char* name() const = 0;
+  // Where the bytes live: cpu unless overridden (CudaAllocator: cuda:N; pinned host memory is cpu).
+  virtual Device device() const { return Device::cpu(); }
 
   MemoryStats stats() const;
   void reset_peaks();              // peaks := current
@@ -72,6 +76,9 @@ class CpuAllocator final : public Allocator {
 
 // The process-wide CPU allocator (one of the two kinds of global state the architecture allows).
 CpuAllocator& cpu_allocator();
+// The allocator of the default device (core/backend.h's default_device()): what Tensor's
+// factories use when no allocator is named. cpu_allocator() unless a device was set.
+Allocator& default_allocator();
 
 std::string format_bytes(int64_t bytes);  // "1.50 MiB"
 

@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include "core/backend.h"
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -42,9 +44,9 @@ void check_float(const Tensor& t, const char* what) {
 // Storage
 
 Storage::Storage(size_t bytes, Category c, Allocator& a)
-    : data_(a.allocate(bytes, c)), bytes_(bytes), category_(c), allocator_(&a) {}
+    : data_(a.allocate(bytes, c)), bytes_(bytes), category_(c), allocator_(&a), device_(a.device()) {}
 
-Storage::Storage(void* borrowed, size_t bytes) : data_(borrowed), bytes_(bytes) {}
+Storage::Storage(void* borrowed, size_t bytes, Device d) : data_(borrowed), bytes_(bytes), device_(d) {}
 
 Storage::~Storage() {
   if (allocator_ && data_) allocator_->deallocate(data_, bytes_, category_);
@@ -83,7 +85,7 @@ Tensor Tensor::empty(const Shape& shape, DType dt, Category c, Allocator& a) {
 
 Tensor Tensor::zeros(const Shape& shape, DType dt, Category c, Allocator& a) {
   Tensor t = empty(shape, dt, c, a);
-  if (t.nbytes()) std::memset(t.raw(), 0, t.nbytes());
+  t.zero_();
   return t;
 }
 
@@ -93,9 +95,9 @@ Tensor Tensor::full(const Shape& shape, double value, DType dt, Category c) {
   return t;
 }
 
-Tensor Tensor::borrow(void* data, const Shape& shape, DType dt) {
+Tensor Tensor::borrow(void* data, const Shape& shape, DType dt, Device d) {
   Tensor t;
-  t.storage_ = std::make_shared<Storage>(data, static_cast<size_t>(shape_numel(shape)) * dtype_size(dt));
+  t.storage_ = std::make_shared<Storage>(data, static_cast<size_t>(shape_numel(shape)) * dtype_size(dt), d);
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dt;
@@ -195,10 +197,12 @@ void* Tensor::raw() const {
 
 double Tensor::item() const {
   ZT_CHECK(numel() == 1, "item() needs exactly one element, tensor is ", str());
+  if (!device().is_cpu()) return to(Device::cpu(), Category::workspace).item();
   return load(raw(), dtype_);
 }
 
 std::vector<double> Tensor::to_vector() const {
+  if (!device().is_cpu()) return to(Device::cpu(), Category::workspace).to_vector();
   std::vector<double> out(static_cast<size_t>(numel()));
   const char* base = static_cast<const char*>(raw());
   const size_t es = element_size();
@@ -296,14 +300,21 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone(Category c) const {
-  Tensor t = empty(shape_, dtype_, c);
+  Tensor t = empty(shape_, dtype_, c, backend_of(*this).allocator());
   t.copy_(*this);
   return t;
 }
 
 Tensor Tensor::to(DType dt) const {
   if (dt == dtype_) return *this;
-  Tensor t = empty(shape_, dt, category());
+  Tensor t = empty(shape_, dt, category(), backend_of(*this).allocator());
+  t.copy_(*this);
+  return t;
+}
+
+Tensor Tensor::to(const Device& d, Category c) const {
+  if (device() == d && is_contiguous()) return *this;
+  Tensor t = empty(shape_, dtype_, c, backend(d).allocator());
   t.copy_(*this);
   return t;
 }
@@ -311,6 +322,27 @@ Tensor Tensor::to(DType dt) const {
 void Tensor::copy_(const Tensor& src) {
   ZT_CHECK(defined() && src.defined(), "copy_ with an undefined tensor");
   ZT_CHECK(shape_ == src.shape_, "copy_: shape ", shape_str(src.shape_), " into ", shape_str(shape_));
+  const Device dd = device(), sd = src.device();
+  if (!dd.is_cpu() || !sd.is_cpu()) {  // a GPU on either side: the backends copy
+    if (dd == sd) return backend(dd).copy(*this, src);
+    ZT_CHECK(dd.is_cpu() || sd.is_cpu(), "copy_ between two devices (", sd.str(), " -> ", dd.str(),
+             "): copy through the host");
+    if (dd.is_cpu()) {  // device -> host: bring src over as it is, then convert on the host
+      Tensor staged = src.is_contiguous() ? src : src.contiguous();
+      if (dtype_ == src.dtype_ && is_contiguous()) return backend(sd).copy_to_host(*this, staged);
+      Tensor host = empty(shape_, src.dtype_, Category::workspace, cpu_allocator());
+      backend(sd).copy_to_host(host, staged);
+      return copy_(host);
+    }
+    // host -> device: convert and compact on the host, then one transfer
+    if (dtype_ == src.dtype_ && is_contiguous() && src.is_contiguous()) return backend(dd).copy_from_host(*this, src);
+    Tensor host = empty(shape_, dtype_, Category::workspace, cpu_allocator());
+    host.copy_(src);
+    if (is_contiguous()) return backend(dd).copy_from_host(*this, host);
+    Tensor dev = empty(shape_, dtype_, Category::workspace, backend(dd).allocator());
+    backend(dd).copy_from_host(dev, host);
+    return backend(dd).copy(*this, dev);
+  }
   if (dtype_ == src.dtype_ && is_contiguous() && src.is_contiguous()) {
     if (nbytes()) std::memmove(raw(), src.raw(), nbytes());
     return;
@@ -327,6 +359,7 @@ void Tensor::copy_(const Tensor& src) {
 }
 
 void Tensor::zero_() {
+  if (!device().is_cpu()) return backend_of(*this).fill(*this, 0.0);
   if (is_contiguous()) {
     if (nbytes()) std::memset(raw(), 0, nbytes());
   } else {
@@ -335,6 +368,7 @@ void Tensor::zero_() {
 }
 
 void Tensor::fill_(double value) {
+  if (!device().is_cpu()) return backend_of(*this).fill(*this, value);
   char* dst = static_cast<char*>(raw());
   const size_t es = element_size();
   const DType dt = dtype_;
@@ -344,10 +378,10 @@ void Tensor::fill_(double value) {
 Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape, DType dt, Category c) {
   ZT_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape), "from_vector: ", values.size(),
            " values for shape ", shape_str(shape));
-  Tensor t = empty(shape, dt, c);
+  Tensor t = empty(shape, dt, c, cpu_allocator());
   char* dst = static_cast<char*>(t.raw());
   for (size_t i = 0; i < values.size(); ++i) store(dst + i * t.element_size(), dt, values[i]);
-  return t;
+  return default_device().is_cpu() ? t : t.to(default_device(), c);
 }
 
 }  // namespace zt

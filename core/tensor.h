@@ -26,7 +26,7 @@ int64_t shape_numel(const Shape& s);
 class Storage {
  public:
   Storage(size_t bytes, Category c, Allocator& a);
-  Storage(void* borrowed, size_t bytes);
+  Storage(void* borrowed, size_t bytes, Device d = Device::cpu());
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -35,6 +35,8 @@ class Storage {
   size_t bytes() const { return bytes_; }
   Category category() const { return category_; }
   bool owned() const { return allocator_ != nullptr; }
+  Device device() const { return device_; }
+  Allocator* allocator() const { return allocator_; }  // null when borrowed
 
   // ZeRO-3's free-and-regather (what PyTorch FSDP does with storage.resize_(0)): release() hands
   // the bytes back to the allocator while every view keeps pointing at this Storage (autograd
@@ -52,6 +54,7 @@ class Storage {
   size_t bytes_ = 0;
   Category category_ = Category::workspace;
   Allocator* allocator_ = nullptr;
+  Device device_;
 };
 
 class Tensor {
@@ -59,17 +62,18 @@ class Tensor {
   Tensor() = default;  // undefined: defined() == false
 
   // ---- factories (contiguous, row-major) ----
+  // Without an allocator they allocate on the default device (core/backend.h; cpu unless set).
   static Tensor empty(const Shape& shape, DType dt = DType::f32, Category c = Category::activations,
-                      Allocator& a = cpu_allocator());
+                      Allocator& a = default_allocator());
   static Tensor zeros(const Shape& shape, DType dt = DType::f32, Category c = Category::activations,
-                      Allocator& a = cpu_allocator());
+                      Allocator& a = default_allocator());
   static Tensor full(const Shape& shape, double value, DType dt = DType::f32,
                      Category c = Category::activations);
   // Copies `values` (converted to dt) into a new tensor; values.size() must equal numel(shape).
   static Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType dt = DType::f32,
                             Category c = Category::activations);
-  // Wraps memory owned elsewhere (no copy, not counted by any allocator).
-  static Tensor borrow(void* data, const Shape& shape, DType dt);
+  // Wraps memory owned elsewhere (no copy, not counted by any allocator), on device d.
+  static Tensor borrow(void* data, const Shape& shape, DType dt, Device d = Device::cpu());
 
   // ---- metadata ----
   bool defined() const { return storage_ != nullptr; }
@@ -83,11 +87,15 @@ class Tensor {
   size_t element_size() const { return dtype_size(dtype_); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
   Category category() const;
+  Device device() const { return storage_ ? storage_->device() : Device::cpu(); }
   bool is_contiguous() const;
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   std::string str() const;  // "float32(2, 3) strides (3, 1)"
 
   // ---- data ----
+  // data<T>() and raw() give the address of element [0, ..., 0] on the tensor's device (a device
+  // pointer for a GPU tensor: only kernels may read it). item() and to_vector() work on any
+  // device (a GPU tensor is copied to the host first).
   // Pointer to element [0, ..., 0]. Checks that T matches the dtype (bf16/f16: use uint16_t via raw()).
   template <class T>
   T* data() const {
@@ -112,8 +120,14 @@ class Tensor {
   Tensor contiguous() const;  // *this if already contiguous
   Tensor clone(Category c) const;
   Tensor clone() const { return clone(category()); }
-  Tensor to(DType dt) const;  // converted copy (same category); *this if dt == dtype()
-  void copy_(const Tensor& src);  // same shape, any strides, any dtypes (converted)
+  Tensor to(DType dt) const;  // converted copy (same category, same device); *this if dt == dtype()
+  // A contiguous copy on device d (same dtype, category c), allocated from d's backend allocator
+  // (cpu: cpu_allocator()); *this if already there and contiguous.
+  Tensor to(const Device& d, Category c) const;
+  Tensor to(const Device& d) const { return to(d, category()); }
+  // Same shape, any strides, any dtypes (converted), any pair of devices (through the backends:
+  // core/backend.h; across host and device the values are converted on the host side).
+  void copy_(const Tensor& src);
   void zero_();
   void fill_(double value);
 

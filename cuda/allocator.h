@@ -84,6 +84,7 @@ class CudaAllocator final : public Allocator {
   // to the pending list.
   void deallocate(void* p, size_t bytes, Category c) override;
   const char* name() const override { return name_.c_str(); }  // "cuda:0"
+  Device device() const override { return Device::cuda(device_); }
 
   // The stream allocate(bytes, c) uses; initially the legacy default stream (nullptr).
   void set_stream(cudaStream_t s);
@@ -102,7 +103,6 @@ class CudaAllocator final : public Allocator {
   size_t reserved_bytes() const;  // everything cudaMalloc'd and not yet cudaFree'd
   size_t pending_blocks() const;  // blocks waiting for events of other streams
   int64_t malloc_count() const;   // cudaMalloc calls that succeeded (a cache hit makes none)
-  int device() const { return device_; }
   // One line for memory reports: "cuda:0: reserved 6.00 MiB = in use 4.00 MiB + cached
   // 2.00 MiB (3 free blocks, 1 pending); 5 cudaMalloc, 1 cache flush".
   std::string memory_report() const;

@@ -1,6 +1,8 @@
 // CudaGemm: see gemm.h for the row-major -> column-major mapping, dtypes and the cache.
 #include "cuda/gemm.h"
 
+#include <climits>
+#include <cmath>
 #include <string>
 
 #include "core/check.h"
@@ -57,6 +59,14 @@ uint32_t alignment_of(const void* p) {
   while (a > 1 && (u % a) != 0) a >>= 1;
   return a;
 }
+// The alignment every product of a strided batch has: that of the first pointer and of the batch
+// stride in bytes (a stride of 0, or a batch of one, adds nothing).
+uint32_t batch_alignment_of(const void* p, int64_t batch, int64_t stride_elems, DType t) {
+  const uint32_t a = alignment_of(p);
+  if (batch <= 1 || stride_elems == 0) return a;
+  const uint32_t s = alignment_of(reinterpret_cast<const void*>(static_cast<uintptr_t>(stride_elems) * dtype_size(t)));
+  return a < s ? a : s;
+}
 
 const char* epilogue_name(cublasLtEpilogue_t e) {
   switch (e) {
@@ -78,7 +88,7 @@ const char* gemm_precision_name(GemmPrecision p) { return p == GemmPrecision::tf
 // One column-major cuBLASLt call D (m, n) = alpha op(A) op(B) + beta D, plus what is needed to
 // describe it in row-major terms in error messages.
 struct CudaGemm::Problem {
-  enum class Kind { linear, grad_input, grad_weight } kind;
+  enum class Kind { linear, grad_input, grad_weight, gemm } kind;
   int64_t M, N, K;  // the row-major call's sizes
   DType in_dtype, out_dtype;
   GemmPrecision precision;
@@ -96,6 +106,11 @@ struct CudaGemm::Problem {
   const void* bias = nullptr;  // bias (BIAS*) or bias gradient (BGRADB)
   void* aux = nullptr;         // pre-GELU output (GELU_AUX*)
   int64_t aux_ld = 0;
+  // Kind::gemm only: the scales (otherwise 1, and 0 or 1 from accumulate), the row-major
+  // transposes, and the strided batch (column-major operands: stride_a of cuBLASLt's A, ...).
+  float alpha = 1.0f, beta = 0.0f;
+  bool row_trans_a = false, row_trans_b = false;
+  int64_t batch = 1, stride_a = 0, stride_b = 0, stride_d = 0;
 
   // "CudaGemm::linear: Y (3, 5) = X (3, 7) @ W^T, W (5, 7); in bfloat16, out float32, fp32,
   //  epilogue GELU_AUX_BIAS"
@@ -112,6 +127,12 @@ struct CudaGemm::Problem {
       case Kind::grad_weight:
         s = detail::concat("CudaGemm::linear_grad_weight: dW (", N, ", ", K, ") ", accumulate ? "+=" : "=",
                            " dY^T @ X, dY (", M, ", ", N, "), X (", M, ", ", K, ")");
+        break;
+      case Kind::gemm:
+        // our A is cuBLASLt's B (stride_b) and vice versa (gemm.h)
+        s = detail::concat("CudaGemm::gemm: C (", M, ", ", N, ") = ", alpha, " A", row_trans_a ? "^T" : "", " B",
+                           row_trans_b ? "^T" : "", " + ", beta, " C, M ", M, " N ", N, " K ", K, ", batch ", batch,
+                           " strides A ", stride_b, " B ", stride_a, " C ", stride_d);
         break;
     }
     return detail::concat(s, "; in ", dtype_name(in_dtype), ", out ", dtype_name(out_dtype), ", precision ",
@@ -137,7 +158,7 @@ void check_common(const std::string& what, int64_t M, int64_t N, int64_t K, DTyp
 }  // namespace
 
 CudaGemm::CudaGemm(CudaAllocator& alloc, size_t workspace_bytes) : alloc_(alloc), workspace_bytes_(workspace_bytes) {
-  DeviceGuard guard(alloc_.device());
+  DeviceGuard guard(alloc_.device().index);
   ZT_CUBLASLT_CHECK(cublasLtCreate(&handle_), "CudaGemm constructor");
 }
 
@@ -211,8 +232,37 @@ void CudaGemm::linear_grad_weight(const GemmGradWeightArgs& a, cudaStream_t s) {
   run(p, s);
 }
 
+void CudaGemm::gemm(const GemmStridedArgs& a, cudaStream_t s) {
+  const GemmStridedArgs& g = a;
+  const std::string what = detail::concat("CudaGemm::gemm (C (", g.M, ", ", g.N, ") = A", g.trans_a ? "^T" : "", " B",
+                                          g.trans_b ? "^T" : "", ", K ", g.K, ", batch ", g.batch, ")");
+  check_common(what, g.M, g.N, g.K, a.in_dtype, a.out_dtype, a.precision);
+  if (!a.a || !a.b || !a.c) ZT_THROW(what, ": a, b and c must be device pointers, got a nullptr");
+  if (g.batch < 1 || g.batch > INT32_MAX)
+    ZT_THROW(what, ": batch must be in [1, 2^31 - 1] (cuBLASLt's BATCH_COUNT is an int32_t), got ", g.batch);
+  if (g.stride_a < 0 || g.stride_b < 0 || g.stride_c < 0)
+    ZT_THROW(what, ": strides must be >= 0, got ", g.stride_a, ", ", g.stride_b, ", ", g.stride_c);
+  if (g.batch > 1 && g.stride_c < g.M * g.N)
+    ZT_THROW(what, ": stride_c = ", g.stride_c, " < M N = ", g.M * g.N, " makes the batch's outputs overlap");
+  if (!std::isfinite(g.alpha) || !std::isfinite(g.beta))
+    ZT_THROW(what, ": alpha = ", g.alpha, " and beta = ", g.beta, " must be finite");
+  const uint64_t m = static_cast<uint64_t>(g.N), n = static_cast<uint64_t>(g.M), k = static_cast<uint64_t>(g.K);
+  Problem p{Problem::Kind::gemm, g.M, g.N, g.K, a.in_dtype, a.out_dtype, a.precision,
+            g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k,
+            a.b, g.trans_b ? g.K : g.N, a.a, g.trans_a ? g.M : g.K, a.c, g.N, /*accumulate=*/g.beta != 0.0};
+  p.alpha = static_cast<float>(g.alpha);
+  p.beta = static_cast<float>(g.beta);
+  p.row_trans_a = g.trans_a;
+  p.row_trans_b = g.trans_b;
+  p.batch = g.batch;
+  p.stride_a = g.stride_b;  // cuBLASLt's A is our B
+  p.stride_b = g.stride_a;
+  p.stride_d = g.stride_c;
+  run(p, s);
+}
+
 void CudaGemm::run(const Problem& p, cudaStream_t s) {
-  DeviceGuard guard(alloc_.device());
+  DeviceGuard guard(alloc_.device().index);
   const cublasComputeType_t compute =
       p.precision == GemmPrecision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const cudaDataType_t ab_type = cuda_type(p.in_dtype), cd_type = cuda_type(p.out_dtype);
@@ -245,6 +295,18 @@ void CudaGemm::run(const Problem& p, cudaStream_t s) {
   ZT_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&la.d, ab_type, a_n ? p.m : p.k, a_n ? p.k : p.m, p.lda), ctx);
   ZT_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&lb.d, ab_type, b_n ? p.k : p.n, b_n ? p.n : p.k, p.ldb), ctx);
   ZT_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&ld.d, cd_type, p.m, p.n, p.ldd), ctx);
+  if (p.batch > 1) {  // the same count on every layout; C = D shares ld's
+    const int32_t count = static_cast<int32_t>(p.batch);
+    const int64_t strides[3] = {p.stride_a, p.stride_b, p.stride_d};
+    const cublasLtMatrixLayout_t layouts[3] = {la.d, lb.d, ld.d};
+    for (int i = 0; i < 3; ++i) {
+      ZT_CUBLASLT_CHECK(
+          cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), ctx);
+      ZT_CUBLASLT_CHECK(cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                         &strides[i], sizeof(strides[i])),
+                        ctx);
+    }
+  }
 
   AlgoKey key;
   key.m = static_cast<int64_t>(p.m);
@@ -257,9 +319,13 @@ void CudaGemm::run(const Problem& p, cudaStream_t s) {
   key.trans_a = ta;
   key.trans_b = tb;
   key.epilogue = epi;
-  key.align_a = alignment_of(p.A);
-  key.align_b = alignment_of(p.B);
-  key.align_c = key.align_d = alignment_of(p.D);
+  key.batch = p.batch;
+  key.stride_a = p.batch > 1 ? p.stride_a : 0;
+  key.stride_b = p.batch > 1 ? p.stride_b : 0;
+  key.stride_d = p.batch > 1 ? p.stride_d : 0;
+  key.align_a = batch_alignment_of(p.A, p.batch, p.stride_a, p.in_dtype);
+  key.align_b = batch_alignment_of(p.B, p.batch, p.stride_b, p.in_dtype);
+  key.align_c = key.align_d = batch_alignment_of(p.D, p.batch, p.stride_d, p.out_dtype);
   key.align_bias = p.bias ? alignment_of(p.bias) : 0;
   key.align_aux = p.aux ? alignment_of(p.aux) : 0;
 
@@ -293,7 +359,8 @@ void CudaGemm::run(const Problem& p, cudaStream_t s) {
   }
 
   void* ws = workspace_for(s);
-  const float alpha = 1.0f, beta = p.accumulate ? 1.0f : 0.0f;
+  const float alpha = p.kind == Problem::Kind::gemm ? p.alpha : 1.0f;
+  const float beta = p.kind == Problem::Kind::gemm ? p.beta : (p.accumulate ? 1.0f : 0.0f);
   // C = D (in place): with beta = 0 cuBLASLt does not read C.
   const cublasStatus_t st = cublasLtMatmul(handle_, op.d, &alpha, p.A, la.d, p.B, lb.d, &beta, p.D, ld.d, p.D, ld.d,
                                            &it->second, ws, workspace_bytes_, s);

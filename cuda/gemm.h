@@ -1,6 +1,7 @@
 // defines: CudaGemm — the linear layer's GEMMs on the GPU through cuBLASLt (forward with fused
-//          bias / GELU epilogues, the two backward GEMMs with an optional fused bias gradient),
-//          GemmPrecision, GemmArgs, GemmGradInputArgs, GemmGradWeightArgs.
+//          bias / GELU epilogues, the two backward GEMMs with an optional fused bias gradient)
+//          and the general row-major strided-batched GEMM of core/backend.h's GemmShape,
+//          GemmPrecision, GemmArgs, GemmGradInputArgs, GemmGradWeightArgs, GemmStridedArgs.
 //
 // Layout: everything is ROW-MAJOR and contiguous, as the CPU side (core/kernels/gemm.h,
 // nn.Linear): W is the weight of nn.Linear, (out, in) = (N, K). Shapes:
@@ -27,6 +28,20 @@
 //            of length n = N, exactly db. (The same mapping as Apex / flash-attention's
 //            linear_bias_wgrad: opA N, opB T, bgradb.) The epilogue WRITES db: with accumulate,
 //            dW accumulates but db is overwritten (the caller accumulates it if it must).
+//   gemm (GemmStridedArgs = core/backend.h's GemmShape): C (M, N) = alpha op(A) op(B) + beta C,
+//            row-major, `batch` products at element strides stride_a / stride_b / stride_c.
+//            Transposing both sides, C^T (N, M) = op(B)^T op(A)^T, which is a column-major
+//            product with m = N, n = M, k = K:
+//            cuBLASLt's A is our B: stored (K, N) row-major = col-major (N, K) ld N, op N; or, when
+//            trans_b, stored (N, K) = col-major (K, N) ld K, op T. cuBLASLt's B is our A: stored
+//            (M, K) = col-major (K, M) ld K, op N; or, when trans_a, stored (K, M) = col-major
+//            (M, K) ld M, op T. D = C as col-major (N, M) ld N. Every layout gets
+//            CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = batch (int32_t, the same on all of them, as
+//            cuBLASLt requires) and CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = its stride
+//            (int64_t, in elements). A stride of 0 on A or B reuses one matrix for every product
+//            (cuBLASLt accepts 0 there); C's stride must be >= M N when batch > 1 (the products'
+//            outputs must not overlap). alpha and beta are rounded to float (the scale type);
+//            with beta == 0, C is not read (it may hold NaN).
 //
 // Dtypes (cuBLASLt's supported combinations for CUBLAS_COMPUTE_32F*, scale type float):
 //   in (X, W, dY) float32  -> out (Y, dX, dW, bias, db, pre-GELU) float32;
@@ -48,8 +63,9 @@
 // in fp32 mode at ~1e-5 on a small-K shape: the erf form differs by up to ~5e-4 and fails there.
 //
 // Algorithm cache: the first call for a key — (m, n, k, dtypes, transposes, epilogue,
-// precision, accumulate, and the alignment of every pointer, since cuBLASLt's algorithms may
-// need aligned buffers: MIN_ALIGNMENT_*_BYTES preferences, and the bias / aux pointers' own
+// precision, accumulate (beta != 0), batch count and strides, and the alignment of every pointer
+// (in a batch, of every product's pointer: also of stride * element size), since cuBLASLt's
+// algorithms may need aligned buffers: MIN_ALIGNMENT_*_BYTES preferences, and the bias / aux pointers' own
 // alignment that the heuristic reads from the descriptor) — asks cublasLtMatmulAlgoGetHeuristic
 // for the best algorithm whose workspace fits (MAX_WORKSPACE_BYTES = workspace_bytes()); later
 // calls with the same key reuse it without asking. No algorithm: a zt::Error naming the shapes,
@@ -115,6 +131,23 @@ struct GemmGradInputArgs {
   bool accumulate = false;              // dX += ... (beta = 1) instead of dX = ...
 };
 
+// C = alpha op(A) op(B) + beta C, batched and strided: the fields of core/backend.h's GemmShape
+// (row-major, natural leading dimensions; this header stays free of the Tensor headers).
+// in_dtype: A, B; out_dtype: C (the same combinations as above).
+struct GemmStridedArgs {
+  bool trans_a = false, trans_b = false;
+  int64_t M = 0, N = 0, K = 0;          // each >= 1
+  double alpha = 1.0, beta = 0.0;       // finite; rounded to float
+  int64_t batch = 1;                    // >= 1
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements, >= 0
+  DType in_dtype = DType::f32;
+  DType out_dtype = DType::f32;
+  GemmPrecision precision = GemmPrecision::fp32;
+  const void* a = nullptr;              // (M, K), or (K, M) when trans_a; product p at p * stride_a
+  const void* b = nullptr;              // (K, N), or (N, K) when trans_b; product p at p * stride_b
+  void* c = nullptr;                    // (M, N); product p at p * stride_c; read only if beta != 0
+};
+
 // dW (N, K) = dY^T @ X, or += with accumulate; db (N) = column sums of dY, always written
 struct GemmGradWeightArgs {
   int64_t M = 0, N = 0, K = 0;
@@ -145,6 +178,7 @@ class CudaGemm {
   void linear(const GemmArgs& a, cudaStream_t s);
   void linear_grad_input(const GemmGradInputArgs& a, cudaStream_t s);
   void linear_grad_weight(const GemmGradWeightArgs& a, cudaStream_t s);
+  void gemm(const GemmStridedArgs& a, cudaStream_t s);
 
   size_t workspace_bytes() const { return workspace_bytes_; }
   size_t algo_cache_size() const { return algos_.size(); }   // distinct keys seen
@@ -158,6 +192,7 @@ class CudaGemm {
     uint8_t in_dtype = 0, out_dtype = 0, precision = 0, accumulate = 0;
     int32_t trans_a = 0, trans_b = 0;
     uint32_t epilogue = 0;
+    int64_t batch = 1, stride_a = 0, stride_b = 0, stride_d = 0;  // column-major operands' strides
     uint32_t align_a = 0, align_b = 0, align_c = 0, align_d = 0, align_bias = 0, align_aux = 0;
     auto operator<=>(const AlgoKey&) const = default;
   };

@@ -13,8 +13,9 @@ GPT2Embed::GPT2Embed(const ModelConfig& c, DType dt)
 
 Var GPT2Embed::forward(const Tensor& idx) const {
   const int64_t B = idx.size(0), T = idx.size(1);
-  // Positions as a (B, T) id tensor, so wpe's rows add to wte's without a broadcast op.
-  Tensor pos = Tensor::empty({B, T}, DType::i32, Category::activations);
+  // Positions as a (B, T) id tensor, so wpe's rows add to wte's without a broadcast op. Built on
+  // the host, like the token ids: embedding() moves ids to the table's device.
+  Tensor pos = Tensor::empty({B, T}, DType::i32, Category::activations, cpu_allocator());
   int32_t* pp = pos.data<int32_t>();
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) pp[b * T + t] = static_cast<int32_t>(t);

@@ -164,7 +164,7 @@ void save_llmc_checkpoint(const std::string& path, GPT2& model, int version) {
   AtomicFile f(path, "llm.c checkpoint");
   f.write(header, sizeof(header));
   for (const Tensor& t : file_order(model)) {
-    const Tensor out = t.to(fdt).contiguous();  // f32 -> bf16 rounds to nearest even
+    const Tensor out = t.to(fdt).to(Device::cpu(), Category::workspace);  // f32 -> bf16 rounds to nearest even
     f.write(out.raw(), out.nbytes());
   }
   f.commit();

@@ -62,7 +62,7 @@ void save_safetensors(const std::string& path, const std::vector<SafetensorsEntr
   f.write(len, sizeof len);
   f.write(text.data(), text.size());
   for (const SafetensorsEntry& e : tensors) {
-    Tensor c = e.tensor.contiguous();
+    Tensor c = e.tensor.to(Device::cpu(), Category::workspace);
     f.write(c.raw(), c.nbytes());
   }
   f.commit();
@@ -149,7 +149,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
   if (pos != data_size)
     ZT_THROW("safetensors file '", path, "': the tensors cover ", pos, " data bytes, the file holds ", data_size);
   for (const Item& it : items) {
-    Tensor t = Tensor::empty(it.shape, it.dt, Category::workspace);
+    Tensor t = Tensor::empty(it.shape, it.dt, Category::workspace, cpu_allocator());
     in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
     if (!in) ZT_THROW("safetensors file '", path, "': reading tensor '", it.name, "' failed");
     out.tensors.push_back({it.name, t});

@@ -54,7 +54,7 @@ std::vector<int32_t> generate(Model& model, const std::vector<int32_t>& prompt, 
   std::vector<int32_t> seq = prompt;
   for (int64_t step = 0; step < n_new; ++step) {
     const int64_t T = std::min<int64_t>(static_cast<int64_t>(seq.size()), maxT);
-    Tensor idx = Tensor::empty({1, T}, DType::i32);
+    Tensor idx = Tensor::empty({1, T}, DType::i32, Category::activations, cpu_allocator());
     std::copy(seq.end() - T, seq.end(), idx.data<int32_t>());
     Tensor lg = model.logits(idx).value();  // (1, T, Vp)
     std::vector<double> row = lg.slice(1, T - 1, T).slice(2, 0, V).to_vector();  // last position, V valid

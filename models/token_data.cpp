@@ -163,11 +163,11 @@ void DataLoader::next_batch(Tensor& inputs, Tensor& targets) {
   const Shape shape{B_, T_};
   for (Tensor* t : {&inputs, &targets}) {
     if (!t->defined()) {
-      *t = Tensor::empty(shape, DType::i32, Category::activations);
+      *t = Tensor::empty(shape, DType::i32, Category::activations, cpu_allocator());  // batches stay on the host
     } else {
       check_shape(*t, shape, t == &inputs ? "DataLoader inputs" : "DataLoader targets");
-      ZT_CHECK(t->dtype() == DType::i32 && t->is_contiguous(), "DataLoader::next_batch needs contiguous int32 ",
-               "tensors, got ", t->str());
+      ZT_CHECK(t->dtype() == DType::i32 && t->is_contiguous() && t->device().is_cpu(),
+               "DataLoader::next_batch needs contiguous int32 host tensors, got ", t->str(), " on ", t->device().str());
     }
   }
   if (position_ >= num_batches_) position_ = 0;  // llm.c dataloader_advance_: wrap to the start

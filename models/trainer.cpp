@@ -128,7 +128,7 @@ void to_json(nlohmann::json& j, const TrainConfig& c) {
 
 Trainer::Trainer(const TrainConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(group), rng_(cfg.seed) {
   cfg_.validate();
-  if (cfg_.memory_limit > 0) cpu_allocator().set_limit(cfg_.memory_limit);
+  if (cfg_.memory_limit > 0) default_allocator().set_limit(cfg_.memory_limit);
   const int N = group_.size(), rank = group_.rank();
 
   // Model: from an llm.c checkpoint's header, or a named config with our deterministic init.
@@ -178,7 +178,7 @@ double Trainer::lr_at(int64_t step) const {
 
 StepStats Trainer::step() {
   const auto t0 = std::chrono::steady_clock::now();
-  cpu_allocator().reset_peaks();  // the memory in the log is this step's peak
+  default_allocator().reset_peaks();  // the memory in the log is this step's peak
   for (int64_t micro = 0; micro < cfg_.grad_accum; ++micro) {
     train_->next_batch(idx_, targets_);
     Var loss = engine_->forward(idx_, targets_);  // mean over this rank's B*T tokens

@@ -1,5 +1,6 @@
-// defines: AdamWHyper, adamw_update (the fused kernel on raw arrays), AdamW (the optimizer over
-// flat shards, owning m and v in Category::optim).
+// defines: AdamWHyper, adamw_update (the fused kernel on raw arrays, with AdamWHyper: forwards to
+// core/kernels/adamw.h), AdamW (the optimizer over flat shards, owning m and v in Category::optim
+// on the shards' device; each update is one Backend::adamw_step, core/backend.h).
 //
 // Semantics: exactly torch.optim.AdamW (Loshchilov & Hutter 2019, "Decoupled Weight Decay
 // Regularization", Algorithm 2; PyTorch's _single_tensor_adamw, amsgrad=False, maximize=False).

@@ -20,17 +20,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/kernels/reduce.h"  // kSumChunk, sum_of_squares<T>(const T*, n): the CPU kernel
 #include "core/tensor.h"
 
 namespace zt {
 
-inline constexpr int64_t kSumChunk = int64_t(1) << 14;
-
-// sum x_i^2 in double. T: float or double.
-template <class T>
-double sum_of_squares(const T* x, int64_t n);
-extern template double sum_of_squares<float>(const float*, int64_t);
-extern template double sum_of_squares<double>(const double*, int64_t);
+// The tensor-level functions run on the tensor's device (core/backend.h's sum_of_squares, scale_).
 double sum_of_squares(const Tensor& t);                // contiguous float32/float64/bfloat16/float16
 double sum_of_squares(const std::vector<Tensor>& ts);  // sum over tensors, in order
 

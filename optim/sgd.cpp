@@ -42,6 +42,10 @@ Sgd::Sgd(const std::vector<ParamSet*>& sets, const SgdHyper& h) : Sgd(full_shard
 Sgd::Sgd(std::vector<FlatShard> shards, const SgdHyper& h) : Optimizer(std::move(shards), "SGD"), h_(h) {
   h_.validate();
   for (const FlatShard& s : shards_)
+    if (!s.param.device().is_cpu())
+      ZT_THROW("SGD: shard '", s.name, "' is on ", s.param.device().str(),
+               "; the SGD update runs on the CPU only (use AdamW on a GPU)");
+  for (const FlatShard& s : shards_)
     buf_.push_back(h_.momentum > 0 ? Tensor::zeros({s.numel()}, s.param.dtype(), Category::optim) : Tensor());
 }
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "core/parallel.h"          // defines: set_num_threads
+#include "tools/run_device.h"      // defines: select_run_device (--device, --dist)
 #include "dist/process_group.h"     // defines: init_process_group, ProcessGroup
 #include "models/gpt2.h"            // defines: GPT2 (for --save-llmc)
 #include "models/llmc_checkpoint.h" // defines: save_llmc_checkpoint
@@ -40,7 +41,7 @@ std::string fmt_duration(double seconds) {
 }
 
 nlohmann::json memory_json() {
-  MemoryStats m = cpu_allocator().stats();
+  MemoryStats m = default_allocator().stats();
   nlohmann::json cur, peak;
   for (Category c : kAllCategories) {
     cur[category_name(c)] = m.cur(c);
@@ -54,7 +55,7 @@ nlohmann::json memory_json() {
 struct RunPeaks {
   MemoryStats peaks;
   void update() {
-    const MemoryStats m = cpu_allocator().stats();
+    const MemoryStats m = default_allocator().stats();
     for (Category c : kAllCategories) {
       const int i = static_cast<int>(c);
       peaks.peak[i] = std::max(peaks.peak[i], m.peak[i]);
@@ -66,7 +67,7 @@ struct RunPeaks {
 // Every rank's current and run-peak bytes per category, printed by rank 0 (collective), and the
 // estimator's prediction of the per-rank peak beside them (zero/estimator.h).
 void print_memory_table(ProcessGroup& g, const RunPeaks& run, const Estimate& est) {
-  const MemoryStats m = cpu_allocator().stats();
+  const MemoryStats m = default_allocator().stats();
   const int64_t K = kNumCategories + 1;  // categories + total
   Tensor mine = Tensor::empty({2 * K}, DType::f64, Category::comm);
   double* v = mine.data<double>();
@@ -148,7 +149,12 @@ int main(int argc, char** argv) {
   app.add_option("--ckpt-interval", c.ckpt_interval, "save every N steps (0 = only at the end)")->capture_default_str();
   app.add_flag("--resume", c.resume, "continue from --ckpt-dir/latest");
   app.add_flag("--activation-checkpointing", c.activation_checkpointing, "recompute each block's forward in backward");
-  app.add_option("--memory-limit-mib", memory_limit_mib, "cap the CPU allocator (MiB; 0 = none)")->capture_default_str();
+  app.add_option("--memory-limit-mib", memory_limit_mib, "cap the allocator of --device (MiB; 0 = none)")->capture_default_str();
+  std::string device_text = "cpu", dist_text = "auto";
+  app.add_option("--device", device_text, "where each rank trains: cpu, cuda (GPU = local rank % GPUs) or cuda:N")
+      ->capture_default_str();
+  app.add_option("--dist", dist_text, "collectives: auto (NCCL between GPUs, else MPI), mpi or nccl")
+      ->capture_default_str();
   app.add_option("--threads", threads, "threads per rank (0 = cores / ranks on this machine)")->capture_default_str();
   app.add_option("--log", log_path, "write one JSON object per step to this file");
   app.add_option("--save-llmc", save_llmc, "at the end, also write the model as an llm.c GPT-2 checkpoint");
@@ -181,7 +187,11 @@ int main(int argc, char** argv) {
       c = from_file;
     }
     c.memory_limit = static_cast<int64_t>(memory_limit_mib * 1024 * 1024);
-    Trainer tr(c, group);
+    // The device is chosen before anything is allocated: the model, the engine and the optimizer
+    // allocate on the default device (core/backend.h). Collectives of training go through
+    // run.group (MPI, or NCCL between GPUs); `group` (MPI) stays for the banner and the abort.
+    const RunDevice run = select_run_device(device_text, dist_text, group);
+    Trainer tr(c, *run.group);
     std::ofstream log;
     if (!log_path.empty() && lead) {
       // On resume, keep the lines up to the checkpoint's step and drop any a killed run wrote
@@ -207,6 +217,7 @@ int main(int argc, char** argv) {
                    static_cast<long long>(tr.config().batch),
                    static_cast<long long>(tr.config().seq_len), nt, static_cast<long long>(c.steps),
                    tr.step_count() ? (" (resumed at step " + std::to_string(tr.step_count()) + ")").c_str() : "");
+    if (lead && !run.device.is_cpu()) std::fprintf(stderr, "zt-train: device %s\n", run.describe().c_str());
     const bool tty = lead && isatty(STDERR_FILENO);
     const int64_t every = std::max<int64_t>(1, c.steps / 20);  // non-tty: about 20 lines per run
     double ms_sum = 0;

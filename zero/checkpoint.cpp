@@ -134,7 +134,7 @@ uint64_t write_rank_file(const std::string& file, const std::vector<UnitShard>& 
   uint64_t hash = fnv1a64(nullptr, 0);
   for (const UnitShard& s : shards)
     for (const auto& [name, t] : s.tensors) {
-      Tensor c = t.contiguous();
+      Tensor c = t.to(Device::cpu(), Category::workspace);  // a GPU shard is copied to the host
       f.write(c.raw(), c.nbytes());
       hash = fnv1a64(c.raw(), c.nbytes(), hash);
     }
@@ -358,7 +358,8 @@ std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int
                                     {4}, DType::f64, Category::workspace);
   Tensor all = Tensor::empty({4 * N}, DType::f64, Category::workspace);
   g.all_gather(mine, all);
-  const double* a = all.data<double>();
+  const Tensor all_host = all.to(Device::cpu(), Category::workspace);
+  const double* a = all_host.data<double>();
   if (err) std::rethrow_exception(err);
   for (int q = 0; q < N; ++q)
     if (a[4 * q] != 1.0) ZT_THROW(what, ": rank ", q, " could not write its file; see its error");
@@ -483,9 +484,10 @@ nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path,
                    dtype_name(dst.dtype()));
         ZT_CHECK(dst.numel() == S, "load_sharded_checkpoint: unit '", shards[u].unit, "' tensor '", name, "' has ",
                  dst.str(), ", expected ", S, " elements");
-        Tensor buf = dst.is_contiguous() ? dst : Tensor::empty({S}, dst.dtype(), Category::workspace);
+        const bool direct = dst.is_contiguous() && dst.device().is_cpu();  // else through a host buffer
+        Tensor buf = direct ? dst : Tensor::empty({S}, dst.dtype(), Category::workspace, cpu_allocator());
         read_elements(files, L, u, static_cast<size_t>(t), r * S, S, buf.raw());
-        if (!dst.is_contiguous()) {
+        if (!direct) {
           Tensor d = dst;
           d.copy_(buf.view(dst.shape()));
         }
@@ -503,7 +505,7 @@ std::vector<ConsolidatedUnit> consolidate_params(const std::string& path, const 
   RankFiles files(m, L);
   std::vector<ConsolidatedUnit> out;
   for (size_t u = 0; u < L.units.size(); ++u) {
-    Tensor raw = Tensor::empty({L.units[u].numel}, L.dtypes[t], Category::workspace);
+    Tensor raw = Tensor::empty({L.units[u].numel}, L.dtypes[t], Category::workspace, cpu_allocator());
     read_elements(files, L, u, static_cast<size_t>(t), 0, L.units[u].numel, raw.raw());
     const nlohmann::json& ju = m.meta.at("units").at(u);
     out.push_back({L.units[u].name, L.units[u].numel, raw.to(DType::f32),

@@ -98,7 +98,7 @@ void Engine::load_state_meta(const nlohmann::json& j) {
 
 MemoryReport Engine::memory_report() const {
   MemoryReport m;
-  m.measured = cpu_allocator().stats();
+  m.measured = default_allocator().stats();
   for (auto& s : units_) {
     m.psi += s->ps->numel();
     m.psi_padded += s->P;

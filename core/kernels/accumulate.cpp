@@ -1,5 +1,7 @@
 #include "core/kernels/accumulate.h"
 
+#include "core/backend.h"
+
 namespace zt {
 
 namespace {
@@ -12,6 +14,16 @@ void axpy_contig(T* dst, const T* src, T alpha, int64_t n) {
 
 void accumulate_(Tensor& dst, const Tensor& src, double alpha) {
   check_shape(src, dst.shape(), "accumulate_: src");
+  ZT_CHECK(dst.device() == src.device(), "accumulate_: src on ", src.device().str(), " into dst on ",
+           dst.device().str(), " (both must be on one device)");
+  if (!dst.device().is_cpu()) {  // a device's kernels (any strides; its compute dtypes)
+    ZT_CHECK(dst.dtype() == src.dtype(), "accumulate_: dtype ", dtype_name(src.dtype()), " into ",
+             dtype_name(dst.dtype()));
+    Backend& b = backend_of(dst);
+    ZT_CHECK(b.computes(dst.dtype()), "accumulate_: dtype ", dtype_name(dst.dtype()), " on ", dst.device().str(),
+             " is not a compute dtype there");
+    return b.accumulate(dst, src, alpha);
+  }
   check_float(dst, "accumulate_: dst");
   ZT_CHECK(dst.dtype() == src.dtype(), "accumulate_: dtype ", dtype_name(src.dtype()), " into ", dtype_name(dst.dtype()));
   Tensor s = src.contiguous();

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/backend.h"
 #include "core/parallel.h"
 
 namespace zt {
@@ -38,6 +39,9 @@ void check_pair(const char* op, const Tensor& dst, const Tensor& src) {
              "), expected the same number of elements");
   if (!dst.is_contiguous() || !src.is_contiguous())
     ZT_THROW(op, ": dst ", dst.str(), ", src ", src.str(), ": expected both contiguous");
+  if (dst.device() != src.device())
+    ZT_THROW(op, ": dst ", dst.str(), " is on ", dst.device().str(), " but src ", src.str(), " is on ",
+             src.device().str(), ": expected one device");
   const auto* d = static_cast<const char*>(dst.raw());
   const auto* s = static_cast<const char*>(src.raw());
   const bool overlap = d < s + src.nbytes() && s < d + dst.nbytes();
@@ -108,6 +112,7 @@ void cast_(const Tensor& dst, const Tensor& src, double factor) {
     ZT_THROW("cast_: factor ", factor, " (dst ", dst.str(), ", src ", src.str(), ") is not finite in float32");
   const int64_t n = dst.numel();
   if (n == 0) return;
+  if (!dst.device().is_cpu()) return backend_of(dst).cast(dst, src, factor);
   if (f == 1.0f) cast_dispatch<false>(src.dtype(), dst.dtype(), dst.raw(), src.raw(), f, n);
   else cast_dispatch<true>(src.dtype(), dst.dtype(), dst.raw(), src.raw(), f, n);
 }
@@ -119,6 +124,7 @@ void accumulate_cast_(const Tensor& dst, const Tensor& src) {
              ": expected dst float32, bfloat16 or float16 and src float32 or dst's dtype");
   const int64_t n = dst.numel();
   if (n == 0) return;
+  if (!dst.device().is_cpu()) return backend_of(dst).accumulate_cast(dst, src);
   const bool same = src.dtype() == dst.dtype();
   switch (dst.dtype()) {
     case DType::f32: return accumulate_loop<DType::f32, DType::f32>(dst.raw(), src.raw(), n);
@@ -137,6 +143,12 @@ bool all_finite(const Tensor& t) {
   if (!t.is_contiguous()) ZT_THROW("all_finite: tensor ", t.str(), " is not contiguous (expected a flat buffer)");
   const int64_t n = t.numel();
   if (n == 0) return true;
+  if (!t.device().is_cpu()) {
+    if (t.dtype() != DType::f32 && t.dtype() != DType::f64 && t.dtype() != DType::bf16 && t.dtype() != DType::f16)
+      ZT_THROW("all_finite: tensor ", t.str(), " has dtype ", dtype_name(t.dtype()),
+               ", expected float32, float64, bfloat16 or float16");
+    return backend_of(t).all_finite(t);
+  }
   switch (t.dtype()) {
     case DType::f32: return !any_nonfinite(static_cast<const uint32_t*>(t.raw()), n, uint32_t(0x7f800000u));
     case DType::f64:

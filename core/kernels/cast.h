@@ -8,6 +8,9 @@
 // becomes sign | 0x7e00; f16 overflow gives +-inf; f16 subnormals are rounded, not flushed).
 // Arithmetic is float32: dst = round_to(dst.dtype, float(src) * float(factor)).
 //
+// Devices: a tensor not on the cpu runs on its device's backend (core/backend.h's cast,
+// accumulate_cast, all_finite), after the same checks; dst and src must be on one device.
+//
 // Determinism: element-wise, each element's result depends on that element only, so the output
 // is bitwise the same for any thread count (OpenMP static split of the elements).
 //

@@ -85,10 +85,11 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One block: *mean = sum(loss) / count(targets != -1), sums in double in a fixed order.
+// One block: *mean = sum(loss) / count, sums in double in a fixed order; count = the given one
+// (given >= 0) or the number of targets != -1 (given < 0).
 __global__ void __launch_bounds__(kThreads)
     ce_mean_kernel(float* __restrict__ mean, const float* __restrict__ loss, const int32_t* __restrict__ targets,
-                   int64_t N) {
+                   int64_t N, long long given) {
   __shared__ double ps[kThreads];
   __shared__ long long pc[kThreads];
   double acc = 0.0;
@@ -104,6 +105,7 @@ __global__ void __launch_bounds__(kThreads)
     double s = 0.0;
     long long c = 0;
     for (int k = 0; k < kThreads; ++k) s += ps[k], c += pc[k];
+    if (given >= 0) c = given;
     *mean = c ? static_cast<float>(s / static_cast<double>(c)) : NAN;
   }
 }
@@ -111,7 +113,10 @@ __global__ void __launch_bounds__(kThreads)
 template <DType D, bool Vec>
 __global__ void __launch_bounds__(kThreads)
     ce_bwd_kernel(Tp<D>* __restrict__ dlogits, const Tp<D>* __restrict__ logits, const float* __restrict__ lse,
-                  const int32_t* __restrict__ targets, float scale, int64_t N, int64_t V, int64_t Vv) {
+                  const int32_t* __restrict__ targets, float scale, const float* __restrict__ dloss, double count,
+                  int64_t N, int64_t V, int64_t Vv) {
+  // the table's form; count 0 (every row ignored: nothing uses the scale) gives 0, as the cpu backend
+  if (dloss) scale = count > 0 ? static_cast<float>(static_cast<double>(*dloss) / count) : 0.0f;
   for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
     const int32_t t = targets[r];
     const bool ignored = t == -1, bad = !ignored && (t < 0 || t >= Vv);
@@ -182,8 +187,12 @@ void softmax_backward(DType t, void* dx, const void* dout, const void* out, int6
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
-void cross_entropy_forward(DType t, float* mean_loss, float* loss, float* lse, const void* logits,
-                           const int32_t* targets, int64_t N, int64_t V, int64_t Vv, cudaStream_t s) {
+namespace {
+
+// count < 0: counted by the kernel (the mean form); count >= 0: the caller's (the table's form).
+void cross_entropy_forward_impl(DType t, float* mean_loss, float* loss, float* lse, const void* logits,
+                                const int32_t* targets, int64_t N, int64_t V, int64_t Vv, int64_t count,
+                                cudaStream_t s) {
   const char* who = "cross_entropy_forward";
   check_ce(who, t, N, V, Vv);
   need(who, "mean_loss", mean_loss);
@@ -194,23 +203,50 @@ void cross_entropy_forward(DType t, float* mean_loss, float* loss, float* lse, c
       ce_fwd_kernel<D, decltype(v)::value><<<dev::grid_for(N, 1), kThreads, 0, s>>>(
           loss, lse, static_cast<const Tp<D>*>(logits), targets, N, V, Vv);
     });
-  ce_mean_kernel<<<1, kThreads, 0, s>>>(mean_loss, loss, targets, N);
+  ce_mean_kernel<<<1, kThreads, 0, s>>>(mean_loss, loss, targets, N, static_cast<long long>(count));
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
-void cross_entropy_backward(DType t, void* dlogits, const void* logits, const float* lse, const int32_t* targets,
-                            float scale, int64_t N, int64_t V, int64_t Vv, cudaStream_t s) {
+// dloss null: the host scale; else scale = float(double(*dloss) / count), read on the device.
+void cross_entropy_backward_impl(DType t, void* dlogits, const void* logits, const float* lse, const int32_t* targets,
+                                 float scale, const float* dloss, double count, int64_t N, int64_t V, int64_t Vv,
+                                 cudaStream_t s) {
   const char* who = "cross_entropy_backward";
   check_ce(who, t, N, V, Vv);
-  if (!std::isfinite(scale)) ZT_THROW("cuda_kernels::", who, ": scale ", scale, " is not finite");
   if (N == 0) return;
   need(who, "dlogits", dlogits), need(who, "logits", logits), need(who, "lse", lse), need(who, "targets", targets);
   dispatch(t, rows_aligned(V, {dlogits, logits}), [&](auto d, auto v) {
     constexpr DType D = decltype(d)::value;
     ce_bwd_kernel<D, decltype(v)::value><<<dev::grid_for(N, 1), kThreads, 0, s>>>(
-        static_cast<Tp<D>*>(dlogits), static_cast<const Tp<D>*>(logits), lse, targets, scale, N, V, Vv);
+        static_cast<Tp<D>*>(dlogits), static_cast<const Tp<D>*>(logits), lse, targets, scale, dloss, count, N, V, Vv);
   });
   ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void cross_entropy_forward(DType t, float* mean_loss, float* loss, float* lse, const void* logits,
+                           const int32_t* targets, int64_t N, int64_t V, int64_t Vv, cudaStream_t s) {
+  cross_entropy_forward_impl(t, mean_loss, loss, lse, logits, targets, N, V, Vv, -1, s);
+}
+
+void cross_entropy_forward(DType t, float* mean_loss, float* loss, float* lse, const void* logits,
+                           const int32_t* targets, int64_t N, int64_t V, int64_t Vv, int64_t count, cudaStream_t s) {
+  if (count < 0) ZT_THROW("cuda_kernels::cross_entropy_forward: count = ", count, ", expected >= 0");
+  cross_entropy_forward_impl(t, mean_loss, loss, lse, logits, targets, N, V, Vv, count, s);
+}
+
+void cross_entropy_backward(DType t, void* dlogits, const void* logits, const float* lse, const int32_t* targets,
+                            float scale, int64_t N, int64_t V, int64_t Vv, cudaStream_t s) {
+  if (!std::isfinite(scale)) ZT_THROW("cuda_kernels::cross_entropy_backward: scale ", scale, " is not finite");
+  cross_entropy_backward_impl(t, dlogits, logits, lse, targets, scale, nullptr, 1.0, N, V, Vv, s);
+}
+
+void cross_entropy_backward(DType t, void* dlogits, const void* logits, const float* lse, const int32_t* targets,
+                            const float* dloss, int64_t count, int64_t N, int64_t V, int64_t Vv, cudaStream_t s) {
+  if (!dloss) ZT_THROW("cuda_kernels::cross_entropy_backward: dloss is null");
+  if (count < 0) ZT_THROW("cuda_kernels::cross_entropy_backward: count = ", count, ", expected >= 0");
+  cross_entropy_backward_impl(t, dlogits, logits, lse, targets, 0.0f, dloss, static_cast<double>(count), N, V, Vv, s);
 }
 
 }  // namespace zt::cuda_kernels

@@ -80,3 +80,11 @@ echo '{"fp16": {"enabled": true, "hysteresis": 0}}' > "$TMP/fp16.json"
 expect_fail "fp16 with hysteresis 0" "fp16.hysteresis" "$B/zt-train" --config "$TMP/fp16.json" --model gpt2-nano --train "$T" -t 16 --steps 1
 echo '{"bf16": {"enabled": true}, "fp16": {"enabled": true}}' > "$TMP/both.json"
 expect_fail "bf16 and fp16 together" "expected at most one of them" "$B/zt-train" --config "$TMP/both.json" --model gpt2-nano --train "$T" -t 16 --steps 1
+# Devices: an unknown device, NCCL on the cpu; --device cuda where this machine or this build has
+# no GPU (the CI machine has neither a GPU nor a driver) names the reason, never trains on the CPU.
+expect_fail "unknown device" "'tpu' is not a device" "$B/zt-train" --model gpt2-nano --train "$T" --steps 1 --device tpu
+expect_fail "nccl on the cpu" "--dist nccl needs --device cuda" "$B/zt-train" --model gpt2-nano --train "$T" --steps 1 --dist nccl
+expect_fail "unknown dist backend" "'gloo' is not a communication backend" "$B/zt-train" --model gpt2-nano --train "$T" --steps 1 --dist gloo
+if ! "$B/zt-info" --json | python3 -c 'import json,sys; sys.exit(0 if any(d["supported"] for d in json.load(sys.stdin)["cuda"].get("devices", [])) else 1)'; then
+  expect_fail "cuda without a usable GPU" "--device cuda: " "$B/zt-train" --model gpt2-nano --train "$T" --steps 1 --device cuda
+fi

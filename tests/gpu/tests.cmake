@@ -17,3 +17,9 @@ if(TARGET zt_mpi_tests)
 endif()
 zt_gpu_test(cuda_gemm)
 zt_gpu_test(cuda_nn_kernels)
+# zt-train on the GPU against the CPU, and ZeRO ranks sharing one GPU against one rank.
+add_test(NAME gpu.train_gpu COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_train_gpu.sh)
+set_tests_properties(gpu.train_gpu PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
+                     ENVIRONMENT "ZT_BUILD_DIR=${PROJECT_BINARY_DIR};ZT_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+zt_gpu_test(cuda_backend_ops)
+zt_gpu_test(cuda_backend_attn)

@@ -1,0 +1,93 @@
+// The backend registry, the default device, and Device's text form (core/backend.h, core/device.h).
+#include "core/backend.h"
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include "core/cpu_backend.h"
+
+namespace zt {
+
+std::string Device::str() const {
+  if (is_cpu()) return "cpu";
+  return "cuda:" + std::to_string(index);
+}
+
+Device parse_device(const std::string& text, const char* what) {
+  if (text == "cpu") return Device::cpu();
+  if (text == "cuda") return Device::cuda(0);
+  if (text.rfind("cuda:", 0) == 0 && text.size() > 5 && text.size() <= 8 &&
+      text.find_first_not_of("0123456789", 5) == std::string::npos)
+    return Device::cuda(std::stoi(text.substr(5)));
+  ZT_THROW(what, ": '", text, "' is not a device; expected cpu, cuda or cuda:N (N >= 0)");
+}
+
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::array<BackendFactory, 2> factories{};        // by DeviceType
+  std::map<int, std::unique_ptr<Backend>> cuda;     // created backends, by index
+};
+
+// The default device, packed as (type << 16) | index: read on every Tensor::empty, so an atomic
+// rather than the registry's mutex.
+std::atomic<uint32_t> g_default_device{0};
+
+Registry& registry() {
+  static Registry r;  // leaked order is fine: backends live until exit
+  return r;
+}
+
+}  // namespace
+
+void register_backend(DeviceType type, BackendFactory factory) {
+  ZT_CHECK(type != DeviceType::cpu, "register_backend: the cpu backend is built in");
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.factories[static_cast<int>(type)] = factory;
+}
+
+bool backend_registered(DeviceType type) {
+  if (type == DeviceType::cpu) return true;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.factories[static_cast<int>(type)] != nullptr;
+}
+
+Backend& backend(const Device& d) {
+  if (d.is_cpu()) return cpu_backend();
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.cuda.find(d.index);
+  if (it != r.cuda.end()) return *it->second;
+  BackendFactory f = r.factories[static_cast<int>(d.type)];
+  if (!f)
+    ZT_THROW("no backend for device ", d.str(),
+             ": this program did not register the CUDA backend (a build without CUDA, ZT_CUDA=OFF, has none; "
+             "a CUDA build registers it with zt::register_cuda_backend())");
+  Backend* b = f(d.index);  // throws with the reason when the device is unusable
+  r.cuda.emplace(d.index, std::unique_ptr<Backend>(b));
+  return *b;
+}
+
+Device default_device() {
+  const uint32_t v = g_default_device.load(std::memory_order_relaxed);
+  return Device{static_cast<DeviceType>(v >> 16), static_cast<int>(v & 0xffffu)};
+}
+
+void set_default_device(const Device& d) {
+  backend(d);  // exists, or throws naming why not
+  g_default_device.store((static_cast<uint32_t>(d.type) << 16) | static_cast<uint32_t>(d.index),
+                         std::memory_order_relaxed);
+}
+
+Allocator& default_allocator() {
+  const Device d = default_device();
+  if (d.is_cpu()) return cpu_allocator();
+  return backend(d).allocator();
+}
+
+}  // namespace zt

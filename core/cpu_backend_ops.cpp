@@ -1,0 +1,445 @@
+// CpuBackend, part 2 (core/cpu_backend.h): elementwise, reductions, GEMM and linear, activations,
+// softmax, embedding, cross-entropy, norms, RoPE, attention — each entry one call (or one loop
+// of calls) of a raw-pointer kernel of core/kernels, float / double by the tensors' dtype.
+//
+// Shapes were checked by the caller (autograd/ops); here only ZT_CHECKs guard the kernels'
+// preconditions. Sizes come from the tensors as the table documents them: (R, N) row layouts,
+// (N, C) norm inputs, (B, T, H, D) attention tensors.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/cpu_backend.h"
+#include "core/kernels/activation.h"
+#include "core/kernels/attention.h"
+#include "core/kernels/cross_entropy.h"
+#include "core/kernels/elementwise.h"
+#include "core/kernels/embedding.h"
+#include "core/kernels/gemm.h"
+#include "core/kernels/norm.h"
+#include "core/kernels/rope.h"
+#include "core/kernels/softmax.h"
+#include "core/parallel.h"
+
+namespace zt {
+
+namespace {
+
+// Runs f(T{}) with T = float or double, the compute type of dt; returns what f returns.
+// Use: dispatch(dt, [&](auto tag) { using T = decltype(tag); ... });
+template <class F>
+decltype(auto) dispatch(DType dt, F&& f) {
+  if (dt == DType::f32) return f(float{});
+  ZT_CHECK(dt == DType::f64, "cpu backend: compute dtype float32 or float64 expected, got ", dtype_name(dt));
+  return f(double{});
+}
+
+// The data of an optional output (null when undefined: not wanted). data<T>() checks the dtype.
+template <class T>
+T* opt(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+// Every defined tensor contiguous (the table's convention; views would be read wrongly).
+void need_contiguous(const char* entry, std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts)
+    ZT_CHECK(!t->defined() || t->is_contiguous(), "cpu backend ", entry, ": ", t->str(), " is not contiguous");
+}
+
+// (R, N) of a row layout: N the last dimension, R the rows (0 when N == 0: nothing to do).
+std::pair<int64_t, int64_t> rows_cols(const Tensor& t) {
+  const int64_t N = t.dim() ? t.size(-1) : 1;
+  return {N ? t.numel() / N : 0, N};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// elementwise
+
+void CpuBackend::binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  need_contiguous("binary", {&out, &a, &b});
+  ZT_CHECK(a.numel() == out.numel() && b.numel() == out.numel(), "cpu backend binary: sizes differ");
+  const int64_t n = out.numel();
+  dispatch(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if (op == BinaryOp::add) add_forward(out.data<T>(), a.data<T>(), b.data<T>(), n);
+    else if (op == BinaryOp::sub) sub_forward(out.data<T>(), a.data<T>(), b.data<T>(), n);
+    else mul_forward(out.data<T>(), a.data<T>(), b.data<T>(), n);
+  });
+}
+
+void CpuBackend::scale(const Tensor& out, const Tensor& x, double s) {
+  need_contiguous("scale", {&out, &x});
+  ZT_CHECK(x.numel() == out.numel(), "cpu backend scale: sizes differ");
+  dispatch(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    scale_forward(out.data<T>(), x.data<T>(), static_cast<T>(s), out.numel());
+  });
+}
+
+void CpuBackend::mul_backward(const Tensor& da, const Tensor& db, const Tensor& dout, const Tensor& a,
+                              const Tensor& b) {
+  need_contiguous("mul_backward", {&da, &db, &dout, &a, &b});
+  ZT_CHECK(da.defined() || db.defined(), "cpu backend mul_backward: neither da nor db wanted");
+  const int64_t n = dout.numel();
+  ZT_CHECK(a.numel() == n && b.numel() == n, "cpu backend mul_backward: sizes differ");
+  dispatch(dout.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    zt::mul_backward(opt<T>(da), opt<T>(db), dout.data<T>(), a.data<T>(), b.data<T>(), n);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// reductions
+
+void CpuBackend::sum_all(const Tensor& out, const Tensor& x, double factor) {
+  need_contiguous("sum_all", {&x});
+  ZT_CHECK(out.numel() == 1, "cpu backend sum_all: out ", out.str(), " must hold one element");
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const double s = zt::sum_all(x.data<T>(), x.numel());
+    out.data<T>()[0] = static_cast<T>(s * factor);
+  });
+}
+
+void CpuBackend::fill_scaled(const Tensor& dx, const Tensor& g, double factor) {
+  need_contiguous("fill_scaled", {&dx});
+  ZT_CHECK(g.numel() == 1, "cpu backend fill_scaled: g ", g.str(), " must hold one element");
+  const double v = g.item() * factor;
+  dispatch(dx.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    zt::fill(dx.data<T>(), static_cast<T>(v), dx.numel());
+  });
+}
+
+void CpuBackend::sum_last(const Tensor& out, const Tensor& x) {
+  need_contiguous("sum_last", {&out, &x});
+  ZT_CHECK(x.dim() >= 1, "cpu backend sum_last: x ", x.str(), " needs a last dimension");
+  const int64_t R = out.numel(), N = x.size(-1);  // R from out: rows exist even when N == 0
+  ZT_CHECK(R * N == x.numel(), "cpu backend sum_last: out ", out.str(), " does not match x ", x.str());
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    sum_last_forward(out.data<T>(), x.data<T>(), R, N);
+  });
+}
+
+void CpuBackend::sum_last_backward(const Tensor& dx, const Tensor& dout) {
+  need_contiguous("sum_last_backward", {&dx, &dout});
+  ZT_CHECK(dx.dim() >= 1, "cpu backend sum_last_backward: dx ", dx.str(), " needs a last dimension");
+  const int64_t R = dout.numel(), N = dx.size(-1);
+  ZT_CHECK(R * N == dx.numel(), "cpu backend sum_last_backward: dout ", dout.str(), " does not match dx ", dx.str());
+  dispatch(dx.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    zt::sum_last_backward(dx.data<T>(), dout.data<T>(), R, N);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// matrix products
+
+// Batched: one GEMM per product, the products split across threads (each GEMM single-threaded
+// inside the parallel region) when there are at least as many as threads; else in turn, each
+// GEMM threaded. One product: one GEMM, threaded inside.
+void CpuBackend::gemm(const GemmShape& g, const Tensor& A, const Tensor& B, const Tensor& C) {
+  need_contiguous("gemm", {&A, &B, &C});
+  ZT_CHECK(g.batch >= 1, "cpu backend gemm: batch = ", g.batch);
+  const int64_t M = g.M, N = g.N, K = g.K, P = g.batch;
+  ZT_CHECK(A.numel() >= (P - 1) * g.stride_a + M * K && B.numel() >= (P - 1) * g.stride_b + K * N &&
+               C.numel() >= (P - 1) * g.stride_c + M * N,
+           "cpu backend gemm: operands ", A.str(), ", ", B.str(), ", ", C.str(), " too small for M=", M, " N=", N,
+           " K=", K, " batch=", P);
+  const int64_t lda = g.trans_a ? M : K, ldb = g.trans_b ? K : N, ldc = N;
+  dispatch(C.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *pa = A.data<T>(), *pb = B.data<T>();
+    T* pc = C.data<T>();
+    const T alpha = static_cast<T>(g.alpha), beta = static_cast<T>(g.beta);
+    if (P == 1) {
+      zt::gemm<T>(g.trans_a, g.trans_b, M, N, K, alpha, pa, lda, pb, ldb, beta, pc, ldc);
+      return;
+    }
+    const bool par = P >= omp_get_max_threads();
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t p = 0; p < P; ++p)
+      zt::gemm<T>(g.trans_a, g.trans_b, M, N, K, alpha, pa + p * g.stride_a, lda, pb + p * g.stride_b, ldb, beta,
+                  pc + p * g.stride_c, ldc);
+  });
+}
+
+void CpuBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b) {
+  need_contiguous("linear", {&y, &x, &w, &b});
+  ZT_CHECK(x.dim() == 2 && w.dim() == 2 && y.dim() == 2, "cpu backend linear: x ", x.str(), ", w ", w.str(), ", y ",
+           y.str(), " (2-D expected)");
+  const int64_t M = x.size(0), in_f = x.size(1), out = w.size(0);
+  ZT_CHECK(w.size(1) == in_f && y.size(0) == M && y.size(1) == out && (!b.defined() || b.numel() == out),
+           "cpu backend linear: shapes x ", x.str(), ", w ", w.str(), ", y ", y.str());
+  dispatch(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* py = y.data<T>();
+    if (b.defined()) {  // y rows start as the bias; the GEMM adds x w^T on top (beta = 1)
+      const T* pb = b.data<T>();
+#pragma omp parallel for schedule(static) if (M * out > kParallelMinElements)
+      for (int64_t r = 0; r < M; ++r) std::copy(pb, pb + out, py + r * out);
+    }
+    // y (M, out) = x (M, in) @ w^T, w stored (out, in): no transposed copy, BLAS reads it as is
+    zt::gemm<T>(false, true, M, out, in_f, T(1), x.data<T>(), in_f, w.data<T>(), in_f, b.defined() ? T(1) : T(0), py,
+                out);
+  });
+}
+
+void CpuBackend::linear_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dy,
+                                 const Tensor& x, const Tensor& w, bool accumulate) {
+  need_contiguous("linear_backward", {&dx, &dw, &db, &dy, &x, &w});
+  ZT_CHECK(dy.dim() == 2, "cpu backend linear_backward: dy ", dy.str(), " (2-D expected)");
+  const int64_t M = dy.size(0), out = dy.size(1);
+  const int64_t in_f = w.defined() ? w.size(1) : x.size(1);
+  ZT_CHECK(!dx.defined() || (w.defined() && dx.numel() == M * in_f), "cpu backend linear_backward: dx ", dx.str());
+  ZT_CHECK(!dw.defined() || (x.defined() && dw.numel() == out * in_f && x.numel() == M * in_f),
+           "cpu backend linear_backward: dw ", dw.str(), ", x ", x.str());
+  ZT_CHECK(!db.defined() || db.numel() == out, "cpu backend linear_backward: db ", db.str());
+  dispatch(dy.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pg = dy.data<T>();
+    if (dx.defined())  // dx (M, in) = dy (M, out) @ w (out, in)
+      zt::gemm<T>(false, false, M, in_f, out, T(1), pg, out, w.data<T>(), in_f, T(0), dx.data<T>(), in_f);
+    if (dw.defined())  // dw (out, in) (+)= dy^T (out, M) @ x (M, in)
+      zt::gemm<T>(true, false, out, in_f, M, T(1), pg, out, x.data<T>(), in_f, accumulate ? T(1) : T(0),
+                  dw.data<T>(), in_f);
+    if (db.defined()) col_sum(db.data<T>(), pg, M, out, accumulate);  // db (out) (+)= column sums, rows in order
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// activations, softmax
+
+void CpuBackend::gelu(const Tensor& out, const Tensor& x) {
+  need_contiguous("gelu", {&out, &x});
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    gelu_forward(out.data<T>(), x.data<T>(), x.numel());
+  });
+}
+
+void CpuBackend::gelu_backward(const Tensor& dx, const Tensor& dout, const Tensor& x) {
+  need_contiguous("gelu_backward", {&dx, &dout, &x});
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    zt::gelu_backward(dx.data<T>(), dout.data<T>(), x.data<T>(), x.numel());
+  });
+}
+
+void CpuBackend::silu(const Tensor& out, const Tensor& x) {
+  need_contiguous("silu", {&out, &x});
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    silu_forward(out.data<T>(), x.data<T>(), x.numel());
+  });
+}
+
+void CpuBackend::silu_backward(const Tensor& dx, const Tensor& dout, const Tensor& x) {
+  need_contiguous("silu_backward", {&dx, &dout, &x});
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    zt::silu_backward(dx.data<T>(), dout.data<T>(), x.data<T>(), x.numel());
+  });
+}
+
+void CpuBackend::swiglu(const Tensor& out, const Tensor& gate, const Tensor& up) {
+  need_contiguous("swiglu", {&out, &gate, &up});
+  dispatch(gate.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    swiglu_forward(out.data<T>(), gate.data<T>(), up.data<T>(), gate.numel());
+  });
+}
+
+void CpuBackend::swiglu_backward(const Tensor& dgate, const Tensor& dup, const Tensor& dout, const Tensor& gate,
+                                 const Tensor& up) {
+  need_contiguous("swiglu_backward", {&dgate, &dup, &dout, &gate, &up});
+  dispatch(gate.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    zt::swiglu_backward(opt<T>(dgate), opt<T>(dup), dout.data<T>(), gate.data<T>(), up.data<T>(), gate.numel());
+  });
+}
+
+void CpuBackend::softmax(const Tensor& out, const Tensor& x) {
+  need_contiguous("softmax", {&out, &x});
+  const auto [R, N] = rows_cols(x);
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    softmax_forward(out.data<T>(), x.data<T>(), R, N);
+  });
+}
+
+void CpuBackend::softmax_backward(const Tensor& dx, const Tensor& dout, const Tensor& out) {
+  need_contiguous("softmax_backward", {&dx, &dout, &out});
+  const auto [R, N] = rows_cols(out);
+  dispatch(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    zt::softmax_backward(dx.data<T>(), dout.data<T>(), out.data<T>(), R, N);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// embedding, cross-entropy
+
+void CpuBackend::embedding(const Tensor& out, const Tensor& ids, const Tensor& table) {
+  need_contiguous("embedding", {&out, &ids, &table});
+  ZT_CHECK(table.dim() == 2 && out.numel() == ids.numel() * table.size(1), "cpu backend embedding: out ", out.str(),
+           ", ids ", ids.str(), ", table ", table.str());
+  dispatch(table.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    embedding_forward(out.data<T>(), ids.data<int32_t>(), table.data<T>(), ids.numel(), table.size(1));
+  });
+}
+
+void CpuBackend::embedding_backward(const Tensor& dtable, const Tensor& dout, const Tensor& ids) {
+  need_contiguous("embedding_backward", {&dtable, &dout, &ids});
+  ZT_CHECK(dtable.dim() == 2 && dout.numel() == ids.numel() * dtable.size(1), "cpu backend embedding_backward: dout ",
+           dout.str(), ", ids ", ids.str(), ", dtable ", dtable.str());
+  dispatch(dtable.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    zt::embedding_backward(dtable.data<T>(), dout.data<T>(), ids.data<int32_t>(), ids.numel(), dtable.size(1));
+  });
+}
+
+void CpuBackend::cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& targets,
+                               int64_t valid_vocab, int64_t count) {
+  need_contiguous("cross_entropy", {&loss, &lse, &logits, &targets});
+  const auto [N, V] = rows_cols(logits);
+  ZT_CHECK(targets.numel() == N && lse.numel() == N && loss.numel() == 1 && valid_vocab >= 1 && valid_vocab <= V,
+           "cpu backend cross_entropy: logits ", logits.str(), ", targets ", targets.str(), ", valid_vocab ",
+           valid_vocab);
+  dispatch(logits.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const double total = cross_entropy_forward(lse.data<T>(), logits.data<T>(), targets.data<int32_t>(), N, V,
+                                               valid_vocab);
+    // mean over non-ignored rows; with every row ignored the mean is 0/0 = NaN, as in PyTorch
+    loss.data<T>()[0] = static_cast<T>(count ? total / static_cast<double>(count) : std::nan(""));
+  });
+}
+
+void CpuBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& lse,
+                                        const Tensor& targets, const Tensor& dloss, int64_t valid_vocab,
+                                        int64_t count) {
+  need_contiguous("cross_entropy_backward", {&dlogits, &logits, &lse, &targets});
+  const auto [N, V] = rows_cols(logits);
+  ZT_CHECK(targets.numel() == N && lse.numel() == N && dloss.numel() == 1 && dlogits.numel() == logits.numel(),
+           "cpu backend cross_entropy_backward: logits ", logits.str(), ", targets ", targets.str());
+  const double scale = count ? dloss.item() / static_cast<double>(count) : 0.0;
+  dispatch(logits.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    zt::cross_entropy_backward(dlogits.data<T>(), logits.data<T>(), lse.data<T>(), targets.data<int32_t>(),
+                               static_cast<T>(scale), N, V, valid_vocab);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// norms over the last dimension C of x (N, C)
+
+void CpuBackend::layernorm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                           const Tensor& w, const Tensor& b, double eps) {
+  need_contiguous("layernorm", {&out, &mean, &rstd, &x, &w, &b});
+  const auto [N, C] = rows_cols(x);
+  ZT_CHECK(C >= 1 && w.numel() == C && mean.numel() == N && rstd.numel() == N, "cpu backend layernorm: x ", x.str(),
+           ", w ", w.str());
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    layernorm_forward<T>(out.data<T>(), mean.data<T>(), rstd.data<T>(), x.data<T>(), w.data<T>(), opt<T>(b), N, C,
+                         eps);
+  });
+}
+
+void CpuBackend::layernorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dout,
+                                    const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd) {
+  need_contiguous("layernorm_backward", {&dx, &dw, &db, &dout, &x, &w, &mean, &rstd});
+  const auto [N, C] = rows_cols(x);
+  ZT_CHECK(C >= 1 && w.numel() == C && mean.numel() == N && rstd.numel() == N, "cpu backend layernorm_backward: x ",
+           x.str(), ", w ", w.str());
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    zt::layernorm_backward<T>(opt<T>(dx), opt<T>(dw), opt<T>(db), dout.data<T>(), x.data<T>(), w.data<T>(),
+                              mean.data<T>(), rstd.data<T>(), N, C);
+  });
+}
+
+void CpuBackend::rmsnorm(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, double eps) {
+  need_contiguous("rmsnorm", {&out, &rstd, &x, &w});
+  const auto [N, C] = rows_cols(x);
+  ZT_CHECK(C >= 1 && w.numel() == C && rstd.numel() == N, "cpu backend rmsnorm: x ", x.str(), ", w ", w.str());
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    rmsnorm_forward<T>(out.data<T>(), rstd.data<T>(), x.data<T>(), w.data<T>(), N, C, eps);
+  });
+}
+
+void CpuBackend::rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
+                                  const Tensor& w, const Tensor& rstd) {
+  need_contiguous("rmsnorm_backward", {&dx, &dw, &dout, &x, &w, &rstd});
+  const auto [N, C] = rows_cols(x);
+  ZT_CHECK(C >= 1 && w.numel() == C && rstd.numel() == N, "cpu backend rmsnorm_backward: x ", x.str(), ", w ",
+           w.str());
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    zt::rmsnorm_backward<T>(opt<T>(dx), opt<T>(dw), dout.data<T>(), x.data<T>(), w.data<T>(), rstd.data<T>(), N, C);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// RoPE, attention
+
+void CpuBackend::rope_tables(const Tensor& cos_t, const Tensor& sin_t, double theta) {
+  need_contiguous("rope_tables", {&cos_t, &sin_t});
+  ZT_CHECK(cos_t.dim() == 2 && sin_t.shape() == cos_t.shape(), "cpu backend rope_tables: ", cos_t.str(), ", ",
+           sin_t.str(), " ((T, D/2) expected)");
+  const int64_t T_len = cos_t.size(0), D = 2 * cos_t.size(1);
+  dispatch(cos_t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    zt::rope_tables<T>(cos_t.data<T>(), sin_t.data<T>(), T_len, D, theta);
+  });
+}
+
+void CpuBackend::rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, const Tensor& sin_t, bool inverse) {
+  need_contiguous("rope", {&out, &x, &cos_t, &sin_t});
+  ZT_CHECK(x.dim() == 4 && out.shape() == x.shape(), "cpu backend rope: x ", x.str(), " ((B, T, H, D) expected)");
+  const int64_t B = x.size(0), T_len = x.size(1), H = x.size(2), D = x.size(3);
+  ZT_CHECK(cos_t.numel() == T_len * (D / 2) && sin_t.numel() == cos_t.numel(), "cpu backend rope: tables ",
+           cos_t.str(), " for x ", x.str());
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    rope_apply<T>(out.data<T>(), x.data<T>(), cos_t.data<T>(), sin_t.data<T>(), B, T_len, H, D, inverse);
+  });
+}
+
+Tensor CpuBackend::attention(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
+                             bool keep_for_backward) {
+  need_contiguous("attention", {&out, &q, &k, &v});
+  ZT_CHECK(q.dim() == 4 && k.dim() == 4 && v.shape() == k.shape() && out.shape() == q.shape(),
+           "cpu backend attention: q ", q.str(), ", k ", k.str(), ", v ", v.str());
+  const int64_t B = q.size(0), T_len = q.size(1), Hq = q.size(2), D = q.size(3), Hkv = k.size(2);
+  // P (B, Hq, T, T): the probabilities the backward reads (core/kernels/attention.h)
+  Tensor P = keep_for_backward ? Tensor::empty({B, Hq, T_len, T_len}, q.dtype(), Category::activations, allocator())
+                               : Tensor();
+  dispatch(q.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    attention_forward<T>(out.data<T>(), opt<T>(P), q.data<T>(), k.data<T>(), v.data<T>(), B, T_len, Hq, Hkv, D);
+  });
+  return P;
+}
+
+void CpuBackend::attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                                    const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                    const Tensor& saved) {
+  need_contiguous("attention_backward", {&dq, &dk, &dv, &dout, &q, &k, &v, &saved});
+  const int64_t B = q.size(0), T_len = q.size(1), Hq = q.size(2), D = q.size(3), Hkv = k.size(2);
+  ZT_CHECK(saved.defined() && saved.numel() == B * Hq * T_len * T_len,
+           "cpu backend attention_backward: saved ", saved.str(), " is not the forward's P (B, Hq, T, T)");
+  dispatch(q.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    zt::attention_backward<T>(dq.data<T>(), dk.data<T>(), dv.data<T>(), dout.data<T>(), q.data<T>(), k.data<T>(),
+                              v.data<T>(), saved.data<T>(), B, T_len, Hq, Hkv, D);
+  });
+}
+
+}  // namespace zt

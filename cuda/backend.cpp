@@ -1,0 +1,261 @@
+// CudaBackend (cuda/backend.h): construction, registration, and the memory entries of the table —
+// copies (device <-> device through cuda/kernels/copy.h, host <-> device through cudaMemcpyAsync),
+// fills, accumulate, casts, the shard norms (all_finite, sum_of_squares), scale_ and AdamW.
+//
+// Every entry makes the backend's device current for its CUDA calls (DeviceGuard: the caller's
+// device is restored after) and queues its work on stream(), the allocator's stream; argument
+// errors are ZT_CHECKs that throw before anything is queued.
+//
+// Host transfers: copy_from_host returns at once only when the host buffer is page-locked (pinned:
+// cudaHostAlloc'd, e.g. pinned_allocator(), or cudaHostRegister'd — asked through
+// cudaPointerGetAttributes). For pageable memory it synchronizes the stream before returning:
+// the CUDA runtime may otherwise still read the host buffer through its staging path after
+// cudaMemcpyAsync returns, and the table promises that the host buffer may be reused at once.
+// copy_to_host always synchronizes (the host reads the result next).
+#include "cuda/backend.h"
+
+#include <algorithm>
+
+#include "cuda/check.h"
+#include "cuda/device.h"
+#include "cuda/gemm.h"
+#include "cuda/kernels/adamw.h"
+#include "cuda/kernels/cast.h"
+#include "cuda/kernels/copy.h"
+#include "cuda/kernels/elementwise.h"
+#include "cuda/kernels/reduce.h"
+
+namespace zt {
+
+namespace {
+
+// The allocator of device `index`, after checking that the device exists and is supported: a
+// zt::Error with cuda_runtime_summary()'s account of the machine otherwise.
+CudaAllocator& checked_allocator(int index) {
+  const std::vector<CudaDevice>& devs = cuda_devices();
+  const CudaDevice* dev = nullptr;
+  for (const CudaDevice& d : devs)
+    if (d.index == index) dev = &d;
+  if (!dev)
+    ZT_THROW("no backend for device cuda:", index, ": ",
+             devs.empty() ? std::string("no usable CUDA device")
+                          : "no such device (" + std::to_string(devs.size()) + " visible)",
+             "; ", cuda_runtime_summary());
+  if (!dev->supported())
+    ZT_THROW("no backend for device cuda:", index, ": ", dev->name, " is sm_", dev->major, dev->minor,
+             ", ZeroTensor's kernels need sm_80 or newer; ", cuda_runtime_summary());
+  return cuda_allocator(index);
+}
+
+void need_here(const CudaBackend& b, const Tensor& t, const char* op, const char* name) {
+  ZT_CHECK(t.defined(), "cuda ", op, ": ", name, " is undefined");
+  ZT_CHECK(t.device() == b.device(), "cuda ", op, ": ", name, " ", t.str(), " is on ", t.device().str(),
+           ", expected ", b.device().str());
+}
+
+void need_contiguous(const Tensor& t, const char* op, const char* name) {
+  ZT_CHECK(t.is_contiguous(), "cuda ", op, ": ", name, " ", t.str(), " is not contiguous");
+}
+
+// true when the host pointer is page-locked (pinned or registered) memory.
+bool host_pinned(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();  // older runtimes report an error for pageable memory: clear it
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
+cuda_kernels::StridedPair layout(const Tensor& dst, const Tensor& src) {
+  return cuda_kernels::make_strided_pair(static_cast<int>(dst.dim()), dst.shape().data(), dst.strides().data(),
+                                         src.strides().data());
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int index) : index_(index), alloc_(checked_allocator(index)) {}
+
+CudaBackend::~CudaBackend() = default;  // CudaGemm is complete here (cuda/gemm.h)
+
+void CudaBackend::synchronize() {
+  DeviceGuard g(index_);
+  ZT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+}
+
+CudaGemm& CudaBackend::gemm_engine() {
+  if (!gemm_) {
+    DeviceGuard g(index_);
+    gemm_ = std::make_unique<CudaGemm>(alloc_);
+  }
+  return *gemm_;
+}
+
+Tensor CudaBackend::scratch(size_t bytes) {
+  // int64 elements: 8-byte alignment for double partials (the allocator's blocks are 512-aligned)
+  const int64_t n = std::max<int64_t>(1, static_cast<int64_t>((bytes + 7) / 8));
+  return Tensor::empty({n}, DType::i64, Category::workspace, alloc_);
+}
+
+// ---- copies --------------------------------------------------------------------------------
+
+void CudaBackend::copy(const Tensor& dst, const Tensor& src) {
+  need_here(*this, dst, "copy", "dst");
+  need_here(*this, src, "copy", "src");
+  ZT_CHECK(dst.shape() == src.shape(), "cuda copy: shape ", shape_str(src.shape()), " into ", shape_str(dst.shape()));
+  if (dst.numel() == 0) return;
+  DeviceGuard g(index_);
+  cuda_kernels::copy(dst.dtype(), dst.raw(), src.dtype(), src.raw(), layout(dst, src), stream());
+}
+
+void CudaBackend::copy_from_host(const Tensor& dst, const Tensor& src_host) {
+  need_here(*this, dst, "copy_from_host", "dst");
+  ZT_CHECK(src_host.defined() && src_host.device().is_cpu(), "cuda copy_from_host: src ", src_host.str(),
+           " must be a cpu tensor");
+  ZT_CHECK(dst.dtype() == src_host.dtype() && dst.numel() == src_host.numel(), "cuda copy_from_host: ",
+           src_host.str(), " into ", dst.str(), ": expected the same dtype and number of elements");
+  need_contiguous(dst, "copy_from_host", "dst");
+  need_contiguous(src_host, "copy_from_host", "src");
+  if (dst.nbytes() == 0) return;
+  DeviceGuard g(index_);
+  ZT_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src_host.raw(), dst.nbytes(), cudaMemcpyHostToDevice, stream()));
+  if (!host_pinned(src_host.raw())) ZT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+}
+
+void CudaBackend::copy_to_host(const Tensor& dst_host, const Tensor& src) {
+  need_here(*this, src, "copy_to_host", "src");
+  ZT_CHECK(dst_host.defined() && dst_host.device().is_cpu(), "cuda copy_to_host: dst ", dst_host.str(),
+           " must be a cpu tensor");
+  ZT_CHECK(dst_host.dtype() == src.dtype() && dst_host.numel() == src.numel(), "cuda copy_to_host: ", src.str(),
+           " into ", dst_host.str(), ": expected the same dtype and number of elements");
+  need_contiguous(dst_host, "copy_to_host", "dst");
+  need_contiguous(src, "copy_to_host", "src");
+  if (src.nbytes() == 0) return;
+  DeviceGuard g(index_);
+  ZT_CUDA_CHECK(cudaMemcpyAsync(dst_host.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToHost, stream()));
+  ZT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+}
+
+void CudaBackend::fill(const Tensor& dst, double value) {
+  need_here(*this, dst, "fill", "dst");
+  if (dst.numel() == 0) return;
+  DeviceGuard g(index_);
+  cuda_kernels::fill(dst.dtype(), dst.raw(), layout(dst, dst), value, stream());
+}
+
+void CudaBackend::accumulate(const Tensor& dst, const Tensor& src, double alpha) {
+  need_here(*this, dst, "accumulate", "dst");
+  need_here(*this, src, "accumulate", "src");
+  ZT_CHECK(dst.shape() == src.shape() && dst.dtype() == src.dtype(), "cuda accumulate: ", src.str(), " into ",
+           dst.str(), ": expected the same shape and dtype");
+  ZT_CHECK(computes(dst.dtype()), "cuda accumulate: dtype ", dtype_name(dst.dtype()), ", expected float32 or bfloat16");
+  for (int64_t d = 0; d < dst.dim(); ++d)  // every dst element written by one thread only
+    ZT_CHECK(dst.shape()[d] <= 1 || dst.strides()[d] != 0, "cuda accumulate: dst ", dst.str(),
+             " repeats elements (stride 0), expected distinct elements");
+  if (dst.numel() == 0) return;
+  DeviceGuard g(index_);
+  cuda_kernels::accumulate(dst.dtype(), dst.raw(), src.raw(), layout(dst, src), alpha, stream());
+}
+
+void CudaBackend::cast(const Tensor& dst, const Tensor& src, double factor) {
+  need_here(*this, dst, "cast", "dst");
+  need_here(*this, src, "cast", "src");
+  ZT_CHECK(dst.numel() == src.numel(), "cuda cast: ", src.str(), " into ", dst.str(), ": expected the same numel");
+  need_contiguous(dst, "cast", "dst");
+  need_contiguous(src, "cast", "src");
+  DeviceGuard g(index_);
+  cuda_kernels::cast(dst.dtype(), dst.raw(), src.dtype(), src.raw(), dst.numel(), static_cast<float>(factor), stream());
+}
+
+void CudaBackend::accumulate_cast(const Tensor& dst, const Tensor& src) {
+  need_here(*this, dst, "accumulate_cast", "dst");
+  need_here(*this, src, "accumulate_cast", "src");
+  ZT_CHECK(dst.numel() == src.numel(), "cuda accumulate_cast: ", src.str(), " into ", dst.str(),
+           ": expected the same numel");
+  need_contiguous(dst, "accumulate_cast", "dst");
+  need_contiguous(src, "accumulate_cast", "src");
+  DeviceGuard g(index_);
+  cuda_kernels::accumulate_cast(dst.dtype(), dst.raw(), src.dtype(), src.raw(), dst.numel(), stream());
+}
+
+// ---- shard norms ---------------------------------------------------------------------------
+
+bool CudaBackend::all_finite(const Tensor& t) {
+  need_here(*this, t, "all_finite", "t");
+  need_contiguous(t, "all_finite", "t");
+  if (t.numel() == 0) return true;
+  DeviceGuard g(index_);
+  Tensor flag = scratch(sizeof(int));
+  int* f = static_cast<int*>(flag.raw());
+  ZT_CUDA_CHECK(cudaMemsetAsync(f, 0, sizeof(int), stream()));
+  cuda_kernels::all_finite_async(t.dtype(), t.raw(), t.numel(), f, stream());
+  int host = 0;
+  ZT_CUDA_CHECK(cudaMemcpyAsync(&host, f, sizeof(int), cudaMemcpyDeviceToHost, stream()));
+  ZT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  return host == 0;
+}
+
+double CudaBackend::sum_of_squares(const Tensor& t) {
+  need_here(*this, t, "sum_of_squares", "t");
+  need_contiguous(t, "sum_of_squares", "t");
+  ZT_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::bf16 || t.dtype() == DType::f16, "cuda sum_of_squares: ",
+           t.str(), ": expected float32, bfloat16 or float16 (float64 is not a GPU dtype here)");
+  DeviceGuard g(index_);
+  const int64_t ws = cuda_kernels::sum_of_squares_workspace_bytes(t.numel());
+  Tensor buf = scratch(static_cast<size_t>(ws) + sizeof(double));  // [result | chunk partials]
+  auto* result = static_cast<double*>(buf.raw());
+  cuda_kernels::sum_of_squares_async(t.raw(), t.dtype(), t.numel(), result, result + 1, stream());
+  double host = 0;
+  ZT_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof(double), cudaMemcpyDeviceToHost, stream()));
+  ZT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  return host;
+}
+
+void CudaBackend::scale_(const Tensor& t, double factor) {
+  need_here(*this, t, "scale_", "t");
+  need_contiguous(t, "scale_", "t");
+  DeviceGuard g(index_);
+  cuda_kernels::scale(t.dtype(), t.raw(), t.raw(), factor, t.numel(), stream());
+}
+
+// ---- AdamW ---------------------------------------------------------------------------------
+
+void CudaBackend::adamw_step(const Tensor& master, const Tensor& grad, const Tensor& m, const Tensor& v,
+                             const AdamWArgs& h, const Tensor& out_lowp) {
+  const Tensor* ts[] = {&master, &grad, &m, &v};
+  const char* names[] = {"master", "grad", "m", "v"};
+  for (int k = 0; k < 4; ++k) {
+    need_here(*this, *ts[k], "adamw_step", names[k]);
+    need_contiguous(*ts[k], "adamw_step", names[k]);
+    ZT_CHECK(ts[k]->dtype() == DType::f32, "cuda adamw_step: ", names[k], " ", ts[k]->str(),
+             ", expected float32 (the GPU keeps float32 master weights and moments)");
+    ZT_CHECK(ts[k]->numel() == master.numel(), "cuda adamw_step: ", names[k], " ", ts[k]->str(), " has ",
+             ts[k]->numel(), " elements, master ", master.numel());
+  }
+  uint16_t* lowp = nullptr;
+  if (out_lowp.defined()) {
+    need_here(*this, out_lowp, "adamw_step", "out_lowp");
+    need_contiguous(out_lowp, "adamw_step", "out_lowp");
+    if (out_lowp.dtype() != DType::bf16)
+      ZT_THROW("cuda adamw_step: out_lowp ", out_lowp.str(), ": the GPU kernel writes a bfloat16 copy only "
+               "(cuda/kernels/adamw.h); float16 parameters are not supported on the GPU");
+    ZT_CHECK(out_lowp.numel() == master.numel(), "cuda adamw_step: out_lowp ", out_lowp.str(), " has ",
+             out_lowp.numel(), " elements, master ", master.numel());
+    lowp = static_cast<uint16_t*>(out_lowp.raw());
+  }
+  if (master.numel() == 0) return;
+  ZT_CHECK(h.step >= 1, "cuda adamw_step: step ", h.step, ", expected >= 1");
+  cuda_kernels::AdamWConfig c;
+  c.lr = h.lr, c.beta1 = h.beta1, c.beta2 = h.beta2, c.eps = h.eps, c.weight_decay = h.weight_decay;
+  DeviceGuard g(index_);
+  cuda_kernels::adamw_step(master.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(), master.numel(),
+                           c, h.step, h.decay, lowp, stream());
+}
+
+// ---- registration --------------------------------------------------------------------------
+
+void register_cuda_backend() {
+  register_backend(DeviceType::cuda, [](int index) -> Backend* { return new CudaBackend(index); });
+}
+
+}  // namespace zt

@@ -1,0 +1,322 @@
+// CudaBackend (cuda/backend.h): GEMM, linear, RoPE, attention.
+//
+// gemm / linear / linear_backward go through cuBLASLt (cuda/gemm.h, the backend's CudaGemm with
+// its algorithm cache); RoPE through cuda/kernels/embedding_rope.h; attention through our own
+// kernels (cuda/kernels/attention.h: the flash-style algorithm on CUDA cores, saving the row
+// log-sum-exp (B, Hq, T) float32 instead of the CPU's probabilities).
+//
+// Precision: float32 GEMMs run in IEEE fp32 (CUBLAS_COMPUTE_32F), so every entry matches the CPU
+// backend to float32 rounding; TF32 (GemmPrecision::tf32, ~1e-3 relative) is available on
+// CudaGemm itself but the table has no switch for it (one would be added to cuda/backend.h).
+// bfloat16 GEMMs accumulate in float32 and round once.
+//
+// linear_backward's bias gradient: cuBLASLt's BGRADB epilogue (fused into the dW GEMM) when dW
+// is computed and written (accumulate false); otherwise — accumulate, where the epilogue could
+// only overwrite db, or no dW GEMM to ride on — cuda_kernels::bias_grad, which sums dY's columns
+// in a fixed order in float32 and adds the sum to db's old value before one rounding (exactly the
+// table's "added to what db holds", with one rounding in bfloat16 too).
+#include <cuda_runtime_api.h>
+
+#include "core/backend.h"
+#include "cuda/backend.h"
+#include "cuda/device.h"  // DeviceGuard
+#include "cuda/gemm.h"
+#include "cuda/kernels/attention.h"
+#include "cuda/kernels/bias_grad.h"
+#include "cuda/kernels/embedding_rope.h"
+
+namespace zt {
+
+namespace {
+
+constexpr GemmPrecision kF32Precision = GemmPrecision::fp32;
+
+GemmPrecision precision_for(DType t) { return t == DType::f32 ? kF32Precision : GemmPrecision::fp32; }
+
+// Every tensor argument: defined, on this backend's device, contiguous.
+void need_here(const Backend& be, const Tensor& t, const char* op, const char* name) {
+  ZT_CHECK(t.defined(), "CudaBackend::", op, ": ", name, " is undefined");
+  ZT_CHECK(t.device() == be.device(), "CudaBackend::", op, ": ", name, " is on ", t.device().str(),
+           ", expected ", be.device().str());
+  ZT_CHECK(t.is_contiguous(), "CudaBackend::", op, ": ", name, " ", t.str(), " must be contiguous");
+}
+// ... and of the compute dtype `dt` (float32 or bfloat16)
+void need_compute(const Backend& be, const Tensor& t, DType dt, const char* op, const char* name) {
+  need_here(be, t, op, name);
+  ZT_CHECK(be.computes(dt), "CudaBackend::", op, ": dtype ", dtype_name(dt),
+           " is not a GPU compute dtype (float32, bfloat16)");
+  ZT_CHECK(t.dtype() == dt, "CudaBackend::", op, ": ", name, " has dtype ", dtype_name(t.dtype()), ", expected ",
+           dtype_name(dt));
+}
+void need_shape(const Tensor& t, const Shape& s, const char* op, const char* name) {
+  ZT_CHECK(t.shape() == s, "CudaBackend::", op, ": ", name, " has shape ", shape_str(t.shape()), ", expected ",
+           shape_str(s));
+}
+
+// Rows of a (..., features) tensor: the product of its leading dimensions.
+int64_t rows_of(const Tensor& t) {
+  int64_t r = 1;
+  for (int64_t i = 0; i + 1 < t.dim(); ++i) r *= t.size(i);
+  return r;
+}
+
+// The attention shapes: q (B, T, Hq, D), k and v (B, T, Hkv, D).
+struct AttnDims {
+  int64_t B, T, Hq, Hkv, D;
+};
+AttnDims attn_dims(const Tensor& q, const Tensor& k, const Tensor& v, const char* op) {
+  ZT_CHECK(q.dim() == 4 && k.dim() == 4, "CudaBackend::", op, ": q ", shape_str(q.shape()), " and k ",
+           shape_str(k.shape()), " must be (B, T, H, D)");
+  const AttnDims d{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
+  need_shape(k, {d.B, d.T, d.Hkv, d.D}, op, "k");
+  need_shape(v, {d.B, d.T, d.Hkv, d.D}, op, "v");
+  ZT_CHECK(d.Hkv >= 1 && d.Hq % d.Hkv == 0, "CudaBackend::", op, ": Hq = ", d.Hq, " must be a multiple of Hkv = ",
+           d.Hkv);
+  ZT_CHECK(d.D >= 1 && d.D <= cuda_kernels::kAttentionMaxHeadDim, "CudaBackend::", op, ": head dimension D = ", d.D,
+           " is not supported by the CUDA attention kernel (1 <= D <= ", cuda_kernels::kAttentionMaxHeadDim, ")");
+  return d;
+}
+
+}  // namespace
+
+// ---- matrix products ----------------------------------------------------------------------------
+
+void CudaBackend::gemm(const GemmShape& g, const Tensor& A, const Tensor& B, const Tensor& C) {
+  const char* op = "gemm";
+  const DType dt = C.dtype();
+  need_compute(*this, A, dt, op, "A");
+  need_compute(*this, B, dt, op, "B");
+  need_compute(*this, C, dt, op, "C");
+  ZT_CHECK(g.M >= 0 && g.N >= 0 && g.K >= 0 && g.batch >= 0 && g.stride_a >= 0 && g.stride_b >= 0 &&
+               g.stride_c >= 0,
+           "CudaBackend::gemm: negative size or stride (M ", g.M, " N ", g.N, " K ", g.K, " batch ", g.batch, ")");
+  if (g.M == 0 || g.N == 0 || g.batch == 0) return;
+  // every product's operands lie inside the tensors
+  const auto need_span = [&](const Tensor& t, int64_t stride, int64_t elems, const char* name) {
+    ZT_CHECK((g.batch - 1) * stride + elems <= t.numel(), "CudaBackend::gemm: ", name, " ", t.str(), " holds ",
+             t.numel(), " elements, the batch needs ", (g.batch - 1) * stride + elems);
+  };
+  need_span(A, g.stride_a, g.M * g.K, "A");
+  need_span(B, g.stride_b, g.K * g.N, "B");
+  need_span(C, g.stride_c, g.M * g.N, "C");
+  ZT_CHECK(g.batch == 1 || g.stride_c >= g.M * g.N, "CudaBackend::gemm: stride_c = ", g.stride_c,
+           " < M N = ", g.M * g.N, ": the products' outputs overlap");
+  DeviceGuard guard(index_);
+  if (g.K == 0) {  // C = beta C (an empty sum); cuBLASLt needs k >= 1
+    for (int64_t p = 0; p < g.batch; ++p) {
+      const Tensor Cp = C.flat_view(p * g.stride_c, {g.M, g.N});
+      if (g.beta == 0.0) fill(Cp, 0.0);
+      else if (g.beta != 1.0) scale_(Cp, g.beta);
+    }
+    return;
+  }
+  GemmStridedArgs a;
+  a.trans_a = g.trans_a, a.trans_b = g.trans_b;
+  a.M = g.M, a.N = g.N, a.K = g.K;
+  a.alpha = g.alpha, a.beta = g.beta;
+  a.batch = g.batch, a.stride_a = g.stride_a, a.stride_b = g.stride_b, a.stride_c = g.stride_c;
+  a.in_dtype = a.out_dtype = dt;
+  a.precision = precision_for(dt);
+  a.a = A.raw();
+  a.b = B.raw();
+  a.c = C.raw();
+  gemm_engine().gemm(a, stream());
+}
+
+void CudaBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b) {
+  const char* op = "linear";
+  const DType dt = x.dtype();
+  need_compute(*this, x, dt, op, "x");
+  need_compute(*this, w, dt, op, "w");
+  need_compute(*this, y, dt, op, "y");
+  ZT_CHECK(w.dim() == 2 && x.dim() >= 1 && y.dim() >= 1, "CudaBackend::linear: w ", shape_str(w.shape()),
+           " must be (out, in), x (..., in), y (..., out)");
+  const int64_t out = w.size(0), in = w.size(1);
+  ZT_CHECK(x.size(-1) == in, "CudaBackend::linear: x ", shape_str(x.shape()), " has ", x.size(-1),
+           " features, w expects ", in);
+  ZT_CHECK(y.size(-1) == out, "CudaBackend::linear: y ", shape_str(y.shape()), " has ", y.size(-1),
+           " features, w gives ", out);
+  const int64_t M = rows_of(x);
+  ZT_CHECK(rows_of(y) == M, "CudaBackend::linear: y ", shape_str(y.shape()), " does not have the ", M, " rows of x ",
+           shape_str(x.shape()));
+  if (b.defined()) {
+    need_compute(*this, b, dt, op, "b");
+    need_shape(b, {out}, op, "b");
+  }
+  if (y.numel() == 0) return;
+  ZT_CHECK(in >= 1, "CudaBackend::linear: in = 0 (an empty product) is not supported on the GPU; y ",
+           shape_str(y.shape()));
+  DeviceGuard guard(index_);
+  GemmArgs a;
+  a.M = M, a.N = out, a.K = in;
+  a.in_dtype = a.out_dtype = dt;
+  a.precision = precision_for(dt);
+  a.x = x.raw(), a.w = w.raw(), a.y = y.raw();
+  a.bias = b.defined() ? b.raw() : nullptr;
+  gemm_engine().linear(a, stream());
+}
+
+void CudaBackend::linear_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dy,
+                                  const Tensor& x, const Tensor& w, bool accumulate) {
+  const char* op = "linear_backward";
+  const DType dt = dy.dtype();
+  need_compute(*this, dy, dt, op, "dy");
+  ZT_CHECK(dy.dim() >= 1, "CudaBackend::linear_backward: dy must be (..., out), got a scalar");
+  const int64_t out = dy.size(-1), M = rows_of(dy);
+  int64_t in = -1;
+  if (w.defined()) {
+    need_compute(*this, w, dt, op, "w");
+    ZT_CHECK(w.dim() == 2 && w.size(0) == out, "CudaBackend::linear_backward: w ", shape_str(w.shape()),
+             " must be (", out, ", in)");
+    in = w.size(1);
+  }
+  if (x.defined()) {
+    need_compute(*this, x, dt, op, "x");
+    ZT_CHECK(x.dim() >= 1, "CudaBackend::linear_backward: x must be (..., in)");
+    ZT_CHECK(in < 0 || x.size(-1) == in, "CudaBackend::linear_backward: x ", shape_str(x.shape()), " vs w ",
+             shape_str(w.shape()));
+    in = x.size(-1);
+    ZT_CHECK(rows_of(x) == M, "CudaBackend::linear_backward: x ", shape_str(x.shape()), " does not have the ", M,
+             " rows of dy ", shape_str(dy.shape()));
+  }
+  DeviceGuard guard(index_);
+  bool db_fused = false;
+  if (dx.defined()) {
+    need_compute(*this, dx, dt, op, "dx");
+    ZT_CHECK(w.defined(), "CudaBackend::linear_backward: dx needs w");
+    ZT_CHECK(dx.dim() >= 1 && dx.size(-1) == in && rows_of(dx) == M, "CudaBackend::linear_backward: dx ",
+             shape_str(dx.shape()), " must be (..., ", in, ") with ", M, " rows");
+    if (dx.numel() > 0) {
+      if (out == 0) {
+        fill(dx, 0.0);  // an empty sum
+      } else {
+        GemmGradInputArgs a;
+        a.M = M, a.N = out, a.K = in;
+        a.in_dtype = a.out_dtype = dt;
+        a.precision = precision_for(dt);
+        a.dy = dy.raw(), a.w = w.raw(), a.dx = dx.raw();
+        a.accumulate = false;
+        gemm_engine().linear_grad_input(a, stream());
+      }
+    }
+  }
+  if (db.defined()) {
+    need_compute(*this, db, dt, op, "db");
+    need_shape(db, {out}, op, "db");
+  }
+  if (dw.defined()) {
+    need_compute(*this, dw, dt, op, "dw");
+    ZT_CHECK(x.defined(), "CudaBackend::linear_backward: dw needs x");
+    need_shape(dw, {out, in}, op, "dw");
+    if (dw.numel() > 0) {
+      if (M == 0) {
+        if (!accumulate) fill(dw, 0.0);  // an empty sum
+      } else {
+        GemmGradWeightArgs a;
+        a.M = M, a.N = out, a.K = in;
+        a.in_dtype = a.out_dtype = dt;
+        a.precision = precision_for(dt);
+        a.dy = dy.raw(), a.x = x.raw(), a.dw = dw.raw();
+        a.accumulate = accumulate;
+        // BGRADB writes db: fuse it only when db is written, not accumulated (see the top)
+        db_fused = db.defined() && db.numel() > 0 && !accumulate;
+        a.dbias = db_fused ? db.raw() : nullptr;
+        gemm_engine().linear_grad_weight(a, stream());
+      }
+    }
+  }
+  if (db.defined() && db.numel() > 0 && !db_fused) {
+    const int64_t ws_bytes = cuda_kernels::bias_grad_workspace_bytes(M, out);
+    Tensor ws = Tensor::empty({ws_bytes / 4}, DType::f32, Category::workspace, allocator());
+    cuda_kernels::bias_grad(dt, db.raw(), dy.raw(), M, out, accumulate, ws_bytes > 0 ? ws.raw() : nullptr, stream());
+  }
+}
+
+// ---- RoPE -------------------------------------------------------------------------------------------
+
+void CudaBackend::rope_tables(const Tensor& cos_t, const Tensor& sin_t, double theta) {
+  const char* op = "rope_tables";
+  need_compute(*this, cos_t, DType::f32, op, "cos_t");
+  need_compute(*this, sin_t, DType::f32, op, "sin_t");
+  ZT_CHECK(cos_t.dim() == 2, "CudaBackend::rope_tables: cos_t ", shape_str(cos_t.shape()), " must be (T, D/2)");
+  need_shape(sin_t, cos_t.shape(), op, "sin_t");
+  DeviceGuard guard(index_);
+  cuda_kernels::rope_tables(cos_t.data<float>(), sin_t.data<float>(), cos_t.size(0), 2 * cos_t.size(1), theta,
+                            stream());
+}
+
+void CudaBackend::rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, const Tensor& sin_t, bool inverse) {
+  const char* op = "rope";
+  const DType dt = x.dtype();
+  need_compute(*this, x, dt, op, "x");
+  need_compute(*this, out, dt, op, "out");
+  need_compute(*this, cos_t, stats_dtype(dt), op, "cos_t");
+  need_compute(*this, sin_t, stats_dtype(dt), op, "sin_t");
+  ZT_CHECK(x.dim() == 4, "CudaBackend::rope: x ", shape_str(x.shape()), " must be (B, T, H, D)");
+  need_shape(out, x.shape(), op, "out");
+  const int64_t B = x.size(0), T = x.size(1), H = x.size(2), D = x.size(3);
+  ZT_CHECK(D % 2 == 0 && D >= 2, "CudaBackend::rope: head dimension D = ", D, " must be even");
+  need_shape(cos_t, {T, D / 2}, op, "cos_t");
+  need_shape(sin_t, {T, D / 2}, op, "sin_t");
+  DeviceGuard guard(index_);
+  if (inverse)
+    cuda_kernels::rope_backward(dt, out.raw(), x.raw(), cos_t.data<float>(), sin_t.data<float>(), B, T, H, D,
+                                stream());
+  else
+    cuda_kernels::rope_forward(dt, out.raw(), x.raw(), cos_t.data<float>(), sin_t.data<float>(), B, T, H, D,
+                               stream());
+}
+
+// ---- attention ----------------------------------------------------------------------------------
+
+Tensor CudaBackend::attention(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
+                              bool keep_for_backward) {
+  const char* op = "attention";
+  const DType dt = q.dtype();
+  need_compute(*this, q, dt, op, "q");
+  need_compute(*this, k, dt, op, "k");
+  need_compute(*this, v, dt, op, "v");
+  need_compute(*this, out, dt, op, "out");
+  const AttnDims d = attn_dims(q, k, v, op);
+  need_shape(out, q.shape(), op, "out");
+  DeviceGuard guard(index_);
+  // the row log-sum-exp (B, Hq, T) float32, kept as an activation for the backward; the kernel
+  // skips it (nullptr) when not kept
+  Tensor lse;
+  if (keep_for_backward) lse = Tensor::empty({d.B, d.Hq, d.T}, DType::f32, Category::activations, allocator());
+  cuda_kernels::attention_forward(dt, out.raw(), keep_for_backward ? lse.data<float>() : nullptr, q.raw(), k.raw(),
+                                  v.raw(), d.B, d.T, d.Hq, d.Hkv, d.D, stream());
+  return lse;
+}
+
+void CudaBackend::attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                                     const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                     const Tensor& saved) {
+  const char* op = "attention_backward";
+  const DType dt = q.dtype();
+  need_compute(*this, q, dt, op, "q");
+  need_compute(*this, k, dt, op, "k");
+  need_compute(*this, v, dt, op, "v");
+  need_compute(*this, out, dt, op, "out");
+  need_compute(*this, dout, dt, op, "dout");
+  need_compute(*this, dq, dt, op, "dq");
+  need_compute(*this, dk, dt, op, "dk");
+  need_compute(*this, dv, dt, op, "dv");
+  const AttnDims d = attn_dims(q, k, v, op);
+  need_shape(out, q.shape(), op, "out");
+  need_shape(dout, q.shape(), op, "dout");
+  need_shape(dq, q.shape(), op, "dq");
+  need_shape(dk, k.shape(), op, "dk");
+  need_shape(dv, v.shape(), op, "dv");
+  ZT_CHECK(saved.defined(), "CudaBackend::attention_backward: `saved` is undefined (the forward ran with "
+                            "keep_for_backward = false)");
+  need_compute(*this, saved, DType::f32, op, "saved (the forward's row log-sum-exp)");
+  need_shape(saved, {d.B, d.Hq, d.T}, op, "saved (the forward's row log-sum-exp)");
+  DeviceGuard guard(index_);
+  const int64_t ws_bytes = cuda_kernels::attention_backward_workspace_bytes(d.B, d.T, d.Hq);
+  Tensor ws = Tensor::empty({ws_bytes / 4}, DType::f32, Category::workspace, allocator());
+  cuda_kernels::attention_backward(dt, dq.raw(), dk.raw(), dv.raw(), dout.raw(), q.raw(), k.raw(), v.raw(), out.raw(),
+                                   saved.data<float>(), ws.raw(), d.B, d.T, d.Hq, d.Hkv, d.D, stream());
+}
+
+}  // namespace zt

@@ -1,0 +1,395 @@
+// CudaBackend (cuda/backend.h): the elementwise, reduction, activation, softmax, embedding, loss
+// and normalization entries of the table (core/backend.h), each a thin adapter that ZT_CHECKs its
+// tensors (this device, a compute dtype, contiguous, consistent sizes: cheap checks only — the
+// user-facing checks are autograd/ops') and launches kernels of cuda/kernels on stream().
+//
+// Row ops (softmax, norms, sum_last, cross-entropy) take the last dimension as the row: x of any
+// rank >= 1 is (R, N) with N = x.size(-1) and R the product of the other dimensions.
+// Statistics (norm mean / rstd, cross-entropy lse) are float32 (stats_dtype of f32 and bf16).
+// Workspaces (norm backward partials, sum_all partials, cross-entropy row losses) come from
+// scratch(): freed when the entry returns, which is safe without waiting because the caching
+// allocator hands a block freed on stream() back only to later work on stream() (cuda/backend.h).
+#include <cstdint>
+
+#include "cuda/backend.h"
+#include "cuda/check.h"
+#include "cuda/device.h"
+#include "cuda/kernels/activation.h"
+#include "cuda/kernels/cast.h"
+#include "cuda/kernels/elementwise.h"
+#include "cuda/kernels/embedding_rope.h"
+#include "cuda/kernels/norm.h"
+#include "cuda/kernels/softmax_ce.h"
+
+namespace zt {
+
+namespace {
+
+// The checks of one entry: `op` names it in messages.
+struct Need {
+  const CudaBackend& b;
+  const char* op;
+
+  // t defined, on this device, contiguous, of dtype dt.
+  void on(const Tensor& t, const char* name, DType dt) const {
+    ZT_CHECK(t.defined(), "cuda ", op, ": ", name, " is undefined");
+    ZT_CHECK(t.device() == b.device(), "cuda ", op, ": ", name, " ", t.str(), " is on ", t.device().str(),
+             ", expected ", b.device().str());
+    ZT_CHECK(t.is_contiguous(), "cuda ", op, ": ", name, " ", t.str(), " is not contiguous");
+    ZT_CHECK(t.dtype() == dt, "cuda ", op, ": ", name, " ", t.str(), " has dtype ", dtype_name(t.dtype()),
+             ", expected ", dtype_name(dt));
+  }
+  // The input that fixes the entry's dtype: also a compute dtype of this backend.
+  void compute(const Tensor& t, const char* name) const {
+    ZT_CHECK(t.defined(), "cuda ", op, ": ", name, " is undefined");
+    ZT_CHECK(b.computes(t.dtype()), "cuda ", op, ": ", name, " ", t.str(), " has dtype ", dtype_name(t.dtype()),
+             ", expected float32 or bfloat16");
+    on(t, name, t.dtype());
+  }
+  // on(), plus the same shape as ref.
+  void like(const Tensor& t, const char* name, const Tensor& ref) const {
+    on(t, name, ref.dtype());
+    ZT_CHECK(t.shape() == ref.shape(), "cuda ", op, ": ", name, " ", t.str(), ", expected shape ",
+             shape_str(ref.shape()));
+  }
+  void numel(const Tensor& t, const char* name, int64_t n) const {
+    ZT_CHECK(t.numel() == n, "cuda ", op, ": ", name, " ", t.str(), " has ", t.numel(), " elements, expected ", n);
+  }
+};
+
+// x as (R, N) rows over its last dimension.
+struct Rows {
+  int64_t R = 0, N = 0;
+};
+Rows rows_of(const Tensor& x, const char* op) {
+  ZT_CHECK(x.dim() >= 1, "cuda ", op, ": ", x.str(), " needs at least one dimension");
+  Rows r;
+  r.N = x.size(-1);
+  r.R = 1;
+  for (int64_t d = 0; d + 1 < x.dim(); ++d) r.R *= x.shape()[d];
+  return r;
+}
+
+void* ptr(const Tensor& t) { return t.defined() ? t.raw() : nullptr; }
+
+}  // namespace
+
+// ---- elementwise ----------------------------------------------------------------------------
+
+void CudaBackend::binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  const Need n{*this, "binary"};
+  n.compute(a, "a");
+  n.like(b, "b", a);
+  n.like(out, "out", a);
+  DeviceGuard g(index_);
+  const cuda_kernels::EwOp k = op == BinaryOp::add ? cuda_kernels::EwOp::add
+                               : op == BinaryOp::sub ? cuda_kernels::EwOp::sub
+                                                     : cuda_kernels::EwOp::mul;
+  cuda_kernels::binary(k, a.dtype(), out.raw(), a.raw(), b.raw(), a.numel(), stream());
+}
+
+void CudaBackend::scale(const Tensor& out, const Tensor& x, double s) {
+  const Need n{*this, "scale"};
+  n.compute(x, "x");
+  n.like(out, "out", x);
+  DeviceGuard g(index_);
+  cuda_kernels::scale(x.dtype(), out.raw(), x.raw(), s, x.numel(), stream());
+}
+
+void CudaBackend::mul_backward(const Tensor& da, const Tensor& db, const Tensor& dout, const Tensor& a,
+                               const Tensor& b) {
+  const Need n{*this, "mul_backward"};
+  ZT_CHECK(da.defined() || db.defined(), "cuda mul_backward: da and db are both undefined");
+  n.compute(dout, "dout");
+  n.like(a, "a", dout);
+  n.like(b, "b", dout);
+  if (da.defined()) n.like(da, "da", dout);
+  if (db.defined()) n.like(db, "db", dout);
+  DeviceGuard g(index_);
+  cuda_kernels::mul_backward(dout.dtype(), ptr(da), ptr(db), dout.raw(), a.raw(), b.raw(), dout.numel(), stream());
+}
+
+// ---- reductions -----------------------------------------------------------------------------
+
+void CudaBackend::sum_all(const Tensor& out, const Tensor& x, double factor) {
+  const Need n{*this, "sum_all"};
+  n.compute(x, "x");
+  n.on(out, "out", x.dtype());
+  n.numel(out, "out", 1);
+  DeviceGuard g(index_);
+  Tensor ws = scratch(static_cast<size_t>(cuda_kernels::sum_all_workspace_bytes(x.numel())));
+  cuda_kernels::sum_all(x.dtype(), out.raw(), x.raw(), x.numel(), factor, ws.raw(), stream());
+}
+
+void CudaBackend::fill_scaled(const Tensor& dx, const Tensor& g, double factor) {
+  const Need n{*this, "fill_scaled"};
+  n.compute(g, "g");
+  n.numel(g, "g", 1);
+  n.on(dx, "dx", g.dtype());
+  DeviceGuard guard(index_);
+  cuda_kernels::fill_scaled(g.dtype(), dx.raw(), g.raw(), factor, dx.numel(), stream());
+}
+
+void CudaBackend::sum_last(const Tensor& out, const Tensor& x) {
+  const Need n{*this, "sum_last"};
+  n.compute(x, "x");
+  const Rows r = rows_of(x, "sum_last");
+  n.on(out, "out", x.dtype());
+  n.numel(out, "out", r.R);
+  DeviceGuard g(index_);
+  cuda_kernels::sum_last_forward(x.dtype(), out.raw(), x.raw(), r.R, r.N, stream());
+}
+
+void CudaBackend::sum_last_backward(const Tensor& dx, const Tensor& dout) {
+  const Need n{*this, "sum_last_backward"};
+  n.compute(dout, "dout");
+  n.on(dx, "dx", dout.dtype());
+  const Rows r = rows_of(dx, "sum_last_backward");
+  n.numel(dout, "dout", r.R);
+  DeviceGuard g(index_);
+  cuda_kernels::sum_last_backward(dx.dtype(), dx.raw(), dout.raw(), r.R, r.N, stream());
+}
+
+// ---- activations ----------------------------------------------------------------------------
+
+void CudaBackend::gelu(const Tensor& out, const Tensor& x) {
+  const Need n{*this, "gelu"};
+  n.compute(x, "x");
+  n.like(out, "out", x);
+  DeviceGuard g(index_);
+  cuda_kernels::gelu_forward(x.dtype(), out.raw(), x.raw(), x.numel(), stream());
+}
+
+void CudaBackend::gelu_backward(const Tensor& dx, const Tensor& dout, const Tensor& x) {
+  const Need n{*this, "gelu_backward"};
+  n.compute(x, "x");
+  n.like(dout, "dout", x);
+  n.like(dx, "dx", x);
+  DeviceGuard g(index_);
+  cuda_kernels::gelu_backward(x.dtype(), dx.raw(), dout.raw(), x.raw(), x.numel(), stream());
+}
+
+void CudaBackend::silu(const Tensor& out, const Tensor& x) {
+  const Need n{*this, "silu"};
+  n.compute(x, "x");
+  n.like(out, "out", x);
+  DeviceGuard g(index_);
+  cuda_kernels::silu_forward(x.dtype(), out.raw(), x.raw(), x.numel(), stream());
+}
+
+void CudaBackend::silu_backward(const Tensor& dx, const Tensor& dout, const Tensor& x) {
+  const Need n{*this, "silu_backward"};
+  n.compute(x, "x");
+  n.like(dout, "dout", x);
+  n.like(dx, "dx", x);
+  DeviceGuard g(index_);
+  cuda_kernels::silu_backward(x.dtype(), dx.raw(), dout.raw(), x.raw(), x.numel(), stream());
+}
+
+void CudaBackend::swiglu(const Tensor& out, const Tensor& gate, const Tensor& up) {
+  const Need n{*this, "swiglu"};
+  n.compute(gate, "gate");
+  n.like(up, "up", gate);
+  n.like(out, "out", gate);
+  DeviceGuard g(index_);
+  cuda_kernels::swiglu_forward(gate.dtype(), out.raw(), gate.raw(), up.raw(), gate.numel(), stream());
+}
+
+void CudaBackend::swiglu_backward(const Tensor& dgate, const Tensor& dup, const Tensor& dout, const Tensor& gate,
+                                  const Tensor& up) {
+  const Need n{*this, "swiglu_backward"};
+  ZT_CHECK(dgate.defined() || dup.defined(), "cuda swiglu_backward: dgate and dup are both undefined");
+  n.compute(gate, "gate");
+  n.like(up, "up", gate);
+  n.like(dout, "dout", gate);
+  if (dgate.defined()) n.like(dgate, "dgate", gate);
+  if (dup.defined()) n.like(dup, "dup", gate);
+  DeviceGuard g(index_);
+  cuda_kernels::swiglu_backward(gate.dtype(), ptr(dgate), ptr(dup), dout.raw(), gate.raw(), up.raw(), gate.numel(),
+                                stream());
+}
+
+void CudaBackend::softmax(const Tensor& out, const Tensor& x) {
+  const Need n{*this, "softmax"};
+  n.compute(x, "x");
+  n.like(out, "out", x);
+  const Rows r = rows_of(x, "softmax");
+  DeviceGuard g(index_);
+  cuda_kernels::softmax_forward(x.dtype(), out.raw(), x.raw(), r.R, r.N, stream());
+}
+
+void CudaBackend::softmax_backward(const Tensor& dx, const Tensor& dout, const Tensor& out) {
+  const Need n{*this, "softmax_backward"};
+  n.compute(out, "out");
+  n.like(dout, "dout", out);
+  n.like(dx, "dx", out);
+  const Rows r = rows_of(out, "softmax_backward");
+  DeviceGuard g(index_);
+  cuda_kernels::softmax_backward(out.dtype(), dx.raw(), dout.raw(), out.raw(), r.R, r.N, stream());
+}
+
+// ---- embedding and loss ---------------------------------------------------------------------
+
+void CudaBackend::embedding(const Tensor& out, const Tensor& ids, const Tensor& table) {
+  const Need n{*this, "embedding"};
+  n.compute(table, "table");
+  ZT_CHECK(table.dim() == 2, "cuda embedding: table ", table.str(), ", expected (V, C)");
+  n.on(ids, "ids", DType::i32);
+  n.on(out, "out", table.dtype());
+  const int64_t V = table.size(0), C = table.size(1);
+  n.numel(out, "out", ids.numel() * C);
+  DeviceGuard g(index_);
+  cuda_kernels::embedding_forward(table.dtype(), out.raw(), ids.data<int32_t>(), table.raw(), ids.numel(), V, C,
+                                  stream());
+}
+
+void CudaBackend::embedding_backward(const Tensor& dtable, const Tensor& dout, const Tensor& ids) {
+  const Need n{*this, "embedding_backward"};
+  n.compute(dtable, "dtable");
+  ZT_CHECK(dtable.dim() == 2, "cuda embedding_backward: dtable ", dtable.str(), ", expected (V, C)");
+  n.on(ids, "ids", DType::i32);
+  n.on(dout, "dout", dtable.dtype());
+  const int64_t V = dtable.size(0), C = dtable.size(1);
+  n.numel(dout, "dout", ids.numel() * C);
+  DeviceGuard g(index_);
+  cuda_kernels::embedding_backward(dtable.dtype(), dtable.raw(), dout.raw(), ids.data<int32_t>(), ids.numel(), V, C,
+                                   stream());
+}
+
+void CudaBackend::cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& targets,
+                                int64_t valid_vocab, int64_t count) {
+  const Need n{*this, "cross_entropy"};
+  n.compute(logits, "logits");
+  const Rows r = rows_of(logits, "cross_entropy");
+  n.on(targets, "targets", DType::i32);
+  n.numel(targets, "targets", r.R);
+  n.on(lse, "lse", stats_dtype(logits.dtype()));
+  n.numel(lse, "lse", r.R);
+  ZT_CHECK(loss.defined() && loss.numel() == 1, "cuda cross_entropy: loss ", loss.str(), ", expected one element");
+  ZT_CHECK(loss.dtype() == DType::f32 || loss.dtype() == DType::bf16, "cuda cross_entropy: loss ", loss.str(),
+           ", expected float32 or bfloat16");
+  n.on(loss, "loss", loss.dtype());
+  ZT_CHECK(valid_vocab >= 1 && valid_vocab <= r.N && count >= 0, "cuda cross_entropy: valid_vocab ", valid_vocab,
+           ", count ", count, " for logits ", logits.str());
+  DeviceGuard g(index_);
+  // [mean (1 float) | row losses (R floats)]
+  Tensor ws = scratch(sizeof(float) * static_cast<size_t>(r.R + 1));
+  float* mean = static_cast<float*>(ws.raw());
+  float* mean_out = loss.dtype() == DType::f32 ? loss.data<float>() : mean;
+  cuda_kernels::cross_entropy_forward(logits.dtype(), mean_out, mean + 1, lse.data<float>(), logits.raw(),
+                                      targets.data<int32_t>(), r.R, r.N, valid_vocab, count, stream());
+  if (loss.dtype() != DType::f32)
+    cuda_kernels::cast(loss.dtype(), loss.raw(), DType::f32, mean, 1, 1.0f, stream());
+}
+
+void CudaBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& lse,
+                                         const Tensor& targets, const Tensor& dloss, int64_t valid_vocab,
+                                         int64_t count) {
+  const Need n{*this, "cross_entropy_backward"};
+  n.compute(logits, "logits");
+  n.like(dlogits, "dlogits", logits);
+  const Rows r = rows_of(logits, "cross_entropy_backward");
+  n.on(targets, "targets", DType::i32);
+  n.numel(targets, "targets", r.R);
+  n.on(lse, "lse", stats_dtype(logits.dtype()));
+  n.numel(lse, "lse", r.R);
+  ZT_CHECK(dloss.defined() && dloss.numel() == 1, "cuda cross_entropy_backward: dloss ", dloss.str(),
+           ", expected one element");
+  ZT_CHECK(dloss.dtype() == DType::f32 || dloss.dtype() == DType::bf16, "cuda cross_entropy_backward: dloss ",
+           dloss.str(), ", expected float32 or bfloat16");
+  n.on(dloss, "dloss", dloss.dtype());
+  ZT_CHECK(valid_vocab >= 1 && valid_vocab <= r.N && count >= 0, "cuda cross_entropy_backward: valid_vocab ",
+           valid_vocab, ", count ", count, " for logits ", logits.str());
+  DeviceGuard g(index_);
+  Tensor staged;  // dloss as one device float (bf16 -> f32 is exact)
+  const float* d = nullptr;
+  if (dloss.dtype() == DType::f32) {
+    d = dloss.data<float>();
+  } else {
+    staged = scratch(sizeof(float));
+    cuda_kernels::cast(DType::f32, staged.raw(), dloss.dtype(), dloss.raw(), 1, 1.0f, stream());
+    d = static_cast<const float*>(staged.raw());
+  }
+  cuda_kernels::cross_entropy_backward(logits.dtype(), dlogits.raw(), logits.raw(), lse.data<float>(),
+                                       targets.data<int32_t>(), d, count, r.R, r.N, valid_vocab, stream());
+}
+
+// ---- normalization ------------------------------------------------------------------------
+
+void CudaBackend::layernorm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                            const Tensor& w, const Tensor& b, double eps) {
+  const Need n{*this, "layernorm"};
+  n.compute(x, "x");
+  const Rows r = rows_of(x, "layernorm");
+  n.like(out, "out", x);
+  n.on(w, "w", x.dtype());
+  n.numel(w, "w", r.N);
+  if (b.defined()) n.on(b, "b", x.dtype()), n.numel(b, "b", r.N);
+  n.on(mean, "mean", stats_dtype(x.dtype()));
+  n.numel(mean, "mean", r.R);
+  n.on(rstd, "rstd", stats_dtype(x.dtype()));
+  n.numel(rstd, "rstd", r.R);
+  DeviceGuard g(index_);
+  cuda_kernels::layernorm_forward(x.dtype(), out.raw(), mean.data<float>(), rstd.data<float>(), x.raw(), w.raw(),
+                                  ptr(b), r.R, r.N, static_cast<float>(eps), stream());
+}
+
+void CudaBackend::layernorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dout,
+                                     const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd) {
+  const Need n{*this, "layernorm_backward"};
+  n.compute(x, "x");
+  const Rows r = rows_of(x, "layernorm_backward");
+  n.like(dout, "dout", x);
+  n.on(w, "w", x.dtype());
+  n.numel(w, "w", r.N);
+  n.on(mean, "mean", stats_dtype(x.dtype()));
+  n.numel(mean, "mean", r.R);
+  n.on(rstd, "rstd", stats_dtype(x.dtype()));
+  n.numel(rstd, "rstd", r.R);
+  if (dx.defined()) n.like(dx, "dx", x);
+  if (dw.defined()) n.on(dw, "dw", x.dtype()), n.numel(dw, "dw", r.N);
+  if (db.defined()) n.on(db, "db", x.dtype()), n.numel(db, "db", r.N);
+  if (!dx.defined() && !dw.defined() && !db.defined()) return;
+  DeviceGuard g(index_);
+  Tensor ws;
+  if (dw.defined() || db.defined())
+    ws = scratch(static_cast<size_t>(cuda_kernels::norm_backward_workspace_bytes(r.R, r.N)));
+  cuda_kernels::layernorm_backward(x.dtype(), ptr(dx), ptr(dw), ptr(db), dout.raw(), x.raw(), w.raw(),
+                                   mean.data<float>(), rstd.data<float>(), r.R, r.N, ptr(ws), stream());
+}
+
+void CudaBackend::rmsnorm(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, double eps) {
+  const Need n{*this, "rmsnorm"};
+  n.compute(x, "x");
+  const Rows r = rows_of(x, "rmsnorm");
+  n.like(out, "out", x);
+  n.on(w, "w", x.dtype());
+  n.numel(w, "w", r.N);
+  n.on(rstd, "rstd", stats_dtype(x.dtype()));
+  n.numel(rstd, "rstd", r.R);
+  DeviceGuard g(index_);
+  cuda_kernels::rmsnorm_forward(x.dtype(), out.raw(), rstd.data<float>(), x.raw(), w.raw(), r.R, r.N,
+                                static_cast<float>(eps), stream());
+}
+
+void CudaBackend::rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
+                                   const Tensor& w, const Tensor& rstd) {
+  const Need n{*this, "rmsnorm_backward"};
+  n.compute(x, "x");
+  const Rows r = rows_of(x, "rmsnorm_backward");
+  n.like(dout, "dout", x);
+  n.on(w, "w", x.dtype());
+  n.numel(w, "w", r.N);
+  n.on(rstd, "rstd", stats_dtype(x.dtype()));
+  n.numel(rstd, "rstd", r.R);
+  if (dx.defined()) n.like(dx, "dx", x);
+  if (dw.defined()) n.on(dw, "dw", x.dtype()), n.numel(dw, "dw", r.N);
+  if (!dx.defined() && !dw.defined()) return;
+  DeviceGuard g(index_);
+  Tensor ws;
+  if (dw.defined()) ws = scratch(static_cast<size_t>(cuda_kernels::norm_backward_workspace_bytes(r.R, r.N)));
+  cuda_kernels::rmsnorm_backward(x.dtype(), ptr(dx), ptr(dw), dout.raw(), x.raw(), w.raw(), rstd.data<float>(), r.R,
+                                 r.N, ptr(ws), stream());
+}
+
+}  // namespace zt

@@ -1,0 +1,76 @@
+// The deterministic bias gradient: see bias_grad.h.
+#include "cuda/kernels/bias_grad.h"
+
+#include "cuda/check.h"
+#include "cuda/kernels/cast.h"  // dev::Io, grid_for
+
+namespace zt::cuda_kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+template <DType DT>
+using Tp = typename dev::Io<DT>::T;
+
+// pass 1: partial[c, n] = sum of dy[m, n] for m in chunk c, in increasing m. One thread per (c, n);
+// consecutive threads take consecutive columns (coalesced rows).
+template <DType DT>
+__global__ void bias_grad_partial_kernel(float* __restrict__ partial, const Tp<DT>* __restrict__ dy, int64_t M,
+                                         int64_t N, int64_t chunks) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks * N;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t c = i / N, n = i % N;
+    const int64_t m0 = c * kBiasGradChunk, m1 = m0 + kBiasGradChunk < M ? m0 + kBiasGradChunk : M;
+    float a = 0.0f;
+    for (int64_t m = m0; m < m1; ++m) a += dev::Io<DT>::load(dy[m * N + n]);
+    partial[i] = a;
+  }
+}
+
+// pass 2: db[n] = [float(db[n]) +] sum over c in order of partial[c, n], rounded once.
+template <DType DT>
+__global__ void bias_grad_final_kernel(Tp<DT>* __restrict__ db, const float* __restrict__ partial, int64_t N,
+                                       int64_t chunks, bool accumulate) {
+  for (int64_t n = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; n < N;
+       n += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float a = 0.0f;
+    for (int64_t c = 0; c < chunks; ++c) a += partial[c * N + n];
+    db[n] = dev::Io<DT>::store(accumulate ? dev::Io<DT>::load(db[n]) + a : a);
+  }
+}
+
+template <DType DT>
+void launch(void* db, const void* dy, int64_t M, int64_t N, bool accumulate, float* partial, cudaStream_t s) {
+  const int64_t chunks = (M + kBiasGradChunk - 1) / kBiasGradChunk;
+  if (chunks > 0) {
+    bias_grad_partial_kernel<DT><<<dev::grid_for(chunks * N, kThreads), kThreads, 0, s>>>(
+        partial, static_cast<const Tp<DT>*>(dy), M, N, chunks);
+    ZT_CUDA_CHECK(cudaGetLastError());
+  }
+  bias_grad_final_kernel<DT><<<dev::grid_for(N, kThreads), kThreads, 0, s>>>(static_cast<Tp<DT>*>(db), partial, N,
+                                                                             chunks, accumulate);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+int64_t bias_grad_workspace_bytes(int64_t M, int64_t N) {
+  return (M + kBiasGradChunk - 1) / kBiasGradChunk * N * static_cast<int64_t>(sizeof(float));
+}
+
+void bias_grad(DType t, void* db, const void* dy, int64_t M, int64_t N, bool accumulate, void* workspace,
+               cudaStream_t s) {
+  if (t != DType::f32 && t != DType::bf16)
+    ZT_THROW("cuda_kernels::bias_grad: dtype ", dtype_name(t), ", expected float32 or bfloat16");
+  if (M < 0 || N < 0) ZT_THROW("cuda_kernels::bias_grad: M = ", M, ", N = ", N, ", expected >= 0");
+  if (N == 0) return;
+  if (!db || (M > 0 && (!dy || !workspace))) ZT_THROW("cuda_kernels::bias_grad: db, dy or workspace is null");
+  if (reinterpret_cast<uintptr_t>(workspace) % alignof(float) != 0)
+    ZT_THROW("cuda_kernels::bias_grad: workspace must be 4-byte aligned");
+  float* partial = static_cast<float*>(workspace);
+  if (t == DType::f32) launch<DType::f32>(db, dy, M, N, accumulate, partial, s);
+  else launch<DType::bf16>(db, dy, M, N, accumulate, partial, s);
+}
+
+}  // namespace zt::cuda_kernels

@@ -1,0 +1,412 @@
+#include "cuda/kernels/elementwise.h"
+
+#include <cmath>
+#include <type_traits>
+
+#include "core/kernels/elementwise.h"  // kSumBlock (the CPU's sum_all block)
+#include "cuda/check.h"
+#include "cuda/kernels/cast.h"  // dev::Io, dev::load8 / store8, dev::aligned16, dev::grid_for
+
+namespace zt::cuda_kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kLanes = 16;  // = vm::kLanes (core/kernels/vec_math.h): the CPU's partial sums per row / block
+static_assert(kThreads % 32 == 0 && 32 % kLanes == 0, "lane groups must not straddle warps");
+
+__device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ float sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ float sigmoid(float x) { return __fdiv_rn(1.0f, add(1.0f, expf(-x))); }
+
+// ---- per-element operations: y[NO] from x[NI], float32 (the CPU's operation order) ----
+struct AddOp {
+  __device__ void operator()(float (&y)[1], const float (&x)[2]) const { y[0] = add(x[0], x[1]); }
+};
+struct SubOp {
+  __device__ void operator()(float (&y)[1], const float (&x)[2]) const { y[0] = sub(x[0], x[1]); }
+};
+struct MulOp {  // also mul_backward with one output: {dout, other}
+  __device__ void operator()(float (&y)[1], const float (&x)[2]) const { y[0] = mul(x[0], x[1]); }
+};
+struct ScaleOp {  // scale_forward: s * x
+  float f;
+  __device__ void operator()(float (&y)[1], const float (&x)[1]) const { y[0] = mul(f, x[0]); }
+};
+struct MulBwdBoth {  // x = {dout, a, b}, y = {da, db}
+  __device__ void operator()(float (&y)[2], const float (&x)[3]) const {
+    y[0] = mul(x[0], x[2]);
+    y[1] = mul(x[0], x[1]);
+  }
+};
+struct SiluFwd {  // x * sigmoid(x)
+  __device__ void operator()(float (&y)[1], const float (&x)[1]) const { y[0] = mul(x[0], sigmoid(x[0])); }
+};
+struct SiluBwd {  // x = {dout, x}: dout * s * (1 + x (1 - s)), products left to right
+  __device__ void operator()(float (&y)[1], const float (&x)[2]) const {
+    const float s = sigmoid(x[1]);
+    y[0] = mul(mul(x[0], s), add(1.0f, mul(x[1], sub(1.0f, s))));
+  }
+};
+struct AxpyOp {  // x = {dst, src}, y = {dst}: fma(alpha, src, dst) (see elementwise.h)
+  float alpha;
+  __device__ void operator()(float (&y)[1], const float (&x)[2]) const { y[0] = __fmaf_rn(alpha, x[1], x[0]); }
+};
+
+template <int NI, int NO>
+struct Ptrs {
+  const void* in[NI];
+  void* out[NO];
+};
+
+template <DType D, int NI, int NO, class Op>
+__device__ __forceinline__ void apply_at(const Ptrs<NI, NO>& a, int64_t i, const Op& op) {
+  using T = typename dev::Io<D>::T;
+  float x[NI], y[NO];
+#pragma unroll
+  for (int k = 0; k < NI; ++k) x[k] = dev::Io<D>::load(static_cast<const T*>(a.in[k])[i]);
+  op(y, x);
+#pragma unroll
+  for (int k = 0; k < NO; ++k) static_cast<T*>(a.out[k])[i] = dev::Io<D>::store(y[k]);
+}
+
+// vec: packs of 8 elements through 128-bit accesses, then the n % 8 tail; else element-wise.
+// No __restrict__: an output may be an input (in place), each element is read, then written, by
+// the same thread.
+template <DType D, int NI, int NO, class Op>
+__global__ void ew_kernel(Ptrs<NI, NO> a, int64_t n, bool vec, Op op) {
+  using T = typename dev::Io<D>::T;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  int64_t done = 0;
+  if (vec) {
+    const int64_t packs = n / 8;
+    for (int64_t j = t; j < packs; j += stride) {
+      alignas(16) T in[NI][8];
+      alignas(16) T out[NO][8];
+#pragma unroll
+      for (int k = 0; k < NI; ++k) dev::load8(in[k], static_cast<const T*>(a.in[k]) + j * 8);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        float x[NI], y[NO];
+#pragma unroll
+        for (int k = 0; k < NI; ++k) x[k] = dev::Io<D>::load(in[k][e]);
+        op(y, x);
+#pragma unroll
+        for (int k = 0; k < NO; ++k) out[k][e] = dev::Io<D>::store(y[k]);
+      }
+#pragma unroll
+      for (int k = 0; k < NO; ++k) dev::store8(static_cast<T*>(a.out[k]) + j * 8, out[k]);
+    }
+    done = packs * 8;
+  }
+  for (int64_t i = done + t; i < n; i += stride) apply_at<D>(a, i, op);
+}
+
+template <DType D, int NI, int NO, class Op>
+void launch_typed(const Ptrs<NI, NO>& a, int64_t n, const Op& op, cudaStream_t s) {
+  bool vec = n >= 8;
+  for (int k = 0; k < NI; ++k) vec = vec && dev::aligned16(a.in[k]);
+  for (int k = 0; k < NO; ++k) vec = vec && dev::aligned16(a.out[k]);
+  const unsigned grid = dev::grid_for(vec ? (n + 7) / 8 : n, kThreads);
+  ew_kernel<D, NI, NO, Op><<<grid, kThreads, 0, s>>>(a, n, vec, op);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+// f16_ok: the op also takes float16 (scale only).
+template <int NI, int NO, class Op>
+void launch(const char* who, DType t, const Ptrs<NI, NO>& a, int64_t n, const Op& op, cudaStream_t s,
+            bool f16_ok = false) {
+  if (t != DType::f32 && t != DType::bf16 && !(f16_ok && t == DType::f16))
+    ZT_THROW("cuda_kernels::", who, ": dtype ", dtype_name(t), ", expected float32 or bfloat16",
+             f16_ok ? " (or float16)" : "");
+  if (n < 0) ZT_THROW("cuda_kernels::", who, ": n = ", n, ", expected >= 0");
+  if (n == 0) return;
+  for (int k = 0; k < NI; ++k)
+    if (!a.in[k]) ZT_THROW("cuda_kernels::", who, ": input ", k, " is null for n = ", n);
+  for (int k = 0; k < NO; ++k)
+    if (!a.out[k]) ZT_THROW("cuda_kernels::", who, ": output ", k, " is null for n = ", n);
+  if (t == DType::f32) launch_typed<DType::f32>(a, n, op, s);
+  else if (t == DType::bf16) launch_typed<DType::bf16>(a, n, op, s);
+  else if constexpr (std::is_same_v<Op, ScaleOp>) launch_typed<DType::f16>(a, n, op, s);
+}
+
+// ---- accumulate over a strided layout ----
+template <DType D>
+__global__ void axpy_strided_kernel(typename dev::Io<D>::T* dst, const typename dev::Io<D>::T* src, StridedPair l,
+                                    float alpha) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < l.numel; i += stride) {
+    int64_t od, os;
+    dev::strided_offsets(l, i, od, os);
+    dst[od] = dev::Io<D>::store(__fmaf_rn(alpha, dev::Io<D>::load(src[os]), dev::Io<D>::load(dst[od])));
+  }
+}
+
+// ---- accumulate_cast: dst = round(float(dst) + float(src)) ----
+template <DType Dd, DType Ds>
+__global__ void accumulate_cast_kernel(typename dev::Io<Dd>::T* __restrict__ dst,
+                                       const typename dev::Io<Ds>::T* __restrict__ src, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    dst[i] = dev::Io<Dd>::store(add(dev::Io<Dd>::load(dst[i]), dev::Io<Ds>::load(src[i])));
+}
+
+template <DType Dd, DType Ds>
+void launch_accumulate_cast(void* dst, const void* src, int64_t n, cudaStream_t s) {
+  accumulate_cast_kernel<Dd, Ds><<<dev::grid_for(n, kThreads), kThreads, 0, s>>>(
+      static_cast<typename dev::Io<Dd>::T*>(dst), static_cast<const typename dev::Io<Ds>::T*>(src), n);
+}
+
+// ---- fill_scaled ----
+template <DType D>
+__device__ __forceinline__ typename dev::Io<D>::T store_from_double(double v) {
+  return dev::Io<D>::store(__double2float_rn(v));  // the CPU's static_cast<float>(double), then round
+}
+
+template <DType D>
+__global__ void fill_scaled_kernel(typename dev::Io<D>::T* __restrict__ dx, const typename dev::Io<D>::T* __restrict__ g,
+                                   double factor, int64_t n) {
+  const typename dev::Io<D>::T v = store_from_double<D>(__dmul_rn(static_cast<double>(dev::Io<D>::load(*g)), factor));
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) dx[i] = v;
+}
+
+// ---- sum_all: one thread per (block b, lane l); 16 consecutive threads per block ----
+template <DType D>
+__global__ void sum_blocks_kernel(const typename dev::Io<D>::T* __restrict__ x, int64_t n, int64_t nb,
+                                  double* __restrict__ partial) {
+  const int64_t gid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t b = gid / kLanes;
+  const int lane = static_cast<int>(threadIdx.x % kLanes);
+  double acc = 0.0;
+  if (b < nb) {
+    const int64_t lo = b * kSumBlock, len = n - lo < kSumBlock ? n - lo : kSumBlock;
+    const typename dev::Io<D>::T* p = x + lo;
+    for (int64_t i = lane; i < len; i += kLanes) acc = __dadd_rn(acc, static_cast<double>(dev::Io<D>::load(p[i])));
+  }
+  // vm::lane_combine: acc[l] += acc[l + 8], then + 4, + 2, + 1; lane 0 ends with the CPU's acc[0]
+  // (a + b == b + a bitwise). Every lane of the warp takes part in the shuffles.
+#pragma unroll
+  for (int w = kLanes / 2; w >= 1; w /= 2) acc = __dadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, w));
+  if (lane == 0 && b < nb) partial[b] = acc;
+}
+
+template <DType D>
+__global__ void sum_combine_kernel(typename dev::Io<D>::T* __restrict__ out, const double* __restrict__ partial,
+                                   int64_t nb, double factor) {
+  double s = 0.0;
+  for (int64_t b = 0; b < nb; ++b) s = __dadd_rn(s, partial[b]);
+  *out = store_from_double<D>(__dmul_rn(factor, s));
+}
+
+// ---- sum_last: 16 threads per row (lanes j % 16), float32 as vm::lane_sum ----
+template <DType D>
+__global__ void sum_last_kernel(typename dev::Io<D>::T* __restrict__ out, const typename dev::Io<D>::T* __restrict__ x,
+                                int64_t R, int64_t N) {
+  constexpr int kRows = kThreads / kLanes;
+  const int sub_row = static_cast<int>(threadIdx.x / kLanes), lane = static_cast<int>(threadIdx.x % kLanes);
+  // r0 is the same for the whole block, so every thread runs the same iterations (full-warp shuffles).
+  for (int64_t r0 = static_cast<int64_t>(blockIdx.x) * kRows; r0 < R; r0 += static_cast<int64_t>(gridDim.x) * kRows) {
+    const int64_t r = r0 + sub_row;
+    float acc = 0.0f;
+    if (r < R) {
+      const typename dev::Io<D>::T* p = x + r * N;
+      for (int64_t j = lane; j < N; j += kLanes) acc = add(acc, dev::Io<D>::load(p[j]));
+    }
+#pragma unroll
+    for (int w = kLanes / 2; w >= 1; w /= 2) acc = add(acc, __shfl_xor_sync(0xffffffffu, acc, w));
+    if (lane == 0 && r < R) out[r] = dev::Io<D>::store(acc);
+  }
+}
+
+template <class W>
+__global__ void broadcast_rows_kernel(W* __restrict__ dx, const W* __restrict__ dout, int64_t R, int64_t N) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t n = R * N;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) dx[i] = dout[i / N];
+}
+
+// ---- all_finite ----
+template <class U>
+__global__ void nonfinite_kernel(const U* __restrict__ x, int64_t n, U mask, int* __restrict__ flag) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  bool bad = false;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    bad = bad || (x[i] & mask) == mask;
+  if (bad) *flag = 1;
+}
+
+void check_compute(const char* who, DType t) {
+  if (t != DType::f32 && t != DType::bf16)
+    ZT_THROW("cuda_kernels::", who, ": dtype ", dtype_name(t), ", expected float32 or bfloat16");
+}
+
+}  // namespace
+
+void binary(EwOp op, DType t, void* out, const void* a, const void* b, int64_t n, cudaStream_t s) {
+  const Ptrs<2, 1> p{{a, b}, {out}};
+  switch (op) {
+    case EwOp::add: return launch("binary(add)", t, p, n, AddOp{}, s);
+    case EwOp::sub: return launch("binary(sub)", t, p, n, SubOp{}, s);
+    case EwOp::mul: return launch("binary(mul)", t, p, n, MulOp{}, s);
+  }
+  ZT_THROW("cuda_kernels::binary: unknown op ", static_cast<int>(op));
+}
+
+void scale(DType t, void* out, const void* x, double factor, int64_t n, cudaStream_t s) {
+  launch("scale", t, Ptrs<1, 1>{{x}, {out}}, n, ScaleOp{static_cast<float>(factor)}, s, /*f16_ok=*/true);
+}
+
+void mul_backward(DType t, void* da, void* db, const void* dout, const void* a, const void* b, int64_t n,
+                  cudaStream_t s) {
+  if (da && db) launch("mul_backward", t, Ptrs<3, 2>{{dout, a, b}, {da, db}}, n, MulBwdBoth{}, s);
+  else if (da) launch("mul_backward", t, Ptrs<2, 1>{{dout, b}, {da}}, n, MulOp{}, s);
+  else if (db) launch("mul_backward", t, Ptrs<2, 1>{{dout, a}, {db}}, n, MulOp{}, s);
+  else ZT_THROW("cuda_kernels::mul_backward: da and db are both null (expected at least one output)");
+}
+
+void silu_forward(DType t, void* out, const void* x, int64_t n, cudaStream_t s) {
+  launch("silu_forward", t, Ptrs<1, 1>{{x}, {out}}, n, SiluFwd{}, s);
+}
+
+void silu_backward(DType t, void* dx, const void* dout, const void* x, int64_t n, cudaStream_t s) {
+  launch("silu_backward", t, Ptrs<2, 1>{{dout, x}, {dx}}, n, SiluBwd{}, s);
+}
+
+void accumulate(DType t, void* dst, const void* src, const StridedPair& l, double alpha, cudaStream_t s) {
+  check_compute("accumulate", t);
+  if (l.numel == 0) return;
+  if (!dst || !src) ZT_THROW("cuda_kernels::accumulate: null pointer (dst ", dst, ", src ", src, ")");
+  const float a = static_cast<float>(alpha);
+  if (l.contiguous) return launch("accumulate", t, Ptrs<2, 1>{{dst, src}, {dst}}, l.numel, AxpyOp{a}, s);
+  const unsigned grid = dev::grid_for(l.numel, kThreads);
+  if (t == DType::f32)
+    axpy_strided_kernel<DType::f32><<<grid, kThreads, 0, s>>>(static_cast<float*>(dst), static_cast<const float*>(src), l, a);
+  else
+    axpy_strided_kernel<DType::bf16><<<grid, kThreads, 0, s>>>(static_cast<uint16_t*>(dst),
+                                                               static_cast<const uint16_t*>(src), l, a);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+void accumulate_cast(DType dst_t, void* dst, DType src_t, const void* src, int64_t n, cudaStream_t s) {
+  if (n < 0) ZT_THROW("cuda_kernels::accumulate_cast: n = ", n, ", expected >= 0");
+  const bool f32_dst = dst_t == DType::f32 && (src_t == DType::f32 || src_t == DType::bf16 || src_t == DType::f16);
+  const bool lowp_dst = (dst_t == DType::bf16 || dst_t == DType::f16) && (src_t == dst_t || src_t == DType::f32);
+  if (!f32_dst && !lowp_dst)
+    ZT_THROW("cuda_kernels::accumulate_cast: dst ", dtype_name(dst_t), ", src ", dtype_name(src_t),
+             ": expected dst float32 with src float32 / bfloat16 / float16, or dst bfloat16 / float16 with src of "
+             "the same dtype or float32");
+  if (n == 0) return;
+  if (!dst || !src) ZT_THROW("cuda_kernels::accumulate_cast: null pointer (dst ", dst, ", src ", src, ")");
+  if (dst_t == DType::f32) {
+    if (src_t == DType::f32) launch_accumulate_cast<DType::f32, DType::f32>(dst, src, n, s);
+    else if (src_t == DType::bf16) launch_accumulate_cast<DType::f32, DType::bf16>(dst, src, n, s);
+    else launch_accumulate_cast<DType::f32, DType::f16>(dst, src, n, s);
+  } else if (dst_t == DType::bf16) {
+    if (src_t == DType::bf16) launch_accumulate_cast<DType::bf16, DType::bf16>(dst, src, n, s);
+    else launch_accumulate_cast<DType::bf16, DType::f32>(dst, src, n, s);
+  } else {
+    if (src_t == DType::f16) launch_accumulate_cast<DType::f16, DType::f16>(dst, src, n, s);
+    else launch_accumulate_cast<DType::f16, DType::f32>(dst, src, n, s);
+  }
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+void fill_scaled(DType t, void* dx, const void* g, double factor, int64_t n, cudaStream_t s) {
+  check_compute("fill_scaled", t);
+  if (n < 0) ZT_THROW("cuda_kernels::fill_scaled: n = ", n, ", expected >= 0");
+  if (n == 0) return;
+  if (!dx || !g) ZT_THROW("cuda_kernels::fill_scaled: null pointer (dx ", dx, ", g ", g, ")");
+  const unsigned grid = dev::grid_for(n, kThreads);
+  if (t == DType::f32)
+    fill_scaled_kernel<DType::f32><<<grid, kThreads, 0, s>>>(static_cast<float*>(dx), static_cast<const float*>(g), factor, n);
+  else
+    fill_scaled_kernel<DType::bf16><<<grid, kThreads, 0, s>>>(static_cast<uint16_t*>(dx),
+                                                              static_cast<const uint16_t*>(g), factor, n);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+int64_t sum_all_workspace_bytes(int64_t n) {
+  if (n < 0) ZT_THROW("cuda_kernels::sum_all_workspace_bytes: n = ", n, ", expected >= 0");
+  const int64_t nb = (n + kSumBlock - 1) / kSumBlock;
+  return (nb > 0 ? nb : 1) * static_cast<int64_t>(sizeof(double));
+}
+
+void sum_all(DType t, void* out, const void* x, int64_t n, double factor, void* workspace, cudaStream_t s) {
+  check_compute("sum_all", t);
+  if (n < 0) ZT_THROW("cuda_kernels::sum_all: n = ", n, ", expected >= 0");
+  if (!out || !workspace || (n > 0 && !x))
+    ZT_THROW("cuda_kernels::sum_all: null pointer (out ", out, ", x ", x, ", workspace ", workspace, ")");
+  if (reinterpret_cast<uintptr_t>(workspace) % alignof(double) != 0)
+    ZT_THROW("cuda_kernels::sum_all: workspace ", workspace, " is not 8-byte aligned");
+  const int64_t nb = (n + kSumBlock - 1) / kSumBlock;
+  auto* partial = static_cast<double*>(workspace);
+  if (nb > 0) {
+    const unsigned grid = dev::grid_for(nb * kLanes, kThreads);
+    ZT_CHECK(static_cast<int64_t>(grid) * kThreads >= nb * kLanes, "sum_all: ", nb, " blocks exceed one launch");
+    if (t == DType::f32)
+      sum_blocks_kernel<DType::f32><<<grid, kThreads, 0, s>>>(static_cast<const float*>(x), n, nb, partial);
+    else
+      sum_blocks_kernel<DType::bf16><<<grid, kThreads, 0, s>>>(static_cast<const uint16_t*>(x), n, nb, partial);
+    ZT_CUDA_CHECK(cudaGetLastError());
+  }
+  if (t == DType::f32) sum_combine_kernel<DType::f32><<<1, 1, 0, s>>>(static_cast<float*>(out), partial, nb, factor);
+  else sum_combine_kernel<DType::bf16><<<1, 1, 0, s>>>(static_cast<uint16_t*>(out), partial, nb, factor);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+void sum_last_forward(DType t, void* out, const void* x, int64_t R, int64_t N, cudaStream_t s) {
+  check_compute("sum_last_forward", t);
+  if (R < 0 || N < 0) ZT_THROW("cuda_kernels::sum_last_forward: R = ", R, ", N = ", N, ", expected >= 0");
+  if (R == 0) return;
+  if (!out || (N > 0 && !x)) ZT_THROW("cuda_kernels::sum_last_forward: null pointer (out ", out, ", x ", x, ")");
+  const unsigned grid = dev::grid_for(R, kThreads / kLanes);
+  if (t == DType::f32)
+    sum_last_kernel<DType::f32><<<grid, kThreads, 0, s>>>(static_cast<float*>(out), static_cast<const float*>(x), R, N);
+  else
+    sum_last_kernel<DType::bf16><<<grid, kThreads, 0, s>>>(static_cast<uint16_t*>(out), static_cast<const uint16_t*>(x), R, N);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+void sum_last_backward(DType t, void* dx, const void* dout, int64_t R, int64_t N, cudaStream_t s) {
+  check_compute("sum_last_backward", t);
+  if (R < 0 || N < 0) ZT_THROW("cuda_kernels::sum_last_backward: R = ", R, ", N = ", N, ", expected >= 0");
+  if (R == 0 || N == 0) return;
+  if (!dx || !dout) ZT_THROW("cuda_kernels::sum_last_backward: null pointer (dx ", dx, ", dout ", dout, ")");
+  const unsigned grid = dev::grid_for(R * N, kThreads);
+  if (t == DType::f32)
+    broadcast_rows_kernel<uint32_t><<<grid, kThreads, 0, s>>>(static_cast<uint32_t*>(dx), static_cast<const uint32_t*>(dout), R, N);
+  else
+    broadcast_rows_kernel<uint16_t><<<grid, kThreads, 0, s>>>(static_cast<uint16_t*>(dx), static_cast<const uint16_t*>(dout), R, N);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+void all_finite_async(DType t, const void* x, int64_t n, int* flag_dev, cudaStream_t s) {
+  if (n < 0) ZT_THROW("cuda_kernels::all_finite: n = ", n, ", expected >= 0");
+  if (!flag_dev) ZT_THROW("cuda_kernels::all_finite: null flag");
+  if (n == 0) return;
+  if (!x) ZT_THROW("cuda_kernels::all_finite: null x for n = ", n);
+  const unsigned grid = dev::grid_for(n, kThreads);
+  switch (t) {
+    case DType::f32:
+      nonfinite_kernel<uint32_t><<<grid, kThreads, 0, s>>>(static_cast<const uint32_t*>(x), n, 0x7f800000u, flag_dev);
+      break;
+    case DType::f64:
+      nonfinite_kernel<unsigned long long><<<grid, kThreads, 0, s>>>(static_cast<const unsigned long long*>(x), n,
+                                                                     0x7ff0000000000000ull, flag_dev);
+      break;
+    case DType::bf16:
+      nonfinite_kernel<uint16_t><<<grid, kThreads, 0, s>>>(static_cast<const uint16_t*>(x), n, uint16_t(0x7f80u), flag_dev);
+      break;
+    case DType::f16:
+      nonfinite_kernel<uint16_t><<<grid, kThreads, 0, s>>>(static_cast<const uint16_t*>(x), n, uint16_t(0x7c00u), flag_dev);
+      break;
+    default:
+      ZT_THROW("cuda_kernels::all_finite: dtype ", dtype_name(t), ", expected float32, float64, bfloat16 or float16");
+  }
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace zt::cuda_kernels

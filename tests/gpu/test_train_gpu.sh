@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# test_train_gpu.sh: zt-train on the GPU against zt-train on the CPU (issue 4, "How it is checked").
+# Exits 77 (CTest: skipped) without a usable GPU. Needs ZT_BUILD_DIR / ZT_SOURCE_DIR (ctest sets them).
+#  1. GPT-2 (gpt2-nano) 10 steps in float32, one rank: every loss on cuda:0 within 1e-4 relative of
+#     the CPU's (GEMMs in IEEE fp32 mode, see cuda/backend_attention.cpp).
+#  2. ZeRO stages 0-3 on 2 and 4 ranks sharing cuda:0 (MPI backend, staged through pinned memory):
+#     every loss within 1e-5 relative of one rank on cuda:0 (summation order only).
+#  3. With 2 or more GPUs: NCCL with one rank per GPU, stage 3, against one rank (1e-5).
+source "$(dirname "$0")/../cli/common.sh"
+if ! "$B/zt-info" --json | python3 -c 'import json,sys; c=json.load(sys.stdin)["cuda"]; sys.exit(0 if any(d["supported"] for d in c.get("devices", [])) else 1)'; then
+  echo "SKIP: no usable CUDA device"; exit 77
+fi
+NGPU=$("$B/zt-info" --json | python3 -c 'import json,sys; print(sum(1 for d in json.load(sys.stdin)["cuda"].get("devices", []) if d["supported"]))')
+MPI=(mpirun --oversubscribe --allow-run-as-root --bind-to none -x OMP_NUM_THREADS=1)
+A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 64 -b 4 --steps 10 --lr 1e-3 --threads 1)
+
+compare() {  # compare A.jsonl B.jsonl rtol what
+  python3 - "$@" <<'PY'
+import json, sys
+a = [json.loads(l)["loss"] for l in open(sys.argv[1])]
+b = [json.loads(l)["loss"] for l in open(sys.argv[2])]
+rtol, what = float(sys.argv[3]), sys.argv[4]
+assert len(a) == len(b) == 10, (len(a), len(b))
+worst = max(abs(x - y) / abs(y) for x, y in zip(a, b))
+assert worst <= rtol, f"{what}: largest relative loss difference {worst:.3e} > {rtol:g}\n{a}\n{b}"
+print(f"ok: {what}: largest relative loss difference {worst:.3e} (<= {rtol:g})")
+PY
+}
+
+"$B/zt-train" "${A[@]}" --device cpu --log "$TMP/cpu.jsonl" 2>"$TMP/cpu.err" || { cat "$TMP/cpu.err"; exit 1; }
+"$B/zt-train" "${A[@]}" --device cuda:0 --log "$TMP/gpu.jsonl" 2>"$TMP/gpu.err" || { cat "$TMP/gpu.err"; exit 1; }
+grep -q "device cuda:0" "$TMP/gpu.err" || { echo "FAIL: the banner does not name the GPU"; cat "$TMP/gpu.err"; exit 1; }
+compare "$TMP/gpu.jsonl" "$TMP/cpu.jsonl" 1e-4 "gpt2-nano float32, 10 steps, cuda:0 vs cpu"
+
+for stage in 0 1 2 3; do
+  C=(--zero-stage "$stage" --device cuda:0 --dist mpi)
+  "$B/zt-train" "${A[@]}" "${C[@]}" --log "$TMP/s$stage.np1.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+  for np in 2 4; do
+    # the global batch stays 4 x 64: B = 4 / np per rank
+    "${MPI[@]}" -np "$np" "$B/zt-train" "${A[@]}" -b $((4 / np)) "${C[@]}" --log "$TMP/s$stage.np$np.jsonl" \
+      2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+    compare "$TMP/s$stage.np$np.jsonl" "$TMP/s$stage.np1.jsonl" 1e-5 "stage $stage, $np ranks sharing cuda:0 (MPI) vs 1 rank"
+  done
+done
+
+if [ "$NGPU" -ge 2 ]; then
+  "${MPI[@]}" -np "$NGPU" "$B/zt-train" "${A[@]}" -b $((4 / NGPU > 0 ? 4 / NGPU : 1)) --zero-stage 3 --device cuda \
+    --dist nccl --log "$TMP/nccl.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+  if [ $((4 % NGPU)) -eq 0 ]; then
+    compare "$TMP/nccl.jsonl" "$TMP/s3.np1.jsonl" 1e-5 "stage 3 over NCCL, $NGPU GPUs vs 1 rank"
+  fi
+else
+  echo "note: 1 GPU: the NCCL run (one rank per GPU) needs 2 or more"
+fi
