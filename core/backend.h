@@ -70,8 +70,8 @@ class Backend {
   // to nearest even); same shape; dst and src may have any strides (views).
   virtual void copy(const Tensor& dst, const Tensor& src) = 0;
   // Between the host and this device: same shape, dtype and byte count, both contiguous; src_host
-  // and dst_host are cpu tensors. copy_from_host may return before the copy ends only when the
-  // host buffer is pinned; it is safe to reuse the host buffer after it returns in any case.
+  // and dst_host are cpu tensors. Both return after the copy ended: the host buffer may be reused
+  // (or read) at once.
   virtual void copy_from_host(const Tensor& dst, const Tensor& src_host) = 0;
   virtual void copy_to_host(const Tensor& dst_host, const Tensor& src) = 0;
   virtual void fill(const Tensor& dst, double value) = 0;  // any strides
@@ -98,7 +98,8 @@ class Backend {
   // ---- reductions -----------------------------------------------------------------------------
   // out () = factor * sum(x), the sum in float64 in the CPU kernel's fixed order.
   virtual void sum_all(const Tensor& out, const Tensor& x, double factor) = 0;
-  // dx (any shape) = factor * g, g of shape () — the backward of sum/mean (g stays on the device).
+  // dx (any shape) = factor * g, g of shape () and dx's dtype — the backward of sum/mean (g stays
+  // on the device).
   virtual void fill_scaled(const Tensor& dx, const Tensor& g, double factor) = 0;
   virtual void sum_last(const Tensor& out /* (R) */, const Tensor& x /* (R, N) */) = 0;
   virtual void sum_last_backward(const Tensor& dx /* (R, N) */, const Tensor& dout /* (R) */) = 0;

@@ -57,16 +57,6 @@ void need_contiguous(const Tensor& t, const char* op, const char* name) {
   ZT_CHECK(t.is_contiguous(), "cuda ", op, ": ", name, " ", t.str(), " is not contiguous");
 }
 
-// true when the host pointer is page-locked (pinned or registered) memory.
-bool host_pinned(const void* p) {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    cudaGetLastError();  // older runtimes report an error for pageable memory: clear it
-    return false;
-  }
-  return a.type == cudaMemoryTypeHost;
-}
-
 cuda_kernels::StridedPair layout(const Tensor& dst, const Tensor& src) {
   return cuda_kernels::make_strided_pair(static_cast<int>(dst.dim()), dst.shape().data(), dst.strides().data(),
                                          src.strides().data());
@@ -84,10 +74,12 @@ void CudaBackend::synchronize() {
 }
 
 CudaGemm& CudaBackend::gemm_engine() {
-  if (!gemm_) {
+  // Created once even if two host threads ask at once. The backend's kernels are launched from
+  // one host thread (the training loop; the engine's communication threads only move bytes).
+  std::call_once(gemm_once_, [this] {
     DeviceGuard g(index_);
     gemm_ = std::make_unique<CudaGemm>(alloc_);
-  }
+  });
   return *gemm_;
 }
 
@@ -119,7 +111,9 @@ void CudaBackend::copy_from_host(const Tensor& dst, const Tensor& src_host) {
   if (dst.nbytes() == 0) return;
   DeviceGuard g(index_);
   ZT_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src_host.raw(), dst.nbytes(), cudaMemcpyHostToDevice, stream()));
-  if (!host_pinned(src_host.raw())) ZT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  // The table promises the host buffer may be reused on return: wait, pinned or not (a pinned
+  // source would otherwise still be read by the DMA after we return).
+  ZT_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 
 void CudaBackend::copy_to_host(const Tensor& dst_host, const Tensor& src) {

@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <mutex>
 
 #include "core/backend.h"
 #include "cuda/allocator.h"
@@ -108,6 +109,7 @@ class CudaBackend final : public Backend {
   int index_;
   CudaAllocator& alloc_;
   std::unique_ptr<CudaGemm> gemm_;
+  std::once_flag gemm_once_;
 };
 
 // Registers CudaBackend for DeviceType::cuda (core/backend.h). Call once, early, in programs

@@ -82,6 +82,7 @@ struct QueuedWork final : Work {
 struct Staged {
   std::vector<Tensor> host;                          // what MPI sees, one per buffer
   std::vector<std::pair<Tensor, Tensor>> copy_back;  // (device buffer, host mirror) to copy back
+  int device = 0;  // the GPU of the device buffers: the communication thread makes it current
 };
 
 #ifdef ZT_HAVE_CUDA
@@ -97,6 +98,8 @@ Staged stage(const std::vector<Tensor>& bufs, const std::vector<bool>& written, 
   bool any = false;
   for (const Tensor& t : bufs) any = any || on_device(t);
   if (!any) return st;
+  for (const Tensor& t : bufs)
+    if (on_device(t)) st.device = t.device().index;
   ZT_CUDA_CHECK(cudaDeviceSynchronize());  // the caller's kernels wrote the buffers
   for (size_t i = 0; i < bufs.size(); ++i) {
     if (static_cast<int>(i) == 0 && in_place_of >= 0) continue;  // a view of its output's mirror, below
@@ -116,6 +119,10 @@ Staged stage(const std::vector<Tensor>& bufs, const std::vector<bool>& written, 
 
 void unstage(const Staged& st) {
 #ifdef ZT_HAVE_CUDA
+  if (st.copy_back.empty()) return;
+  // On the communication thread: without this, the copy would make GPU 0 current there (and
+  // create a context on it) in a rank that trains on another GPU.
+  DeviceGuard guard(st.device);
   for (const auto& [dev, host] : st.copy_back)
     ZT_CUDA_CHECK(cudaMemcpy(dev.raw(), host.raw(), dev.nbytes(), cudaMemcpyHostToDevice));
 #else

@@ -19,6 +19,16 @@ namespace zt {
 
 namespace {
 
+#ifdef ZT_HAVE_CUDA
+// The entry of cuda_devices() for CUDA device `index` (entries carry their index: a device whose
+// properties could not be read is left out, so positions and indices may differ), or null.
+const CudaDevice* find_device(int index) {
+  for (const CudaDevice& d : cuda_devices())
+    if (d.index == index) return &d;
+  return nullptr;
+}
+#endif
+
 // OpenMPI's (and MPICH's / Slurm's) local rank, 0 when run without a launcher.
 int local_rank() {
   for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
@@ -38,8 +48,7 @@ std::string RunDevice::describe() const {
   std::string s = device.str();
 #ifdef ZT_HAVE_CUDA
   if (device.is_cuda()) {
-    const auto& devs = cuda_devices();
-    if (device.index < static_cast<int>(devs.size())) s += " (" + devs[static_cast<size_t>(device.index)].name + ")";
+    if (const CudaDevice* d = find_device(device.index)) s += " (" + d->name + ")";
   }
 #endif
   return s + ", dist " + dist;
@@ -64,14 +73,12 @@ RunDevice select_run_device(const std::string& device_text, const std::string& d
   const auto& devs = cuda_devices(&reason);
   if (devs.empty()) ZT_THROW("--device ", device_text, ": no usable GPU on this machine (", reason, ")");
   const int count = static_cast<int>(devs.size());
-  if (!explicit_index) rd.device.index = local_rank() % count;
-  if (rd.device.index >= count)
-    ZT_THROW("--device ", device_text, ": this process sees ", count, " GPU", count == 1 ? "" : "s", " (0..",
-             count - 1, ")");
-  if (!devs[static_cast<size_t>(rd.device.index)].supported())
-    ZT_THROW("--device ", rd.device.str(), ": ", devs[static_cast<size_t>(rd.device.index)].name,
-             " has compute capability ", devs[static_cast<size_t>(rd.device.index)].major, ".",
-             devs[static_cast<size_t>(rd.device.index)].minor, "; the kernels are built for 8.0 and 9.0");
+  if (!explicit_index) rd.device.index = devs[static_cast<size_t>(local_rank() % count)].index;
+  const CudaDevice* dev = find_device(rd.device.index);
+  if (!dev) ZT_THROW("--device ", device_text, ": this process sees no usable GPU with index ", rd.device.index, " (", cuda_runtime_summary(), ")");
+  if (!dev->supported())
+    ZT_THROW("--device ", rd.device.str(), ": ", dev->name, " has compute capability ", dev->major, ".", dev->minor,
+             "; the kernels are built for 8.0 and 9.0");
   ZT_CUDA_CHECK(cudaSetDevice(rd.device.index));
   register_cuda_backend();
   set_default_device(rd.device);
