@@ -1,11 +1,15 @@
 #include "cuda/kernels/activation.h"
 
 #include "cuda/check.h"
+#include "cuda/kernels/ew_map.cuh"  // dev::Ptrs, dev::ew_kernel
 #include "cuda/kernels/cast.h"  // dev::Io, dev::load8 / store8, dev::grid_for
 
 namespace zt::cuda_kernels {
 
 namespace {
+
+using dev::Ptrs;
+using dev::ew_kernel;
 
 constexpr int kThreads = 256;
 constexpr float kSqrt2OverPi = 0.7978845608028654f;  // float(sqrt(2 / pi)), as the CPU rounds it
@@ -56,53 +60,6 @@ struct SwigluBwdUp {  // x = {dout, gate}, y = {dup}
   __device__ void operator()(float (&y)[1], const float (&x)[2]) const { y[0] = mul(mul(x[0], x[1]), sigmoid(x[1])); }
 };
 
-template <int NI, int NO>
-struct Ptrs {
-  const void* in[NI];
-  void* out[NO];
-};
-
-template <DType D, int NI, int NO, class Op>
-__device__ __forceinline__ void apply_at(const Ptrs<NI, NO>& a, int64_t i, const Op& op) {
-  using T = typename dev::Io<D>::T;
-  float x[NI], y[NO];
-#pragma unroll
-  for (int k = 0; k < NI; ++k) x[k] = dev::Io<D>::load(static_cast<const T*>(a.in[k])[i]);
-  op(y, x);
-#pragma unroll
-  for (int k = 0; k < NO; ++k) static_cast<T*>(a.out[k])[i] = dev::Io<D>::store(y[k]);
-}
-
-// vec: packs of 8 elements through 128-bit accesses, then the n % 8 tail; else element-wise.
-template <DType D, int NI, int NO, class Op>
-__global__ void ew_kernel(Ptrs<NI, NO> a, int64_t n, bool vec, Op op) {
-  using T = typename dev::Io<D>::T;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  int64_t done = 0;
-  if (vec) {
-    const int64_t packs = n / 8;
-    for (int64_t j = t; j < packs; j += stride) {
-      alignas(16) T in[NI][8];
-      alignas(16) T out[NO][8];
-#pragma unroll
-      for (int k = 0; k < NI; ++k) dev::load8(in[k], static_cast<const T*>(a.in[k]) + j * 8);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        float x[NI], y[NO];
-#pragma unroll
-        for (int k = 0; k < NI; ++k) x[k] = dev::Io<D>::load(in[k][e]);
-        op(y, x);
-#pragma unroll
-        for (int k = 0; k < NO; ++k) out[k][e] = dev::Io<D>::store(y[k]);
-      }
-#pragma unroll
-      for (int k = 0; k < NO; ++k) dev::store8(static_cast<T*>(a.out[k]) + j * 8, out[k]);
-    }
-    done = packs * 8;
-  }
-  for (int64_t i = done + t; i < n; i += stride) apply_at<D>(a, i, op);
-}
 
 template <DType D, int NI, int NO, class Op>
 void launch_typed(const Ptrs<NI, NO>& a, int64_t n, cudaStream_t s) {
