@@ -176,7 +176,7 @@ double Trainer::lr_at(int64_t step) const {
   return s.at(step);
 }
 
-StepStats Trainer::step() {
+StepStats Trainer::step(const std::function<void(const StepStats&)>& report) {
   const auto t0 = std::chrono::steady_clock::now();
   default_allocator().reset_peaks();  // the memory in the log is this step's peak
   for (int64_t micro = 0; micro < cfg_.grad_accum; ++micro) {
@@ -198,6 +198,7 @@ StepStats Trainer::step() {
   const int64_t tokens = cfg_.batch * cfg_.seq_len * cfg_.grad_accum * group_.size();  // global
   s.tokens_per_s = static_cast<double>(tokens) / (s.step_ms / 1000.0);
   if (val_ && cfg_.eval_interval > 0 && (step_ % cfg_.eval_interval == 0 || step_ == cfg_.steps)) s.val_loss = evaluate();
+  if (report) report(s);
   if (!cfg_.ckpt_dir.empty() && ((cfg_.ckpt_interval > 0 && step_ % cfg_.ckpt_interval == 0) || step_ == cfg_.steps))
     save();
   return s;

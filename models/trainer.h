@@ -12,6 +12,7 @@
 // optimizer state, step, RNG and data position). Resuming on another world size reshards.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -79,7 +80,10 @@ class Trainer {
   explicit Trainer(const TrainConfig& cfg, ProcessGroup& group = init_process_group());
   ~Trainer();
 
-  StepStats step();                   // one optimizer step
+  // One optimizer step. `report`, when given, sees the step's stats before its checkpoint (if one
+  // is due) is written: a log line written there exists whenever the checkpoint does, so a run
+  // killed right after a save resumes with every step's line (tests/cli/test_zero_resume.sh).
+  StepStats step(const std::function<void(const StepStats&)>& report = {});
   double evaluate();                  // mean loss over eval_batches of the validation data
   std::string save();                 // a checkpoint of the current state into ckpt_dir
   bool done() const { return step_ >= cfg_.steps; }

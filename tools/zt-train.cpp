@@ -224,9 +224,8 @@ int main(int argc, char** argv) {
     int64_t timed = 0;
     RunPeaks run_peaks;
     run_peaks.update();  // model, optimizer state and data, allocated before the first step
-    while (!tr.done()) {
-      StepStats s = tr.step();
-      run_peaks.update();
+    // Printed and logged from inside step(), before the step's checkpoint is written (trainer.h).
+    auto report = [&](const StepStats& s) {
       ms_sum += s.step_ms;
       ++timed;
       const double eta = (ms_sum / timed) * static_cast<double>(c.steps - s.step) / 1000.0;
@@ -261,6 +260,10 @@ int main(int argc, char** argv) {
         if (s.val_loss >= 0) j["val_loss"] = s.val_loss;
         log << j.dump() << "\n" << std::flush;
       }
+    };
+    while (!tr.done()) {
+      tr.step(report);
+      run_peaks.update();
     }
     if (tty) std::fprintf(stderr, "\n");
     if (!save_llmc.empty()) {

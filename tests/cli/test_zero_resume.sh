@@ -37,7 +37,8 @@ for k in 3 10; do
   grep -q "rank 1" "$TMP/killed.err" || { echo "FAIL: the job's error does not name rank 1:"; cat "$TMP/killed.err"; exit 1; }
   echo "ok: rank 1 killed after checkpoint $k: the job exited in $(( $(date +%s) - t0 )) s naming rank 1"
   "${MPI[@]}" -np 2 "$B/zt-train" "${A[@]}" -b 4 --ckpt-dir "$TMP/k" --ckpt-interval 1 --resume --log "$TMP/k.jsonl" 2>/dev/null
-  diff <(losses "$TMP/full.jsonl") <(losses "$TMP/k.jsonl") >/dev/null || { echo "FAIL: resumed losses differ from the uninterrupted run"; exit 1; }
+  diff <(losses "$TMP/full.jsonl") <(losses "$TMP/k.jsonl") >"$TMP/diff" || {
+    echo "FAIL: resumed (from $(cat "$TMP/k/latest")) losses differ from the uninterrupted run:"; head -20 "$TMP/diff"; exit 1; }
   for r in 0 1; do cmp "$TMP/full/step_00000016/rank_0000$r.bin" "$TMP/k/step_00000016/rank_0000$r.bin"; done
   echo "ok: resumed from $(cat "$TMP/k/latest") lineage: all 16 losses and the final shards bitwise identical"
 done
