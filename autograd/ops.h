@@ -57,7 +57,8 @@ Var softmax(const Var& x);  // over the last dimension
 Var embedding(const Tensor& ids, const Var& table);
 // Fused softmax + cross-entropy. logits (..., V), targets int32 (...) with values in [0, V) or
 // -1 (ignored). Returns the mean over non-ignored positions, shape (). Only the first
-// `valid_vocab` (default V) logits take part: llm.c pads the vocabulary.
+// `valid_vocab` (default V) logits take part: llm.c pads the vocabulary. The loss has the
+// statistics dtype (Backend::stats_dtype): float32 for bfloat16 logits.
 Var cross_entropy(const Var& logits, const Tensor& targets, int64_t valid_vocab = -1);
 
 // ---- normalization ----

@@ -425,7 +425,7 @@ Var cross_entropy(const Var& logits, const Tensor& targets, int64_t valid_vocab)
   const DType dt = logits.dtype();
   Tensor L = logits.value().contiguous().view({N, V});
   Tensor lse = new_output(be, {N}, be.stats_dtype(dt));  // per-row log-sum-exp, kept for the backward
-  Tensor y = new_output(be, {}, dt);
+  Tensor y = new_output(be, {}, be.stats_dtype(dt));  // bf16 logits: a float32 loss (a 2^-8 loss is no use)
   Tensor t_dev = tg.dev.view({N});
   be.cross_entropy(y, lse, L, t_dev, Vv, count);
   return Var::make(y, {logits}, [lse, t_dev, count, N, V, Vv, &be = be](std::vector<Var>& in, const Tensor& grad_out) {

@@ -8,10 +8,9 @@ namespace zt {
 namespace {
 thread_local bool g_grad_enabled = true;
 
-// A value that can carry a gradient: float32/float64 on the cpu (check_float's message), a compute
-// dtype of its backend elsewhere (bfloat16 on a GPU).
+// A value that can carry a gradient: a compute dtype of its backend (cpu: float32, float64,
+// bfloat16; cuda: float32, bfloat16).
 void check_grad_dtype(const Tensor& value, const char* what) {
-  if (value.device().is_cpu()) return check_float(value, what);
   if (!backend_of(value).computes(value.dtype()))
     ZT_THROW(what, ": ", value.str(), " on ", value.device().str(), " has dtype ", dtype_name(value.dtype()),
              ", which that device's kernels do not compute in");

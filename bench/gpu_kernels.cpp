@@ -32,13 +32,17 @@
 //
 // Attention part: cuda_kernels::attention_forward (with lse kept, as in training) and
 // attention_backward at B = 8, T = 1024, H = Hq = Hkv = 12, D = 64, in bf16 and f32; median ms of
-// the per-call event pairs. FLOPs, the usual causal convention (FlashAttention's benchmarks):
+// the per-call event pairs (cuDNN's calls include their per-call host work: variant pack
+// creation and a workspace from the caching allocator). FLOPs, the usual causal convention (FlashAttention's benchmarks):
 //   forward  = 2 * 2 * B * H * T * T * D / 2   (QK^T and PV, half the pairs)
 //   backward = 2.5 * forward                    (5 GEMMs instead of 2)
 // These count useful work; our backward kernel does more (attention.h "Cost": 7 B H T^2 D, plus
 // 2 B H T^2 D in bf16), so the backward TFLOP/s here understate its raw FLOP rate.
-// cuDNN attention is not wired into the project: the output says "cudnn: not built" and times
-// nothing in its place.
+// cuDNN: in a build with cuDNN (ZT_HAVE_CUDNN), CudnnAttention (cuda/cudnn_attention.h, the path
+// CudaBackend::attention takes for bfloat16) is timed the same way at the same shapes, forward
+// (statistics written) and backward, and the table gives ours/cuDNN = our ms / cuDNN's ms (< 1:
+// ours faster). float32 has no cuDNN flash attention: its row says so with supported()'s reason.
+// Without cuDNN in the build the output says "cudnn: not built" and times nothing in its place.
 //
 // Output: a markdown table on stdout, then one JSON object as the last line. Exit 2 (with the
 // reason on stderr) when no usable GPU is there; numbers are never printed then.
@@ -62,6 +66,9 @@
 #include "cuda/gemm.h"
 #include "cuda/kernels/attention.h"
 #include "cuda/stream.h"
+#if defined(ZT_HAVE_CUDNN)
+#include "cuda/cudnn_attention.h"
+#endif
 
 using namespace zt;
 
@@ -372,8 +379,16 @@ int run(int device_index, int warmup, int iters) {
   std::printf("\n## Attention (ours: cuda_kernels, CUDA cores), B %lld T %lld H %lld D %lld, causal\n",
               (long long)B, (long long)T, (long long)H, (long long)D);
   std::printf("FLOPs: forward = 2*2*B*H*T*T*D/2 = %.3g, backward = 2.5 x forward = %.3g\n", fwd_flops, bwd_flops);
-  std::printf("cudnn: not built (no cuDNN attention in the project; nothing timed in its place)\n\n");
-  std::printf("| dtype | fwd ms | fwd TFLOP/s | bwd ms | bwd TFLOP/s |\n|---|---|---|---|---|\n");
+#if defined(ZT_HAVE_CUDNN)
+  CudnnAttention dnn(alloc);
+  const std::string cudnn_status = "cuDNN " + CudnnAttention::version_string();
+  std::printf("cudnn: %s (CudnnAttention, deterministic plans); ratio = ours ms / cuDNN ms\n\n", cudnn_status.c_str());
+#else
+  const std::string cudnn_status = "not built";
+  std::printf("cudnn: not built (this build found no cuDNN; nothing timed in its place)\n\n");
+#endif
+  std::printf("| dtype | fwd ms | fwd TFLOP/s | bwd ms | bwd TFLOP/s | cuDNN fwd ms | cuDNN fwd TFLOP/s | cuDNN bwd ms "
+              "| cuDNN bwd TFLOP/s | fwd ours/cuDNN | bwd ours/cuDNN |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (DType t : {DType::bf16, DType::f32}) {
     const int64_t n = B * T * H * D;
     DevBuf q(n, t, true, 11), k(n, t, true, 12), v(n, t, true, 13), dout(n, t, true, 14);
@@ -388,11 +403,35 @@ int run(int device_index, int warmup, int iters) {
     const double fms = time_median_ms(fwd, s, warmup, iters);  // also leaves out / lse for the backward
     const double bms = time_median_ms(bwd, s, warmup, iters);
     const double ftf = fwd_flops / (fms * 1e-3) / 1e12, btf = bwd_flops / (bms * 1e-3) / 1e12;
-    std::printf("| %s | %.3f | %.2f | %.3f | %.2f |\n", dtype_name(t), fms, ftf, bms, btf);
+    nlohmann::json row = {{"dtype", dtype_name(t)}, {"B", B}, {"T", T}, {"H", H}, {"D", D}, {"fwd_ms", fms},
+                          {"fwd_tflops", ftf}, {"bwd_ms", bms}, {"bwd_tflops", btf}, {"fwd_flops", fwd_flops},
+                          {"bwd_flops", bwd_flops}};
+    std::string cudnn_cells = "| - | - | - | - | - | - |";
+#if defined(ZT_HAVE_CUDNN)
+    const CudnnAttnShape shape{B, T, H, H, D, t};
+    std::string why;
+    if (dnn.supported(shape, &why)) {
+      // the same buffers: cuDNN's forward rewrites out and lse, its backward reads them
+      auto dfwd = [&] { dnn.forward(shape, out.p, lsep, q.p, k.p, v.p, s); };
+      auto dbwd = [&] { dnn.backward(shape, dq.p, dk.p, dv.p, dout.p, q.p, k.p, v.p, out.p, lsep, s); };
+      const double cf = time_median_ms(dfwd, s, warmup, iters);
+      const double cb = time_median_ms(dbwd, s, warmup, iters);
+      const double cftf = fwd_flops / (cf * 1e-3) / 1e12, cbtf = bwd_flops / (cb * 1e-3) / 1e12;
+      char buf[256];
+      std::snprintf(buf, sizeof(buf), "| %.3f | %.2f | %.3f | %.2f | %.2f | %.2f |", cf, cftf, cb, cbtf, fms / cf,
+                    bms / cb);
+      cudnn_cells = buf;
+      row["cudnn_fwd_ms"] = cf, row["cudnn_fwd_tflops"] = cftf, row["cudnn_bwd_ms"] = cb, row["cudnn_bwd_tflops"] = cbtf;
+      row["fwd_ours_over_cudnn"] = fms / cf, row["bwd_ours_over_cudnn"] = bms / cb;
+    } else {
+      cudnn_cells = "| unsupported | - | - | - | - | - |";
+      row["cudnn_unsupported"] = why;
+      std::fprintf(stderr, "cuDNN does not run %s: %s\n", shape.str().c_str(), why.c_str());
+    }
+#endif
+    std::printf("| %s | %.3f | %.2f | %.3f | %.2f %s\n", dtype_name(t), fms, ftf, bms, btf, cudnn_cells.c_str());
     std::fflush(stdout);
-    ja.push_back({{"dtype", dtype_name(t)}, {"B", B}, {"T", T}, {"H", H}, {"D", D}, {"fwd_ms", fms},
-                  {"fwd_tflops", ftf}, {"bwd_ms", bms}, {"bwd_tflops", btf}, {"fwd_flops", fwd_flops},
-                  {"bwd_flops", bwd_flops}});
+    ja.push_back(row);
   }
   ZT_CUDA_CHECK(cudaStreamSynchronize(s));
   (void)cublasLtDestroy(lt);
@@ -401,7 +440,7 @@ int run(int device_index, int warmup, int iters) {
                       {"warmup", warmup}, {"iters", iters}, {"timing", "median of per-call CudaEvent pairs"},
                       {"gemm_flops", "2*M*N*K"},
                       {"attention_flops", "fwd 2*2*B*H*T*T*D/2, bwd 2.5*fwd"},
-                      {"cudnn", "not built"}, {"gemm", jg}, {"attention", ja}};
+                      {"cudnn", cudnn_status}, {"gemm", jg}, {"attention", ja}};
   std::printf("\n%s\n", j.dump().c_str());
   return 0;
 }

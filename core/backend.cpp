@@ -24,6 +24,22 @@ Device parse_device(const std::string& text, const char* what) {
   ZT_THROW(what, ": '", text, "' is not a device; expected cpu, cuda or cuda:N (N >= 0)");
 }
 
+const char* f32_matmul_name(F32Matmul p) { return p == F32Matmul::high ? "high" : "highest"; }
+
+F32Matmul parse_f32_matmul(const std::string& text) {
+  if (text == "highest") return F32Matmul::highest;
+  if (text == "high") return F32Matmul::high;
+  ZT_THROW("float32 matmul precision '", text,
+           "' is not one of: highest (IEEE float32 GEMMs), high (TF32 tensor cores, GPU only)");
+}
+
+void Backend::set_f32_matmul_precision(F32Matmul p) {
+  if (p == F32Matmul::high)
+    ZT_THROW("set_f32_matmul_precision(high): tf32 is a GPU matmul mode; device ", device().str(),
+             " computes float32 GEMMs in IEEE fp32 (use highest)");
+  f32_matmul_ = p;
+}
+
 namespace {
 
 struct Registry {

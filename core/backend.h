@@ -1,4 +1,5 @@
-// defines: Backend (the table of kernels one device provides), BinaryOp, GemmShape,
+// defines: Backend (the table of kernels one device provides), BinaryOp, F32Matmul,
+//          f32_matmul_name, parse_f32_matmul, GemmShape,
 //          AdamWArgs, backend(Device), backend_of(Tensor), register_backend, default_device,
 //          set_default_device, DefaultDeviceScope.
 //
@@ -27,6 +28,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "core/device.h"
 #include "core/memory.h"
@@ -35,6 +37,15 @@
 namespace zt {
 
 enum class BinaryOp : uint8_t { add, sub, mul };
+
+// How float32 GEMMs (gemm, linear, linear_backward) may compute, with PyTorch's names
+// (torch.set_float32_matmul_precision): highest = IEEE float32 products and sums (every backend's
+// default); high = TF32 tensor cores (inputs rounded to 10 mantissa bits, ~1e-3 relative; float32
+// accumulation), a GPU mode. bfloat16 GEMMs are not affected.
+enum class F32Matmul : uint8_t { highest, high };
+const char* f32_matmul_name(F32Matmul p);  // "highest", "high"
+// "highest" or "high"; anything else is a zt::Error naming the text and the choices.
+F32Matmul parse_f32_matmul(const std::string& text);
 
 // C = alpha op(A) op(B) + beta C, row-major, `batch` independent products (batch >= 1).
 // A is (M, K), or (K, M) when trans_a; B is (K, N), or (N, K) when trans_b; C is (M, N); leading
@@ -64,6 +75,11 @@ class Backend {
   virtual bool computes(DType dt) const = 0;
   DType stats_dtype(DType x) const { return x == DType::bf16 ? DType::f32 : x; }
   virtual void synchronize() = 0;  // the host waits for every queued kernel of this device
+
+  // The float32 GEMM precision of this device (F32Matmul above). The base accepts only highest:
+  // high throws a zt::Error naming the device (a CPU has no TF32); CudaBackend takes both.
+  virtual void set_f32_matmul_precision(F32Matmul p);
+  F32Matmul f32_matmul_precision() const { return f32_matmul_; }
 
   // ---- memory: copies, fills, casts ----------------------------------------------------------
   // dst = src, converted to dst's dtype (any dtypes, exact where the value fits, bf16/f16 rounded
@@ -176,6 +192,9 @@ class Backend {
   // rounded new master (the 2-byte parameter shard of mixed precision).
   virtual void adamw_step(const Tensor& master, const Tensor& grad, const Tensor& m, const Tensor& v,
                           const AdamWArgs& h, const Tensor& out_lowp) = 0;
+
+ protected:
+  F32Matmul f32_matmul_ = F32Matmul::highest;
 };
 
 // The backend of a device: the cpu one always; another once registered (see above), else a

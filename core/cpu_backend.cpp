@@ -2,6 +2,7 @@
 // one instance. Every entry calls the CPU kernel that the tensor-level function used before the
 // backend table existed, so results are bit for bit those of core/kernels.
 #include "core/cpu_backend.h"
+#include "core/cpu_bf16.h"  // defines: Bf16StandIns
 
 #include <cstring>
 
@@ -59,6 +60,10 @@ void CpuBackend::fill(const Tensor& dst, double value) {
 
 void CpuBackend::accumulate(const Tensor& dst, const Tensor& src, double alpha) {
   need_cpu(dst, "accumulate");
+  if (Bf16StandIns f{&dst, &src}; f.active()) {
+    accumulate(f(dst), f(src), alpha);
+    return f.store({&dst});
+  }
   Tensor d = dst;
   accumulate_(d, src, alpha);
 }
@@ -95,6 +100,10 @@ double CpuBackend::sum_of_squares(const Tensor& t) {
 
 void CpuBackend::scale_(const Tensor& t, double factor) {
   need_cpu(t, "scale_");
+  if (Bf16StandIns f{&t}; f.active()) {
+    scale_(f(t), factor);
+    return f.store({&t});
+  }
   ZT_CHECK(t.is_contiguous(), "cpu backend scale_: ", t.str(), " is not contiguous");
   if (t.dtype() == DType::f32) return scale_inplace(t.data<float>(), t.numel(), static_cast<float>(factor));
   scale_inplace(t.data<double>(), t.numel(), factor);  // data<double>() checks the dtype

@@ -2,8 +2,10 @@
 //
 // The kernels of core/kernels behind the table: OpenMP across cores (static schedules, so every
 // result is bitwise reproducible), GEMMs through OpenBLAS (core/kernels/gemm.h). Compute dtypes
-// float32 and float64 (float64 is for gradient checks); bfloat16 and float16 are storage dtypes
-// here (cast, accumulate_cast, all_finite, sum_of_squares take them; the kernels do not).
+// float32, float64 (for gradient checks) and bfloat16. bfloat16 runs the float32 kernels on
+// float32 copies of the arguments and rounds each output once (core/cpu_bf16.h): the semantics of
+// a GPU's bf16 kernels, the reference they are checked against, and slow. float16 is a storage
+// dtype here (cast, accumulate_cast, all_finite, sum_of_squares take it; the kernels do not).
 // attention() keeps the probabilities P (B, Hq, T, T) for the backward (core/kernels/attention.h).
 #pragma once
 #include "core/backend.h"
@@ -14,7 +16,7 @@ class CpuBackend final : public Backend {
  public:
   Device device() const override { return Device::cpu(); }
   Allocator& allocator() override { return cpu_allocator(); }
-  bool computes(DType dt) const override { return dt == DType::f32 || dt == DType::f64; }
+  bool computes(DType dt) const override { return dt == DType::f32 || dt == DType::f64 || dt == DType::bf16; }
   void synchronize() override {}
 
   // ---- cpu_backend.cpp: memory, casts, shard norms, AdamW ----

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "core/cpu_backend.h"
+#include "core/cpu_bf16.h"  // defines: Bf16StandIns (bfloat16 entries on float32 stand-ins)
 #include "core/kernels/activation.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/cross_entropy.h"
@@ -59,6 +60,10 @@ std::pair<int64_t, int64_t> rows_cols(const Tensor& t) {
 // elementwise
 
 void CpuBackend::binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (Bf16StandIns f{&out, &a, &b}; f.active()) {
+    binary(op, f(out), f(a), f(b));
+    return f.store({&out});
+  }
   need_contiguous("binary", {&out, &a, &b});
   ZT_CHECK(a.numel() == out.numel() && b.numel() == out.numel(), "cpu backend binary: sizes differ");
   const int64_t n = out.numel();
@@ -71,6 +76,10 @@ void CpuBackend::binary(BinaryOp op, const Tensor& out, const Tensor& a, const T
 }
 
 void CpuBackend::scale(const Tensor& out, const Tensor& x, double s) {
+  if (Bf16StandIns f{&out, &x}; f.active()) {
+    scale(f(out), f(x), s);
+    return f.store({&out});
+  }
   need_contiguous("scale", {&out, &x});
   ZT_CHECK(x.numel() == out.numel(), "cpu backend scale: sizes differ");
   dispatch(out.dtype(), [&](auto tag) {
@@ -81,6 +90,10 @@ void CpuBackend::scale(const Tensor& out, const Tensor& x, double s) {
 
 void CpuBackend::mul_backward(const Tensor& da, const Tensor& db, const Tensor& dout, const Tensor& a,
                               const Tensor& b) {
+  if (Bf16StandIns f{&da, &db, &dout, &a, &b}; f.active()) {
+    mul_backward(f(da), f(db), f(dout), f(a), f(b));
+    return f.store({&da, &db});
+  }
   need_contiguous("mul_backward", {&da, &db, &dout, &a, &b});
   ZT_CHECK(da.defined() || db.defined(), "cpu backend mul_backward: neither da nor db wanted");
   const int64_t n = dout.numel();
@@ -95,6 +108,10 @@ void CpuBackend::mul_backward(const Tensor& da, const Tensor& db, const Tensor& 
 // reductions
 
 void CpuBackend::sum_all(const Tensor& out, const Tensor& x, double factor) {
+  if (Bf16StandIns f{&out, &x}; f.active()) {
+    sum_all(f(out), f(x), factor);
+    return f.store({&out});
+  }
   need_contiguous("sum_all", {&x});
   ZT_CHECK(out.numel() == 1, "cpu backend sum_all: out ", out.str(), " must hold one element");
   dispatch(x.dtype(), [&](auto tag) {
@@ -105,6 +122,10 @@ void CpuBackend::sum_all(const Tensor& out, const Tensor& x, double factor) {
 }
 
 void CpuBackend::fill_scaled(const Tensor& dx, const Tensor& g, double factor) {
+  if (Bf16StandIns f{&dx, &g}; f.active()) {
+    fill_scaled(f(dx), f(g), factor);
+    return f.store({&dx});
+  }
   need_contiguous("fill_scaled", {&dx});
   ZT_CHECK(g.numel() == 1, "cpu backend fill_scaled: g ", g.str(), " must hold one element");
   const double v = g.item() * factor;
@@ -115,6 +136,10 @@ void CpuBackend::fill_scaled(const Tensor& dx, const Tensor& g, double factor) {
 }
 
 void CpuBackend::sum_last(const Tensor& out, const Tensor& x) {
+  if (Bf16StandIns f{&out, &x}; f.active()) {
+    sum_last(f(out), f(x));
+    return f.store({&out});
+  }
   need_contiguous("sum_last", {&out, &x});
   ZT_CHECK(x.dim() >= 1, "cpu backend sum_last: x ", x.str(), " needs a last dimension");
   const int64_t R = out.numel(), N = x.size(-1);  // R from out: rows exist even when N == 0
@@ -126,6 +151,10 @@ void CpuBackend::sum_last(const Tensor& out, const Tensor& x) {
 }
 
 void CpuBackend::sum_last_backward(const Tensor& dx, const Tensor& dout) {
+  if (Bf16StandIns f{&dx, &dout}; f.active()) {
+    sum_last_backward(f(dx), f(dout));
+    return f.store({&dx});
+  }
   need_contiguous("sum_last_backward", {&dx, &dout});
   ZT_CHECK(dx.dim() >= 1, "cpu backend sum_last_backward: dx ", dx.str(), " needs a last dimension");
   const int64_t R = dout.numel(), N = dx.size(-1);
@@ -143,6 +172,10 @@ void CpuBackend::sum_last_backward(const Tensor& dx, const Tensor& dout) {
 // inside the parallel region) when there are at least as many as threads; else in turn, each
 // GEMM threaded. One product: one GEMM, threaded inside.
 void CpuBackend::gemm(const GemmShape& g, const Tensor& A, const Tensor& B, const Tensor& C) {
+  if (Bf16StandIns f{&A, &B, &C}; f.active()) {
+    gemm(g, f(A), f(B), f(C));
+    return f.store({&C});
+  }
   need_contiguous("gemm", {&A, &B, &C});
   ZT_CHECK(g.batch >= 1, "cpu backend gemm: batch = ", g.batch);
   const int64_t M = g.M, N = g.N, K = g.K, P = g.batch;
@@ -169,6 +202,10 @@ void CpuBackend::gemm(const GemmShape& g, const Tensor& A, const Tensor& B, cons
 }
 
 void CpuBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b) {
+  if (Bf16StandIns f{&y, &x, &w, &b}; f.active()) {
+    linear(f(y), f(x), f(w), f(b));
+    return f.store({&y});
+  }
   need_contiguous("linear", {&y, &x, &w, &b});
   ZT_CHECK(x.dim() == 2 && w.dim() == 2 && y.dim() == 2, "cpu backend linear: x ", x.str(), ", w ", w.str(), ", y ",
            y.str(), " (2-D expected)");
@@ -191,6 +228,10 @@ void CpuBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, const
 
 void CpuBackend::linear_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dy,
                                  const Tensor& x, const Tensor& w, bool accumulate) {
+  if (Bf16StandIns f{&dx, &dw, &db, &dy, &x, &w}; f.active()) {
+    linear_backward(f(dx), f(dw), f(db), f(dy), f(x), f(w), accumulate);
+    return f.store({&dx, &dw, &db});
+  }
   need_contiguous("linear_backward", {&dx, &dw, &db, &dy, &x, &w});
   ZT_CHECK(dy.dim() == 2, "cpu backend linear_backward: dy ", dy.str(), " (2-D expected)");
   const int64_t M = dy.size(0), out = dy.size(1);
@@ -215,6 +256,10 @@ void CpuBackend::linear_backward(const Tensor& dx, const Tensor& dw, const Tenso
 // activations, softmax
 
 void CpuBackend::gelu(const Tensor& out, const Tensor& x) {
+  if (Bf16StandIns f{&out, &x}; f.active()) {
+    gelu(f(out), f(x));
+    return f.store({&out});
+  }
   need_contiguous("gelu", {&out, &x});
   dispatch(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -223,6 +268,10 @@ void CpuBackend::gelu(const Tensor& out, const Tensor& x) {
 }
 
 void CpuBackend::gelu_backward(const Tensor& dx, const Tensor& dout, const Tensor& x) {
+  if (Bf16StandIns f{&dx, &dout, &x}; f.active()) {
+    gelu_backward(f(dx), f(dout), f(x));
+    return f.store({&dx});
+  }
   need_contiguous("gelu_backward", {&dx, &dout, &x});
   dispatch(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -231,6 +280,10 @@ void CpuBackend::gelu_backward(const Tensor& dx, const Tensor& dout, const Tenso
 }
 
 void CpuBackend::silu(const Tensor& out, const Tensor& x) {
+  if (Bf16StandIns f{&out, &x}; f.active()) {
+    silu(f(out), f(x));
+    return f.store({&out});
+  }
   need_contiguous("silu", {&out, &x});
   dispatch(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -239,6 +292,10 @@ void CpuBackend::silu(const Tensor& out, const Tensor& x) {
 }
 
 void CpuBackend::silu_backward(const Tensor& dx, const Tensor& dout, const Tensor& x) {
+  if (Bf16StandIns f{&dx, &dout, &x}; f.active()) {
+    silu_backward(f(dx), f(dout), f(x));
+    return f.store({&dx});
+  }
   need_contiguous("silu_backward", {&dx, &dout, &x});
   dispatch(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -247,6 +304,10 @@ void CpuBackend::silu_backward(const Tensor& dx, const Tensor& dout, const Tenso
 }
 
 void CpuBackend::swiglu(const Tensor& out, const Tensor& gate, const Tensor& up) {
+  if (Bf16StandIns f{&out, &gate, &up}; f.active()) {
+    swiglu(f(out), f(gate), f(up));
+    return f.store({&out});
+  }
   need_contiguous("swiglu", {&out, &gate, &up});
   dispatch(gate.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -256,6 +317,10 @@ void CpuBackend::swiglu(const Tensor& out, const Tensor& gate, const Tensor& up)
 
 void CpuBackend::swiglu_backward(const Tensor& dgate, const Tensor& dup, const Tensor& dout, const Tensor& gate,
                                  const Tensor& up) {
+  if (Bf16StandIns f{&dgate, &dup, &dout, &gate, &up}; f.active()) {
+    swiglu_backward(f(dgate), f(dup), f(dout), f(gate), f(up));
+    return f.store({&dgate, &dup});
+  }
   need_contiguous("swiglu_backward", {&dgate, &dup, &dout, &gate, &up});
   dispatch(gate.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -264,6 +329,10 @@ void CpuBackend::swiglu_backward(const Tensor& dgate, const Tensor& dup, const T
 }
 
 void CpuBackend::softmax(const Tensor& out, const Tensor& x) {
+  if (Bf16StandIns f{&out, &x}; f.active()) {
+    softmax(f(out), f(x));
+    return f.store({&out});
+  }
   need_contiguous("softmax", {&out, &x});
   const auto [R, N] = rows_cols(x);
   dispatch(x.dtype(), [&](auto tag) {
@@ -273,6 +342,10 @@ void CpuBackend::softmax(const Tensor& out, const Tensor& x) {
 }
 
 void CpuBackend::softmax_backward(const Tensor& dx, const Tensor& dout, const Tensor& out) {
+  if (Bf16StandIns f{&dx, &dout, &out}; f.active()) {
+    softmax_backward(f(dx), f(dout), f(out));
+    return f.store({&dx});
+  }
   need_contiguous("softmax_backward", {&dx, &dout, &out});
   const auto [R, N] = rows_cols(out);
   dispatch(out.dtype(), [&](auto tag) {
@@ -285,6 +358,10 @@ void CpuBackend::softmax_backward(const Tensor& dx, const Tensor& dout, const Te
 // embedding, cross-entropy
 
 void CpuBackend::embedding(const Tensor& out, const Tensor& ids, const Tensor& table) {
+  if (Bf16StandIns f{&out, &ids, &table}; f.active()) {
+    embedding(f(out), f(ids), f(table));
+    return f.store({&out});
+  }
   need_contiguous("embedding", {&out, &ids, &table});
   ZT_CHECK(table.dim() == 2 && out.numel() == ids.numel() * table.size(1), "cpu backend embedding: out ", out.str(),
            ", ids ", ids.str(), ", table ", table.str());
@@ -295,6 +372,10 @@ void CpuBackend::embedding(const Tensor& out, const Tensor& ids, const Tensor& t
 }
 
 void CpuBackend::embedding_backward(const Tensor& dtable, const Tensor& dout, const Tensor& ids) {
+  if (Bf16StandIns f{&dtable, &dout, &ids}; f.active()) {
+    embedding_backward(f(dtable), f(dout), f(ids));
+    return f.store({&dtable});
+  }
   need_contiguous("embedding_backward", {&dtable, &dout, &ids});
   ZT_CHECK(dtable.dim() == 2 && dout.numel() == ids.numel() * dtable.size(1), "cpu backend embedding_backward: dout ",
            dout.str(), ", ids ", ids.str(), ", dtable ", dtable.str());
@@ -306,6 +387,10 @@ void CpuBackend::embedding_backward(const Tensor& dtable, const Tensor& dout, co
 
 void CpuBackend::cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& targets,
                                int64_t valid_vocab, int64_t count) {
+  if (Bf16StandIns f{&loss, &lse, &logits, &targets}; f.active()) {
+    cross_entropy(f(loss), f(lse), f(logits), f(targets), valid_vocab, count);
+    return f.store({&loss, &lse});
+  }
   need_contiguous("cross_entropy", {&loss, &lse, &logits, &targets});
   const auto [N, V] = rows_cols(logits);
   ZT_CHECK(targets.numel() == N && lse.numel() == N && loss.numel() == 1 && valid_vocab >= 1 && valid_vocab <= V,
@@ -323,6 +408,10 @@ void CpuBackend::cross_entropy(const Tensor& loss, const Tensor& lse, const Tens
 void CpuBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& lse,
                                         const Tensor& targets, const Tensor& dloss, int64_t valid_vocab,
                                         int64_t count) {
+  if (Bf16StandIns f{&dlogits, &logits, &lse, &targets, &dloss}; f.active()) {
+    cross_entropy_backward(f(dlogits), f(logits), f(lse), f(targets), f(dloss), valid_vocab, count);
+    return f.store({&dlogits});
+  }
   need_contiguous("cross_entropy_backward", {&dlogits, &logits, &lse, &targets});
   const auto [N, V] = rows_cols(logits);
   ZT_CHECK(targets.numel() == N && lse.numel() == N && dloss.numel() == 1 && dlogits.numel() == logits.numel(),
@@ -340,6 +429,10 @@ void CpuBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& log
 
 void CpuBackend::layernorm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                            const Tensor& w, const Tensor& b, double eps) {
+  if (Bf16StandIns f{&out, &mean, &rstd, &x, &w, &b}; f.active()) {
+    layernorm(f(out), f(mean), f(rstd), f(x), f(w), f(b), eps);
+    return f.store({&out, &mean, &rstd});
+  }
   need_contiguous("layernorm", {&out, &mean, &rstd, &x, &w, &b});
   const auto [N, C] = rows_cols(x);
   ZT_CHECK(C >= 1 && w.numel() == C && mean.numel() == N && rstd.numel() == N, "cpu backend layernorm: x ", x.str(),
@@ -353,6 +446,10 @@ void CpuBackend::layernorm(const Tensor& out, const Tensor& mean, const Tensor& 
 
 void CpuBackend::layernorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dout,
                                     const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd) {
+  if (Bf16StandIns f{&dx, &dw, &db, &dout, &x, &w, &mean, &rstd}; f.active()) {
+    layernorm_backward(f(dx), f(dw), f(db), f(dout), f(x), f(w), f(mean), f(rstd));
+    return f.store({&dx, &dw, &db});
+  }
   need_contiguous("layernorm_backward", {&dx, &dw, &db, &dout, &x, &w, &mean, &rstd});
   const auto [N, C] = rows_cols(x);
   ZT_CHECK(C >= 1 && w.numel() == C && mean.numel() == N && rstd.numel() == N, "cpu backend layernorm_backward: x ",
@@ -365,6 +462,10 @@ void CpuBackend::layernorm_backward(const Tensor& dx, const Tensor& dw, const Te
 }
 
 void CpuBackend::rmsnorm(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, double eps) {
+  if (Bf16StandIns f{&out, &rstd, &x, &w}; f.active()) {
+    rmsnorm(f(out), f(rstd), f(x), f(w), eps);
+    return f.store({&out, &rstd});
+  }
   need_contiguous("rmsnorm", {&out, &rstd, &x, &w});
   const auto [N, C] = rows_cols(x);
   ZT_CHECK(C >= 1 && w.numel() == C && rstd.numel() == N, "cpu backend rmsnorm: x ", x.str(), ", w ", w.str());
@@ -376,6 +477,10 @@ void CpuBackend::rmsnorm(const Tensor& out, const Tensor& rstd, const Tensor& x,
 
 void CpuBackend::rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
                                   const Tensor& w, const Tensor& rstd) {
+  if (Bf16StandIns f{&dx, &dw, &dout, &x, &w, &rstd}; f.active()) {
+    rmsnorm_backward(f(dx), f(dw), f(dout), f(x), f(w), f(rstd));
+    return f.store({&dx, &dw});
+  }
   need_contiguous("rmsnorm_backward", {&dx, &dw, &dout, &x, &w, &rstd});
   const auto [N, C] = rows_cols(x);
   ZT_CHECK(C >= 1 && w.numel() == C && rstd.numel() == N, "cpu backend rmsnorm_backward: x ", x.str(), ", w ",
@@ -401,6 +506,10 @@ void CpuBackend::rope_tables(const Tensor& cos_t, const Tensor& sin_t, double th
 }
 
 void CpuBackend::rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, const Tensor& sin_t, bool inverse) {
+  if (Bf16StandIns f{&out, &x, &cos_t, &sin_t}; f.active()) {
+    rope(f(out), f(x), f(cos_t), f(sin_t), inverse);
+    return f.store({&out});
+  }
   need_contiguous("rope", {&out, &x, &cos_t, &sin_t});
   ZT_CHECK(x.dim() == 4 && out.shape() == x.shape(), "cpu backend rope: x ", x.str(), " ((B, T, H, D) expected)");
   const int64_t B = x.size(0), T_len = x.size(1), H = x.size(2), D = x.size(3);
@@ -414,6 +523,11 @@ void CpuBackend::rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, c
 
 Tensor CpuBackend::attention(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
                              bool keep_for_backward) {
+  if (Bf16StandIns f{&out, &q, &k, &v}; f.active()) {
+    Tensor saved = attention(f(out), f(q), f(k), f(v), keep_for_backward);
+    f.store({&out});
+    return saved;
+  }
   need_contiguous("attention", {&out, &q, &k, &v});
   ZT_CHECK(q.dim() == 4 && k.dim() == 4 && v.shape() == k.shape() && out.shape() == q.shape(),
            "cpu backend attention: q ", q.str(), ", k ", k.str(), ", v ", v.str());
@@ -431,6 +545,10 @@ Tensor CpuBackend::attention(const Tensor& out, const Tensor& q, const Tensor& k
 void CpuBackend::attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                                     const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                     const Tensor& saved) {
+  if (Bf16StandIns f{&dq, &dk, &dv, &dout, &q, &k, &v, &out, &saved}; f.active()) {
+    attention_backward(f(dq), f(dk), f(dv), f(dout), f(q), f(k), f(v), f(out), f(saved));
+    return f.store({&dq, &dk, &dv});
+  }
   need_contiguous("attention_backward", {&dq, &dk, &dv, &dout, &q, &k, &v, &saved});
   const int64_t B = q.size(0), T_len = q.size(1), Hq = q.size(2), D = q.size(3), Hkv = k.size(2);
   ZT_CHECK(saved.defined() && saved.numel() == B * Hq * T_len * T_len,

@@ -5,6 +5,15 @@
 
 namespace zt {
 
+namespace {
+// The dtypes a tensor is initialized in: float32 and float64, and bfloat16 — drawn as float32
+// and rounded, so a bfloat16 model is exactly its float32 twin rounded (models built in bf16).
+void check_init_dtype(const Tensor& t, const char* what) {
+  if (t.dtype() != DType::bf16) check_float(t, what);
+}
+DType via_dtype(const Tensor& t) { return t.dtype() == DType::bf16 ? DType::f32 : t.dtype(); }
+}  // namespace
+
 void Rng::seed_(uint64_t seed) {
   // splitmix64 of the seed, so that small seeds (0, 1, 2) give unrelated, non-zero states.
   uint64_t z = seed + 0x9e3779b97f4a7c15ull;
@@ -29,7 +38,7 @@ float Rng::normal() {
 }
 
 void Rng::fill_normal(Tensor& t, double mean, double std) {
-  check_float(t, "Rng::fill_normal");
+  check_init_dtype(t, "Rng::fill_normal");
   const int64_t n = t.numel();
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; i += 2) {  // Box-Muller: both samples of each pair are used
@@ -39,14 +48,14 @@ void Rng::fill_normal(Tensor& t, double mean, double std) {
     v[i] = mean + std * r * std::cos(2.0 * M_PI * u2);
     if (i + 1 < n) v[i + 1] = mean + std * r * std::sin(2.0 * M_PI * u2);
   }
-  t.copy_(Tensor::from_vector(v, t.shape(), t.dtype(), Category::workspace));
+  t.copy_(Tensor::from_vector(v, t.shape(), via_dtype(t), Category::workspace));
 }
 
 void Rng::fill_uniform(Tensor& t, double lo, double hi) {
-  check_float(t, "Rng::fill_uniform");
+  check_init_dtype(t, "Rng::fill_uniform");
   std::vector<double> v(static_cast<size_t>(t.numel()));
   for (double& x : v) x = lo + (hi - lo) * uniform();
-  t.copy_(Tensor::from_vector(v, t.shape(), t.dtype(), Category::workspace));
+  t.copy_(Tensor::from_vector(v, t.shape(), via_dtype(t), Category::workspace));
 }
 
 }  // namespace zt

@@ -1,4 +1,5 @@
-// defines: CudaBackend (core/backend.h's table on one GPU), register_cuda_backend.
+// defines: CudaBackend (core/backend.h's table on one GPU), CudaBackend::AttentionImpl,
+//          register_cuda_backend.
 //
 // Every entry launches kernels of cuda/kernels (or cuBLASLt through cuda/gemm.h) on the
 // backend's compute stream, stream(): the stream that cuda_allocator(index) allocates on, so a
@@ -14,12 +15,16 @@
 //   cuda/backend.cpp            memory, copies, casts, norms of shards, AdamW, registration
 //   cuda/backend_ops.cpp        elementwise, reductions, activations, softmax, embedding, loss,
 //                               LayerNorm, RMSNorm
-//   cuda/backend_attention.cpp  GEMM, linear, RoPE, attention
+//   cuda/backend_attention.cpp  GEMM, linear, RoPE, attention (cuDNN's or ours: the rule is at
+//                               the top of that file)
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
 
 #include "core/backend.h"
 #include "cuda/allocator.h"
@@ -27,9 +32,19 @@
 namespace zt {
 
 class CudaGemm;
+class CudnnAttention;  // cuda/cudnn_attention.h (builds with cuDNN only)
+struct CudnnAttentionDeleter {
+  void operator()(CudnnAttention* p) const;  // backend_attention.cpp
+};
 
 class CudaBackend final : public Backend {
  public:
+  // Which attention runs (backend_attention.cpp's top comment has the rule): automatic = cuDNN's
+  // SDPA where it supports the dtype and shape (bfloat16, D % 8 == 0, D <= 128, an engine that
+  // finalizes, 16-byte aligned pointers), else our kernel, saying so once per shape on stderr;
+  // cudnn = cuDNN or a zt::Error naming why not; own = always cuda/kernels/attention.h.
+  enum class AttentionImpl : uint8_t { automatic, cudnn, own };
+
   explicit CudaBackend(int index);
   ~CudaBackend() override;
   CudaBackend(const CudaBackend&) = delete;
@@ -39,6 +54,17 @@ class CudaBackend final : public Backend {
   Allocator& allocator() override { return alloc_; }
   bool computes(DType dt) const override { return dt == DType::f32 || dt == DType::bf16; }
   void synchronize() override;
+  // float32 GEMMs (gemm, linear, linear_backward): highest = CUBLAS_COMPUTE_32F, high = TF32.
+  void set_f32_matmul_precision(F32Matmul p) override { f32_matmul_ = p; }
+
+  void set_attention_impl(AttentionImpl impl) { attention_impl_ = impl; }
+  AttentionImpl attention_impl() const { return attention_impl_; }
+  // What attention() would run for q (B, T, Hq, D) of dtype dt with Hkv kv heads (aligned
+  // pointers assumed): "cudnn 9.19.0", or "own: <why not cuDNN>" (forced, not built, or cuDNN's
+  // reason). Throws like attention() when impl is cudnn and cuDNN cannot run it.
+  std::string attention_impl_name(DType dt, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D);
+  // Whether this build has cuDNN's attention (CMake found cuDNN: ZT_HAVE_CUDNN).
+  static bool cudnn_built();
 
   cudaStream_t stream() const { return alloc_.stream(); }
   CudaAllocator& cuda_alloc() { return alloc_; }
@@ -110,6 +136,13 @@ class CudaBackend final : public Backend {
   CudaAllocator& alloc_;
   std::unique_ptr<CudaGemm> gemm_;
   std::once_flag gemm_once_;
+  // attention: the choice, cuDNN's plans (created on first use), shapes already reported
+  AttentionImpl attention_impl_ = AttentionImpl::automatic;
+  std::unique_ptr<CudnnAttention, CudnnAttentionDeleter> cudnn_attn_;
+  std::set<std::string> fallback_reported_;
+  // true: cuDNN runs this call; false with *why: our kernel (automatic); throws when forced
+  bool use_cudnn(DType dt, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D,
+                 std::initializer_list<const void*> ptrs, const char* op, std::string* why);
 };
 
 // Registers CudaBackend for DeviceType::cuda (core/backend.h). Call once, early, in programs

@@ -1,14 +1,30 @@
 // CudaBackend (cuda/backend.h): GEMM, linear, RoPE, attention.
 //
 // gemm / linear / linear_backward go through cuBLASLt (cuda/gemm.h, the backend's CudaGemm with
-// its algorithm cache); RoPE through cuda/kernels/embedding_rope.h; attention through our own
-// kernels (cuda/kernels/attention.h: the flash-style algorithm on CUDA cores, saving the row
-// log-sum-exp (B, Hq, T) float32 instead of the CPU's probabilities).
+// its algorithm cache); RoPE through cuda/kernels/embedding_rope.h; attention through cuDNN's
+// scaled-dot-product attention (cuda/cudnn_attention.h) or our own kernels (cuda/kernels/
+// attention.h: the flash-style algorithm on CUDA cores), both saving the row log-sum-exp
+// (B, Hq, T) float32 (natural log, of the scaled masked scores) instead of the CPU's
+// probabilities — one `saved` format, so either backward may follow either forward.
 //
-// Precision: float32 GEMMs run in IEEE fp32 (CUBLAS_COMPUTE_32F), so every entry matches the CPU
-// backend to float32 rounding; TF32 (GemmPrecision::tf32, ~1e-3 relative) is available on
-// CudaGemm itself but the table has no switch for it (one would be added to cuda/backend.h).
-// bfloat16 GEMMs accumulate in float32 and round once.
+// Which attention runs (CudaBackend::AttentionImpl, set_attention_impl; attention_impl_name tells):
+//   automatic (default)  cuDNN when this build has it (CMake found cudnn.h and libcudnn, ZT_CUDNN
+//                        not OFF) AND CudnnAttention::supported(dtype, B, T, Hq, Hkv, D) (bfloat16
+//                        only — cuDNN has no float32 flash attention —, D % 8 == 0, D <= 128, and
+//                        deterministic forward and backward plans that finalize; checked once per
+//                        shape) AND every pointer is 16-byte aligned; otherwise our kernel, and the
+//                        first call for each (reason, shape) prints one line on stderr saying so.
+//                        float32 always runs our kernel (the expected path; also reported once).
+//   cudnn                cuDNN or a zt::Error naming why it cannot (not built, unsupported with
+//                        cuDNN's reason, misaligned pointer).
+//   own                  always our kernel (the reference), silently: it was asked for.
+// The choice is made per call in attention() and attention_backward() independently; the rule
+// gives both the same answer for the same tensors.
+//
+// Precision: float32 GEMMs run in IEEE fp32 (CUBLAS_COMPUTE_32F) by default, so every entry
+// matches the CPU backend to float32 rounding; set_f32_matmul_precision(F32Matmul::high) makes
+// them TF32 (GemmPrecision::tf32, ~1e-3 relative). bfloat16 GEMMs accumulate in float32 and round
+// once, whatever the setting.
 //
 // linear_backward's bias gradient: cuBLASLt's BGRADB epilogue (fused into the dW GEMM) when dW
 // is computed and written (accumulate false); otherwise — accumulate, where the epilogue could
@@ -24,14 +40,36 @@
 #include "cuda/kernels/attention.h"
 #include "cuda/kernels/bias_grad.h"
 #include "cuda/kernels/embedding_rope.h"
+#if defined(ZT_HAVE_CUDNN)
+#include "cuda/cudnn_attention.h"
+#endif
+
+#include <cstdio>
 
 namespace zt {
 
+void CudnnAttentionDeleter::operator()(CudnnAttention* p) const {
+#if defined(ZT_HAVE_CUDNN)
+  delete p;
+#else
+  (void)p;  // never created in a build without cuDNN
+#endif
+}
+
+bool CudaBackend::cudnn_built() {
+#if defined(ZT_HAVE_CUDNN)
+  return true;
+#else
+  return false;
+#endif
+}
+
 namespace {
 
-constexpr GemmPrecision kF32Precision = GemmPrecision::fp32;
-
-GemmPrecision precision_for(DType t) { return t == DType::f32 ? kF32Precision : GemmPrecision::fp32; }
+// float32 GEMMs follow the backend's F32Matmul setting; bfloat16 always accumulates in fp32.
+GemmPrecision precision_for(DType t, F32Matmul p) {
+  return t == DType::f32 && p == F32Matmul::high ? GemmPrecision::tf32 : GemmPrecision::fp32;
+}
 
 // Every tensor argument: defined, on this backend's device, contiguous.
 void need_here(const Backend& be, const Tensor& t, const char* op, const char* name) {
@@ -116,7 +154,7 @@ void CudaBackend::gemm(const GemmShape& g, const Tensor& A, const Tensor& B, con
   a.alpha = g.alpha, a.beta = g.beta;
   a.batch = g.batch, a.stride_a = g.stride_a, a.stride_b = g.stride_b, a.stride_c = g.stride_c;
   a.in_dtype = a.out_dtype = dt;
-  a.precision = precision_for(dt);
+  a.precision = precision_for(dt, f32_matmul_);
   a.a = A.raw();
   a.b = B.raw();
   a.c = C.raw();
@@ -150,7 +188,7 @@ void CudaBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, cons
   GemmArgs a;
   a.M = M, a.N = out, a.K = in;
   a.in_dtype = a.out_dtype = dt;
-  a.precision = precision_for(dt);
+  a.precision = precision_for(dt, f32_matmul_);
   a.x = x.raw(), a.w = w.raw(), a.y = y.raw();
   a.bias = b.defined() ? b.raw() : nullptr;
   gemm_engine().linear(a, stream());
@@ -193,7 +231,7 @@ void CudaBackend::linear_backward(const Tensor& dx, const Tensor& dw, const Tens
         GemmGradInputArgs a;
         a.M = M, a.N = out, a.K = in;
         a.in_dtype = a.out_dtype = dt;
-        a.precision = precision_for(dt);
+        a.precision = precision_for(dt, f32_matmul_);
         a.dy = dy.raw(), a.w = w.raw(), a.dx = dx.raw();
         a.accumulate = false;
         gemm_engine().linear_grad_input(a, stream());
@@ -215,7 +253,7 @@ void CudaBackend::linear_backward(const Tensor& dx, const Tensor& dw, const Tens
         GemmGradWeightArgs a;
         a.M = M, a.N = out, a.K = in;
         a.in_dtype = a.out_dtype = dt;
-        a.precision = precision_for(dt);
+        a.precision = precision_for(dt, f32_matmul_);
         a.dy = dy.raw(), a.x = x.raw(), a.dw = dw.raw();
         a.accumulate = accumulate;
         // BGRADB writes db: fuse it only when db is written, not accumulated (see the top)
@@ -269,6 +307,60 @@ void CudaBackend::rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, 
 
 // ---- attention ----------------------------------------------------------------------------------
 
+bool CudaBackend::use_cudnn(DType dt, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D,
+                            std::initializer_list<const void*> ptrs, const char* op, std::string* why) {
+  if (attention_impl_ == AttentionImpl::own) {
+    *why = "forced by set_attention_impl(own)";
+    return false;
+  }
+  std::string reason;
+#if defined(ZT_HAVE_CUDNN)
+  if (!cudnn_attn_) cudnn_attn_.reset(new CudnnAttention(alloc_));
+  const CudnnAttnShape shape{B, T, Hq, Hkv, D, dt};
+  if (cudnn_attn_->supported(shape, &reason)) {
+    for (const void* p : ptrs)
+      if (!CudnnAttention::aligned16(p)) {
+        reason = detail::concat("a tensor at ", p, " is not 16-byte aligned (cuDNN needs 16)");
+        break;
+      }
+    if (reason.empty()) return true;
+  }
+#else
+  (void)B, (void)T, (void)Hq, (void)Hkv, (void)D, (void)ptrs;
+  reason = "this build has no cuDNN (cudnn.h / libcudnn not found by CMake, or ZT_CUDNN=OFF)";
+#endif
+  if (attention_impl_ == AttentionImpl::cudnn)
+    ZT_THROW("CudaBackend::", op, " on ", device().str(), ": set_attention_impl(cudnn) but cuDNN cannot run ",
+             dtype_name(dt), " B ", B, " T ", T, " Hq ", Hq, " Hkv ", Hkv, " D ", D, ": ", reason);
+  *why = reason;
+  return false;
+}
+
+std::string CudaBackend::attention_impl_name(DType dt, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D) {
+  std::string why;
+  DeviceGuard guard(index_);
+  if (use_cudnn(dt, B, T, Hq, Hkv, D, {}, "attention_impl_name", &why)) {
+#if defined(ZT_HAVE_CUDNN)
+    return "cudnn " + CudnnAttention::version_string();
+#endif
+  }
+  return "own: " + why;
+}
+
+namespace {
+
+// The automatic mode's fallback, said once per (reason, shape) (ARCHITECTURE.md: a slow path
+// that replaces a fast one says so once, loudly).
+void report_fallback(std::set<std::string>& reported, const Device& dev, const char* op, DType dt,
+                     const AttnDims& d, const std::string& why) {
+  const std::string line = detail::concat("zt: ", op, " on ", dev.str(), " (", dtype_name(dt), " B ", d.B, " T ", d.T,
+                                          " Hq ", d.Hq, " Hkv ", d.Hkv, " D ", d.D,
+                                          ") runs our own attention kernel, not cuDNN: ", why);
+  if (reported.insert(line).second) std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+}  // namespace
+
 Tensor CudaBackend::attention(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
                               bool keep_for_backward) {
   const char* op = "attention";
@@ -284,6 +376,18 @@ Tensor CudaBackend::attention(const Tensor& out, const Tensor& q, const Tensor& 
   // skips it (nullptr) when not kept
   Tensor lse;
   if (keep_for_backward) lse = Tensor::empty({d.B, d.Hq, d.T}, DType::f32, Category::activations, allocator());
+  std::string why;
+  if (use_cudnn(dt, d.B, d.T, d.Hq, d.Hkv, d.D, {out.raw(), q.raw(), k.raw(), v.raw()}, op, &why)) {
+#if defined(ZT_HAVE_CUDNN)
+    // cuDNN's graph always writes the statistics: a scratch buffer when they are not kept
+    Tensor stats = keep_for_backward ? lse
+                                     : Tensor::empty({d.B, d.Hq, d.T}, DType::f32, Category::workspace, allocator());
+    cudnn_attn_->forward(CudnnAttnShape{d.B, d.T, d.Hq, d.Hkv, d.D, dt}, out.raw(), stats.data<float>(), q.raw(),
+                         k.raw(), v.raw(), stream());
+    return lse;
+#endif
+  }
+  if (attention_impl_ == AttentionImpl::automatic) report_fallback(fallback_reported_, device(), op, dt, d, why);
   cuda_kernels::attention_forward(dt, out.raw(), keep_for_backward ? lse.data<float>() : nullptr, q.raw(), k.raw(),
                                   v.raw(), d.B, d.T, d.Hq, d.Hkv, d.D, stream());
   return lse;
@@ -313,6 +417,17 @@ void CudaBackend::attention_backward(const Tensor& dq, const Tensor& dk, const T
   need_compute(*this, saved, DType::f32, op, "saved (the forward's row log-sum-exp)");
   need_shape(saved, {d.B, d.Hq, d.T}, op, "saved (the forward's row log-sum-exp)");
   DeviceGuard guard(index_);
+  std::string why;
+  if (use_cudnn(dt, d.B, d.T, d.Hq, d.Hkv, d.D,
+                {dq.raw(), dk.raw(), dv.raw(), dout.raw(), q.raw(), k.raw(), v.raw(), out.raw(), saved.raw()}, op,
+                &why)) {
+#if defined(ZT_HAVE_CUDNN)
+    cudnn_attn_->backward(CudnnAttnShape{d.B, d.T, d.Hq, d.Hkv, d.D, dt}, dq.raw(), dk.raw(), dv.raw(), dout.raw(),
+                          q.raw(), k.raw(), v.raw(), out.raw(), saved.data<float>(), stream());
+    return;
+#endif
+  }
+  if (attention_impl_ == AttentionImpl::automatic) report_fallback(fallback_reported_, device(), op, dt, d, why);
   const int64_t ws_bytes = cuda_kernels::attention_backward_workspace_bytes(d.B, d.T, d.Hq);
   Tensor ws = Tensor::empty({ws_bytes / 4}, DType::f32, Category::workspace, allocator());
   cuda_kernels::attention_backward(dt, dq.raw(), dk.raw(), dv.raw(), dout.raw(), q.raw(), k.raw(), v.raw(), out.raw(),

@@ -44,7 +44,7 @@ struct ModelConfig {
 
 // How a model's units are built (not part of its shape).
 struct ModelOptions {
-  DType dtype = DType::f32;   // parameter dtype: f32, or f64 for gradient checks
+  DType dtype = DType::f32;   // parameter dtype: f32, f64 for gradient checks, bf16 (bf16 compute)
   int64_t world_size = 1;     // each unit's flat buffer is padded to a multiple of
   int64_t alignment = 1;      //   world_size * alignment (ParamSet::finalize; ZeRO passes these)
   // false: layout only — names, shapes and counts, no flat buffers (the estimator's view of a

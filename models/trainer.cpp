@@ -34,6 +34,9 @@ void TrainConfig::validate() const {
   need(!resume || !ckpt_dir.empty(), "resume", "true", "a ckpt_dir to resume from");
   need(memory_limit >= 0, "memory_limit", memory_limit, ">= 0");
   need(zero.stage >= 0 && zero.stage <= 3, "zero.stage", zero.stage, "0, 1, 2 or 3");
+  need(compute_dtype == "f32" || compute_dtype == "bf16", "compute_dtype", compute_dtype, "f32 or bf16");
+  need(compute_dtype == "f32" || precision == Precision::bf16, "compute_dtype", compute_dtype,
+       "f32 unless bf16 is enabled (bf16 compute keeps a float32 master: it needs bf16 mixed precision)");
 }
 
 EngineConfig TrainConfig::engine_config() const {
@@ -61,7 +64,7 @@ EngineConfig TrainConfig::engine_config() const {
 
 void train_config_from_json(const std::string& path, int world_size, TrainConfig& c) {
   static const std::set<std::string> run_keys = {"model", "train_data", "val_data", "seq_len", "steps",
-                                                  "seed", "eval_interval", "eval_batches"};
+                                                  "seed", "eval_interval", "eval_batches", "compute_dtype"};
   const EngineConfig e = engine_config_from_file(path, world_size, run_keys);
   std::ifstream f(path);
   const nlohmann::json j = nlohmann::json::parse(f);  // parsed once already: cannot fail here
@@ -81,6 +84,7 @@ void train_config_from_json(const std::string& path, int world_size, TrainConfig
   run("seed", c.seed);
   run("eval_interval", c.eval_interval);
   run("eval_batches", c.eval_batches);
+  run("compute_dtype", c.compute_dtype);
   c.batch = e.train_micro_batch_size_per_gpu;
   c.grad_accum = e.gradient_accumulation_steps;
   c.grad_clip = e.gradient_clipping;
@@ -118,7 +122,8 @@ void to_json(nlohmann::json& j, const TrainConfig& c) {
        {"eps", c.eps}, {"momentum", c.momentum}, {"grad_clip", c.grad_clip}, {"seed", c.seed},
        {"eval_interval", c.eval_interval}, {"eval_batches", c.eval_batches},
        {"activation_checkpointing", c.activation_checkpointing}, {"zero_stage", c.zero.stage},
-       {"precision", precision_name(c.precision)}, {"config_file", c.config_file}};
+       {"precision", precision_name(c.precision)}, {"compute_dtype", c.compute_dtype},
+       {"config_file", c.config_file}};
   nlohmann::json e = c.engine_config();
   j["engine"] = e;
 }
@@ -141,6 +146,7 @@ Trainer::Trainer(const TrainConfig& cfg, ProcessGroup& group) : cfg_(cfg), group
   ModelOptions opt;
   opt.world_size = N;
   opt.alignment = kShardAlignment;
+  opt.dtype = cfg_.compute_dtype == "bf16" ? DType::bf16 : DType::f32;
   model_ = make_model(mcfg_, opt);
   if (cfg_.init_from.empty()) {
     init_model(*model_, rng_);
@@ -270,11 +276,15 @@ void Trainer::resume_from(const std::string& dir) {
     const nlohmann::json saved_tr = meta.at("training"), now_tr = cfg_;
     for (const char* key : {"model", "init_from", "train_data", "seq_len", "grad_accum", "steps", "optimizer",
                             "lr", "min_lr_frac", "warmup", "schedule", "weight_decay", "beta1", "beta2", "eps",
-                            "momentum", "grad_clip", "seed", "precision"})
-      if (!saved_tr.contains(key) || saved_tr.at(key) != now_tr.at(key))
-        ZT_THROW("checkpoint in '", dir, "' was trained with ", key, " = ",
-                 saved_tr.contains(key) ? saved_tr.at(key).dump() : "(missing)", ", this run has ", key, " = ",
-                 now_tr.at(key).dump(), ": resume with the same value");
+                            "momentum", "grad_clip", "seed", "precision", "compute_dtype"}) {
+      // compute_dtype: checkpoints written before it existed computed in float32
+      const nlohmann::json was = saved_tr.contains(key)                 ? saved_tr.at(key)
+                                 : std::string(key) == "compute_dtype" ? nlohmann::json("f32")
+                                                                       : nlohmann::json();
+      if (was.is_null() || was != now_tr.at(key))
+        ZT_THROW("checkpoint in '", dir, "' was trained with ", key, " = ", was.is_null() ? "(missing)" : was.dump(),
+                 ", this run has ", key, " = ", now_tr.at(key).dump(), ": resume with the same value");
+    }
     const int64_t global_batch = cfg_.batch * group_.size();
     if (meta.at("global_batch").get<int64_t>() != global_batch)
       ZT_THROW("checkpoint in '", dir, "' was trained with a global batch of ", meta.at("global_batch").get<int64_t>(),

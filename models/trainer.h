@@ -51,6 +51,10 @@ struct TrainConfig {
   // ZeRO (zero_optimization.* of a DeepSpeed-style config; stage 0 = plain data parallelism)
   ZeroOptimization zero;
   Precision precision = Precision::f32;
+  // The dtype the model is built and computes in: "f32", or "bf16" (needs precision bf16; the
+  // engine then keeps no float32 copies besides the master: zero/engine.h). zt-train resolves its
+  // "auto" to bf16 on a GPU with bf16 precision, else f32.
+  std::string compute_dtype = "f32";
   Fp16Config fp16;
   std::string config_file;  // the JSON config these settings came from, if any (for the record)
 

@@ -4,7 +4,8 @@ namespace zt {
 
 ParamSet::ParamSet(std::string unit_name, DType dtype)
     : unit_name_(std::move(unit_name)), dtype_(dtype), group_(std::make_shared<LeafGroup>()) {
-  ZT_CHECK(dtype == DType::f32 || dtype == DType::f64, "ParamSet '", unit_name_, "': parameters are float32 or float64");
+  ZT_CHECK(dtype == DType::f32 || dtype == DType::f64 || dtype == DType::bf16, "ParamSet '", unit_name_,
+           "': parameters are float32, float64 or bfloat16, got ", dtype_name(dtype));
   group_->name = unit_name_;
 }
 

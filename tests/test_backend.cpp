@@ -55,7 +55,8 @@ TEST_CASE("backend registry: cpu always, cuda only once registered", "[backend]"
   CHECK(&cpu_backend().allocator() == &cpu_allocator());
   CHECK(cpu_backend().computes(DType::f32));
   CHECK(cpu_backend().computes(DType::f64));
-  CHECK_FALSE(cpu_backend().computes(DType::bf16));
+  CHECK(cpu_backend().computes(DType::bf16));  // float32 stand-ins (core/cpu_bf16.h)
+  CHECK_FALSE(cpu_backend().computes(DType::f16));
   CHECK_FALSE(cpu_backend().computes(DType::i32));
   CHECK(cpu_backend().stats_dtype(DType::bf16) == DType::f32);
   CHECK(cpu_backend().stats_dtype(DType::f64) == DType::f64);
@@ -137,17 +138,18 @@ TEST_CASE("gradients must live on their value's device", "[backend]") {
 }
 
 TEST_CASE("ops name the compute dtypes of the device", "[backend]") {
-  Var bf(Tensor::zeros({2, 3}, DType::bf16)), w(rnd({3}, 47));
-  CHECK_THROWS_WITH(layernorm(bf, w, Var()),
-                    Catch::Equals("layernorm: x: expected a float32 or float64 tensor on cpu, got bfloat16(2, 3)"));
-  CHECK_THROWS_WITH(gelu(bf),
-                    Catch::Equals("gelu: x: expected a float32 or float64 tensor on cpu, got bfloat16(2, 3)"));
-  CHECK_THROWS_WITH(add(Var(rnd({2, 3}, 48)), bf),
-                    Catch::Contains("add: b: expected a float32 or float64 tensor on cpu"));
+  Var h(Tensor::zeros({2, 3}, DType::f16)), w(rnd({3}, 47));
+  const std::string names = "float32, float64 or bfloat16";
+  CHECK_THROWS_WITH(layernorm(h, w, Var()),
+                    Catch::Equals("layernorm: x: expected a " + names + " tensor on cpu, got float16(2, 3)"));
+  CHECK_THROWS_WITH(gelu(h), Catch::Equals("gelu: x: expected a " + names + " tensor on cpu, got float16(2, 3)"));
+  CHECK_THROWS_WITH(add(Var(rnd({2, 3}, 48)), h), Catch::Contains("add: b: expected a " + names + " tensor on cpu"));
   CHECK_THROWS_WITH(embedding(ids_tensor({0}, {1}), Var(Tensor::zeros({2, 3}, DType::f16))),
-                    Catch::Contains("embedding: table: expected a float32 or float64 tensor on cpu, got "
-                                    "float16(2, 3)"));
-  CHECK_THROWS_WITH(sum(Var(Tensor::zeros({4}, DType::i32))), Catch::Contains("sum: x: expected a float32 or float64"));
+                    Catch::Contains("embedding: table: expected a " + names + " tensor on cpu, got float16(2, 3)"));
+  CHECK_THROWS_WITH(sum(Var(Tensor::zeros({4}, DType::i32))), Catch::Contains("sum: x: expected a " + names));
+  // bfloat16 computes, but one op's inputs share one dtype
+  Var bf(Tensor::zeros({2, 3}, DType::bf16));
+  CHECK_THROWS_WITH(layernorm(bf, w, Var()), Catch::Contains("layernorm: weight: expected bfloat16"));
 }
 
 TEST_CASE("ops through the backend: ids and dloss stay consistent", "[backend]") {

@@ -151,7 +151,7 @@ TEST_CASE("layernorm: shape and dtype errors", "[ops][nn][errors]") {
   CHECK_THROWS_WITH(layernorm(x, Var(randn({8}, 6)), b), Catch::Contains("layernorm: weight: expected float32"));
   CHECK_THROWS_WITH(layernorm(x, Var(), b), Catch::Contains("layernorm: weight is undefined"));
   CHECK_THROWS_WITH(layernorm(Var(Tensor::zeros({2, 8}, DType::i32)), w, b),
-                    Catch::Contains("layernorm: x: expected a float32 or float64"));
+                    Catch::Contains("layernorm: x: expected a float32, float64 or bfloat16"));
 }
 
 // ---------------------------------------------------------------------------------------------

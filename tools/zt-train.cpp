@@ -20,6 +20,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "core/backend.h"           // defines: backend, parse_f32_matmul (--f32-matmul)
 #include "core/parallel.h"          // defines: set_num_threads
 #include "tools/run_device.h"      // defines: select_run_device (--device, --dist)
 #include "dist/process_group.h"     // defines: init_process_group, ProcessGroup
@@ -150,7 +151,15 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", c.resume, "continue from --ckpt-dir/latest");
   app.add_flag("--activation-checkpointing", c.activation_checkpointing, "recompute each block's forward in backward");
   app.add_option("--memory-limit-mib", memory_limit_mib, "cap the allocator of --device (MiB; 0 = none)")->capture_default_str();
-  std::string device_text = "cpu", dist_text = "auto";
+  c.compute_dtype = "auto";  // resolved once the device is known (below)
+  app.add_option("--compute-dtype", c.compute_dtype,
+                 "dtype the model is built and computes in: auto (bf16 on a GPU with bf16 enabled, else f32), f32, "
+                 "or bf16 (needs bf16 enabled in --config)")
+      ->check(CLI::IsMember({"auto", "f32", "bf16"}))->capture_default_str();
+  std::string device_text = "cpu", dist_text = "auto", f32_matmul = "highest";
+  app.add_option("--f32-matmul", f32_matmul,
+                 "float32 GEMM precision (torch.set_float32_matmul_precision): highest (IEEE fp32) or high (TF32, GPU only)")
+      ->capture_default_str();
   app.add_option("--device", device_text, "where each rank trains: cpu, cuda (GPU = local rank % GPUs) or cuda:N")
       ->capture_default_str();
   app.add_option("--dist", dist_text, "collectives: auto (NCCL between GPUs, else MPI), mpi or nccl")
@@ -184,6 +193,7 @@ int main(int argc, char** argv) {
       if (app.count("--seed")) from_file.seed = c.seed;
       if (app.count("--eval-interval")) from_file.eval_interval = c.eval_interval;
       if (app.count("--eval-batches")) from_file.eval_batches = c.eval_batches;
+      if (app.count("--compute-dtype")) from_file.compute_dtype = c.compute_dtype;
       c = from_file;
     }
     c.memory_limit = static_cast<int64_t>(memory_limit_mib * 1024 * 1024);
@@ -191,6 +201,11 @@ int main(int argc, char** argv) {
     // allocate on the default device (core/backend.h). Collectives of training go through
     // run.group (MPI, or NCCL between GPUs); `group` (MPI) stays for the banner and the abort.
     const RunDevice run = select_run_device(device_text, dist_text, group);
+    backend(run.device).set_f32_matmul_precision(parse_f32_matmul(f32_matmul));  // high on the cpu: an error
+    // auto: a GPU computes bf16 runs in bf16 (its kernels take bf16; DeepSpeed's bf16 mode); the
+    // cpu computes in float32, faster there than bf16 through float32 stand-ins (core/cpu_bf16.h).
+    if (c.compute_dtype == "auto")
+      c.compute_dtype = !run.device.is_cpu() && c.precision == Precision::bf16 ? "bf16" : "f32";
     Trainer tr(c, *run.group);
     std::ofstream log;
     if (!log_path.empty() && lead) {
@@ -213,11 +228,13 @@ int main(int argc, char** argv) {
     if (lead)
       std::fprintf(stderr, "zt-train: %s, %lld parameters, %d rank%s, ZeRO stage %d, %s, B=%lld per rank, T=%lld, %d threads per rank, %lld steps%s\n",
                    c.init_from.empty() ? c.model.c_str() : c.init_from.c_str(), static_cast<long long>(tr.model().num_params()),
-                   group.size(), group.size() > 1 ? "s" : "", c.zero.stage, precision_name(c.precision),
+                   group.size(), group.size() > 1 ? "s" : "", c.zero.stage,
+                   (std::string(precision_name(c.precision)) + (c.precision == Precision::f32 ? "" : " (compute " + c.compute_dtype + ")")).c_str(),
                    static_cast<long long>(tr.config().batch),
                    static_cast<long long>(tr.config().seq_len), nt, static_cast<long long>(c.steps),
                    tr.step_count() ? (" (resumed at step " + std::to_string(tr.step_count()) + ")").c_str() : "");
-    if (lead && !run.device.is_cpu()) std::fprintf(stderr, "zt-train: device %s\n", run.describe().c_str());
+    if (lead && !run.device.is_cpu())
+      std::fprintf(stderr, "zt-train: device %s, float32 matmul %s\n", run.describe().c_str(), f32_matmul.c_str());
     const bool tty = lead && isatty(STDERR_FILENO);
     const int64_t every = std::max<int64_t>(1, c.steps / 20);  // non-tty: about 20 lines per run
     double ms_sum = 0;

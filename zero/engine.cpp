@@ -63,7 +63,10 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
   const int stage = cfg_.zero.stage;
   mixed_ = cfg_.precision != Precision::f32;
   half_ = cfg_.precision == Precision::bf16 ? DType::bf16 : cfg_.precision == Precision::f16 ? DType::f16 : DType::f32;
-  gathers_ = stage == 3 || mixed_;
+  // The compute dtype is the model's: float32, or the precision's 2-byte dtype (bf16 compute).
+  const DType model_dtype = model_.units().empty() ? DType::f32 : model_.units().front()->params().dtype();
+  compute_half_ = mixed_ && model_dtype == half_;
+  gathers_ = stage == 3 || (mixed_ && !compute_half_);
   if (cfg_.precision == Precision::f16) scaler_ = std::make_unique<LossScaler>(scaler_options(cfg_.fp16));
   std::vector<FlatShard> shards;
   std::vector<UnitState*> persistent;
@@ -75,7 +78,10 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
     s->P = s->ps->padded_numel();
     ZT_CHECK(s->ps->finalized() && s->P % N_ == 0, "unit '", u->name(), "': flat buffer of ", s->P,
              " elements does not split into ", N_, " shards; build the model with ModelOptions{world_size = ", N_, "}");
-    ZT_CHECK(s->ps->dtype() == DType::f32, "the ZeRO engine trains float32 parameters");
+    if (s->ps->dtype() != model_dtype || (model_dtype != DType::f32 && !compute_half_))
+      ZT_THROW("unit '", u->name(), "': parameters are ", dtype_name(s->ps->dtype()), " with precision ",
+               precision_name(cfg_.precision), "; the ZeRO engine trains float32 models, or models built in ",
+               "bfloat16 with bf16.enabled (bf16 compute), all units in one dtype");
     s->S = s->P / N_;
     const int64_t lo = r_ * s->S;
     const Tensor& flat = s->ps->flat();
@@ -110,7 +116,17 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
       // float32 master <- the initial parameters; the 2-byte parameters <- the master, rounded.
       s->master = Tensor::empty({fs.hi - fs.lo}, DType::f32, Category::optim);
       s->master.copy_(range(flat, fs.lo, fs.hi - fs.lo));
-      if (stage == 3) {
+      if (compute_half_ && stage == 3) {  // the shard kept; the full buffer gathered into when used
+        s->param_shard = Tensor::empty({s->S}, half_, Category::params);
+        s->param_shard.copy_(range(flat, lo, s->S));
+        if (!s->persistent) {
+          flat.storage()->release();
+          s->gathered = false;
+        }
+      } else if (compute_half_) {  // the model's own buffer is the 2-byte parameters
+        s->half = flat;
+        s->param_shard = range(flat, lo, s->S);
+      } else if (stage == 3) {
         s->param_shard = Tensor::empty({s->S}, half_, Category::params);
         cast_(s->param_shard, s->master);
       } else {
@@ -124,13 +140,17 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
         s->half_grad = Tensor::zeros({s->P}, half_, Category::grads);
         s->grad_shard = range(s->half_grad, lo, s->S);
       }
-      // The float32 buffers become workspaces that exist while the unit computes.
+      // The compute gradient (and, computing in float32, the float32 parameters) become
+      // workspaces that exist while the unit computes.
       for (const Tensor* t : {&flat, &flat_grad}) {
+        if (compute_half_ && t == &flat) continue;
         t->storage()->release();
         t->storage()->set_category(Category::workspace);
       }
-      s->gathered = false;
-      if (s->persistent) persistent.push_back(s.get());
+      if (!compute_half_) {
+        s->gathered = false;
+        if (s->persistent) persistent.push_back(s.get());
+      }
       fs.param = s->master;
       fs.grad = released(fs.hi - fs.lo);
     }
@@ -170,13 +190,13 @@ Engine::UnitState& Engine::state_of(Unit& u) {
 // ---------------------------------------------------------------------------------------------
 // Stage 3: gather, free, prefetch
 
-// Issues what makes a unit's float32 full parameters (resident already) current. fp32: the
-// all-gather of the shards into them. Mixed stages 0-2: the conversion of the 2-byte parameters
-// (no communication). Mixed stage 3: the all-gather of the 2-byte shards into a transient 2-byte
-// buffer, converted when it lands and then freed.
+// Issues what makes a unit's full compute parameters (resident already) current. fp32 and bf16
+// compute: the all-gather of the shards into them. Mixed with float32 compute, stages 0-2: the
+// conversion of the 2-byte parameters (no communication); stage 3: the all-gather of the 2-byte
+// shards into a transient 2-byte buffer, converted when it lands and then freed.
 void Engine::fill_compute_copy(UnitState& s, std::deque<Pending>& q) {
   const Tensor& flat = s.ps->flat();
-  if (!mixed_) {
+  if (!mixed_ || compute_half_) {
     all_gather_chunked(group_, s.param_shard, flat, cfg_.zero.allgather_bucket_size, q);
   } else if (cfg_.zero.stage < 3) {
     cast_(flat, s.half);
@@ -287,9 +307,15 @@ void Engine::after_backward(UnitState& s) {
   if (!mixed_) {
     if (cfg_.zero.stage >= 2 || boundary) reduce_gradients(s, grad);
   } else if (cfg_.zero.stage <= 1) {
-    // Round the unit's float32 gradient into the 2-byte gradient, summed over micro-steps.
-    if (N_ > 1) scale_(grad, inv_n);
-    accumulate_cast_(s.half_grad, grad);
+    // Round the unit's gradient into the 2-byte gradient, summed over micro-steps: bf16 compute
+    // adds grad / N in float32 and rounds once; float32 compute divides, then rounds the sum.
+    if (compute_half_) {
+      Tensor acc = s.half_grad;
+      accumulate_(acc, grad, inv_n);
+    } else {
+      if (N_ > 1) scale_(grad, inv_n);
+      accumulate_cast_(s.half_grad, grad);
+    }
     grad.storage()->release();
     if (boundary) reduce_gradients(s, s.half_grad);
   } else {

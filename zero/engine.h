@@ -22,12 +22,20 @@
 // are 2-byte tensors (params, grads) with the layout above, and the optimizer state holds a
 // float32 master copy beside m and v (optim: 12 bytes per element of the shard; stage 0 whole).
 // Per rank: stage 0 2Psi+2Psi+12Psi, stage 1 2Psi+2Psi+12Psi/N, stage 2 2Psi+14Psi/N, stage 3
-// 16Psi/N. This CPU backend computes in float32: while a unit computes (between acquire and
-// release, and during its backward) the ParamSet's float32 buffers exist as Category::workspace
-// — the 2-byte parameters converted exactly, and the unit's float32 gradient, which is rounded to
-// 2 bytes as soon as the unit's backward ends and freed. So the activations are float32 and only
-// parameters and gradients are rounded (a GPU backend computes in bf16 itself). A unit's float32
-// gradient is divided by N before it is rounded (PyTorch DDP's pre-division, so an fp16 sum over
+// 16Psi/N. Two ways to compute, chosen by the dtype the model was built in:
+//   float32 model (float32 compute): while a unit computes (between acquire and release, and
+//     during its backward) the ParamSet's float32 buffers exist as Category::workspace — the
+//     2-byte parameters converted exactly, and the unit's float32 gradient, which is rounded to 2
+//     bytes as soon as the unit's backward ends and freed. Activations are float32; only
+//     parameters and gradients are rounded. The fast path on the cpu.
+//   model built in the 2-byte dtype (bf16 compute; ModelOptions::dtype = bf16): the ParamSet's
+//     flat buffer IS the 2-byte parameters (stages 0-2: `half`; stage 3: the gathered buffer,
+//     all-gathered straight into it), the kernels compute in bf16 (float32 math, bf16 storage:
+//     activations are bf16), and the unit's gradient comes out of the backward in bf16. No
+//     float32 copies of parameters exist outside the master. The GPU's path (llm.c, DeepSpeed's
+//     bf16 mode); on the cpu it runs on float32 stand-ins (core/cpu_bf16.h), slower but the same
+//     arithmetic. Checkpoints are the same in both (the float32 master).
+// A unit's gradient is divided by N before it is rounded (PyTorch DDP's pre-division, so an fp16 sum over
 // ranks cannot overflow where the average would not); reductions sum 2-byte values
 // (dist/process_group.h); the fp16 unscale and the clipping factor are applied once, when a
 // gradient shard is converted to float32 for the update.
@@ -142,7 +150,8 @@ class Engine final : public Residency {
   int N_ = 1, r_ = 0;
   bool mixed_ = false;         // bf16 / fp16: 2-byte params and grads, float32 master in optim
   DType half_ = DType::f32;    // the 2-byte dtype when mixed_
-  bool gathers_ = false;       // the float32 full params come and go (stage 3, or mixed_)
+  bool compute_half_ = false;  // mixed_ with a model built in half_: compute in the 2-byte dtype
+  bool gathers_ = false;       // the full compute params come and go (stage 3, or float32 compute of mixed_)
   std::unique_ptr<LossScaler> scaler_;  // fp16 only
   std::vector<std::unique_ptr<UnitState>> units_;
   std::unique_ptr<Optimizer> opt_;

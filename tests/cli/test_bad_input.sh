@@ -85,6 +85,8 @@ expect_fail "bf16 and fp16 together" "expected at most one of them" "$B/zt-train
 expect_fail "unknown device" "'tpu' is not a device" "$B/zt-train" --model gpt2-nano --train "$T" --steps 1 --device tpu
 expect_fail "nccl on the cpu" "--dist nccl needs --device cuda" "$B/zt-train" --model gpt2-nano --train "$T" --steps 1 --dist nccl
 expect_fail "unknown dist backend" "'gloo' is not a communication backend" "$B/zt-train" --model gpt2-nano --train "$T" --steps 1 --dist gloo
+expect_fail "tf32 on the cpu" "tf32 is a GPU matmul mode; device cpu" "$B/zt-train" --model gpt2-nano --train "$T" --steps 1 --f32-matmul high
+expect_fail "unknown float32 matmul precision" "float32 matmul precision 'medium' is not one of" "$B/zt-train" --model gpt2-nano --train "$T" --steps 1 --f32-matmul medium
 if ! "$B/zt-info" --json | python3 -c 'import json,sys; sys.exit(0 if any(d["supported"] for d in json.load(sys.stdin)["cuda"].get("devices", [])) else 1)'; then
   expect_fail "cuda without a usable GPU" "--device cuda: " "$B/zt-train" --model gpt2-nano --train "$T" --steps 1 --device cuda
 fi

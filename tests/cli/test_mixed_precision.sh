@@ -16,6 +16,23 @@ assert rows[-1]["loss"] < rows[0]["loss"] - 0.15, f"bf16 did not train: {rows[0]
 PY
 echo "ok: configs/zero3-bf16.json trains on 2 ranks"
 
+# bf16 compute: the model built in bfloat16 (on the cpu through float32 stand-ins), the same
+# 12 steps within tests/mpi/test_zero.cpp's bf16-compute bound of the float32-compute run.
+"${MPI[@]}" -np 2 "$B/zt-train" --config "$S/configs/zero3-bf16.json" "${A[@]}" --steps 12 --compute-dtype bf16 \
+  --log "$TMP/bf16c.jsonl" 2>"$TMP/bf16c.err"
+grep -q "ZeRO stage 3, bf16 (compute bf16)" "$TMP/bf16c.err" || { echo "FAIL: the banner does not say compute bf16"; cat "$TMP/bf16c.err"; exit 1; }
+python3 - "$TMP/bf16.jsonl" "$TMP/bf16c.jsonl" <<'PY'
+import json, sys
+f32c = [json.loads(l)["loss"] for l in open(sys.argv[1])]
+bf16c = [json.loads(l)["loss"] for l in open(sys.argv[2])]
+assert len(bf16c) == 12, f"{len(bf16c)} steps logged"
+worst = max(abs(a - b) / b for a, b in zip(bf16c, f32c))
+assert worst <= 1e-3, f"bf16 compute differs from float32 compute by {worst:.2e} relative"
+print(f"ok: --compute-dtype bf16 trains on 2 ranks, within {worst:.1e} of float32 compute")
+PY
+expect_fail "bf16 compute without bf16 enabled" "compute_dtype = bf16 is invalid" \
+  "$B/zt-train" --model gpt2-nano --train "$S/data/corpus/train.txt" --steps 1 --compute-dtype bf16
+
 # fp16 from 2^40: the first ~24 steps overflow and are skipped while the scale halves.
 python3 - "$S/configs/zero2-fp16.json" "$TMP/fp16.json" <<'PY'
 import json, sys

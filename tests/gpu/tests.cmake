@@ -23,3 +23,7 @@ set_tests_properties(gpu.train_gpu PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIM
                      ENVIRONMENT "ZT_BUILD_DIR=${PROJECT_BINARY_DIR};ZT_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 zt_gpu_test(cuda_backend_ops)
 zt_gpu_test(cuda_backend_attn)
+# cuDNN's attention behind CudaBackend::attention (in a build without cuDNN: that the backend says so)
+zt_gpu_test(cudnn_attention)
+# float32 GEMM precision from the table (F32Matmul: IEEE fp32 or TF32)
+zt_gpu_test(cuda_f32_matmul)
