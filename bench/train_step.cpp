@@ -9,9 +9,13 @@
 //
 // --device cuda[:N] runs the same step on a GPU (tools/run_device.h): phase times are taken after
 // the device finished (Backend::synchronize), and MFU is also given against --peak-tflops, the
-// device's dense peak (default 989: H100 / H200 SXM bf16, the yardstick). The model
-// computes in float32 there (bf16 compute is not built yet; README "Status"), so that MFU is a
-// lower bound of what bf16 would reach, and "precision" in the JSON says float32.
+// device's dense peak (default 989: H100 / H200 SXM bf16, the yardstick).
+//
+// --precision bf16 trains the way a bf16 run of zt-train does: the model built in bfloat16 (bf16
+// compute), through the ZeRO engine at stage 0 on one rank (bf16 gradients, float32 master and
+// AdamW moments, the updated master rounded into the bf16 parameters; zero/engine.h). fp32 (the
+// default) keeps the plain float32 model and AdamW on its ParamSets, the libtorch peer's setup.
+// --f32-matmul high makes float32 GEMMs TF32 on a GPU (core/backend.h F32Matmul).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -22,6 +26,7 @@
 #include "core/parallel.h"
 #include "models/init.h"
 #include "optim/adamw.h"
+#include "zero/engine.h"
 #include "core/backend.h"
 #include "tools/run_device.h"
 
@@ -44,14 +49,20 @@ int main(int argc, char** argv) {
   double peak_tflops = 989.0;
   app.add_option("--device", device_text, "cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--peak-tflops", peak_tflops, "the device's dense peak for MFU on a GPU")->capture_default_str();
+  std::string precision = "fp32", f32_matmul = "highest";
+  app.add_option("--precision", precision, "fp32, or bf16 (bf16 compute through the ZeRO engine, stage 0)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  app.add_option("--f32-matmul", f32_matmul, "float32 GEMMs: highest (IEEE) or high (TF32, GPU only)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  const bool bf16 = precision == "bf16";
 
   set_num_threads(threads);
   SingleProcessGroup single;
   const RunDevice run = select_run_device(device_text, "mpi", single);
   Backend& dev = backend(run.device);
+  dev.set_f32_matmul_precision(parse_f32_matmul(f32_matmul));
   const ModelConfig cfg = model_config(model);
-  auto m = make_model(cfg);
+  auto m = make_model(cfg, ModelOptions{.dtype = bf16 ? DType::bf16 : DType::f32});
   Rng rng(1337);
   init_model(*m, rng);
   m->set_activation_checkpointing(ckpt);
@@ -59,7 +70,21 @@ int main(int argc, char** argv) {
   for (Unit* u : m->units()) sets.push_back(&u->params());
   AdamWHyper h;
   h.lr = 3e-4; h.beta1 = 0.9; h.beta2 = 0.95; h.eps = 1e-8; h.weight_decay = 0.1;
-  AdamW opt(sets, h);
+  std::unique_ptr<AdamW> opt;      // fp32: AdamW on the model's own buffers
+  std::unique_ptr<Engine> engine;  // bf16: the ZeRO engine's mixed-precision step (stage 0)
+  if (bf16) {
+    EngineConfig e;
+    e.train_micro_batch_size_per_gpu = B;
+    e.precision = Precision::bf16;
+    e.optimizer.type = "AdamW";
+    e.optimizer.lr = h.lr, e.optimizer.beta1 = h.beta1, e.optimizer.beta2 = h.beta2;
+    e.optimizer.eps = h.eps, e.optimizer.weight_decay = h.weight_decay;
+    e.zero.stage = 0;
+    e.activation_checkpointing = ckpt;
+    engine = initialize(*m, e, single);
+  } else {
+    opt = std::make_unique<AdamW>(sets, h);
+  }
 
   // The batch is made on the host (as the data loader's); embedding / cross_entropy move it.
   Tensor idx = Tensor::empty({B, T}, DType::i32, Category::activations, cpu_allocator());
@@ -75,16 +100,18 @@ int main(int argc, char** argv) {
     }
     dev.synchronize();
     const auto t0 = clock::now();
-    m->zero_grad();
-    Var l = m->loss(idx, tgt);
+    if (!bf16) m->zero_grad();  // (the engine zeroes its gradients in step())
+    Var l = bf16 ? engine->forward(idx, tgt) : m->loss(idx, tgt);
     dev.synchronize();
     const double f = since(t0);
     const auto t1 = clock::now();
-    l.backward();
+    if (bf16) engine->backward(l);
+    else l.backward();
     dev.synchronize();
     const double b = since(t1);
     const auto t2 = clock::now();
-    opt.step();
+    if (bf16) engine->step(h.lr);
+    else opt->step();
     dev.synchronize();
     const double o = since(t2);
     const double dt = since(t0);
@@ -116,7 +143,8 @@ int main(int argc, char** argv) {
                       {"ms_optimizer_median", median_of(opt_ms)}, {"tokens_per_s", tokens / (median / 1000)},
                       {"gflops_per_s", gflops}, {"fma_ceiling_gflops", ceil.gflops}, {"isa", ceil.isa},
                       {"mfu", gflops / ceil.gflops}, {"peak_bytes", mem.peak_total}, {"final_loss", loss},
-                      {"device", run.describe()}, {"precision", "float32"}};
+                      {"device", run.describe()}, {"precision", bf16 ? "bf16 (bf16 compute, fp32 master)" : "float32"},
+                      {"f32_matmul", f32_matmul}};
   if (!run.device.is_cpu()) {  // the CPU FMA ceiling means nothing for a GPU run
     j["mfu"] = gflops / (peak_tflops * 1e3);
     j["peak_tflops"] = peak_tflops;
