@@ -166,10 +166,9 @@ class GraphBuilder {
     const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
     SET_ATTR(rd->d, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &red);
     SET_ATTR(rd->d, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
-    if (CudnnAttention::runtime_version() >= 91100) {  // the attribute exists from cuDNN 9.11
-      const bool deterministic = true;
-      SET_ATTR(rd->d, CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, CUDNN_TYPE_BOOLEAN, 1, &deterministic);
-    }
+    // CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC stays at its default, as in cudnn-frontend's SDPA
+    // graphs: the fused-attention engines are matched on the frontend's graph, and determinism is
+    // asked of the engine instead (configs with the NONDETERMINISTIC note are skipped, below).
     finalize(rd->d, "reduction descriptor");
     DescPtr op = make_desc(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
     SET_ATTR(op->d, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x->d);
@@ -496,13 +495,16 @@ CudnnAttention::Entry& CudnnAttention::entry_for(const CudnnAttnShape& s) {
   else if (runtime_version() < 90000)
     why = detail::concat("cuDNN ", version_string(), " at run time; these graphs need cuDNN 9");
   if (why.empty()) {
+    // The device and the handle are not the shape's business: their errors propagate, uncached.
+    DeviceGuard guard(alloc_.device().index);
+    const cudnnHandle_t h = static_cast<cudnnHandle_t>(handle());
     try {
-      DeviceGuard guard(alloc_.device().index);
-      const cudnnHandle_t h = static_cast<cudnnHandle_t>(handle());
       e->fwd = build_forward(h, s);
       e->bwd = build_backward(h, s);
       e->ok = true;
     } catch (const std::exception& ex) {
+      // An allocation failure says nothing about the shape: rethrown, not cached as unsupported.
+      if (std::string(ex.what()).find("ALLOC_FAILED") != std::string::npos) throw;
       e->fwd.reset();
       e->bwd.reset();
       why = ex.what();

@@ -43,8 +43,8 @@
 // Determinism: the frontend, for cuDNN 9, writes dQ straight from the dS K matmul when the
 //   caller asks for a deterministic algorithm ("use_dp_workspace"; cuDNN then reduces through a
 //   dP workspace of B Hq ceil64(T)^2 bf16 elements) and otherwise through a float32 dQ_accum
-//   tensor that the kernels accumulate into with atomics. We always build the first form, set
-//   CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC on every reduction (cuDNN >= 9.11), and take the first
+//   tensor that the kernels accumulate into with atomics. We always build the first form, leave
+//   the reductions' IS_DETERMINISTIC attribute at its default (as the frontend does), and take the first
 //   heuristic engine config whose engine carries no CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC note;
 //   none: the shape is unsupported (our deterministic kernel runs instead). The frontend on
 //   Blackwell (sm_100+) additionally pins an engine id and knobs for determinism; we do not, and

@@ -71,6 +71,7 @@ TEST_CASE("cpu bf16: accumulating entries add to what they hold, then round once
   accumulate_(want, add.to(DType::f32), 0.5);
   accumulate_(acc, add, 0.5);
   CHECK(acc.to_vector() == round_bf16(want));
+  CHECK_THROWS_WITH(accumulate_(acc, add.to(DType::f32)), Catch::Contains("accumulate_: dtype float32 into bfloat16"));
 }
 
 TEST_CASE("a model built in bf16 is its float32 twin rounded, with loss and gradients near float32", "[models][bf16]") {

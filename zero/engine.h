@@ -132,9 +132,9 @@ class Engine final : public Residency {
  private:
   struct UnitState;
   UnitState& state_of(Unit& u);
-  void gather(UnitState& s, bool wait);        // make the float32 full params resident (and current)
+  void gather(UnitState& s, bool wait);        // make the full compute params resident (and current)
   void fill_compute_copy(UnitState& s, std::deque<Pending>& q);  // issue what fills them
-  void free_full_params(UnitState& s);         // release the float32 full buffer
+  void free_full_params(UnitState& s);         // release the full compute buffer
   void before_backward(UnitState& s);
   void after_backward(UnitState& s);
   void reduce_gradients(UnitState& s, const Tensor& grad);  // start (or run) the reduction of `grad` (P)

@@ -24,6 +24,7 @@ void accumulate_(Tensor& dst, const Tensor& src, double alpha) {
              " is not a compute dtype there");
     return b.accumulate(dst, src, alpha);
   }
+  ZT_CHECK(dst.dtype() == src.dtype(), "accumulate_: dtype ", dtype_name(src.dtype()), " into ", dtype_name(dst.dtype()));
   if (dst.dtype() == DType::bf16) return backend_of(dst).accumulate(dst, src, alpha);  // float32 stand-ins
   check_float(dst, "accumulate_: dst");
   ZT_CHECK(dst.dtype() == src.dtype(), "accumulate_: dtype ", dtype_name(src.dtype()), " into ", dtype_name(dst.dtype()));
