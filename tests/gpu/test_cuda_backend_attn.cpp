@@ -41,6 +41,7 @@
 #include "core/tensor.h"
 #include "cuda/backend.h"
 #include "cuda/gemm.h"
+#include "tests/gpu/host_lse.h"  // defines: zt::test::host_lse
 
 using namespace zt;
 
@@ -339,32 +340,6 @@ std::string attn_name(const AttnCase& c, DType dt) {
          std::to_string(c.Hq) + " Hkv " + std::to_string(c.Hkv) + " D " + std::to_string(c.D);
 }
 
-// The row log-sum-exp (B, Hq, T) in float64 from the host's q, k.
-std::vector<double> host_lse(const AttnCase& c, const Tensor& q, const Tensor& k) {
-  const auto qv = q.to_vector(), kv = k.to_vector();
-  const int64_t G = c.Hq / c.Hkv;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(c.D));
-  std::vector<double> lse(static_cast<size_t>(c.B * c.Hq * c.T));
-  for (int64_t b = 0; b < c.B; ++b)
-    for (int64_t h = 0; h < c.Hq; ++h)
-      for (int64_t t = 0; t < c.T; ++t) {
-        std::vector<double> s(static_cast<size_t>(t + 1));
-        double mx = -INFINITY;
-        for (int64_t j = 0; j <= t; ++j) {
-          double a = 0;
-          for (int64_t d = 0; d < c.D; ++d)
-            a += qv[static_cast<size_t>(((b * c.T + t) * c.Hq + h) * c.D + d)] *
-                 kv[static_cast<size_t>(((b * c.T + j) * c.Hkv + h / G) * c.D + d)];
-          s[static_cast<size_t>(j)] = a * scale;
-          mx = std::max(mx, a * scale);
-        }
-        double sum = 0;
-        for (double x : s) sum += std::exp(x - mx);
-        lse[static_cast<size_t>((b * c.Hq + h) * c.T + t)] = mx + std::log(sum);
-      }
-  return lse;
-}
-
 // An absolute floor for the gradients' scale: 0.1 of one term's size (dout . v / sqrt(D) ~ 1 with
 // unit-normal inputs). Where dq, dk cancel to exactly 0 on the CPU (T = 1: ds = p (dp - Dl) with
 // p = 1 and Dl = dp), the GPU's dp and Dl are the same sum in two orders, ~1e-7 apart.
@@ -389,7 +364,7 @@ void run_attention(const AttnCase& c, DType dt, uint32_t seed) {
   CHECK(saved.dtype() == DType::f32);
   CHECK(saved.shape() == Shape{c.B, c.Hq, c.T});
   {
-    const auto got = saved.to_vector(), ref = host_lse(c, q, k);
+    const auto got = saved.to_vector(), ref = zt::test::host_lse(c.B, c.T, c.Hq, c.Hkv, c.D, q, k);
     std::vector<double> scale(ref.size());
     for (size_t i = 0; i < ref.size(); ++i) scale[i] = std::max(1.0, std::fabs(ref[i]));
     check_bound(got, ref, scale, kTolF32, what + " (saved lse)");

@@ -25,6 +25,7 @@
 #include "cuda/backend.h"
 #if defined(ZT_HAVE_CUDNN)
 #include "cuda/cudnn_attention.h"
+#include "tests/gpu/host_lse.h"  // defines: zt::test::host_lse
 #endif
 
 using namespace zt;
@@ -92,31 +93,6 @@ struct Case {
   }
 };
 
-// float64 row log-sum-exp (B, Hq, T) of the scaled causal scores
-std::vector<double> host_lse(const Case& c, const Tensor& q, const Tensor& k) {
-  const auto qv = q.to_vector(), kv = k.to_vector();
-  const int64_t G = c.Hq / c.Hkv;
-  const double sc = 1.0 / std::sqrt(static_cast<double>(c.D));
-  std::vector<double> out(static_cast<size_t>(c.B * c.Hq * c.T));
-  for (int64_t b = 0; b < c.B; ++b)
-    for (int64_t h = 0; h < c.Hq; ++h)
-      for (int64_t t = 0; t < c.T; ++t) {
-        std::vector<double> s(static_cast<size_t>(t + 1));
-        double mx = -INFINITY;
-        for (int64_t j = 0; j <= t; ++j) {
-          double a = 0;
-          for (int64_t d = 0; d < c.D; ++d)
-            a += qv[size_t(((b * c.T + t) * c.Hq + h) * c.D + d)] * kv[size_t(((b * c.T + j) * c.Hkv + h / G) * c.D + d)];
-          s[size_t(j)] = a * sc;
-          mx = std::max(mx, a * sc);
-        }
-        double sum = 0;
-        for (double x : s) sum += std::exp(x - mx);
-        out[size_t((b * c.Hq + h) * c.T + t)] = mx + std::log(sum);
-      }
-  return out;
-}
-
 struct Outputs {
   Tensor out, saved, dq, dk, dv;
 };
@@ -157,7 +133,7 @@ Outputs run_gpu(const Case& c, const Tensor& q, const Tensor& k, const Tensor& v
   CHECK(dnn.saved.dtype() == DType::f32);
   CHECK(dnn.saved.shape() == Shape{c.B, c.Hq, c.T});
   {
-    const auto got = dnn.saved.to_vector(), ref = host_lse(c, q, k);
+    const auto got = dnn.saved.to_vector(), ref = zt::test::host_lse(c.B, c.T, c.Hq, c.Hkv, c.D, q, k);
     size_t bad = 0;
     for (size_t i = 0; i < ref.size(); ++i)
       if (!(std::fabs(got[i] - ref[i]) <= 1e-4 * std::max(1.0, std::fabs(ref[i])))) ++bad;
