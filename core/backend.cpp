@@ -33,6 +33,8 @@ F32Matmul parse_f32_matmul(const std::string& text) {
            "' is not one of: highest (IEEE float32 GEMMs), high (TF32 tensor cores, GPU only)");
 }
 
+Allocator& Backend::host_allocator(bool) { return zt::host_allocator(); }
+
 void Backend::set_f32_matmul_precision(F32Matmul p) {
   if (p == F32Matmul::high)
     ZT_THROW("set_f32_matmul_precision(high): tf32 is a GPU matmul mode; device ", device().str(),

@@ -72,6 +72,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual Device device() const = 0;
   virtual Allocator& allocator() = 0;  // where outputs on this device come from
+  // The host memory that offloaded model states of this device live in (zero/offload.h): the
+  // "host" CPU allocator (core/memory.h); a GPU backend gives page-locked memory when `pinned`.
+  virtual Allocator& host_allocator(bool pinned);
   virtual bool computes(DType dt) const = 0;
   DType stats_dtype(DType x) const { return x == DType::bf16 ? DType::f32 : x; }
   virtual void synchronize() = 0;  // the host waits for every queued kernel of this device

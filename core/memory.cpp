@@ -83,11 +83,11 @@ void Allocator::account_free(size_t bytes, Category c) {
 void* CpuAllocator::allocate(size_t bytes, Category c) {
   account_alloc(bytes, c);
   if (bytes == 0) return nullptr;
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
+  const size_t rounded = (bytes + alignment_ - 1) / alignment_ * alignment_;
+  void* p = std::aligned_alloc(alignment_, rounded);
   if (!p) {
     account_free(bytes, c);
-    throw OutOfMemory(detail::concat("out of memory on cpu: the system refused ", format_bytes(static_cast<int64_t>(bytes)),
+    throw OutOfMemory(detail::concat("out of memory on ", name_, ": the system refused ", format_bytes(static_cast<int64_t>(bytes)),
                                      " for category '", category_name(c), "'. Held now: ", stats().to_string()));
   }
   return p;
@@ -100,6 +100,11 @@ void CpuAllocator::deallocate(void* p, size_t bytes, Category c) {
 
 CpuAllocator& cpu_allocator() {
   static CpuAllocator a;
+  return a;
+}
+
+CpuAllocator& host_allocator() {
+  static CpuAllocator a("host", 4096);
   return a;
 }
 

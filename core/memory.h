@@ -1,5 +1,5 @@
 // defines: Category, MemoryStats, Allocator (interface), CpuAllocator, OutOfMemory, cpu_allocator(),
-//          default_allocator().
+//          host_allocator(), default_allocator().
 //
 // Every byte the framework allocates has an owner you can name: an allocator and a category.
 // Each allocator keeps current and peak bytes per category. An optional cap (in bytes, over all
@@ -66,16 +66,27 @@ class Allocator {
   int64_t limit_ = 0;
 };
 
-// 64-byte aligned host memory (a cache line, and the widest SIMD load).
+// Aligned host memory: 64 bytes by default (a cache line, and the widest SIMD load).
 class CpuAllocator final : public Allocator {
  public:
+  explicit CpuAllocator(const char* name = "cpu", size_t alignment = 64) : name_(name), alignment_(alignment) {}
   void* allocate(size_t bytes, Category c) override;
   void deallocate(void* p, size_t bytes, Category c) override;
-  const char* name() const override { return "cpu"; }
+  const char* name() const override { return name_; }
+
+ private:
+  const char* name_;
+  size_t alignment_;
 };
 
 // The process-wide CPU allocator (one of the two kinds of global state the architecture allows).
 CpuAllocator& cpu_allocator();
+// The offload tier's host memory (ZeRO-Offload, zero/offload.h): a second CPU allocator, named
+// "host", 4096-byte aligned (O_DIRECT buffers of the NVMe tier), with its own counters and no cap.
+// On a machine without a GPU, --memory-limit-mib caps cpu_allocator() — the small "device" — and
+// host_allocator() is the rest of RAM, so every tier shows in its own counters. On a GPU the
+// backend's host_allocator(pinned) gives page-locked memory instead when asked (core/backend.h).
+CpuAllocator& host_allocator();
 // The allocator of the default device (core/backend.h's default_device()): what Tensor's
 // factories use when no allocator is named. cpu_allocator() unless a device was set.
 Allocator& default_allocator();

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 
+#include "cuda/allocator.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
@@ -67,6 +68,11 @@ cuda_kernels::StridedPair layout(const Tensor& dst, const Tensor& src) {
 CudaBackend::CudaBackend(int index) : index_(index), alloc_(checked_allocator(index)) {}
 
 CudaBackend::~CudaBackend() = default;  // CudaGemm is complete here (cuda/gemm.h)
+
+Allocator& CudaBackend::host_allocator(bool pinned) {
+  if (pinned) return pinned_allocator();
+  return zt::host_allocator();
+}
 
 void CudaBackend::synchronize() {
   DeviceGuard g(index_);

@@ -52,6 +52,7 @@ class CudaBackend final : public Backend {
 
   Device device() const override { return Device::cuda(index_); }
   Allocator& allocator() override { return alloc_; }
+  Allocator& host_allocator(bool pinned) override;  // pinned: pinned_allocator() (page-locked, async copies)
   bool computes(DType dt) const override { return dt == DType::f32 || dt == DType::bf16; }
   void synchronize() override;
   // float32 GEMMs (gemm, linear, linear_backward): highest = CUBLAS_COMPUTE_32F, high = TF32.

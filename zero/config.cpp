@@ -316,6 +316,24 @@ SchedulerConfig parse_scheduler(const Reader& r, const json& o, double lr) {
   return s;
 }
 
+// "aio": the NVMe tier's IO (zero/aio.h). block_size a multiple of 4096 (O_DIRECT).
+AioConfig parse_aio(const Reader& r, const json& o) {
+  const std::string p = "aio";
+  r.check_keys(o, p, {"block_size", "queue_depth", "thread_count", "single_submit", "overlap_events",
+                      "use_gds"});
+  AioConfig a;
+  a.block_size = r.integer(o, p, "block_size", a.block_size, 4096, int64_t(1) << 30,
+                           "a multiple of 4096 in [4096, 2^30] (bytes)");
+  if (a.block_size % 4096 != 0)
+    r.fail(p, ".block_size = ", a.block_size, " is invalid: expected a multiple of 4096 (O_DIRECT alignment)");
+  a.queue_depth = r.integer(o, p, "queue_depth", a.queue_depth, 1, 4096, "an integer in [1, 4096]");
+  r.fixed(o, p, "thread_count", 1, "one IO thread per rank");
+  r.fixed(o, p, "single_submit", false, "requests are submitted in batches");
+  r.fixed(o, p, "overlap_events", true, "completions are always overlapped with submissions");
+  r.fixed(o, p, "use_gds", false, "GPUDirect Storage is not implemented");
+  return a;
+}
+
 // "activation_checkpointing": our "enabled" plus DeepSpeed's keys, accepted only at their defaults.
 bool parse_activation_checkpointing(const Reader& r, const json& o) {
   const std::string p = "activation_checkpointing";
@@ -376,7 +394,7 @@ EngineConfig parse_engine_config(const json& j, const std::string& source, int w
                                     "gradient_accumulation_steps", "gradient_clipping", "steps_per_print",
                                     "wall_clock_breakdown", "zero_allow_untested_optimizer", "bf16", "bfloat16",
                                     "fp16", "optimizer", "scheduler", "zero_optimization",
-                                    "activation_checkpointing"};
+                                    "aio", "activation_checkpointing"};
   known.insert(known.end(), caller_keys.begin(), caller_keys.end());
   r.check_keys(j, "", known);
 
@@ -403,6 +421,17 @@ EngineConfig parse_engine_config(const json& j, const std::string& source, int w
   if (j.contains("optimizer")) c.optimizer = parse_optimizer(r, r.section(j, "optimizer"));
   if (j.contains("scheduler")) c.scheduler = parse_scheduler(r, r.section(j, "scheduler"), c.optimizer.lr);
   if (j.contains("zero_optimization")) c.zero = parse_zero(r, r.section(j, "zero_optimization"));
+  if (j.contains("aio")) c.aio = parse_aio(r, r.section(j, "aio"));
+  // Offload combinations (docs/offload.md): the offloaded optimizer is the CPU AdamW (DeepSpeed's
+  // DeepSpeedCPUAdam), and parameter offload needs it (the updated parameters are made on the host).
+  const ZeroOptimization& z = c.zero;
+  if (z.offload_optimizer.enabled() && c.optimizer.type == "SGD")
+    r.fail("zero_optimization.offload_optimizer.device = \"", z.offload_optimizer.device,
+           "\" needs optimizer.type \"AdamW\" or \"Adam\" (the CPU AdamW); got \"SGD\"");
+  if (z.offload_param.enabled() && !z.offload_optimizer.enabled())
+    r.fail("zero_optimization.offload_param.device = \"", z.offload_param.device,
+           "\" needs zero_optimization.offload_optimizer.device \"cpu\" or \"nvme\" (the parameters are updated on "
+           "the host), got \"none\"");
   if (j.contains("activation_checkpointing"))
     c.activation_checkpointing = parse_activation_checkpointing(r, r.section(j, "activation_checkpointing"));
   return c;
@@ -449,6 +478,7 @@ void to_json(json& j, const EngineConfig& c) {
         {"stage3_max_live_parameters", z.stage3_max_live_parameters},
         {"stage3_max_reuse_distance", z.stage3_max_reuse_distance}, {"sub_group_size", z.sub_group_size},
         {"offload_optimizer", offload(z.offload_optimizer)}, {"offload_param", offload(z.offload_param)}}},
+      {"aio", {{"block_size", c.aio.block_size}, {"queue_depth", c.aio.queue_depth}}},
       {"activation_checkpointing", {{"enabled", c.activation_checkpointing}}},
   };
   json params = {{"lr", o.lr}, {"weight_decay", o.weight_decay}};

@@ -1,5 +1,5 @@
 // defines: Precision, OffloadConfig, ZeroOptimization, Fp16Config, OptimizerConfig,
-//          SchedulerConfig, EngineConfig, parse_engine_config, engine_config_from_file,
+//          SchedulerConfig, AioConfig, EngineConfig, parse_engine_config, engine_config_from_file,
 //          to_json(EngineConfig) — the DeepSpeed-style JSON config (ARCHITECTURE.md "Configuration").
 //
 // A DeepSpeed user is at home: the keys, their meaning and their defaults are DeepSpeed's
@@ -36,6 +36,16 @@ struct OffloadConfig {                 // zero_optimization.offload_optimizer / 
   int64_t buffer_size = 100000000;     // elements
   bool enabled() const { return device != "none"; }
   bool operator==(const OffloadConfig&) const = default;
+};
+
+// aio.* — DeepSpeed's asynchronous IO settings of the NVMe tier (zero/aio.h). block_size: bytes per
+// read/write request; queue_depth: requests in flight per rank. thread_count, single_submit and
+// overlap_events are accepted only at the values this implementation has (one IO thread per
+// rank, batched submission, completions overlapped with new submissions).
+struct AioConfig {
+  int64_t block_size = 1048576;
+  int64_t queue_depth = 8;
+  bool operator==(const AioConfig&) const = default;
 };
 
 struct ZeroOptimization {
@@ -91,6 +101,7 @@ struct EngineConfig {
   OptimizerConfig optimizer;
   SchedulerConfig scheduler;
   ZeroOptimization zero;
+  AioConfig aio;
   bool activation_checkpointing = false;   // activation_checkpointing.enabled (our key; see docs)
   int64_t steps_per_print = 10;
   bool wall_clock_breakdown = false;       // DeepSpeed's per-phase timing printout (for the caller)
