@@ -58,6 +58,7 @@ EngineConfig TrainConfig::engine_config() const {
   e.scheduler.total_num_steps = steps;
   e.scheduler.cos_min_ratio = min_lr_frac;
   e.zero = zero;
+  e.aio = aio;
   e.activation_checkpointing = activation_checkpointing;
   return e;
 }
@@ -108,6 +109,7 @@ void train_config_from_json(const std::string& path, int world_size, TrainConfig
     c.schedule = "constant";  // WarmupLR: linear warmup, then constant; none: constant
   }
   c.zero = e.zero;
+  c.aio = e.aio;
   c.precision = e.precision;
   c.fp16 = e.fp16;
   c.activation_checkpointing = e.activation_checkpointing;
@@ -290,7 +292,7 @@ void Trainer::resume_from(const std::string& dir) {
       ZT_THROW("checkpoint in '", dir, "' was trained with a global batch of ", meta.at("global_batch").get<int64_t>(),
                " sequences (batch x world size), this run has ", cfg_.batch, " x ", group_.size(), " = ", global_batch,
                ": choose --batch so that the global batch stays the same");
-    engine_->shards_loaded();
+    engine_->shards_loaded(shards);
     step_ = meta.at("step").get<int64_t>();
     engine_->set_optimizer_steps(meta.at("optimizer_steps").get<int64_t>());
     if (meta.contains("engine")) engine_->load_state_meta(meta.at("engine"));

@@ -50,6 +50,7 @@ struct TrainConfig {
   int64_t memory_limit = 0;  // bytes; 0 = no cap on the CPU allocator
   // ZeRO (zero_optimization.* of a DeepSpeed-style config; stage 0 = plain data parallelism)
   ZeroOptimization zero;
+  AioConfig aio;  // aio.*: the NVMe tier's IO (offload to nvme)
   Precision precision = Precision::f32;
   // The dtype the model is built and computes in: "f32", or "bf16" (needs precision bf16; the
   // engine then keeps no float32 copies besides the master: zero/engine.h). zt-train resolves its

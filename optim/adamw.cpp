@@ -5,9 +5,7 @@
 
 namespace zt {
 
-namespace {
-
-AdamWArgs args_of(const AdamWHyper& h, int64_t step, bool decay) {
+AdamWArgs adamw_args(const AdamWHyper& h, int64_t step, bool decay) {
   AdamWArgs a;
   a.lr = h.lr;
   a.beta1 = h.beta1;
@@ -18,8 +16,6 @@ AdamWArgs args_of(const AdamWHyper& h, int64_t step, bool decay) {
   a.decay = decay;
   return a;
 }
-
-}  // namespace
 
 void AdamWHyper::validate() const {
   if (!(lr >= 0)) ZT_THROW("AdamW: lr = ", lr, ", expected >= 0");
@@ -33,7 +29,7 @@ void AdamWHyper::validate() const {
 // public face with optim's hyperparameter struct.
 template <class T>
 void adamw_update(T* param, const T* grad, T* m, T* v, int64_t n, const AdamWHyper& h, int64_t step, bool decay) {
-  adamw_update<T>(param, grad, m, v, n, args_of(h, step, decay));
+  adamw_update<T>(param, grad, m, v, n, adamw_args(h, step, decay));
 }
 
 template void adamw_update<float>(float*, const float*, float*, float*, int64_t, const AdamWHyper&, int64_t, bool);
@@ -64,7 +60,7 @@ void AdamW::update(int i, const DecaySegment& seg) {
   const int64_t n = seg.end - seg.begin, o = seg.begin;
   const Shape shape{n};
   backend_of(s.param).adamw_step(s.param.flat_view(o, shape), s.grad.flat_view(o, shape), m_[i].flat_view(o, shape),
-                                 v_[i].flat_view(o, shape), args_of(h_, step_, seg.decay), Tensor());
+                                 v_[i].flat_view(o, shape), adamw_args(h_, step_, seg.decay), Tensor());
 }
 
 std::vector<std::pair<const char*, Tensor>> AdamW::shard_state(int i) const {

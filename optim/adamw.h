@@ -1,4 +1,4 @@
-// defines: AdamWHyper, adamw_update (the fused kernel on raw arrays, with AdamWHyper: forwards to
+// defines: AdamWHyper, adamw_args, adamw_update (the fused kernel on raw arrays, with AdamWHyper: forwards to
 // core/kernels/adamw.h), AdamW (the optimizer over flat shards, owning m and v in Category::optim
 // on the shards' device; each update is one Backend::adamw_step, core/backend.h).
 //
@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/backend.h"  // AdamWArgs
 #include "optim/optimizer.h"
 
 namespace zt {
@@ -52,6 +53,9 @@ extern template void adamw_update<float>(float*, const float*, float*, float*, i
                                          bool);
 extern template void adamw_update<double>(double*, const double*, double*, double*, int64_t, const AdamWHyper&,
                                           int64_t, bool);
+
+// The backend's arguments of one update (core/backend.h's AdamWArgs) from the hyperparameters.
+AdamWArgs adamw_args(const AdamWHyper& h, int64_t step, bool decay);
 
 class AdamW final : public Optimizer {
  public:

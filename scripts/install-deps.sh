@@ -12,6 +12,8 @@ pkgs=(
   catch2                         # unit tests (Catch2 v2)
   python3                        # data/make_corpus.sh statistics, CLI tests
   libopenmpi-dev openmpi-bin     # OpenMPI: dist/ (the MPI process group), mpirun for multi-rank runs
+  pkg-config liburing-dev        # io_uring: the NVMe tier's asynchronous IO (zero/aio.cpp), found by pkg-config
+  fio                            # the reference for bench/nvme.sh (NVMe bandwidth through io_uring)
 )
 
 missing=()

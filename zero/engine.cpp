@@ -13,6 +13,8 @@
 #include "optim/clip.h"               // defines: sum_of_squares, scale_, clip_coefficient
 #include "optim/loss_scaler.h"        // defines: LossScaler
 #include "optim/sgd.h"                // defines: Sgd
+#include "zero/aio.h"                 // defines: SwapFile (complete for the destructor)
+#include "zero/offload.h"             // defines: OffloadedAdamW
 
 namespace zt {
 
@@ -57,9 +59,6 @@ LossScalerOptions scaler_options(const Fp16Config& c) {
 
 Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
     : model_(model), cfg_(cfg), group_(group), N_(group.size()), r_(group.rank()) {
-  if (cfg_.zero.offload_optimizer.enabled() || cfg_.zero.offload_param.enabled())
-    ZT_THROW("config: zero_optimization.offload_optimizer / offload_param are not implemented yet (issue 5); "
-             "set their device to \"none\"");
   const int stage = cfg_.zero.stage;
   mixed_ = cfg_.precision != Precision::f32;
   half_ = cfg_.precision == Precision::bf16 ? DType::bf16 : cfg_.precision == Precision::f16 ? DType::f16 : DType::f32;
@@ -68,6 +67,7 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
   compute_half_ = mixed_ && model_dtype == half_;
   gathers_ = stage == 3 || (mixed_ && !compute_half_);
   if (cfg_.precision == Precision::f16) scaler_ = std::make_unique<LossScaler>(scaler_options(cfg_.fp16));
+  if (cfg_.zero.offload_optimizer.enabled()) setup_offload();  // before the loop: it reserves the swap files
   std::vector<FlatShard> shards;
   std::vector<UnitState*> persistent;
   for (Unit* u : model_.units()) {
@@ -92,10 +92,12 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
     fs.infos = s->ps->infos();
     fs.lo = stage == 0 ? 0 : lo;
     fs.hi = stage == 0 ? s->P : lo + s->S;
+    if (offload_) offload_->init(s->index, range(flat, lo, s->S));  // the master, before flat goes
     if (!mixed_) {
       if (stage == 3) {
-        s->param_shard = Tensor::empty({s->S}, DType::f32, Category::params);
+        s->param_shard = new_param_shard(*s);
         s->param_shard.copy_(range(flat, lo, s->S));
+        park_param_shard(*s);
         if (!s->persistent) {
           flat.storage()->release();
           s->gathered = false;
@@ -113,12 +115,16 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
       fs.param = stage == 0 ? flat : s->param_shard;
       fs.grad = stage == 0 ? flat_grad : s->grad_shard;
     } else {
-      // float32 master <- the initial parameters; the 2-byte parameters <- the master, rounded.
-      s->master = Tensor::empty({fs.hi - fs.lo}, DType::f32, Category::optim);
-      s->master.copy_(range(flat, fs.lo, fs.hi - fs.lo));
+      // float32 master <- the initial parameters (offload: on the host, above); the 2-byte
+      // parameters <- the master, rounded.
+      if (!offload_) {
+        s->master = Tensor::empty({fs.hi - fs.lo}, DType::f32, Category::optim);
+        s->master.copy_(range(flat, fs.lo, fs.hi - fs.lo));
+      }
       if (compute_half_ && stage == 3) {  // the shard kept; the full buffer gathered into when used
-        s->param_shard = Tensor::empty({s->S}, half_, Category::params);
+        s->param_shard = new_param_shard(*s);
         s->param_shard.copy_(range(flat, lo, s->S));
+        park_param_shard(*s);
         if (!s->persistent) {
           flat.storage()->release();
           s->gathered = false;
@@ -127,8 +133,9 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
         s->half = flat;
         s->param_shard = range(flat, lo, s->S);
       } else if (stage == 3) {
-        s->param_shard = Tensor::empty({s->S}, half_, Category::params);
-        cast_(s->param_shard, s->master);
+        s->param_shard = new_param_shard(*s);
+        cast_(s->param_shard, range(flat, lo, s->S));  // = the master, rounded
+        park_param_shard(*s);
       } else {
         s->half = Tensor::empty({s->P}, half_, Category::params);
         cast_(s->half, flat);
@@ -154,13 +161,13 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
       fs.param = s->master;
       fs.grad = released(fs.hi - fs.lo);
     }
-    shards.push_back(std::move(fs));
+    if (!offload_) shards.push_back(std::move(fs));
     UnitState* raw = s.get();
     s->ps->group()->before_backward = [this, raw] { before_backward(*raw); };
     s->ps->group()->after_backward = [this, raw] { after_backward(*raw); };
     units_.push_back(std::move(s));
   }
-  opt_ = make_optimizer(cfg_.optimizer, std::move(shards));
+  if (!offload_) opt_ = make_optimizer(cfg_.optimizer, std::move(shards));
   for (UnitState* s : persistent) gather(*s, /*wait=*/true);  // mixed stage 3: the compute copy stays
   model_.set_residency(*this);
   model_.set_activation_checkpointing(cfg_.activation_checkpointing);
@@ -171,6 +178,12 @@ Engine::~Engine() {
   for (auto& s : units_) {
     for (Pending& p : s->gathers) p.work->wait();
     for (Pending& p : s->reduces) p.work->wait();
+    if (s->param_write) {
+      try {
+        s->param_write->wait();
+      } catch (const std::exception&) {  // a destructor does not throw; the run failed already
+      }
+    }
     s->ps->group()->before_backward = nullptr;
     s->ps->group()->after_backward = nullptr;
   }
@@ -195,14 +208,20 @@ Engine::UnitState& Engine::state_of(Unit& u) {
 // conversion of the 2-byte parameters (no communication); stage 3: the all-gather of the 2-byte
 // shards into a transient 2-byte buffer, converted when it lands and then freed.
 void Engine::fill_compute_copy(UnitState& s, std::deque<Pending>& q) {
+  if (param_offload_) return fetch_offloaded_params(s, q);  // zero/engine_offload.cpp
+  if (mixed_ && !compute_half_ && cfg_.zero.stage < 3) return cast_(s.ps->flat(), s.half);
+  gather_from(s, s.param_shard, q);
+}
+
+// Stage 3: all-gathers the shards (`src`, S elements of the working dtype on the device) into
+// the unit's full compute parameters.
+void Engine::gather_from(UnitState& s, const Tensor& src, std::deque<Pending>& q) {
   const Tensor& flat = s.ps->flat();
   if (!mixed_ || compute_half_) {
-    all_gather_chunked(group_, s.param_shard, flat, cfg_.zero.allgather_bucket_size, q);
-  } else if (cfg_.zero.stage < 3) {
-    cast_(flat, s.half);
+    all_gather_chunked(group_, src, flat, cfg_.zero.allgather_bucket_size, q);
   } else {
     Tensor full = Tensor::empty({s.P}, half_, Category::params);
-    all_gather_chunked(group_, s.param_shard, full, cfg_.zero.allgather_bucket_size, q);
+    all_gather_chunked(group_, src, full, cfg_.zero.allgather_bucket_size, q);
     q.push_back({completed_work(), [flat, full] { cast_(flat, full); }});
   }
 }
@@ -236,6 +255,8 @@ void Engine::prefetch_after(size_t pos) {
     if (ahead > 0 && ahead + t.P > cfg_.zero.stage3_prefetch_bucket_size) break;
     if (!t.gathered) {
       if (live_elements_ + t.P > cfg_.zero.stage3_max_live_parameters) break;
+      // offload_param nvme: at most buffer_count shard reads in flight
+      if (param_swap_ && param_reads_in_flight() >= cfg_.zero.offload_param.buffer_count) break;
       gather(t, /*wait=*/false);
     }
     ahead += t.P;
@@ -375,6 +396,14 @@ void Engine::reduce_gradients(UnitState& s, const Tensor& grad) {
       };
     }
   }
+  // Offload: the shard is complete once the last micro-step's chunks landed; to the host then.
+  if (offload_ && micro_ + 1 == cfg_.gradient_accumulation_steps) {
+    UnitState* sp = &s;
+    s.reduces.back().then = [prev = s.reduces.back().then, this, sp] {
+      if (prev) prev();
+      grad_to_host(*sp);
+    };
+  }
   if (!cfg_.zero.overlap_comm) drain(s.reduces);
 }
 
@@ -430,10 +459,16 @@ StepResult Engine::step(double lr) {
     }
   }
   const double coef = cfg_.gradient_clipping > 0 ? clip_coefficient(res.grad_norm, cfg_.gradient_clipping) : 1.0;
-  opt_->set_lr(lr);
-  if (mixed_) {
+  if (offload_) {  // the CPU AdamW on the host copies (zero/offload.h), new parameters published per sub-group
+    offload_->step(lr, coef * unscale, [this](int i, int64_t a, const Tensor& master, bool last) {
+      publish_piece(*units_[i], a, master, last);
+    });
+    finish_param_writes();  // nvme: the shards on disk, their host buffers gone
+  } else if (mixed_) {
+    opt_->set_lr(lr);
     update_mixed(coef * unscale);
   } else {
+    opt_->set_lr(lr);
     if (coef < 1.0) scale_(grads, coef);
     opt_->step();
   }

@@ -83,13 +83,18 @@ struct StepResult {
 // Per-rank bytes by category: now, the peak since the last reset, and the engine's model-state
 // accounting (what the ZeRO formulas predict).
 struct MemoryReport {
-  MemoryStats measured;      // the CPU allocator: current and peak per category
+  MemoryStats measured;      // the device's allocator: current and peak per category
+  MemoryStats host;          // offload: the host tier's allocator (zero/offload.h); zeros otherwise
+  MemoryStats nvme;          // offload to nvme: bytes reserved in this rank's swap files
+  std::string host_name;     // that allocator's name ("host", "pinned"); empty without offload
   int64_t psi = 0;           // parameters (no padding)
   int64_t psi_padded = 0;    // sum of the units' padded flat sizes
   int64_t model_state_bytes(Category c) const { return measured.cur(c); }
 };
 
 class LossScaler;
+class OffloadedAdamW;
+class SwapFile;
 
 class Engine final : public Residency {
  public:
@@ -113,9 +118,10 @@ class Engine final : public Residency {
 
   // ---- state ----
   std::vector<UnitShard> shards();                 // this rank's shards (views), for checkpoints
-  // After shards()' views were written in place (a checkpoint load): rebuild what the stage holds
-  // beyond this rank's shard (stage 0: every tensor whole; stages 1-2: the full parameters).
-  void shards_loaded();
+  // After the tensors of shards() were written in place (a checkpoint load), given them back:
+  // rebuild what the stage holds beyond this rank's shard (stage 0: every tensor whole; stages
+  // 1-2: the full parameters; offload: the working parameters, and the swap file on nvme).
+  void shards_loaded(const std::vector<UnitShard>& filled);
   int64_t optimizer_steps() const;
   void set_optimizer_steps(int64_t n);
   // What a checkpoint's meta.json keeps of the engine beyond the shards: the fp16 loss scaler's
@@ -143,6 +149,17 @@ class Engine final : public Residency {
   void publish_parameters();                   // stages 1-2: all-gather the updated shards
   void zero_gradients();
   void prefetch_after(size_t trace_pos);
+  // ---- offload (zero/engine_offload.cpp) ----
+  void setup_offload();                        // the host tier, swap files, the offloaded optimizer
+  Tensor new_param_shard(UnitState& s);        // stage 3: this rank's S-element shard (device or host)
+  void park_param_shard(UnitState& s);         // offload_param nvme: the shard to its file region
+  void gather_from(UnitState& s, const Tensor& src, std::deque<Pending>& q);  // the shard -> full params
+  void fetch_offloaded_params(UnitState& s, std::deque<Pending>& q);  // offload_param: bring the shard in
+  void grad_to_host(UnitState& s);             // offload: the reduced gradient shard -> host
+  void publish_piece(UnitState& s, int64_t a, const Tensor& master, bool last);  // new params of [a, a+n)
+  int param_reads_in_flight() const;
+  void finish_param_write(UnitState& s);       // offload_param nvme: wait for s's write, drop its buffer
+  void finish_param_writes();
 
   Model& model_;
   EngineConfig cfg_;
@@ -154,7 +171,14 @@ class Engine final : public Residency {
   bool gathers_ = false;       // the full compute params come and go (stage 3, or float32 compute of mixed_)
   std::unique_ptr<LossScaler> scaler_;  // fp16 only
   std::vector<std::unique_ptr<UnitState>> units_;
-  std::unique_ptr<Optimizer> opt_;
+  std::unique_ptr<Optimizer> opt_;              // the device optimizer (null when offloaded)
+  std::unique_ptr<SwapFile> opt_swap_, own_param_swap_;  // nvme: this rank's swap files (outlive offload_)
+  std::unique_ptr<OffloadedAdamW> offload_;     // offload_optimizer: the CPU AdamW (zero/offload.h)
+  SwapFile* param_swap_ = nullptr;              // offload_param nvme: opt_swap_ when the paths agree
+  Allocator* host_ = nullptr;                   // offload: the host tier's allocator
+  bool param_offload_ = false;                  // offload_param cpu or nvme (stage 3)
+  std::vector<std::pair<int64_t, int64_t>> param_regions_;  // offload_param nvme: (offset, bytes) per unit
+  std::deque<UnitState*> param_writes_;         // offload_param nvme: units whose shard write is in flight
   int64_t micro_ = 0;         // micro-steps since the last step()
   double loss_sum_ = 0;       // this rank's micro-batch losses since the last step()
   bool in_backward_ = false;

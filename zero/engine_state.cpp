@@ -4,6 +4,8 @@
 
 #include "core/kernels/cast.h"   // defines: cast_
 #include "optim/loss_scaler.h"   // defines: LossScaler
+#include "zero/aio.h"               // defines: SwapFile
+#include "zero/offload.h"           // defines: OffloadedAdamW
 #include "zero/engine.h"
 #include "zero/engine_unit.h"    // defines: Engine::UnitState
 
@@ -20,6 +22,11 @@ std::vector<UnitShard> Engine::shards() {
     us.unit = s.unit->name();
     us.numel = s.ps->numel();
     us.padded_numel = s.P;
+    if (offload_) {  // master, m, v of the host tier (views), or read from the swap file (copies)
+      us.tensors = offload_->state(i);
+      out.push_back(std::move(us));
+      continue;
+    }
     // "param" is what the optimizer updates: the parameters themselves (fp32) or the float32
     // master (mixed precision), so a checkpoint holds float32 parameters either way.
     const Tensor& param = mixed_ ? s.master : s.param_shard;
@@ -39,8 +46,15 @@ std::vector<UnitShard> Engine::shards() {
 // this rank's shard. Stage 0 holds every optimizer tensor whole: all-gather each. Mixed precision:
 // round the master into the 2-byte parameters. Then stages 0-2 gather the full parameters and
 // stage 3 refreshes its persistent units.
-void Engine::shards_loaded() {
+void Engine::shards_loaded(const std::vector<UnitShard>& filled) {
   const int stage = cfg_.zero.stage;
+  ZT_CHECK(filled.size() == units_.size(), "shards_loaded: ", filled.size(), " shards for ", units_.size(), " units");
+  if (offload_) {  // nvme: the loaded state to the swap file; then the working parameters from the master
+    for (int i = 0; i < static_cast<int>(units_.size()); ++i) offload_->store(i, filled[i].tensors);
+    offload_->publish_all([this](int i, int64_t a, const Tensor& master, bool last) {
+      publish_piece(*units_[i], a, master, last);
+    });
+  }
   std::deque<Pending> pending;
   const int64_t bucket = cfg_.zero.allgather_bucket_size;
   if (stage == 0) {
@@ -58,7 +72,7 @@ void Engine::shards_loaded() {
     return;
   }
   for (auto& s : units_) {
-    if (mixed_) cast_(s->param_shard, s->master);
+    if (mixed_ && !offload_) cast_(s->param_shard, s->master);
     if (stage == 3 && !s->persistent) free_full_params(*s);
     else if (stage == 3) fill_compute_copy(*s, pending);
     else all_gather_chunked(group_, s->param_shard, mixed_ ? s->half : s->ps->flat(), bucket, pending);
@@ -66,10 +80,11 @@ void Engine::shards_loaded() {
   drain(pending);
 }
 
-int64_t Engine::optimizer_steps() const { return opt_->step_count(); }
+int64_t Engine::optimizer_steps() const { return offload_ ? offload_->step_count() : opt_->step_count(); }
 
 void Engine::set_optimizer_steps(int64_t n) {
-  opt_->set_step_count(n);
+  if (offload_) offload_->set_step_count(n);
+  else opt_->set_step_count(n);
 }
 
 double Engine::loss_scale() const { return scaler_ ? scaler_->scale() : 1.0; }
@@ -99,6 +114,19 @@ void Engine::load_state_meta(const nlohmann::json& j) {
 MemoryReport Engine::memory_report() const {
   MemoryReport m;
   m.measured = default_allocator().stats();
+  if (host_) {
+    m.host = host_->stats();
+    m.host_name = host_->name();
+  }
+  for (const SwapFile* f : {opt_swap_.get(), own_param_swap_.get()}) {
+    if (!f) continue;
+    const MemoryStats st = f->stats();
+    for (int c = 0; c < kNumCategories; ++c) {
+      m.nvme.current[c] += st.current[c];
+      m.nvme.peak[c] += st.peak[c];
+    }
+    m.nvme.peak_total += st.peak_total;
+  }
   for (auto& s : units_) {
     m.psi += s->ps->numel();
     m.psi_padded += s->P;

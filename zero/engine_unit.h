@@ -28,6 +28,11 @@ struct Engine::UnitState {
   bool gathered = true;     // the full parameters are resident (and current, or being gathered)
   std::deque<Pending> gathers;  // stage 3: all-gather chunks in flight
   std::deque<Pending> reduces;  // gradient reduction chunks in flight
+  // offload_param: param_shard lives on the host (cpu); on nvme it is undefined between uses and
+  // the shard's bytes live at [param_offset, param_offset + param_bytes) of the swap file.
+  int64_t param_offset = 0, param_bytes = 0;
+  Tensor param_staging;   // nvme: the new parameters being assembled (step) or written (host)
+  WorkPtr param_write;    // nvme: the write of param_staging in flight
 };
 
 }  // namespace zt

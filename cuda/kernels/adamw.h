@@ -1,7 +1,7 @@
 // defines: cuda_kernels::AdamWConfig, cuda_kernels::adamw_step — the fused AdamW update of one
 //          flat float32 shard on the GPU (optionally writing the bf16 copy of the new weights).
 //
-// Semantics: exactly optim/adamw.h's adamw_update<float> (torch.optim.AdamW, amsgrad = false,
+// Semantics: core/kernels/adamw.h's adamw_update<float> (torch.optim.AdamW, amsgrad = false,
 // maximize = false; Loshchilov & Hutter 2019, Algorithm 2). With t the 1-based step:
 //
 //   p  = p * (1 - lr * wd)                       (only where decay)
@@ -14,9 +14,12 @@
 // bc2 = 1 - b2^t, then step_size = float(lr / bc1), bc2_sqrt = float(sqrt(bc2)),
 // keep = float(1 - lr * wd) (1 without decay), b1, b2, 1 - b1, 1 - b2, eps each rounded once to
 // float. Per element, float32 in the order of the formula above, every operation rounded on its
-// own (__fmul_rn / __fadd_rn / __fdiv_rn / __fsqrt_rn: no FMA contraction). This equals the CPU
-// kernel bit for bit where the CPU build does not contract either; a -march=native CPU build with
-// FMA contracts some mul+add pairs, so the two then differ by an ulp here and there.
+// own (__fmul_rn / __fadd_rn / __fdiv_rn / __fsqrt_rn: no FMA contraction). The CPU kernel
+// (both its paths, on every build) instead fuses three pairs into one rounding each:
+// m = fma(b1, m, c1 g), v = fma(b2, v, c2 g^2), p = fma(p, keep, -upd); so GPU and CPU results
+// differ by an ulp here and there (tests/gpu/test_cuda_kernels.cpp: within 1e-6 relative of the
+// terms). Using __fmaf_rn at those three places (and computing keep on the host without FMA
+// contraction, as the CPU kernel does) would make them agree bit for bit.
 //
 // out_bf16 (optional): out_bf16[i] = bf16(p_new[i]), round to nearest even (core/dtype.h) — the
 // bf16 parameter copy that is gathered for the next forward (mixed precision, ZeRO).
