@@ -42,6 +42,7 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 size, bs, qd, reps, d, fs, elapsed = sys.argv[3:10]
 sh = lambda c: subprocess.run(['sh', '-c', c], capture_output=True, text=True).stdout.strip()
 cpu, cores, mem = sh("lscpu | sed -n 's/^Model name: *//p'"), sh('nproc'), sh("free -g | awk '/Mem:/{print $2}'")
+virt = sh("systemd-detect-virt 2>/dev/null || true")
 ours_w = [x for r in rows if r.get('impl') == 'zerotensor' for x in r['write_gbps']]
 ours_r = [x for r in rows if r.get('impl') == 'zerotensor' for x in r['read_gbps']]
 fio_w = [r['bw_bytes'] / 1e9 for r in rows if r.get('impl') == 'fio' and r['rw'] == 'write']
@@ -58,7 +59,10 @@ md = ["# NVMe tier IO: SwapFile (O_DIRECT, io_uring) vs fio", "",
       f"requests, all queued at once; swap file fallocate()d before the clock), then `fio --name=zt-nvme --filename={d}/fio-zt-nvme.bin "
       f"--size={size}M --bs={bs} --iodepth={qd} --ioengine=io_uring --direct=1 --rw=write|read --output-format=json` (fio's bw_bytes)",
       "- sequential write, then sequential read of what was written; GB/s = 1e9 bytes/s; median of the reps "
-      "(ours and fio's interleaved, so a change in load hits both)", "",
+      "(ours and fio's interleaved, so a change in load hits both)",
+      f"- virtualization (`systemd-detect-virt`): {virt or 'unknown'}; kernel {platform.release()}. On a virtual machine the "
+      "'disk' is the hypervisor's virtual block device (its host may cache), and other jobs may share the cores and the disk: "
+      "the absolute numbers are indicative; the ratio to fio, measured side by side, is the point.", "",
       "| | write GB/s | read GB/s | write reps | read reps |", "|---|---|---|---|---|",
       f"| ZeroTensor SwapFile | {w:.3f} | {rd:.3f} | {fmt(ours_w)} | {fmt(ours_r)} |",
       f"| fio (io_uring, O_DIRECT) | {fw:.3f} | {fr:.3f} | {fmt(fio_w)} | {fmt(fio_r)} |",

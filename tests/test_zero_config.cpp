@@ -168,7 +168,11 @@ TEST_CASE("to_json then parse gives the same config", "[config]") {
           "scheduler": {"type": "WarmupCosineLR", "params": {"warmup_num_steps": 5, "total_num_steps": 100, "cos_min_ratio": 0.05}},
           "zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 0, "stage3_param_persistence_threshold": 5,
                                 "stage3_max_live_parameters": 100, "stage3_max_reuse_distance": 3,
-                                "offload_param": {"device": "cpu"}, "offload_optimizer": {"device": "cpu"}}})",
+                                "offload_param": {"device": "none"}, "offload_optimizer": {"device": "none"}}})",
+      R"({"bf16": {"enabled": true}, "aio": {"block_size": 262144, "queue_depth": 32},
+          "zero_optimization": {"stage": 3, "sub_group_size": 5000,
+                                "offload_param": {"device": "cpu", "pin_memory": true},
+                                "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp/y", "buffer_count": 2}}})",
   };
   for (const char* text : texts) {
     for (int world : {1, 4}) {
@@ -191,6 +195,11 @@ TEST_CASE("to_json then parse gives the same config", "[config]") {
   CHECK(c.zero.offload_optimizer.nvme_path == "/tmp/x");
   CHECK(c.activation_checkpointing);
   CHECK(c.wall_clock_breakdown);
+  const EngineConfig d = parse(texts[3], 2);
+  CHECK(d.aio.block_size == 262144);
+  CHECK(d.aio.queue_depth == 32);
+  CHECK(d.zero.offload_param.pin_memory);
+  CHECK(d.zero.offload_optimizer.buffer_count == 2);
   // the ready configs round-trip too
   for (const char* name : {"zero0.json", "zero3.json", "zero3-bf16.json", "zero2-fp16.json"}) {
     const EngineConfig r = engine_config_from_file(cfg_path(name), 2, kCallerKeys);
@@ -266,6 +275,16 @@ TEST_CASE("invalid configs are errors naming the key and the allowed values", "[
        {"zero_optimization.offload_optimizer.device = \"cpu\" requires zero_optimization.stage 1, 2 or 3"}},
       {R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "gpu"}}})",
        {"zero_optimization.offload_param.device = \"gpu\" is invalid: expected \"none\", \"cpu\" or \"nvme\""}},
+      {R"({"optimizer": {"type": "SGD"}, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})",
+       {"zero_optimization.offload_optimizer.device = \"cpu\" needs optimizer.type \"AdamW\" or \"Adam\"", "SGD"}},
+      {R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})",
+       {"zero_optimization.offload_param.device = \"cpu\" needs zero_optimization.offload_optimizer.device"}},
+      {R"({"zero_optimization": {"stage": 1, "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp/z", "buffer_count": 1}}})",
+       {"zero_optimization.offload_optimizer.buffer_count = 1 is invalid with device \"nvme\": expected >= 2"}},
+      {R"({"aio": {"block_size": 5000}})", {"aio.block_size = 5000 is invalid", "multiple of 4096"}},
+      {R"({"aio": {"queue_depth": 0}})", {"aio.queue_depth"}},
+      {R"({"aio": {"thread_count": 4}})", {"aio.thread_count"}},
+      {R"({"aio": {"blocksize": 4096}})", {"unknown key 'aio.blocksize'"}},
       {R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}})",
        {"zero_optimization.offload_param.device = \"nvme\" requires zero_optimization.offload_param.nvme_path"}},
       {R"({"bf16": {"enabled": true}, "fp16": {"enabled": true}})", {"bf16.enabled and fp16.enabled are both true"}},

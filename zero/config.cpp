@@ -221,6 +221,9 @@ ZeroOptimization parse_zero(const Reader& r, const json& o) {
     if (c.enabled() && !is_param && z.stage < 1)
       r.fail(p, ".offload_optimizer.device = \"", c.device, "\" requires ", p, ".stage 1, 2 or 3 (stage is ",
              z.stage, ")");
+    if (!is_param && c.device == "nvme" && c.buffer_count < 2)
+      r.fail(p, ".offload_optimizer.buffer_count = ", c.buffer_count,
+             " is invalid with device \"nvme\": expected >= 2 (one sub-group updating while the next is read)");
     (is_param ? z.offload_param : z.offload_optimizer) = c;
   }
   return z;

@@ -106,7 +106,9 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
         s->param_shard = range(flat, lo, s->S);
       }
       if (stage >= 2) {
-        s->grad_shard = Tensor::zeros({s->S}, DType::f32, Category::grads);
+        // offload: the shard is the host's (ZeRO-Offload's gradients in host memory): the
+        // reduction lands and accumulates there, and the device keeps no gradient at rest
+        s->grad_shard = offload_ ? offload_->grad(s->index) : Tensor::zeros({s->S}, DType::f32, Category::grads);
         flat_grad.storage()->release();
       } else {
         s->grad_shard = range(flat_grad, lo, s->S);
@@ -142,7 +144,7 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
         s->param_shard = range(s->half, lo, s->S);
       }
       if (stage >= 2) {
-        s->grad_shard = Tensor::zeros({s->S}, half_, Category::grads);
+        s->grad_shard = offload_ ? offload_->grad(s->index) : Tensor::zeros({s->S}, half_, Category::grads);
       } else {
         s->half_grad = Tensor::zeros({s->P}, half_, Category::grads);
         s->grad_shard = range(s->half_grad, lo, s->S);
@@ -310,6 +312,9 @@ Var Engine::forward(const Tensor& idx, const Tensor& targets) {
 }
 
 void Engine::before_backward(UnitState& s) {
+  // overlap_comm with accumulation: this unit's reduction of the previous micro-step may still be
+  // in flight, reading (and then freeing) the gradient buffer this backward is about to refill.
+  drain(s.reduces);
   if (gathers_) acquire(*s.unit);
   if (cfg_.zero.stage >= 2 || mixed_) {  // a fresh full gradient buffer for this unit's backward
     const Tensor& g = s.ps->flat_grad();
@@ -383,10 +388,13 @@ void Engine::reduce_gradients(UnitState& s, const Tensor& grad) {
       const bool mixed = mixed_;
       s.reduces.push_back({w, [in, out, shard, a, n, inv_n, accumulate, mixed] {
                              Tensor dst = range(shard, a, n);
-                             if (accumulate && mixed) accumulate_cast_(dst, out);
-                             else if (accumulate) accumulate_(dst, out, inv_n);
-                             else if (inv_n != 1.0) { dst.copy_(out); scale_(dst, inv_n); }
-                             else dst.copy_(out);
+                             // offload (stages 2-3): the shard is in host memory; on a GPU the
+                             // chunk comes over first, and the arithmetic runs on the host
+                             const Tensor got = out.device() == dst.device() ? out : out.to(dst.device(), Category::comm);
+                             if (accumulate && mixed) accumulate_cast_(dst, got);
+                             else if (accumulate) accumulate_(dst, got, inv_n);
+                             else if (inv_n != 1.0) { dst.copy_(got); scale_(dst, inv_n); }
+                             else dst.copy_(got);
                            }});
     }
     if (cfg_.zero.stage >= 2) {  // the full gradient goes once every chunk has left it
@@ -396,8 +404,9 @@ void Engine::reduce_gradients(UnitState& s, const Tensor& grad) {
       };
     }
   }
-  // Offload: the shard is complete once the last micro-step's chunks landed; to the host then.
-  if (offload_ && micro_ + 1 == cfg_.gradient_accumulation_steps) {
+  // Offload, stage 1: the shard (a view of the device's full gradient) is complete once the
+  // chunks landed; to the host then. (Stages 2-3 reduce into the host shard directly.)
+  if (offload_ && cfg_.zero.stage == 1) {
     UnitState* sp = &s;
     s.reduces.back().then = [prev = s.reduces.back().then, this, sp] {
       if (prev) prev();
