@@ -135,7 +135,6 @@ void to_json(nlohmann::json& j, const TrainConfig& c) {
 
 Trainer::Trainer(const TrainConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(group), rng_(cfg.seed) {
   cfg_.validate();
-  if (cfg_.memory_limit > 0) default_allocator().set_limit(cfg_.memory_limit);
   const int N = group_.size(), rank = group_.rank();
 
   // Model: from an llm.c checkpoint's header, or a named config with our deterministic init.
@@ -170,6 +169,20 @@ Trainer::Trainer(const TrainConfig& cfg, ProcessGroup& group) : cfg_(cfg), group
 
   engine_ = initialize(*model_, cfg_.engine_config(), group_);
   if (cfg_.resume) resume_from(cfg_.ckpt_dir);
+  // The cap holds from here on: training, evaluation and checkpoints. The construction above is
+  // not capped: every rank builds the whole model before the engine shards it (DeepSpeed without
+  // zero.Init; partitioned construction is not implemented), so a cap below the whole model's
+  // 8 bytes per parameter can still be shown to hold what the stage and offload tier keep.
+  // A cap below what the engine holds after setup is an error here, naming both.
+  if (cfg_.memory_limit > 0) {
+    const int64_t held = default_allocator().stats().total();
+    if (held > cfg_.memory_limit)
+      throw OutOfMemory(detail::concat("out of memory on ", default_allocator().name(), ": the engine holds ",
+                                       format_bytes(held), " after setup, over the limit of ",
+                                       format_bytes(cfg_.memory_limit), ". Held now: ",
+                                       default_allocator().stats().to_string()));
+    default_allocator().set_limit(cfg_.memory_limit);
+  }
 }
 
 Trainer::~Trainer() = default;

@@ -126,6 +126,10 @@ int main(int argc, char** argv) {
         j["model_state"][category_name(c)] = e.state(c);
         j["peak"][category_name(c)] = e.max(c);
       }
+      for (Category c : {Category::params, Category::grads, Category::optim}) {
+        j["host_state"][category_name(c)] = e.host_state[static_cast<int>(c)];
+        j["nvme_state"][category_name(c)] = e.nvme_state[static_cast<int>(c)];
+      }
       j["model_state_total"] = e.model_state_total();
       j["peak_sum"] = e.peak_sum();
       std::cout << j.dump(2) << std::endl;
@@ -149,6 +153,15 @@ int main(int argc, char** argv) {
     std::printf("%-14s %16lld %12s   %16lld %12s  (sum of the category peaks)\n", "total",
                 static_cast<long long>(e.model_state_total()), format_bytes(e.model_state_total()).c_str(),
                 static_cast<long long>(e.peak_sum()), format_bytes(e.peak_sum()).c_str());
+    if (zero.offload_optimizer.enabled()) {  // the model states that left the device
+      std::printf("\noffloaded (zero/offload.h): %12s %12s %12s\n", "params", "grads", "optim");
+      for (const auto* tier : {&e.host_state, &e.nvme_state}) {
+        std::printf("  %-24s", tier == &e.host_state ? "host memory" : "nvme swap file");
+        for (Category c : {Category::params, Category::grads, Category::optim})
+          std::printf(" %12s", format_bytes((*tier)[static_cast<int>(c)]).c_str());
+        std::printf("\n");
+      }
+    }
     if (!e.has_activations)
       std::printf("\nactivations: give --model with --batch (and --seq-len) to estimate them.\n");
   } catch (const std::exception& ex) {

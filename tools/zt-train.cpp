@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
@@ -82,7 +83,8 @@ void print_memory_table(ProcessGroup& g, const RunPeaks& run, const Estimate& es
   g.all_gather(mine, all);
   if (g.rank() != 0) return;
   const double* a = all.data<double>();
-  std::fprintf(stderr, "\nmemory by category per rank (cpu allocator): current / peak over the run\n");
+  std::fprintf(stderr, "\nmemory by category per rank (%s allocator, the device): current / peak over the run\n",
+               default_allocator().name());
   std::fprintf(stderr, "  %-5s", "rank");
   for (Category c : kAllCategories) std::fprintf(stderr, " %23s", category_name(c));
   std::fprintf(stderr, " %23s\n", "total");
@@ -104,6 +106,45 @@ void print_memory_table(ProcessGroup& g, const RunPeaks& run, const Estimate& es
   std::fprintf(stderr, "  (est. = zt-estimate's per-rank peak for this model, stage, world size, batch and threads)\n");
 }
 
+// Offload: every rank's model states in the host tier and the swap file (current / peak), with
+// the estimator's model-state bytes beside them (collective; rank 0 prints).
+void print_offload_table(ProcessGroup& g, const MemoryReport& m, const Estimate& est) {
+  const Category cats[3] = {Category::params, Category::grads, Category::optim};
+  Tensor mine = Tensor::empty({12}, DType::f64, Category::comm);
+  double* v = mine.data<double>();
+  for (int k = 0; k < 3; ++k) {
+    v[k] = static_cast<double>(m.host.cur(cats[k]));
+    v[3 + k] = static_cast<double>(m.host.max(cats[k]));
+    v[6 + k] = static_cast<double>(m.nvme.cur(cats[k]));
+    v[9 + k] = static_cast<double>(m.nvme.max(cats[k]));
+  }
+  Tensor all = Tensor::empty({12 * g.size()}, DType::f64, Category::comm);
+  g.all_gather(mine, all);
+  if (g.rank() != 0) return;
+  const double* a = all.data<double>();
+  std::fprintf(stderr, "\noffloaded model states per rank (%s memory, nvme swap file): current / peak\n",
+               m.host_name.c_str());
+  std::fprintf(stderr, "  %-5s %-5s  %25s  %25s  %25s\n", "rank", "tier", "params", "grads", "optim");
+  for (int r = 0; r < g.size(); ++r)
+    for (int t = 0; t < 2; ++t) {
+      std::fprintf(stderr, "  %-5d %-5s", r, t == 0 ? "host" : "nvme");
+      for (int k = 0; k < 3; ++k) {
+        const double* x = a + 12 * r + 6 * t;
+        const std::string cell = format_bytes(static_cast<int64_t>(x[k])) + " / " + format_bytes(static_cast<int64_t>(x[3 + k]));
+        std::fprintf(stderr, "  %25s", cell.c_str());
+      }
+      std::fprintf(stderr, "\n");
+    }
+  for (int t = 0; t < 2; ++t) {
+    std::fprintf(stderr, "  %-5s %-5s", "est.", t == 0 ? "host" : "nvme");
+    for (Category c : cats) {
+      const int64_t b = (t == 0 ? est.host_state : est.nvme_state)[static_cast<int>(c)];
+      std::fprintf(stderr, "  %25s", format_bytes(b).c_str());
+    }
+    std::fprintf(stderr, "\n");
+  }
+}
+
 // Threads per rank: --threads, else the cores shared among the ranks on this machine.
 int threads_per_rank(int requested) {
   if (requested > 0) return requested;
@@ -115,6 +156,9 @@ int threads_per_rank(int requested) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) must be an error that names the file (EFBIG from the write:
+  // swap files, checkpoints, logs), not a kill by SIGXFSZ that leaves the job without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"zt-train: train a GPT-2 or Llama model on the CPU (ZeroTensor)"};
   TrainConfig c;
   int threads = 0;
@@ -150,7 +194,9 @@ int main(int argc, char** argv) {
   app.add_option("--ckpt-interval", c.ckpt_interval, "save every N steps (0 = only at the end)")->capture_default_str();
   app.add_flag("--resume", c.resume, "continue from --ckpt-dir/latest");
   app.add_flag("--activation-checkpointing", c.activation_checkpointing, "recompute each block's forward in backward");
-  app.add_option("--memory-limit-mib", memory_limit_mib, "cap the allocator of --device (MiB; 0 = none)")->capture_default_str();
+  app.add_option("--memory-limit-mib", memory_limit_mib,
+                 "cap the allocator of --device from the end of setup on (MiB; 0 = none; the whole-model build before "
+                 "sharding is not capped)")->capture_default_str();
   c.compute_dtype = "auto";  // resolved once the device is known (below)
   app.add_option("--compute-dtype", c.compute_dtype,
                  "dtype the model is built and computes in: auto (bf16 on a GPU with bf16 enabled, else f32), f32, "
@@ -233,14 +279,25 @@ int main(int argc, char** argv) {
                    static_cast<long long>(tr.config().batch),
                    static_cast<long long>(tr.config().seq_len), nt, static_cast<long long>(c.steps),
                    tr.step_count() ? (" (resumed at step " + std::to_string(tr.step_count()) + ")").c_str() : "");
+    if (lead && c.zero.offload_optimizer.enabled()) {
+      auto where = [](const OffloadConfig& o) {
+        return o.device == "nvme" ? "nvme (" + o.nvme_path + ")" : o.device;
+      };
+      std::fprintf(stderr, "zt-train: offload: optimizer -> %s, parameters -> %s, sub_group_size %lld%s\n",
+                   where(c.zero.offload_optimizer).c_str(), where(c.zero.offload_param).c_str(),
+                   static_cast<long long>(c.zero.sub_group_size),
+                   run.device.is_cpu() ? "; the device is the --memory-limit-mib capped cpu allocator, the host "
+                                         "tier the rest of RAM (pin_memory has no meaning on a cpu device)"
+                                       : "");
+    }
     if (lead && !run.device.is_cpu())
       std::fprintf(stderr, "zt-train: device %s, float32 matmul %s\n", run.describe().c_str(), f32_matmul.c_str());
     const bool tty = lead && isatty(STDERR_FILENO);
     const int64_t every = std::max<int64_t>(1, c.steps / 20);  // non-tty: about 20 lines per run
     double ms_sum = 0;
     int64_t timed = 0;
-    RunPeaks run_peaks;
-    run_peaks.update();  // model, optimizer state and data, allocated before the first step
+    RunPeaks run_peaks;  // from the first step on: the setup's peak is printed apart, below
+    const MemoryStats setup = default_allocator().stats();
     // Printed and logged from inside step(), before the step's checkpoint is written (trainer.h).
     auto report = [&](const StepStats& s) {
       ms_sum += s.step_ms;
@@ -304,8 +361,13 @@ int main(int argc, char** argv) {
     req.activation_checkpointing = c.activation_checkpointing;
     req.zero = c.zero;
     req.threads = nt;
-    req.whole_model_build = true;
-    print_memory_table(group, run_peaks, estimate(req));
+    req.whole_model_build = false;  // the run peaks start at the first step
+    const Estimate est = estimate(req);
+    if (lead)
+      std::fprintf(stderr, "\nsetup (rank 0): the whole model built, then sharded (no zero.Init; not under "
+                           "--memory-limit-mib): peak %s\n", format_bytes(setup.peak_total).c_str());
+    print_memory_table(group, run_peaks, est);
+    if (c.zero.offload_optimizer.enabled()) print_offload_table(group, tr.engine().memory_report(), est);
   } catch (const std::exception& e) {
     // One rank's error must not leave the others waiting in a collective: stop the whole job.
     if (group.size() > 1) group.abort(std::string("zt-train: ") + e.what());

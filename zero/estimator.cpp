@@ -293,8 +293,25 @@ Estimate estimate(const EstimateRequest& r) {
   }
   for (Category c : {Category::params, Category::grads, Category::optim})
     est.model_state[idx(c)] = ceil_div(model_state_bytes_x_n(c, est.psi_padded, r.stage, N, r.precision), N);
-  est.peak = est.model_state;
   const int64_t pe = param_elem(r.precision);
+  // Offload (zero/offload.h, zero/engine_offload.cpp): the moved model states leave the device.
+  // optimizer: master + m + v, 12 bytes per shard element, to the host (or the swap file); the
+  // gradient shard to the host (stages 2-3 reduce into it: none stays on the device; stage 1
+  // copies it, the full gradient stays). parameters (stage 3): the shard to the host or the file.
+  const int64_t shard = ceil_div(est.psi_padded, N);
+  const OffloadConfig& oo = r.zero.offload_optimizer;
+  const OffloadConfig& op = r.zero.offload_param;
+  if (oo.enabled()) {
+    est.model_state[idx(Category::optim)] = 0;
+    (oo.device == "nvme" ? est.nvme_state : est.host_state)[idx(Category::optim)] = 12 * shard;
+    est.host_state[idx(Category::grads)] = pe * shard;
+    if (r.stage >= 2) est.model_state[idx(Category::grads)] = 0;
+  }
+  if (op.enabled()) {
+    est.model_state[idx(Category::params)] = 0;
+    (op.device == "nvme" ? est.nvme_state : est.host_state)[idx(Category::params)] = pe * shard;
+  }
+  est.peak = est.model_state;
   int64_t mixed_workspace = 0, mixed_workspace_in_backward = 0;
   int64_t comm = 8;  // the step's scalar all-reduces (loss, gradient norm): one float64 at a time
   if (r.has_model) {
@@ -319,6 +336,9 @@ Estimate estimate(const EstimateRequest& r) {
         if (sim.persistent[i]) persistent += units[i].padded_numel;
       gathered = persistent + sim.peak_live;
       gather_comm = sim.peak_comm;
+      // offload_param: each unit being brought in also has a shard-sized device buffer the
+      // all-gather reads from (at most the gathered units' shards at once)
+      if (op.enabled()) est.peak[idx(Category::params)] += ceil_div(gathered, N) * pe;
       if (!mixed) {
         est.peak[idx(Category::params)] += gathered * pe;
       } else {

@@ -118,6 +118,9 @@ struct Estimate {
   int64_t psi_padded = 0;  // sum of padded unit sizes (== psi without a model)
   std::array<int64_t, kNumCategories> model_state{};  // params, grads, optim: the table above
   std::array<int64_t, kNumCategories> peak{};         // per category, over a training step
+  // Offload: the model states that left the device, in the host tier and in the swap file
+  // (zero/offload.h; model_state above is then the device's part only).
+  std::array<int64_t, kNumCategories> host_state{}, nvme_state{};
   bool has_activations = false;
   int64_t state(Category c) const { return model_state[static_cast<int>(c)]; }
   int64_t max(Category c) const { return peak[static_cast<int>(c)]; }
