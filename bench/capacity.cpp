@@ -17,11 +17,12 @@
 //
 // Two ways to apply the cap (--cap-from):
 //   setup   the cap starts once the engine has set up (the model is built and initialized whole,
-//           then sharded / offloaded; the bytes it holds at rest must already fit the cap): as if the
-//           model had been built in place by DeepSpeed's zero.Init. The training steps run capped.
-//   start   the cap is set before the model is built, as zt-train --memory-limit-mib does today: the
-//           whole-model build (full fp32 parameters and gradients, 8Psi) must fit too (README
-//           "Known limits": no zero.Init yet).
+//           then sharded / offloaded; the bytes it holds at rest must already fit the cap), as
+//           zt-train --memory-limit-mib applies it (Trainer, models/trainer.cpp): as if the model
+//           had been built in place by DeepSpeed's zero.Init. The training steps run capped.
+//   start   the cap is set before the model is built: the whole-model build (full fp32 parameters
+//           and gradients, 8Psi, before the engine shards them) must fit too — what a device without
+//           partitioned construction (README "Known limits": no zero.Init) really needs.
 //
 // Each trial runs in its own process (this program re-executed with --trial; under mpirun when
 // --ranks > 1), so an OutOfMemory cannot leave ranks hanging in a collective: the trial exits 3
@@ -382,7 +383,7 @@ int main(int argc, char** argv) {
   std::string data = "data/corpus/train.txt", nvme_dir = "/tmp/zt_capacity_nvme", json_path = "capacity.json", result;
   app.add_option("--cap-mib", cap_mib, "device cap (MiB)")->capture_default_str();
   app.add_option("--tiers", tiers, "comma-separated: stage0, stage3, stage3+cpu, stage3+nvme")->capture_default_str();
-  app.add_option("--cap-from", cap_from, "comma-separated: setup (zero.Init-like), start (zt-train's cap)")->capture_default_str();
+  app.add_option("--cap-from", cap_from, "comma-separated: setup (zt-train's cap: from the end of setup), start (the whole-model build capped too)")->capture_default_str();
   app.add_option("--n-embd", sh.n_embd)->capture_default_str();
   app.add_option("--n-head", sh.n_head)->capture_default_str();
   app.add_option("--seq-len", sh.seq_len, "T (also the model's context length)")->capture_default_str();
