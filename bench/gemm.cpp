@@ -1,5 +1,5 @@
 // bench_gemm — float32 GEMM throughput through zt::gemm (core/kernels/gemm.h, OpenBLAS) against
-// the measured FMA ceiling of the same thread count (bench/fma_ceiling.h).
+// the measured FMA ceiling of the same thread count (core/fma_ceiling.h).
 //
 //   bench_gemm [--sizes 512,1024,2048] [--threads 1,2] [--reps 10] [--out bench/results/gemm.md]
 //
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/fma_ceiling.h"
+#include "core/fma_ceiling.h"
 #include "core/kernels/gemm.h"
 #include "core/parallel.h"
 #include "core/rng.h"
@@ -84,9 +84,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   const std::string load_before = loadavg();
-  std::map<int, zt::bench::FmaCeiling> ceiling;
+  std::map<int, zt::FmaCeiling> ceiling;
   for (int t : threads) {
-    ceiling[t] = zt::bench::fma_ceiling(t);
+    ceiling[t] = zt::fma_ceiling(t);
     std::fprintf(stderr, "FMA ceiling, %d thread(s): %.1f GFLOP/s (%s)\n", t, ceiling[t].gflops, ceiling[t].isa);
   }
 
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     for (int t : threads) {
       // Re-measure the ceiling next to every row and keep the best seen: on a shared machine a
       // single early measurement can catch a busy moment and understate the peak.
-      const zt::bench::FmaCeiling again = zt::bench::fma_ceiling(t, 3);
+      const zt::FmaCeiling again = zt::fma_ceiling(t, 3);
       if (again.gflops > ceiling[t].gflops) ceiling[t] = again;
       zt::set_num_threads(t);
       double err = 0;

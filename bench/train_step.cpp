@@ -4,7 +4,7 @@
 // no clipping; `warmup` untimed steps, then `steps` steps timed one at a time; median reported.
 //
 // MFU = (6 N + 6 L C T) * B * T / step time / the measured FMA ceiling of the same threads
-// (bench/fma_ceiling.h). N counts every parameter once (wte shared with the head).
+// (core/fma_ceiling.h). N counts every parameter once (wte shared with the head).
 // The last line of stdout is one JSON object (like the peer's), for bench/train_step.sh.
 //
 // --device cuda[:N] runs the same step on a GPU (tools/run_device.h): phase times are taken after
@@ -22,7 +22,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "bench/fma_ceiling.h"
+#include "core/fma_ceiling.h"
 #include "core/parallel.h"
 #include "models/init.h"
 #include "optim/adamw.h"
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
   const double N = static_cast<double>(m->num_params());
   const double flops_per_token = 6 * N + 6.0 * cfg.n_layer * cfg.n_embd * T;
   const double tokens = static_cast<double>(B * T);
-  const bench::FmaCeiling ceil = run.device.is_cpu() ? bench::fma_ceiling(threads) : bench::FmaCeiling{};
+  const FmaCeiling ceil = run.device.is_cpu() ? fma_ceiling(threads) : FmaCeiling{};
   const double gflops = flops_per_token * tokens / (median / 1000) * 1e-9;
   const MemoryStats mem = default_allocator().stats();
   nlohmann::json j = {{"impl", "zerotensor"}, {"model", model}, {"params", m->num_params()},

@@ -24,7 +24,7 @@ cpu = subprocess.run(['sh', '-c', "lscpu | sed -n 's/^Model name: *//p'"], captu
 md = [f"# gpt-mini training step: ZeroTensor vs libtorch (CPU)", "",
       f"- date: {datetime.date.today()}, machine: {cpu}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, {platform.system()} {platform.release()}",
       f"- command: `bench/train_step.sh --steps {sys.argv[3]} --warmup {sys.argv[4]}` (gpt-mini: 6 layers, 384 wide, 6 heads, B=8, T=256, vocab 256; AdamW; median of timed steps)",
-      "- MFU = (6N + 6LCT) x B x T / step time / measured FMA ceiling of the same threads (bench/fma_ceiling.h)", "",
+      "- MFU = (6N + 6LCT) x B x T / step time / measured FMA ceiling of the same threads (core/fma_ceiling.h)", "",
       "| threads | ZeroTensor ms/step | libtorch ms/step | ratio (ours / libtorch) | ZeroTensor tokens/s | libtorch tokens/s | ZeroTensor MFU | FMA ceiling GFLOP/s |",
       "|---|---|---|---|---|---|---|---|"]
 for th in (1, 2):

@@ -188,12 +188,20 @@ WorkPtr MpiProcessGroup::submit(std::function<void()> fn, std::vector<Tensor> ke
   auto w = std::make_shared<QueuedWork>();
   w->done = promise->get_future().share();
   w->keep = std::move(keep);
+  // The collective's run is timed here, on this thread, not at the call (ProcessGroup::CommOp).
+  std::shared_ptr<CommOp> op;
+  if (issuing_) {
+    op = std::make_shared<CommOp>(*issuing_);
+    issuing_->claimed = true;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back([fn = std::move(fn), promise]() mutable {
+    queue_.push_back([this, fn = std::move(fn), promise, op]() mutable {
       try {
+        const auto t0 = std::chrono::steady_clock::now();
         fn();
         fn = nullptr;  // drop the captured buffers before the waiter wakes (memory is exact then)
+        if (op) record_run(*op, t0, std::chrono::steady_clock::now());
         promise->set_value();
       } catch (...) {
         promise->set_exception(std::current_exception());

@@ -25,6 +25,18 @@ int64_t CommCounters::total() const {
   return t;
 }
 
+double CommTimes::busy_total() const {
+  double t = 0;
+  for (double b : busy_s) t += b;
+  return t;
+}
+
+double CommTimes::wait_total() const {
+  double t = 0;
+  for (double w : wait_s) t += w;
+  return t;
+}
+
 CommCounters CommCounters::operator-(const CommCounters& o) const {
   CommCounters d;
   for (int i = 0; i < kNumCollectives; ++i) {
@@ -58,10 +70,65 @@ void ProcessGroup::count(Collective c, int64_t ring_bytes) {
 // Ring bytes of n elements of b bytes: factor * n * b * (N-1) / N, exact for n divisible by N.
 static int64_t ring(int64_t factor, int64_t n, int64_t b, int64_t N) { return factor * n * b * (N - 1) / N; }
 
+// A Work whose wait() adds how long it blocked to the group's wait time (and the trace).
+struct ProcessGroup::TimedWork final : Work {
+  TimedWork(WorkPtr inner, ProcessGroup* g, Collective kind, std::string name)
+      : inner(std::move(inner)), g(g), kind(kind), name(std::move(name)) {}
+  void wait() override {
+    const auto t0 = std::chrono::steady_clock::now();
+    inner->wait();
+    const auto t1 = std::chrono::steady_clock::now();
+    {
+      std::lock_guard<std::mutex> lock(g->times_mu_);
+      g->times_.wait_s[static_cast<int>(kind)] += std::chrono::duration<double>(t1 - t0).count();
+    }
+    // Waits shorter than a microsecond (the collective had landed) would only clutter the view.
+    Tracer* t = g->tracer_.load();
+    if (t && t1 - t0 >= std::chrono::microseconds(1)) t->span(TraceTrack::compute, "wait " + name, "wait", t0, t1);
+  }
+  WorkPtr inner;
+  ProcessGroup* g;
+  Collective kind;
+  std::string name;
+};
+
+CommTimes ProcessGroup::times() const {
+  std::lock_guard<std::mutex> lock(times_mu_);
+  return times_;
+}
+
+void ProcessGroup::record_run(const CommOp& op, std::chrono::steady_clock::time_point t0,
+                              std::chrono::steady_clock::time_point t1) {
+  {
+    std::lock_guard<std::mutex> lock(times_mu_);
+    times_.busy_s[static_cast<int>(op.kind)] += std::chrono::duration<double>(t1 - t0).count();
+  }
+  if (Tracer* t = tracer_.load()) t->span(TraceTrack::comm, op.name, "comm", t0, t1, {{"bytes", op.bytes}});
+}
+
+// Counts, hands the collective to the backend (do_it), and times its run and its wait.
+template <class F>
+WorkPtr ProcessGroup::issue(Collective c, int64_t ring_bytes, F&& do_it) {
+  count(c, ring_bytes);
+  CommOp op{c, label_.empty() ? std::string(collective_name(c)) : std::string(collective_name(c)) + " " + label_,
+            ring_bytes, false};
+  const auto t0 = std::chrono::steady_clock::now();
+  issuing_ = &op;
+  WorkPtr w;
+  try {
+    w = do_it();
+  } catch (...) {
+    issuing_ = nullptr;
+    throw;
+  }
+  issuing_ = nullptr;
+  if (!op.claimed) record_run(op, t0, std::chrono::steady_clock::now());
+  return std::make_shared<TimedWork>(std::move(w), this, c, std::move(op.name));
+}
+
 WorkPtr ProcessGroup::all_reduce_async(const Tensor& x) {
   check_buffer(x, "x", "all_reduce");
-  count(Collective::all_reduce, ring(2, x.numel(), x.element_size(), size()));
-  return do_all_reduce(x);
+  return issue(Collective::all_reduce, ring(2, x.numel(), x.element_size(), size()), [&] { return do_all_reduce(x); });
 }
 
 WorkPtr ProcessGroup::reduce_scatter_async(const Tensor& in, const Tensor& out) {
@@ -69,8 +136,8 @@ WorkPtr ProcessGroup::reduce_scatter_async(const Tensor& in, const Tensor& out) 
   check_buffer(out, "output", "reduce_scatter");
   ZT_CHECK(in.dtype() == out.dtype() && in.numel() == out.numel() * size(), "reduce_scatter: input ", in.str(),
            " must hold world size (", size(), ") x output ", out.str());
-  count(Collective::reduce_scatter, ring(1, in.numel(), in.element_size(), size()));
-  return do_reduce_scatter(in, out);
+  return issue(Collective::reduce_scatter, ring(1, in.numel(), in.element_size(), size()),
+               [&] { return do_reduce_scatter(in, out); });
 }
 
 WorkPtr ProcessGroup::all_gather_async(const Tensor& in, const Tensor& out) {
@@ -78,21 +145,18 @@ WorkPtr ProcessGroup::all_gather_async(const Tensor& in, const Tensor& out) {
   check_buffer(out, "output", "all_gather");
   ZT_CHECK(in.dtype() == out.dtype() && out.numel() == in.numel() * size(), "all_gather: output ", out.str(),
            " must hold world size (", size(), ") x input ", in.str());
-  count(Collective::all_gather, ring(1, out.numel(), out.element_size(), size()));
-  return do_all_gather(in, out);
+  return issue(Collective::all_gather, ring(1, out.numel(), out.element_size(), size()),
+               [&] { return do_all_gather(in, out); });
 }
 
 WorkPtr ProcessGroup::broadcast_async(const Tensor& x, int root) {
   check_buffer(x, "x", "broadcast");
   ZT_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " is not a rank of ", size());
-  count(Collective::broadcast, ring(1, x.numel(), x.element_size(), size()));
-  return do_broadcast(x, root);
+  return issue(Collective::broadcast, ring(1, x.numel(), x.element_size(), size()),
+               [&] { return do_broadcast(x, root); });
 }
 
-WorkPtr ProcessGroup::barrier_async() {
-  count(Collective::barrier, 0);
-  return do_barrier();
-}
+WorkPtr ProcessGroup::barrier_async() { return issue(Collective::barrier, 0, [&] { return do_barrier(); }); }
 
 double ProcessGroup::all_reduce_sum(double v) {
   Tensor t = Tensor::full({1}, v, DType::f64, Category::comm);

@@ -17,13 +17,24 @@
 //   all-reduce 2*n*b*(N-1)/N, reduce-scatter and all-gather n*b*(N-1)/N (n = the full N*S),
 //   broadcast n*b*(N-1)/N, barrier 0.
 // So stages 0-2 move 2*Psi*(N-1)/N elements per step and stage 3 3*Psi*(N-1)/N; one rank moves 0.
+//
+// Time (CommTimes, always measured): per kind, `busy` = how long the collectives ran (on the
+// MPI backend's communication thread, from the moment it starts one to its end; on a backend
+// that runs a collective inside the call, the call), `wait` = how long the caller blocked in
+// Work::wait() (the communication that compute did not hide). With a Tracer (core/trace.h) each
+// run is a span on the rank's comm track and each wait one on its compute track, named after
+// the kind and the CommLabel in effect when it was issued ("all_gather block3").
 #pragma once
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/tensor.h"
+#include "core/trace.h"  // defines: Tracer
 
 namespace zt {
 
@@ -37,6 +48,14 @@ struct CommCounters {
   int64_t of(Collective c) const { return bytes[static_cast<int>(c)]; }
   int64_t total() const;
   CommCounters operator-(const CommCounters& o) const;  // what moved between two readings
+};
+
+// Seconds per collective kind (see the header comment).
+struct CommTimes {
+  std::array<double, kNumCollectives> busy_s{};
+  std::array<double, kNumCollectives> wait_s{};
+  double busy_total() const;
+  double wait_total() const;
 };
 
 // The handle of one collective in flight.
@@ -76,8 +95,27 @@ class ProcessGroup {
 
   const CommCounters& counters() const { return counters_; }
   void reset_counters() { counters_ = CommCounters{}; }
+  CommTimes times() const;
+
+  // Tracing (null: off). The label names the collectives issued while it is set (CommLabel).
+  void set_tracer(Tracer* t) { tracer_ = t; }
+  Tracer* tracer() const { return tracer_; }
+  void set_label(std::string label) { label_ = std::move(label); }
+  const std::string& label() const { return label_; }
 
  protected:
+  // What is being issued, for the backend: one that runs the collective later (on its own
+  // thread) takes a copy, sets `claimed`, and calls record_run when it ran; otherwise the call
+  // itself is taken as the run.
+  struct CommOp {
+    Collective kind = Collective::barrier;
+    std::string name;  // "all_gather block3"
+    int64_t bytes = 0;
+    bool claimed = false;
+  };
+  CommOp* issuing_ = nullptr;  // non-null inside do_*()
+  void record_run(const CommOp& op, std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1);
+
   virtual WorkPtr do_all_reduce(const Tensor& x) = 0;
   virtual WorkPtr do_reduce_scatter(const Tensor& in, const Tensor& out) = 0;
   virtual WorkPtr do_all_gather(const Tensor& in, const Tensor& out) = 0;
@@ -86,7 +124,27 @@ class ProcessGroup {
 
  private:
   void count(Collective c, int64_t ring_bytes);
+  template <class F>
+  WorkPtr issue(Collective c, int64_t ring_bytes, F&& do_it);
   CommCounters counters_;
+  mutable std::mutex times_mu_;  // busy_s is written by the communication thread
+  CommTimes times_;
+  std::atomic<Tracer*> tracer_{nullptr};
+  std::string label_;
+  struct TimedWork;  // wait() timed (process_group.cpp)
+};
+
+// Names the collectives issued in its scope (trace spans: "all_gather block3").
+class CommLabel {
+ public:
+  CommLabel(ProcessGroup& g, std::string label) : g_(g), prev_(g.label()) { g.set_label(std::move(label)); }
+  ~CommLabel() { g_.set_label(std::move(prev_)); }
+  CommLabel(const CommLabel&) = delete;
+  CommLabel& operator=(const CommLabel&) = delete;
+
+ private:
+  ProcessGroup& g_;
+  std::string prev_;
 };
 
 // One rank, no MPI: every collective is the identity (and moves 0 bytes).

@@ -6,6 +6,7 @@
 
 #include "models/gpt2.h"              // defines: GPT2 (llm.c checkpoints hold GPT-2)
 #include "models/init.h"              // defines: make_model, init_model
+#include "models/hf_weights.h"        // defines: pretrained_config, load_pretrained (HF or llm.c)
 #include "models/llmc_checkpoint.h"   // defines: read_llmc_header, load_llmc_checkpoint
 #include "optim/schedule.h"           // defines: LrSchedule (warmup + cosine)
 #include "zero/checkpoint.h"          // defines: save_sharded_checkpoint, load_sharded_checkpoint, consolidate_params
@@ -137,10 +138,11 @@ Trainer::Trainer(const TrainConfig& cfg, ProcessGroup& group) : cfg_(cfg), group
   cfg_.validate();
   const int N = group_.size(), rank = group_.rank();
 
-  // Model: from an llm.c checkpoint's header, or a named config with our deterministic init.
+  // Model: from pretrained weights (HF or llm.c: models/hf_weights.h), or a named config with our
+  // deterministic init.
   // Every rank builds and initializes the whole model from the same seed (identical values),
   // padded so each unit splits into N shards; the engine then keeps what its stage keeps.
-  mcfg_ = cfg_.init_from.empty() ? zt::model_config(cfg_.model) : read_llmc_header(cfg_.init_from);
+  mcfg_ = cfg_.init_from.empty() ? zt::model_config(cfg_.model) : pretrained_config(cfg_.init_from);
   if (cfg_.seq_len == 0) cfg_.seq_len = mcfg_.max_seq_len;
   if (cfg_.seq_len > mcfg_.max_seq_len)
     ZT_THROW("seq_len ", cfg_.seq_len, " exceeds the model's context length ", mcfg_.max_seq_len);
@@ -152,9 +154,7 @@ Trainer::Trainer(const TrainConfig& cfg, ProcessGroup& group) : cfg_(cfg), group
   if (cfg_.init_from.empty()) {
     init_model(*model_, rng_);
   } else {
-    auto* gpt = dynamic_cast<GPT2*>(model_.get());
-    ZT_CHECK(gpt, "llm.c checkpoints hold GPT-2 models");
-    load_llmc_checkpoint(cfg_.init_from, *gpt);
+    load_pretrained(cfg_.init_from, *model_);  // an HF directory / .safetensors, or an llm.c .bin
   }
 
   // Data: llm.c's loader, no shuffling; rank r reads its B rows of each global batch of N*B.
@@ -200,14 +200,24 @@ double Trainer::lr_at(int64_t step) const {
 StepStats Trainer::step(const std::function<void(const StepStats&)>& report) {
   const auto t0 = std::chrono::steady_clock::now();
   default_allocator().reset_peaks();  // the memory in the log is this step's peak
-  for (int64_t micro = 0; micro < cfg_.grad_accum; ++micro) {
-    train_->next_batch(idx_, targets_);
-    Var loss = engine_->forward(idx_, targets_);  // mean over this rank's B*T tokens
-    engine_->backward(loss);
-  }
   StepStats s;
-  s.lr = lr_at(step_);
-  const StepResult r = engine_->step(s.lr);
+  StepResult r;
+  {
+    // The trace (core/trace.h): the step and its micro-steps enclose the engine's unit spans.
+    TraceScope step_scope(engine_->tracer(), TraceTrack::compute, "step " + std::to_string(step_ + 1), "step");
+    for (int64_t micro = 0; micro < cfg_.grad_accum; ++micro) {
+      train_->next_batch(idx_, targets_);
+      Var loss;
+      {
+        TraceScope fwd(engine_->tracer(), TraceTrack::compute, "forward pass", "step", {{"micro_step", micro}});
+        loss = engine_->forward(idx_, targets_);  // mean over this rank's B*T tokens
+      }
+      TraceScope bwd(engine_->tracer(), TraceTrack::compute, "backward pass", "step", {{"micro_step", micro}});
+      engine_->backward(loss);
+    }
+    s.lr = lr_at(step_);
+    r = engine_->step(s.lr);
+  }
   ++step_;
   const auto t1 = std::chrono::steady_clock::now();
   s.step = step_;
@@ -218,10 +228,16 @@ StepStats Trainer::step(const std::function<void(const StepStats&)>& report) {
   s.step_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   const int64_t tokens = cfg_.batch * cfg_.seq_len * cfg_.grad_accum * group_.size();  // global
   s.tokens_per_s = static_cast<double>(tokens) / (s.step_ms / 1000.0);
-  if (val_ && cfg_.eval_interval > 0 && (step_ % cfg_.eval_interval == 0 || step_ == cfg_.steps)) s.val_loss = evaluate();
+  if (val_ && cfg_.eval_interval > 0 && (step_ % cfg_.eval_interval == 0 || step_ == cfg_.steps)) {
+    TraceScope eval(engine_->tracer(), TraceTrack::compute, "evaluate", "eval");
+    s.val_loss = evaluate();
+  }
   if (report) report(s);
   if (!cfg_.ckpt_dir.empty() && ((cfg_.ckpt_interval > 0 && step_ % cfg_.ckpt_interval == 0) || step_ == cfg_.steps))
+  {
+    TraceScope ckpt(engine_->tracer(), TraceTrack::compute, "checkpoint save", "checkpoint");
     save();
+  }
   return s;
 }
 

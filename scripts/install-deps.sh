@@ -14,6 +14,7 @@ pkgs=(
   libopenmpi-dev openmpi-bin     # OpenMPI: dist/ (the MPI process group), mpirun for multi-rank runs
   pkg-config liburing-dev        # io_uring: the NVMe tier's asynchronous IO (zero/aio.cpp), found by pkg-config
   fio                            # the reference for bench/nvme.sh (NVMe bandwidth through io_uring)
+  gnuplot-nox                    # bench/paper.sh: the plots of bench/results/zero_paper.md (PNG)
 )
 
 missing=()

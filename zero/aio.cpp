@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -48,6 +49,7 @@ struct AioRequest {
   int pieces_in_flight = 0;
   bool failed = false;       // after the first error no further piece is issued
   std::string first_error;   // the first error's message (IO thread), published as `error`
+  std::chrono::steady_clock::time_point submitted;  // the trace's span begins here
 
   std::mutex mu;
   std::condition_variable cv;
@@ -109,6 +111,7 @@ class AioEngine {
 
   WorkPtr submit(bool write, int64_t offset, void* buf, int64_t bytes) {
     auto r = std::make_shared<AioRequest>();
+    r->submitted = std::chrono::steady_clock::now();
     r->write = write;
     r->buf = static_cast<char*>(buf);
     r->offset = offset;
@@ -122,6 +125,7 @@ class AioEngine {
   }
 
   std::atomic<int64_t> bytes_read{0}, bytes_written{0};
+  std::atomic<Tracer*> tracer{nullptr};  // each request a span on the io track, submission to completion
 
  private:
   static constexpr uint64_t kDoorbell = 0;  // user_data of the doorbell poll; piece p has p + 1
@@ -165,7 +169,10 @@ class AioEngine {
     doorbell_armed_ = true;
   }
 
-  static void complete(AioRequest& r) {
+  void complete(AioRequest& r) {
+    if (Tracer* t = tracer.load(); t && t->recording())
+      t->span(TraceTrack::io, std::string(r.write ? "nvme write " : "nvme read ") + format_bytes(r.bytes), "io",
+              r.submitted, std::chrono::steady_clock::now(), {{"offset", r.offset}, {"bytes", r.bytes}, {"file", path_}});
     std::lock_guard<std::mutex> lock(r.mu);
     r.error = r.first_error;
     r.done = true;
@@ -517,6 +524,8 @@ MemoryStats SwapFile::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
 }
+
+void SwapFile::set_tracer(Tracer* t) { engine_->tracer.store(t); }
 
 int64_t SwapFile::bytes_read() const { return engine_->bytes_read.load(); }
 int64_t SwapFile::bytes_written() const { return engine_->bytes_written.load(); }

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "core/memory.h"         // defines: Category, MemoryStats, format_bytes
+#include "core/trace.h"          // defines: Tracer
 #include "dist/process_group.h"  // defines: Work, WorkPtr
 #include "zero/config.h"         // defines: AioConfig
 
@@ -77,6 +78,7 @@ class SwapFile {
   int64_t reserved_bytes() const;   // the file's size once allocate()d: the sum of the rounded regions
   int64_t allocated_bytes() const;  // what allocate() has put on disk so far
   const AioConfig& aio() const { return aio_; }
+  void set_tracer(Tracer* t);  // null: off (core/trace.h; the io track)
 
  private:
   void check_io(const char* what, int64_t offset, const void* buf, int64_t bytes) const;

@@ -233,6 +233,10 @@ void Engine::gather(UnitState& s, bool wait) {
     s.ps->flat().storage()->materialize();
     s.gathered = true;
     live_elements_ += s.P;
+    if (Tracer* t = active_tracer())
+      t->instant(TraceTrack::compute, "gather " + s.unit->name(), "gather",
+                 {{"unit", s.unit->name()}, {"elements", s.P}, {"prefetch", !wait}});
+    CommLabel label(group_, s.unit->name());
     fill_compute_copy(s, s.gathers);
     if (!cfg_.zero.overlap_comm) wait = true;
   }
@@ -245,6 +249,7 @@ void Engine::free_full_params(UnitState& s) {
   s.ps->flat().storage()->release();
   s.gathered = false;
   live_elements_ -= s.P;
+  if (Tracer* t = active_tracer()) t->instant(TraceTrack::compute, "release " + s.unit->name(), "gather", {{"unit", s.unit->name()}});
 }
 
 // Gathers the units after trace position `pos` ahead of use: always the next one, then more while
@@ -267,6 +272,11 @@ void Engine::prefetch_after(size_t pos) {
 
 void Engine::acquire(Unit& u) {
   UnitState& s = state_of(u);
+  if (!backward_scope_ && !s.fwd_open) {  // the model's forward scope (a recompute inside a backward)
+    s.fwd_open = true;
+    s.fwd_in_backward = in_backward_;
+    s.fwd_t0 = Tracer::Clock::now();
+  }
   if (!gathers_) return;
   if (cfg_.zero.stage != 3 || evaluating_) {
     // mixed stages 0-2 convert on the spot (nothing to prefetch);
@@ -284,6 +294,20 @@ void Engine::acquire(Unit& u) {
 
 void Engine::release(Unit& u) {
   UnitState& s = state_of(u);
+  const bool scope_end = !backward_scope_ && s.fwd_open;
+  release_params(s);
+  if (!scope_end) return;
+  s.fwd_open = false;
+  if (Tracer* t = active_tracer()) {
+    const char* kind = evaluating_ ? "eval" : s.fwd_in_backward ? "recompute" : "forward";
+    t->span(TraceTrack::compute, std::string(kind) + " " + u.name(), kind, s.fwd_t0, Tracer::Clock::now());
+    trace_memory();
+  }
+}
+
+// The end of a unit's scope: free its full parameters unless they are kept (stage 3 reuse).
+void Engine::release_params(UnitState& s) {
+  Unit& u = *s.unit;
   if (!gathers_) return;
   ZT_CHECK(s.refs > 0, "release of unit '", u.name(), "' without an acquire");
   --s.refs;
@@ -315,7 +339,12 @@ void Engine::before_backward(UnitState& s) {
   // overlap_comm with accumulation: this unit's reduction of the previous micro-step may still be
   // in flight, reading (and then freeing) the gradient buffer this backward is about to refill.
   drain(s.reduces);
-  if (gathers_) acquire(*s.unit);
+  s.bwd_t0 = Tracer::Clock::now();
+  if (gathers_) {
+    backward_scope_ = true;
+    acquire(*s.unit);
+    backward_scope_ = false;
+  }
   if (cfg_.zero.stage >= 2 || mixed_) {  // a fresh full gradient buffer for this unit's backward
     const Tensor& g = s.ps->flat_grad();
     g.storage()->materialize();
@@ -350,7 +379,11 @@ void Engine::after_backward(UnitState& s) {
     grad.storage()->release();
     reduce_gradients(s, h);
   }
-  if (gathers_) release(*s.unit);
+  if (gathers_) release_params(s);
+  if (Tracer* t = active_tracer()) {
+    t->span(TraceTrack::compute, "backward " + s.unit->name(), "backward", s.bwd_t0, Tracer::Clock::now());
+    trace_memory();
+  }
 }
 
 // Stage 0: all-reduce the full gradient in place, then average. Stages 1-3: reduce-scatter it,
@@ -364,6 +397,7 @@ void Engine::reduce_gradients(UnitState& s, const Tensor& grad) {
     for (auto& u : units_)
       if (u.get() != &s) drain(u->reduces);
   }
+  CommLabel label(group_, s.unit->name());
   const int64_t S = s.S, N = N_, chunk = std::max<int64_t>(1, cfg_.zero.reduce_bucket_size);
   const double inv_n = mixed_ ? 1.0 : 1.0 / static_cast<double>(N_);
   if (cfg_.zero.stage == 0) {
@@ -440,7 +474,18 @@ void Engine::backward(const Var& loss) {
 StepResult Engine::step(double lr) {
   ZT_CHECK(micro_ == cfg_.gradient_accumulation_steps, "step() after ", micro_, " micro-steps; expected ",
            cfg_.gradient_accumulation_steps, " (gradient_accumulation_steps)");
-  finish_reductions();
+  TraceScope scope(active_tracer(), TraceTrack::compute, "optimizer step", "optimizer");
+  StepResult res = step_inner(lr);
+  if (active_tracer()) trace_memory();
+  return res;
+}
+
+// finish the reductions, the global norm, the update, the publication (step()).
+StepResult Engine::step_inner(double lr) {
+  {
+    TraceScope finish(active_tracer(), TraceTrack::compute, "finish reductions", "optimizer");
+    finish_reductions();
+  }
   StepResult res;
   res.loss = group_.all_reduce_sum(loss_sum_) / static_cast<double>(N_ * cfg_.gradient_accumulation_steps);
   res.loss_scale = loss_scale();
@@ -469,10 +514,13 @@ StepResult Engine::step(double lr) {
   }
   const double coef = cfg_.gradient_clipping > 0 ? clip_coefficient(res.grad_norm, cfg_.gradient_clipping) : 1.0;
   if (offload_) {  // the CPU AdamW on the host copies (zero/offload.h), new parameters published per sub-group
+    TraceScope scope(active_tracer(), TraceTrack::compute, "offloaded AdamW (host)", "offload");
+    const auto t0 = Tracer::Clock::now();
     offload_->step(lr, coef * unscale, [this](int i, int64_t a, const Tensor& master, bool last) {
       publish_piece(*units_[i], a, master, last);
     });
     finish_param_writes();  // nvme: the shards on disk, their host buffers gone
+    times_.offload_step_s += std::chrono::duration<double>(Tracer::Clock::now() - t0).count();
   } else if (mixed_) {
     opt_->set_lr(lr);
     update_mixed(coef * unscale);
@@ -481,7 +529,10 @@ StepResult Engine::step(double lr) {
     if (coef < 1.0) scale_(grads, coef);
     opt_->step();
   }
-  publish_parameters();
+  {
+    TraceScope publish(active_tracer(), TraceTrack::compute, "publish parameters", "optimizer");
+    publish_parameters();
+  }
   zero_gradients();
   return res;
 }
@@ -521,6 +572,7 @@ void Engine::publish_parameters() {
   if (stage == 0) return;
   std::deque<Pending> pending;
   for (auto& s : units_) {
+    CommLabel label(group_, s->unit->name());
     if (stage == 3 && !s->persistent) free_full_params(*s);
     else if (stage == 3) fill_compute_copy(*s, pending);
     else all_gather_chunked(group_, s->param_shard, mixed_ ? s->half : s->ps->flat(), cfg_.zero.allgather_bucket_size,

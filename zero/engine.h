@@ -62,6 +62,7 @@
 #include "optim/optimizer.h"
 #include "zero/config.h"
 #include "zero/pending.h"
+#include "core/trace.h"
 
 namespace zt {
 
@@ -90,6 +91,14 @@ struct MemoryReport {
   int64_t psi = 0;           // parameters (no padding)
   int64_t psi_padded = 0;    // sum of the units' padded flat sizes
   int64_t model_state_bytes(Category c) const { return measured.cur(c); }
+};
+
+// Seconds the training thread spent in the engine's offload work (zero/engine_offload.cpp):
+// the CPU optimizer's step (with its swap-file reads and writes) and bringing offloaded
+// parameter shards in (waiting for their reads, copying them to the device).
+struct EngineTimes {
+  double offload_step_s = 0;
+  double offload_fetch_s = 0;
 };
 
 class LossScaler;
@@ -130,6 +139,15 @@ class Engine final : public Residency {
   void load_state_meta(const nlohmann::json& j);
   double loss_scale() const;  // 1 unless fp16
   MemoryReport memory_report() const;
+  EngineTimes times() const { return times_; }
+
+  // Tracing (core/trace.h; null: off): each unit's forward / recompute / backward on the compute
+  // track, "gather <unit>" / "release <unit>" instants where a unit's full parameters are issued
+  // and freed, the optimizer step and the offload work, memory counters of the device allocator
+  // (and of the host tier and the swap file with offload) after every unit and step. Hands the
+  // tracer to the group and the swap files too.
+  void set_tracer(Tracer* t);
+  Tracer* tracer() const { return active_tracer(); }  // null unless set and recording
   const EngineConfig& config() const { return cfg_; }
   ProcessGroup& group() { return group_; }
   Model& model() { return model_; }
@@ -149,6 +167,8 @@ class Engine final : public Residency {
   void publish_parameters();                   // stages 1-2: all-gather the updated shards
   void zero_gradients();
   void prefetch_after(size_t trace_pos);
+  void release_params(UnitState& s);           // free the full parameters at the end of a scope
+  StepResult step_inner(double lr);
   // ---- offload (zero/engine_offload.cpp) ----
   void setup_offload();                        // the host tier, swap files, the offloaded optimizer
   Tensor new_param_shard(UnitState& s);        // stage 3: this rank's S-element shard (device or host)
@@ -182,12 +202,17 @@ class Engine final : public Residency {
   int64_t micro_ = 0;         // micro-steps since the last step()
   double loss_sum_ = 0;       // this rank's micro-batch losses since the last step()
   bool in_backward_ = false;
+  bool backward_scope_ = false;  // acquire/release called by before/after_backward (not a forward)
   // stage 3 acquire trace (unit indices) recorded in the first training step, and the position
   std::vector<int> trace_;
   bool tracing_ = true;
   bool evaluating_ = false;
   size_t trace_pos_ = 0;
   int64_t live_elements_ = 0;  // stage 3: elements of full buffers currently gathered
+  Tracer* tracer_ = nullptr;
+  EngineTimes times_;
+  Tracer* active_tracer() const { return tracer_ && tracer_->recording() ? tracer_ : nullptr; }
+  void trace_memory();         // one sample of each memory counter
 };
 
 // DeepSpeed's entry point: model + config + group -> engine. The model must have been built with

@@ -123,20 +123,27 @@ int Engine::param_reads_in_flight() const {
 // (its Pending's completion, which appends them to the same queue).
 void Engine::fetch_offloaded_params(UnitState& s, std::deque<Pending>& q) {
   const DType dt = mixed_ ? half_ : DType::f32;
+  // Timed (EngineTimes::offload_fetch_s) and traced: the copy to the device, the issue of the gather.
   auto stage_and_gather = [this, dt](UnitState& u, const Tensor& host_shard, std::deque<Pending>& out) {
+    const auto t0 = Tracer::Clock::now();
+    TraceScope scope(active_tracer(), TraceTrack::compute, "shard to device " + u.unit->name(), "offload");
     Tensor dev = Tensor::empty({u.S}, dt, Category::params);
     dev.copy_(host_shard);
+    CommLabel label(group_, u.unit->name());
     gather_from(u, dev, out);
     out.push_back({completed_work(), [dev] {}});  // the device buffer lives until the gather landed
+    times_.offload_fetch_s += std::chrono::duration<double>(Tracer::Clock::now() - t0).count();
   };
   if (!param_swap_) return stage_and_gather(s, s.param_shard, q);
   if (s.param_write) {  // the step's write of this shard must be on disk before it is read
-    WorkPtr w = std::move(s.param_write);
+    WorkPtr w = timed_wait(std::move(s.param_write), &times_.offload_fetch_s, active_tracer(),
+                           "wait nvme write " + s.unit->name());
     w->wait();
     s.param_staging = Tensor();
   }
   Tensor bounce = Tensor::empty({s.param_bytes / static_cast<int64_t>(dtype_size(dt))}, dt, Category::params, *host_);
-  WorkPtr r = param_swap_->read_async(s.param_offset, bounce.raw(), s.param_bytes);
+  WorkPtr r = timed_wait(param_swap_->read_async(s.param_offset, bounce.raw(), s.param_bytes), &times_.offload_fetch_s,
+                         active_tracer(), "wait nvme read " + s.unit->name());
   UnitState* sp = &s;
   std::deque<Pending>* qp = &q;
   q.push_back({r, [sp, qp, bounce, stage_and_gather] { stage_and_gather(*sp, range(bounce, 0, sp->S), *qp); }});

@@ -134,4 +134,21 @@ MemoryReport Engine::memory_report() const {
   return m;
 }
 
+void Engine::set_tracer(Tracer* t) {
+  tracer_ = t;
+  group_.set_tracer(t);
+  for (SwapFile* f : {opt_swap_.get(), own_param_swap_.get()})
+    if (f) f->set_tracer(t);
+}
+
+// The counter tracks: the device allocator by category; with offload the host tier, and the
+// swap files' reserved bytes (what memory_report() holds, sampled as the run goes).
+void Engine::trace_memory() {
+  Tracer* t = active_tracer();
+  if (!t) return;
+  t->memory(std::string("memory: device (") + default_allocator().name() + ")", default_allocator().stats());
+  if (host_) t->memory(std::string("memory: host (") + host_->name() + ")", host_->stats());
+  if (opt_swap_ || own_param_swap_) t->memory("memory: nvme (swap files)", memory_report().nvme);
+}
+
 }  // namespace zt

@@ -33,6 +33,10 @@ struct Engine::UnitState {
   int64_t param_offset = 0, param_bytes = 0;
   Tensor param_staging;   // nvme: the new parameters being assembled (step) or written (host)
   WorkPtr param_write;    // nvme: the write of param_staging in flight
+  // Tracing: when the unit's forward (acquire) and backward (before_backward) began; a forward
+  // that began inside a backward is the activation-checkpointing recompute.
+  Tracer::Clock::time_point fwd_t0, bwd_t0;
+  bool fwd_open = false, fwd_in_backward = false;
 };
 
 }  // namespace zt

@@ -1,6 +1,7 @@
 #include "zero/pending.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace zt {
 
@@ -8,6 +9,28 @@ void Pending::finish() {
   work->wait();
   if (then) then();
   then = nullptr;
+}
+
+namespace {
+struct TimedWait final : Work {
+  TimedWait(WorkPtr w, double* seconds, Tracer* t, std::string name)
+      : w(std::move(w)), seconds(seconds), t(t), name(std::move(name)) {}
+  void wait() override {
+    const auto t0 = Tracer::Clock::now();
+    w->wait();
+    const auto t1 = Tracer::Clock::now();
+    *seconds += std::chrono::duration<double>(t1 - t0).count();
+    if (t && t->recording()) t->span(TraceTrack::compute, name, "wait", t0, t1);
+  }
+  WorkPtr w;
+  double* seconds;
+  Tracer* t;
+  std::string name;
+};
+}  // namespace
+
+WorkPtr timed_wait(WorkPtr w, double* seconds, Tracer* t, std::string name) {
+  return std::make_shared<TimedWait>(std::move(w), seconds, t, std::move(name));
 }
 
 void drain(std::deque<Pending>& q) {

@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 
+#include "core/trace.h"
 #include "dist/process_group.h"
 
 namespace zt {
@@ -17,6 +18,10 @@ struct Pending {
   std::function<void()> then;  // runs on the caller's thread after the collective completed
   void finish();
 };
+
+// A Work whose wait() adds the seconds it blocked to *seconds and, with a recording tracer, is a
+// span `name` on the compute track (the waits on the NVMe tier's reads: zero/engine_offload.cpp).
+WorkPtr timed_wait(WorkPtr w, double* seconds, Tracer* t, std::string name);
 
 // Finishes every collective of a queue, in issue order.
 void drain(std::deque<Pending>& q);

@@ -1,4 +1,4 @@
-// defines: zt::bench::FmaCeiling, fma_ceiling — the measured float32 FMA peak of this CPU.
+// defines: zt::FmaCeiling, fma_ceiling — the measured float32 FMA peak of this CPU.
 //
 // Every benchmark that reports "% of peak" or MFU divides by this number, so it is measured,
 // not taken from a spec sheet (clocks under KVM, turbo and SMT make spec numbers fiction).
@@ -22,7 +22,7 @@
 #include <immintrin.h>
 #endif
 
-namespace zt::bench {
+namespace zt {
 
 struct FmaCeiling {
   int threads = 1;
@@ -121,4 +121,4 @@ inline FmaCeiling fma_ceiling(int threads, int reps = 5, int64_t iters = int64_t
   return r;
 }
 
-}  // namespace zt::bench
+}  // namespace zt

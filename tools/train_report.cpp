@@ -1,0 +1,160 @@
+#include "tools/train_report.h"
+
+#include <cstdio>
+
+#include "core/fma_ceiling.h"  // defines: fma_ceiling
+
+namespace zt {
+
+double flops_per_token(const ModelConfig& m, int64_t num_params, int64_t seq_len) {
+  return 6.0 * static_cast<double>(num_params) +
+         6.0 * static_cast<double>(m.n_layer) * static_cast<double>(m.n_embd) * static_cast<double>(seq_len);
+}
+
+PeakFlops peak_flops(const Device& d, int threads, double peak_tflops) {
+  char buf[96];
+  if (peak_tflops > 0) {
+    std::snprintf(buf, sizeof buf, "--peak-tflops %g", peak_tflops);
+    return {peak_tflops * 1e12, buf};
+  }
+  if (!d.is_cpu()) return {989e12, "989 TFLOP/s: H100 / H200 SXM dense bf16 (set --peak-tflops for another GPU)"};
+  const FmaCeiling c = fma_ceiling(threads, /*reps=*/2, /*iters=*/int64_t(1) << 22);
+  std::snprintf(buf, sizeof buf, "the measured float32 FMA ceiling of %d thread%s (%.0f GFLOP/s, %s)", threads,
+                threads > 1 ? "s" : "", c.gflops, c.isa);
+  return {c.gflops * 1e9, buf};
+}
+
+// Every rank's current and run-peak bytes per category, printed by rank 0 (collective), and the
+// estimator's prediction of the per-rank peak beside them (zero/estimator.h).
+void print_memory_table(ProcessGroup& g, const MemoryStats& run_peaks, const Estimate& est) {
+  const MemoryStats m = default_allocator().stats();
+  const int64_t K = kNumCategories + 1;  // categories + total
+  Tensor mine = Tensor::empty({2 * K}, DType::f64, Category::comm);
+  double* v = mine.data<double>();
+  for (Category c : kAllCategories) {
+    v[static_cast<int>(c)] = static_cast<double>(m.cur(c));
+    v[K + static_cast<int>(c)] = static_cast<double>(run_peaks.max(c));
+  }
+  v[K - 1] = static_cast<double>(m.total());
+  v[2 * K - 1] = static_cast<double>(run_peaks.peak_total);
+  Tensor all = Tensor::empty({2 * K * g.size()}, DType::f64, Category::comm);
+  g.all_gather(mine, all);
+  if (g.rank() != 0) return;
+  const double* a = all.data<double>();
+  std::fprintf(stderr, "\nmemory by category per rank (%s allocator, the device): current / peak over the run\n",
+               default_allocator().name());
+  std::fprintf(stderr, "  %-5s", "rank");
+  for (Category c : kAllCategories) std::fprintf(stderr, " %23s", category_name(c));
+  std::fprintf(stderr, " %23s\n", "total");
+  for (int r = 0; r < g.size(); ++r) {
+    std::fprintf(stderr, "  %-5d", r);
+    for (int64_t k = 0; k < K; ++k) {
+      const std::string cell = format_bytes(static_cast<int64_t>(a[r * 2 * K + k])) + " / " +
+                               format_bytes(static_cast<int64_t>(a[r * 2 * K + K + k]));
+      std::fprintf(stderr, " %23s", cell.c_str());
+    }
+    std::fprintf(stderr, "\n");
+  }
+  std::fprintf(stderr, "  %-5s", "est.");
+  for (Category c : kAllCategories) {
+    const std::string cell = "peak " + format_bytes(est.max(c));
+    std::fprintf(stderr, " %23s", cell.c_str());
+  }
+  std::fprintf(stderr, " %23s\n", ("sum " + format_bytes(est.peak_sum())).c_str());
+  std::fprintf(stderr, "  (est. = zt-estimate's per-rank peak for this model, stage, world size, batch and threads)\n");
+}
+
+// Offload: every rank's model states in the host tier and the swap file (current / peak), with
+// the estimator's model-state bytes beside them (collective; rank 0 prints).
+void print_offload_table(ProcessGroup& g, const MemoryReport& m, const Estimate& est) {
+  const Category cats[3] = {Category::params, Category::grads, Category::optim};
+  Tensor mine = Tensor::empty({12}, DType::f64, Category::comm);
+  double* v = mine.data<double>();
+  for (int k = 0; k < 3; ++k) {
+    v[k] = static_cast<double>(m.host.cur(cats[k]));
+    v[3 + k] = static_cast<double>(m.host.max(cats[k]));
+    v[6 + k] = static_cast<double>(m.nvme.cur(cats[k]));
+    v[9 + k] = static_cast<double>(m.nvme.max(cats[k]));
+  }
+  Tensor all = Tensor::empty({12 * g.size()}, DType::f64, Category::comm);
+  g.all_gather(mine, all);
+  if (g.rank() != 0) return;
+  const double* a = all.data<double>();
+  std::fprintf(stderr, "\noffloaded model states per rank (%s memory, nvme swap file): current / peak\n",
+               m.host_name.c_str());
+  std::fprintf(stderr, "  %-5s %-5s  %25s  %25s  %25s\n", "rank", "tier", "params", "grads", "optim");
+  for (int r = 0; r < g.size(); ++r)
+    for (int t = 0; t < 2; ++t) {
+      std::fprintf(stderr, "  %-5d %-5s", r, t == 0 ? "host" : "nvme");
+      for (int k = 0; k < 3; ++k) {
+        const double* x = a + 12 * r + 6 * t;
+        const std::string cell = format_bytes(static_cast<int64_t>(x[k])) + " / " + format_bytes(static_cast<int64_t>(x[3 + k]));
+        std::fprintf(stderr, "  %25s", cell.c_str());
+      }
+      std::fprintf(stderr, "\n");
+    }
+  for (int t = 0; t < 2; ++t) {
+    std::fprintf(stderr, "  %-5s %-5s", "est.", t == 0 ? "host" : "nvme");
+    for (Category c : cats) {
+      const int64_t b = (t == 0 ? est.host_state : est.nvme_state)[static_cast<int>(c)];
+      std::fprintf(stderr, "  %25s", format_bytes(b).c_str());
+    }
+    std::fprintf(stderr, "\n");
+  }
+}
+
+namespace {
+// Gathers `mine` (the same length on every rank) from every rank: (N, K) row-major, in host
+// memory (after training; not under --memory-limit-mib).
+std::vector<double> gather_rows(ProcessGroup& g, const std::vector<double>& mine) {
+  const int64_t K = static_cast<int64_t>(mine.size()), N = g.size();
+  Tensor in = Tensor::empty({K}, DType::f64, Category::comm, host_allocator());
+  for (int64_t i = 0; i < K; ++i) in.data<double>()[i] = mine[i];
+  Tensor out = Tensor::empty({N * K}, DType::f64, Category::comm, host_allocator());
+  g.all_gather(in, out);
+  return std::vector<double>(out.data<double>(), out.data<double>() + N * K);
+}
+}  // namespace
+
+void print_run_summary(ProcessGroup& g, const RunTotals& t) {
+  constexpr int C = kNumCollectives;
+  // Per rank: bytes and calls per collective, then step, comm busy, comm wait, offload seconds.
+  std::vector<double> mine;
+  for (int k = 0; k < C; ++k) mine.push_back(static_cast<double>(t.comm.bytes[k]));
+  for (int k = 0; k < C; ++k) mine.push_back(static_cast<double>(t.comm.calls[k]));
+  const double offload = t.engine.offload_step_s + t.engine.offload_fetch_s;
+  mine.insert(mine.end(), {t.step_s, t.comm_times.busy_total(), t.comm_times.wait_total(), offload,
+                           t.engine.offload_step_s, t.engine.offload_fetch_s});
+  const int64_t K = static_cast<int64_t>(mine.size());
+  const std::vector<double> all = gather_rows(g, mine);
+  if (g.rank() != 0) return;
+  std::fprintf(stderr, "\nbytes moved per rank over %lld steps, by collective (ring convention, dist/process_group.h; calls in brackets)\n",
+               static_cast<long long>(t.steps));
+  std::fprintf(stderr, "  %-5s", "rank");
+  for (int k = 0; k < C; ++k) std::fprintf(stderr, " %22s", collective_name(static_cast<Collective>(k)));
+  std::fprintf(stderr, " %14s\n", "total");
+  for (int r = 0; r < g.size(); ++r) {
+    const double* a = all.data() + r * K;
+    std::fprintf(stderr, "  %-5d", r);
+    double total = 0;
+    for (int k = 0; k < C; ++k) {
+      const std::string cell = format_bytes(static_cast<int64_t>(a[k])) + " (" + std::to_string(static_cast<long long>(a[C + k])) + ")";
+      std::fprintf(stderr, " %22s", cell.c_str());
+      total += a[k];
+    }
+    std::fprintf(stderr, " %14s\n", format_bytes(static_cast<int64_t>(total)).c_str());
+  }
+  std::fprintf(stderr, "\ntime per rank over the steps (s): compute = step - comm wait - offload; comm busy overlaps compute\n");
+  std::fprintf(stderr, "  %-5s %10s %10s %10s %10s %10s %22s\n", "rank", "step", "compute", "comm busy", "comm wait",
+               "offload", "(host optimizer/fetch)");
+  for (int r = 0; r < g.size(); ++r) {
+    const double* a = all.data() + r * K + 2 * C;
+    const double step = a[0], busy = a[1], wait = a[2], off = a[3];
+    char split[48];
+    std::snprintf(split, sizeof split, "%.3f / %.3f", a[4], a[5]);
+    std::fprintf(stderr, "  %-5d %10.3f %10.3f %10.3f %10.3f %10.3f %22s\n", r, step, step - wait - off, busy, wait, off,
+                 split);
+  }
+}
+
+}  // namespace zt
