@@ -278,17 +278,25 @@ void Engine::acquire(Unit& u) {
     s.fwd_t0 = Tracer::Clock::now();
   }
   if (!gathers_) return;
+  bool prefetch = false;
+  size_t pos = 0;
   if (cfg_.zero.stage != 3 || evaluating_) {
     // mixed stages 0-2 convert on the spot (nothing to prefetch);
     // evaluation does not follow (or record) the training order: no prefetch
   } else if (tracing_) {
     trace_.push_back(s.index);
   } else if (trace_pos_ < trace_.size() && trace_[trace_pos_] == s.index) {
-    prefetch_after(trace_pos_++);
+    prefetch = true;
+    pos = trace_pos_++;
   } else {
     trace_pos_ = trace_.size();  // off the recorded path (an evaluation): no prefetch until the next step
   }
   ++s.refs;
+  // This unit's own gather is issued before the prefetches: the communication thread runs
+  // collectives in issue order, and this one is waited for now. (Found in a trace: the first
+  // unit of each step waited behind the gathers of the units after it.)
+  gather(s, /*wait=*/false);
+  if (prefetch) prefetch_after(pos);
   gather(s, /*wait=*/true);
 }
 
