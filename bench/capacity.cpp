@@ -4,6 +4,8 @@
 // steps at each tier
 //
 //   stage0        plain data parallelism: 16Psi on the device (fp32 params, grads, m, v)
+//   stage1        ZeRO-1 (optimizer states sharded): 8Psi + 8Psi/N
+//   stage2        ZeRO-2 (also the gradients): 4Psi + 12Psi/N
 //   stage3        ZeRO-3 without offload: 16Psi/N (N = 1: the shard is the whole model)
 //   stage3+cpu    ZeRO-Offload/-Infinity: offload_optimizer cpu + offload_param cpu
 //   stage3+nvme   ZeRO-Infinity: offload_optimizer nvme + offload_param nvme (one swap file)
@@ -82,10 +84,12 @@ struct Tier {
 
 Tier tier_by_name(const std::string& name) {
   if (name == "stage0") return {name, 0, "none", "none"};
+  if (name == "stage1") return {name, 1, "none", "none"};
+  if (name == "stage2") return {name, 2, "none", "none"};
   if (name == "stage3") return {name, 3, "none", "none"};
   if (name == "stage3+cpu") return {name, 3, "cpu", "cpu"};
   if (name == "stage3+nvme") return {name, 3, "nvme", "nvme"};
-  ZT_THROW("--tiers: unknown tier '", name, "' (known: stage0, stage3, stage3+cpu, stage3+nvme)");
+  ZT_THROW("--tiers: unknown tier '", name, "' (known: stage0, stage1, stage2, stage3, stage3+cpu, stage3+nvme)");
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -382,7 +386,7 @@ int main(int argc, char** argv) {
   std::string tiers = "stage0,stage3,stage3+cpu,stage3+nvme", tier = "stage0", cap_from = "setup,start";
   std::string data = "data/corpus/train.txt", nvme_dir = "/tmp/zt_capacity_nvme", json_path = "capacity.json", result;
   app.add_option("--cap-mib", cap_mib, "device cap (MiB)")->capture_default_str();
-  app.add_option("--tiers", tiers, "comma-separated: stage0, stage3, stage3+cpu, stage3+nvme")->capture_default_str();
+  app.add_option("--tiers", tiers, "comma-separated: stage0, stage1, stage2, stage3, stage3+cpu, stage3+nvme")->capture_default_str();
   app.add_option("--cap-from", cap_from, "comma-separated: setup (zt-train's cap: from the end of setup), start (the whole-model build capped too)")->capture_default_str();
   app.add_option("--n-embd", sh.n_embd)->capture_default_str();
   app.add_option("--n-head", sh.n_head)->capture_default_str();

@@ -44,51 +44,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// A Work whose wait() adds the time it blocked to a per-kind total.
-class TimedWork final : public Work {
- public:
-  TimedWork(WorkPtr inner, double* acc_ms) : inner_(std::move(inner)), acc_(acc_ms) {}
-  void wait() override {
-    const auto t0 = Clock::now();
-    inner_->wait();
-    *acc_ += ms_since(t0);
-  }
-
- private:
-  WorkPtr inner_;
-  double* acc_;
-};
-
-// The real group with every Work timed while waited on. Counts bytes itself (the public async
-// forms of the base class do), so its counters are the ones to read.
-class TimedGroup final : public ProcessGroup {
- public:
-  explicit TimedGroup(ProcessGroup& g) : g_(g) {}
-  int rank() const override { return g_.rank(); }
-  int size() const override { return g_.size(); }
-  std::string backend() const override { return g_.backend(); }
-  [[noreturn]] void abort(const std::string& message, int code) override {
-    g_.abort(message, code);
-    std::abort();  // not reached: the base declares abort() [[noreturn]]
-  }
-  std::array<double, kNumCollectives> wait_ms{};
-
- protected:
-  WorkPtr do_all_reduce(const Tensor& x) override { return wrap(g_.all_reduce_async(x), Collective::all_reduce); }
-  WorkPtr do_reduce_scatter(const Tensor& in, const Tensor& out) override {
-    return wrap(g_.reduce_scatter_async(in, out), Collective::reduce_scatter);
-  }
-  WorkPtr do_all_gather(const Tensor& in, const Tensor& out) override {
-    return wrap(g_.all_gather_async(in, out), Collective::all_gather);
-  }
-  WorkPtr do_broadcast(const Tensor& x, int root) override { return wrap(g_.broadcast_async(x, root), Collective::broadcast); }
-  WorkPtr do_barrier() override { return wrap(g_.barrier_async(), Collective::barrier); }
-
- private:
-  WorkPtr wrap(WorkPtr w, Collective c) { return std::make_shared<TimedWork>(std::move(w), &wait_ms[static_cast<int>(c)]); }
-  ProcessGroup& g_;
-};
-
 // Gathers `mine` (the same length on every rank) from every rank: (N, K) row-major.
 std::vector<double> gather_rows(ProcessGroup& g, const std::vector<double>& mine) {
   const int64_t K = static_cast<int64_t>(mine.size()), N = g.size();
@@ -160,7 +115,8 @@ int run(int argc, char** argv, ProcessGroup& world) {
   if (threads > 0) set_num_threads(threads);
   z.stage = stage;
 
-  TimedGroup g(world);
+  // The group times every collective's wait per kind (ProcessGroup::times(), dist/process_group.h).
+  ProcessGroup& g = world;
   TrainConfig c;
   c.model = model;
   c.train_data = data;
@@ -184,18 +140,20 @@ int run(int argc, char** argv, ProcessGroup& world) {
   CommCounters moved;
   double loss = 0;
   for (int64_t s = 0; s < steps; ++s) {
-    world.barrier();  // line the ranks up (on the real group: not counted, not timed)
-    g.wait_ms = {};
+    world.barrier();  // line the ranks up (read before the step's counters and times: not counted)
+    const CommTimes times0 = g.times();
     const CommCounters before = g.counters();
     const auto t0 = Clock::now();
     const StepStats st = t.step();
     step_ms.push_back(ms_since(t0));
     moved = g.counters() - before;
+    const CommTimes times1 = g.times();
     loss = st.loss;
     double w = 0;
     for (int k = 0; k < kNumCollectives; ++k) {
-      wait_kind[k].push_back(g.wait_ms[k]);
-      w += g.wait_ms[k];
+      const double ms = 1000.0 * (times1.wait_s[k] - times0.wait_s[k]);
+      wait_kind[k].push_back(ms);
+      w += ms;
     }
     wait_total.push_back(w);
     const MemoryStats m = default_allocator().stats();  // this step's peaks (Trainer::step reset them)

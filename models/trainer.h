@@ -29,7 +29,7 @@ namespace zt {
 
 struct TrainConfig {
   std::string model = "gpt-mini";  // a named config (models/config.h), ignored with init_from
-  std::string init_from;           // llm.c GPT-2 checkpoint to start from (optional)
+  std::string init_from;           // weights to start from (optional): llm.c .bin or HF dir/.safetensors
   std::string train_data, val_data;  // token shard or text file (val optional)
   int64_t batch = 8, seq_len = 0, grad_accum = 1;  // batch: sequences per rank per micro-step
                                                     // (DeepSpeed's train_micro_batch_size_per_gpu);

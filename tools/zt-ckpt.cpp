@@ -5,11 +5,13 @@
 //                                                  per-rank files (bytes, checksum verified?)
 //   zt-ckpt consolidate runs/gpt2 --out model.safetensors [--dtype bf16]
 //   zt-ckpt consolidate runs/gpt2 --out gpt2.bin --format llmc [--dtype bf16]   (GPT-2 only)
+//   zt-ckpt consolidate runs/gpt2 --out gpt2-hf --format hf [--dtype bf16]      (Hugging Face directory)
 //
 // PATH is a checkpoint root (its `latest` is used) or a step directory. Consolidation gathers the
 // "param" tensor of every unit from every rank file (each verified first) and writes every
 // parameter of the model: safetensors names are "<unit>.<param>" ("block0.attn.c_attn.weight")
-// with the layout's shapes; llmc is llm.c's GPT-2 file (version 3 fp32, 5 bf16).
+// with the layout's shapes; llmc is llm.c's GPT-2 file (version 3 fp32, 5 bf16); hf is a directory
+// of config.json + model.safetensors with Hugging Face's names (models/hf_weights.h).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include <map>
 
 #include "models/gpt2.h"              // defines: GPT2
+#include "models/hf_weights.h"        // defines: save_hf_weights
 #include "models/init.h"              // defines: make_model
 #include "models/llmc_checkpoint.h"   // defines: save_llmc_checkpoint
 #include "models/safetensors.h"       // defines: save_safetensors
@@ -122,25 +125,29 @@ void consolidate(const std::string& path, const std::string& out, const std::str
   const ShardedMeta m = read_sharded_meta(path);
   std::vector<ConsolidatedUnit> units = consolidate_params(m.dir);
   int64_t total = 0;
-  if (format == "llmc") {
-    if (!m.meta.contains("model")) ZT_THROW("checkpoint '", m.dir, "' records no \"model\": llmc needs the GPT-2 config");
+  if (format == "llmc" || format == "hf") {
+    if (!m.meta.contains("model"))
+      ZT_THROW("checkpoint '", m.dir, "' records no \"model\": --format ", format, " needs the model config");
     const ModelConfig cfg = m.meta.at("model").get<ModelConfig>();
-    if (cfg.family != "gpt2")
+    if (format == "llmc" && cfg.family != "gpt2")
       ZT_THROW("--format llmc writes GPT-2 models only; checkpoint '", m.dir, "' holds a ", cfg.family,
-               " model (use --format safetensors)");
+               " model (use --format safetensors or hf)");
     std::unique_ptr<Model> model = make_model(cfg);
     std::vector<Unit*> mu = model->units();
     if (mu.size() != units.size())
-      ZT_THROW("checkpoint '", m.dir, "' holds ", units.size(), " units, its GPT-2 config builds ", mu.size());
+      ZT_THROW("checkpoint '", m.dir, "' holds ", units.size(), " units, its ", cfg.family, " config builds ", mu.size());
     for (size_t i = 0; i < mu.size(); ++i) {
       ParamSet& ps = mu[i]->params();
       if (ps.unit_name() != units[i].name || ps.numel() != units[i].numel)
         ZT_THROW("checkpoint '", m.dir, "' holds unit '", units[i].name, "' with ", units[i].numel,
-                 " parameters, its GPT-2 config builds '", ps.unit_name(), "' with ", ps.numel());
+                 " parameters, its ", cfg.family, " config builds '", ps.unit_name(), "' with ", ps.numel());
       ps.flat().flat_view(0, {ps.numel()}).copy_(units[i].flat);
       total += ps.numel();
     }
-    save_llmc_checkpoint(out, dynamic_cast<GPT2&>(*model), dtype == "bf16" ? kLlmcVersionBF16 : kLlmcVersionF32);
+    if (format == "hf")
+      save_hf_weights(out, *model, dtype == "bf16" ? DType::bf16 : DType::f32);
+    else
+      save_llmc_checkpoint(out, dynamic_cast<GPT2&>(*model), dtype == "bf16" ? kLlmcVersionBF16 : kLlmcVersionF32);
   } else {
     fill_layouts(m.meta, units);
     std::vector<SafetensorsEntry> entries;
@@ -178,9 +185,9 @@ int main(int argc, char** argv) {
   ins->add_option("path", path, "checkpoint root (uses its latest) or step directory")->required();
   CLI::App* con = app.add_subcommand("consolidate", "write every parameter into one file");
   con->add_option("path", path, "checkpoint root (uses its latest) or step directory")->required();
-  con->add_option("--out", out, "output file")->required();
-  con->add_option("--format", format, "safetensors | llmc (llm.c GPT-2)")
-      ->check(CLI::IsMember({"safetensors", "llmc"}))
+  con->add_option("--out", out, "output file (--format hf: output directory)")->required();
+  con->add_option("--format", format, "safetensors | llmc (llm.c GPT-2) | hf (Hugging Face directory)")
+      ->check(CLI::IsMember({"safetensors", "llmc", "hf"}))
       ->capture_default_str();
   con->add_option("--dtype", dtype, "fp32 | bf16")->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   CLI11_PARSE(app, argc, argv);

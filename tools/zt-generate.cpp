@@ -2,6 +2,7 @@
 //
 //   zt-generate --ckpt runs/mini --prompt "int main(" --tokens 200 --temperature 0.8 --top-k 40
 //   zt-generate --llmc gpt2_124M.bin --prompt-ids 15496,11 --tokens 20
+//   zt-generate --hf gpt2/ --prompt-ids 15496,11 --tokens 20 --temperature 0   (Hugging Face directory)
 //
 // Models with a 256-token vocabulary use the byte tokenizer (text in, text out); for other
 // vocabularies (GPT-2's BPE is not part of ZeroTensor) give --prompt-ids and read ids back.
@@ -12,6 +13,7 @@
 
 #include "core/parallel.h"
 #include "models/gpt2.h"
+#include "models/hf_weights.h"
 #include "models/init.h"
 #include "models/llmc_checkpoint.h"
 #include "models/sampling.h"
@@ -21,15 +23,19 @@
 using namespace zt;
 
 int main(int argc, char** argv) {
-  CLI::App app{"zt-generate: sample from a ZeroTensor checkpoint or an llm.c GPT-2 checkpoint"};
-  std::string ckpt, llmc, prompt = "\n", prompt_ids;
+  CLI::App app{"zt-generate: sample from a ZeroTensor checkpoint, an llm.c GPT-2 checkpoint or Hugging Face weights"};
+  std::string ckpt, llmc, hf, prompt = "\n", prompt_ids;
   int64_t tokens = 200, top_k = 0;
   double temperature = 1.0;
   uint64_t seed = 1337;
   int threads = 0;
   auto* o1 = app.add_option("--ckpt", ckpt, "training checkpoint directory (or a step directory in it)");
   auto* o2 = app.add_option("--llmc", llmc, "llm.c GPT-2 checkpoint file");
-  o1->excludes(o2);
+  auto* o3 = app.add_option("--hf", hf,
+                            "Hugging Face GPT-2 / Llama checkpoint: directory with config.json and model.safetensors "
+                            "(or its .index.json shards), or a .safetensors file with config.json beside it");
+  o1->excludes(o2)->excludes(o3);
+  o2->excludes(o3);
   app.add_option("--prompt", prompt, "prompt text (byte-tokenized; 256-token models)");
   app.add_option("--prompt-ids", prompt_ids, "prompt as comma-separated token ids (any vocabulary)");
   app.add_option("-n,--tokens", tokens, "tokens to generate")->capture_default_str();
@@ -40,11 +46,15 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (ckpt.empty() == llmc.empty()) ZT_THROW("give exactly one of --ckpt DIR or --llmc FILE");
+    if (!ckpt.empty() + !llmc.empty() + !hf.empty() != 1)
+      ZT_THROW("give exactly one of --ckpt DIR, --llmc FILE or --hf DIR");
     set_num_threads(threads);
     std::unique_ptr<Model> model;
     if (!ckpt.empty()) {
       model = load_trained_model(ckpt);
+    } else if (!hf.empty()) {
+      model = make_model(read_hf_config(hf));
+      load_hf_weights(hf, *model);
     } else {
       model = make_model(read_llmc_header(llmc));
       load_llmc_checkpoint(llmc, dynamic_cast<GPT2&>(*model));

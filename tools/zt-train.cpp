@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -25,7 +26,10 @@
 #include "core/parallel.h"          // defines: set_num_threads
 #include "tools/run_device.h"      // defines: select_run_device (--device, --dist)
 #include "dist/process_group.h"     // defines: init_process_group, ProcessGroup
+#include "dist/trace_file.h"        // defines: write_trace (--trace)
+#include "tools/train_report.h"     // defines: flops_per_token, peak_flops, print_*_table, print_run_summary
 #include "models/gpt2.h"            // defines: GPT2 (for --save-llmc)
+#include "models/hf_weights.h"      // defines: save_hf_weights (--save-hf)
 #include "models/llmc_checkpoint.h" // defines: save_llmc_checkpoint
 #include "models/trainer.h"         // defines: TrainConfig, Trainer, StepStats
 #include "zero/estimator.h"         // defines: estimate, EstimateRequest, model_shape
@@ -66,85 +70,6 @@ struct RunPeaks {
   }
 };
 
-// Every rank's current and run-peak bytes per category, printed by rank 0 (collective), and the
-// estimator's prediction of the per-rank peak beside them (zero/estimator.h).
-void print_memory_table(ProcessGroup& g, const RunPeaks& run, const Estimate& est) {
-  const MemoryStats m = default_allocator().stats();
-  const int64_t K = kNumCategories + 1;  // categories + total
-  Tensor mine = Tensor::empty({2 * K}, DType::f64, Category::comm);
-  double* v = mine.data<double>();
-  for (Category c : kAllCategories) {
-    v[static_cast<int>(c)] = static_cast<double>(m.cur(c));
-    v[K + static_cast<int>(c)] = static_cast<double>(run.peaks.max(c));
-  }
-  v[K - 1] = static_cast<double>(m.total());
-  v[2 * K - 1] = static_cast<double>(run.peaks.peak_total);
-  Tensor all = Tensor::empty({2 * K * g.size()}, DType::f64, Category::comm);
-  g.all_gather(mine, all);
-  if (g.rank() != 0) return;
-  const double* a = all.data<double>();
-  std::fprintf(stderr, "\nmemory by category per rank (%s allocator, the device): current / peak over the run\n",
-               default_allocator().name());
-  std::fprintf(stderr, "  %-5s", "rank");
-  for (Category c : kAllCategories) std::fprintf(stderr, " %23s", category_name(c));
-  std::fprintf(stderr, " %23s\n", "total");
-  for (int r = 0; r < g.size(); ++r) {
-    std::fprintf(stderr, "  %-5d", r);
-    for (int64_t k = 0; k < K; ++k) {
-      const std::string cell = format_bytes(static_cast<int64_t>(a[r * 2 * K + k])) + " / " +
-                               format_bytes(static_cast<int64_t>(a[r * 2 * K + K + k]));
-      std::fprintf(stderr, " %23s", cell.c_str());
-    }
-    std::fprintf(stderr, "\n");
-  }
-  std::fprintf(stderr, "  %-5s", "est.");
-  for (Category c : kAllCategories) {
-    const std::string cell = "peak " + format_bytes(est.max(c));
-    std::fprintf(stderr, " %23s", cell.c_str());
-  }
-  std::fprintf(stderr, " %23s\n", ("sum " + format_bytes(est.peak_sum())).c_str());
-  std::fprintf(stderr, "  (est. = zt-estimate's per-rank peak for this model, stage, world size, batch and threads)\n");
-}
-
-// Offload: every rank's model states in the host tier and the swap file (current / peak), with
-// the estimator's model-state bytes beside them (collective; rank 0 prints).
-void print_offload_table(ProcessGroup& g, const MemoryReport& m, const Estimate& est) {
-  const Category cats[3] = {Category::params, Category::grads, Category::optim};
-  Tensor mine = Tensor::empty({12}, DType::f64, Category::comm);
-  double* v = mine.data<double>();
-  for (int k = 0; k < 3; ++k) {
-    v[k] = static_cast<double>(m.host.cur(cats[k]));
-    v[3 + k] = static_cast<double>(m.host.max(cats[k]));
-    v[6 + k] = static_cast<double>(m.nvme.cur(cats[k]));
-    v[9 + k] = static_cast<double>(m.nvme.max(cats[k]));
-  }
-  Tensor all = Tensor::empty({12 * g.size()}, DType::f64, Category::comm);
-  g.all_gather(mine, all);
-  if (g.rank() != 0) return;
-  const double* a = all.data<double>();
-  std::fprintf(stderr, "\noffloaded model states per rank (%s memory, nvme swap file): current / peak\n",
-               m.host_name.c_str());
-  std::fprintf(stderr, "  %-5s %-5s  %25s  %25s  %25s\n", "rank", "tier", "params", "grads", "optim");
-  for (int r = 0; r < g.size(); ++r)
-    for (int t = 0; t < 2; ++t) {
-      std::fprintf(stderr, "  %-5d %-5s", r, t == 0 ? "host" : "nvme");
-      for (int k = 0; k < 3; ++k) {
-        const double* x = a + 12 * r + 6 * t;
-        const std::string cell = format_bytes(static_cast<int64_t>(x[k])) + " / " + format_bytes(static_cast<int64_t>(x[3 + k]));
-        std::fprintf(stderr, "  %25s", cell.c_str());
-      }
-      std::fprintf(stderr, "\n");
-    }
-  for (int t = 0; t < 2; ++t) {
-    std::fprintf(stderr, "  %-5s %-5s", "est.", t == 0 ? "host" : "nvme");
-    for (Category c : cats) {
-      const int64_t b = (t == 0 ? est.host_state : est.nvme_state)[static_cast<int>(c)];
-      std::fprintf(stderr, "  %25s", format_bytes(b).c_str());
-    }
-    std::fprintf(stderr, "\n");
-  }
-}
-
 // Threads per rank: --threads, else the cores shared among the ranks on this machine.
 int threads_per_rank(int requested) {
   if (requested > 0) return requested;
@@ -166,7 +91,7 @@ int main(int argc, char** argv) {
   int save_llmc_version = 3;
   double memory_limit_mib = 0;
   app.add_option("--model", c.model, "named model config: gpt2-nano, gpt-micro, gpt-mini, gpt2-124m, llama-nano, llama-100m")->capture_default_str();
-  app.add_option("--init-from", c.init_from, "start from an llm.c GPT-2 checkpoint (.bin) instead of a fresh init");
+  app.add_option("--init-from", c.init_from, "start from pretrained weights instead of a fresh init: an llm.c GPT-2 checkpoint (.bin) or a Hugging Face GPT-2 / Llama directory (config.json + model.safetensors) or .safetensors file");
   std::string config_path;
   app.add_option("--config", config_path, "DeepSpeed-style JSON config (docs/config.md): batch, optimizer, scheduler, zero_optimization, ...");
   app.add_option("--zero-stage", c.zero.stage, "ZeRO stage 0-3 (without --config)")->capture_default_str();
@@ -215,6 +140,18 @@ int main(int argc, char** argv) {
   app.add_option("--save-llmc", save_llmc, "at the end, also write the model as an llm.c GPT-2 checkpoint");
   app.add_option("--save-llmc-version", save_llmc_version, "llm.c checkpoint version: 3 = float32, 5 = bfloat16")
       ->check(CLI::IsMember({3, 5}))->capture_default_str();
+  std::string save_hf;  // --save-hf (models/hf_weights.h)
+  app.add_option("--save-hf", save_hf, "at the end, also write the model as a Hugging Face directory (config.json + model.safetensors, float32)");
+  std::string trace_path;
+  int64_t trace_steps = 0;
+  double peak_tflops = 0;
+  app.add_option("--trace", trace_path,
+                 "write a Chrome trace-event JSON of every rank (open in ui.perfetto.dev): units' forward/backward, "
+                 "collectives, optimizer, offload IO, memory counters (docs/memory-mechanics.md)");
+  app.add_option("--trace-steps", trace_steps, "trace only the first N steps (0 = every step)")->capture_default_str();
+  app.add_option("--peak-tflops", peak_tflops,
+                 "per-rank peak for MFU in TFLOP/s (0 = cpu: the measured FMA ceiling of the rank's threads; GPU: 989)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   ProcessGroup& group = init_process_group();
@@ -253,6 +190,25 @@ int main(int argc, char** argv) {
     if (c.compute_dtype == "auto")
       c.compute_dtype = !run.device.is_cpu() && c.precision == Precision::bf16 ? "bf16" : "f32";
     Trainer tr(c, *run.group);
+    if (!trace_path.empty()) {  // a trace that cannot be written is an error now, not after the run
+      const std::filesystem::path dir = std::filesystem::absolute(trace_path).parent_path();
+      if (!std::filesystem::is_directory(dir))
+        ZT_THROW("--trace '", trace_path, "': the directory '", dir.string(), "' does not exist");
+    }
+    // --trace: the clocks of all ranks start together (after a barrier); the engine hands the
+    // tracer to its group and swap files (core/trace.h).
+    std::unique_ptr<Tracer> tracer;
+    if (!trace_path.empty()) {
+      tracer = std::make_unique<Tracer>(group.rank());
+      group.barrier();
+      tracer->set_origin(Tracer::Clock::now());
+      tr.engine().set_tracer(tracer.get());
+    }
+    const PeakFlops peak = peak_flops(run.device, nt, peak_tflops);
+    const double flops_tok = flops_per_token(tr.model_config(), tr.model().num_params(), tr.config().seq_len);
+    RunTotals totals;
+    const CommCounters comm0 = tr.group().counters();
+    const CommTimes times0 = tr.group().times();
     std::ofstream log;
     if (!log_path.empty() && lead) {
       // On resume, keep the lines up to the checkpoint's step and drop any a killed run wrote
@@ -290,6 +246,7 @@ int main(int argc, char** argv) {
                                          "tier the rest of RAM (pin_memory has no meaning on a cpu device)"
                                        : "");
     }
+    if (lead) std::fprintf(stderr, "zt-train: MFU = (6N + 6LCT) FLOPs per token x tokens/s per rank / %s\n", peak.source.c_str());
     if (lead && !run.device.is_cpu())
       std::fprintf(stderr, "zt-train: device %s, float32 matmul %s\n", run.describe().c_str(), f32_matmul.c_str());
     const bool tty = lead && isatty(STDERR_FILENO);
@@ -303,10 +260,16 @@ int main(int argc, char** argv) {
       ms_sum += s.step_ms;
       ++timed;
       const double eta = (ms_sum / timed) * static_cast<double>(c.steps - s.step) / 1000.0;
-      char line[320];
-      std::snprintf(line, sizeof line, "step %5lld/%lld | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | ETA %s",
+      totals.step_s += s.step_ms / 1000.0;
+      ++totals.steps;
+      const double mfu = s.tokens_per_s / group.size() * flops_tok / peak.flops_per_s;
+      const MemoryStats mem = default_allocator().stats();  // peaks: this step's
+      char line[400];
+      std::snprintf(line, sizeof line,
+                    "step %5lld/%lld | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | MFU %.1f%% | mem %s (peak %s) | ETA %s",
                     static_cast<long long>(s.step), static_cast<long long>(c.steps), s.loss, s.lr, s.grad_norm,
-                    s.tokens_per_s, fmt_duration(eta).c_str());
+                    s.tokens_per_s, 100.0 * mfu, format_bytes(mem.total()).c_str(),
+                    format_bytes(mem.peak_total).c_str(), fmt_duration(eta).c_str());
       if (c.precision == Precision::f16) {  // fp16: the loss scale, and whether the step was skipped
         const size_t len = std::strlen(line);
         std::snprintf(line + len, sizeof line - len, " | scale %g%s", s.loss_scale,
@@ -325,7 +288,7 @@ int main(int argc, char** argv) {
       }
       if (log) {
         nlohmann::json j = {{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
-                            {"tokens_per_s", s.tokens_per_s}, {"step_ms", s.step_ms}, {"memory", memory_json()},
+                            {"tokens_per_s", s.tokens_per_s}, {"mfu", mfu}, {"step_ms", s.step_ms}, {"memory", memory_json()},
                             {"comm_bytes", tr.group().counters().total()}};
         if (c.precision == Precision::f16) {
           j["loss_scale"] = s.loss_scale;
@@ -336,9 +299,17 @@ int main(int argc, char** argv) {
       }
     };
     while (!tr.done()) {
+      if (tracer && trace_steps > 0 && totals.steps >= trace_steps) tracer->set_recording(false);
       tr.step(report);
       run_peaks.update();
     }
+    totals.comm = tr.group().counters() - comm0;
+    const CommTimes times1 = tr.group().times();
+    for (int k = 0; k < kNumCollectives; ++k) {
+      totals.comm_times.busy_s[k] = times1.busy_s[k] - times0.busy_s[k];
+      totals.comm_times.wait_s[k] = times1.wait_s[k] - times0.wait_s[k];
+    }
+    totals.engine = tr.engine().times();
     if (tty) std::fprintf(stderr, "\n");
     if (!save_llmc.empty()) {
       if (c.zero.stage == 3) ZT_THROW("--save-llmc with ZeRO stage 3: consolidate the checkpoint instead (zt-ckpt consolidate --format llmc)");
@@ -348,6 +319,11 @@ int main(int argc, char** argv) {
         save_llmc_checkpoint(save_llmc, *gpt, save_llmc_version);
         std::fprintf(stderr, "wrote %s\n", save_llmc.c_str());
       }
+    }
+    if (!save_hf.empty()) {  // --save-hf: stages 0-2 hold the whole model on every rank
+      if (c.zero.stage == 3) ZT_THROW("--save-hf with ZeRO stage 3: consolidate the checkpoint instead (zt-ckpt consolidate --format hf)");
+      if (lead) save_hf_weights(save_hf, tr.model());
+      if (lead) std::fprintf(stderr, "wrote %s\n", save_hf.c_str());
     }
     if (!c.ckpt_dir.empty() && lead) std::fprintf(stderr, "checkpoint: %s/latest\n", c.ckpt_dir.c_str());
     EstimateRequest req;
@@ -366,8 +342,17 @@ int main(int argc, char** argv) {
     if (lead)
       std::fprintf(stderr, "\nsetup (rank 0): the whole model built, then sharded (no zero.Init; not under "
                            "--memory-limit-mib): peak %s\n", format_bytes(setup.peak_total).c_str());
-    print_memory_table(group, run_peaks, est);
+    print_memory_table(group, run_peaks.peaks, est);
     if (c.zero.offload_optimizer.enabled()) print_offload_table(group, tr.engine().memory_report(), est);
+    print_run_summary(group, totals);
+    if (tracer) {
+      tr.engine().set_tracer(nullptr);
+      const nlohmann::json about = {{"model", c.init_from.empty() ? c.model : c.init_from}, {"zero_stage", c.zero.stage},
+                                    {"steps", c.steps}, {"micro_batch", tr.config().batch}, {"seq_len", tr.config().seq_len},
+                                    {"traced_steps", trace_steps > 0 ? std::min(trace_steps, c.steps) : c.steps}};
+      write_trace(*tracer, group, trace_path, about);
+      if (lead) std::fprintf(stderr, "\ntrace: %s (%zu events on rank 0; open in https://ui.perfetto.dev)\n", trace_path.c_str(), tracer->size());
+    }
   } catch (const std::exception& e) {
     // One rank's error must not leave the others waiting in a collective: stop the whole job.
     if (group.size() > 1) group.abort(std::string("zt-train: ") + e.what());

@@ -1,0 +1,72 @@
+// defines: read_hf_config, load_hf_weights, save_hf_weights, hf_tensor_names, is_hf_path,
+//          pretrained_config, load_pretrained — GPT-2 and Llama weights in a Hugging Face
+//          directory (config.json + safetensors with HF's parameter names), both ways; and the
+//          one entry point for "start from these weights" (HF or llm.c).
+//
+// A Hugging Face checkpoint is one of (docs/formats.md "Hugging Face weights"):
+//   DIR/config.json + DIR/model.safetensors
+//   DIR/config.json + DIR/model.safetensors.index.json ({"weight_map": {name: shard file}}) + shards
+//   a path to one .safetensors file or to an .index.json: config.json is read beside it (a
+//   GPT-2's or Llama's head count cannot be read from the tensor shapes).
+//
+// Names (ZeroTensor unit.param -> HF):
+//   gpt2   embed.wte.weight (Vp, C)         -> wte.weight (V, C)            first V rows
+//          embed.wpe.weight                 -> wpe.weight
+//          h.i.<p>                          -> h.i.<p>; the four 2-D block weights (attn.c_attn,
+//                                              attn.c_proj, mlp.c_fc, mlp.c_proj) are transposed:
+//                                              HF's Conv1D stores (in, out), ZeroTensor (out, in)
+//          head.ln_f.{weight,bias}          -> ln_f.{weight,bias}
+//   llama  embed.embed_tokens.weight (Vp,C) -> model.embed_tokens.weight (V, C)
+//          layers.i.<p>                     -> model.layers.i.<p>   (nn.Linear (out, in): as is)
+//          head.norm.weight                 -> model.norm.weight
+//          head.lm_head.weight (Vp, C)      -> lm_head.weight (V, C), absent when tied
+// RoPE: ZeroTensor's rope() is HF's rotate_half convention (pairs (d, d + D/2)), so q_proj and
+// k_proj map unpermuted; Meta's original checkpoints (interleaved pairs (2d, 2d+1)) need the
+// permutation of HF's convert_llama_weights_to_hf.py first (tests/test_hf_weights.cpp shows both).
+//
+// Import also accepts: GPT-2 names with the "transformer." prefix (GPT2LMHeadModel), the
+// attention mask buffers h.i.attn.bias / h.i.attn.masked_bias (ignored), lm_head.weight when it
+// equals wte (a tied head written out; an lm_head that differs is an error: GPT-2 ties it);
+// Llama names without the "model." prefix (LlamaModel), rotary_emb.inv_freq buffers (ignored),
+// a tied Llama's lm_head.weight when it equals embed_tokens. Any dtype F32, BF16, F16, F64,
+// converted to the model's (F16 and BF16 -> F32 exactly).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "models/config.h"
+#include "nn/model.h"
+
+namespace zt {
+
+// The model config of the checkpoint at `path` (above), from its config.json. Throws naming the
+// file: no config.json, not JSON, an unsupported model_type or key (models/hf_config.h).
+ModelConfig read_hf_config(const std::string& path);
+
+// Fills every parameter of `model` (a GPT2 or Llama, finalized) from the checkpoint at `path`.
+// The model's config must match config.json (a padded vocabulary Vp >= V is fine: rows [V, Vp)
+// become zero). Throws zt::Error naming the file and the tensor for: a missing tensor, an extra
+// one that is no parameter and no known buffer, a shape or dtype other than the expected (both
+// printed), a shard that holds a tensor the index puts elsewhere, every malformed-file error of
+// load_safetensors.
+void load_hf_weights(const std::string& path, Model& model);
+
+// Writes DIR/config.json and DIR/model.safetensors (creating DIR), HF's names as above, in
+// openai-community/gpt2 style for GPT-2 (no prefix, no mask buffers, no lm_head) and
+// LlamaForCausalLM style for Llama; the first V vocabulary rows only; __metadata__
+// {"format": "pt"}. dt: f32 or bf16 (round to nearest even). Both files are written atomically.
+void save_hf_weights(const std::string& dir, Model& model, DType dt = DType::f32);
+
+// The HF names of `model`'s parameters in file order (what save_hf_weights writes).
+std::vector<std::string> hf_tensor_names(Model& model);
+
+// True when `path` is a directory, a .safetensors file or a .index.json (an HF checkpoint);
+// false for anything else (an llm.c .bin).
+bool is_hf_path(const std::string& path);
+
+// "Start from these weights": an HF checkpoint (is_hf_path) or an llm.c GPT-2 .bin.
+ModelConfig pretrained_config(const std::string& path);
+void load_pretrained(const std::string& path, Model& model);
+
+}  // namespace zt

@@ -1,0 +1,219 @@
+// models: every bad Hugging Face checkpoint ZeroTensor refuses, through load_hf_weights /
+// read_hf_config, with a message naming the file, the tensor and what was expected and found.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "models/hf_weights.h"
+#include "models/init.h"
+#include "tests/hf_test_util.h"
+#include "tests/temp_dir.h"
+
+using namespace zt;
+using namespace zt::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A valid GPT-2 HF directory of `m` in `dir` (tensors `ts`, config.json), the raw file bytes.
+struct Good {
+  ModelConfig cfg;
+  std::unique_ptr<GPT2> model;
+  std::vector<RawTensor> ts;
+};
+Good good_gpt2() {
+  Good g;
+  g.cfg = small_hf_gpt2();
+  g.cfg.padded_vocab_size = g.cfg.vocab_size;
+  g.model = std::make_unique<GPT2>(g.cfg);
+  Rng rng(3);
+  g.model->init(rng);
+  g.ts = hf_gpt2_raw(*g.model, "F32");
+  return g;
+}
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(f), {});
+}
+void write_bytes(const std::string& path, const std::vector<char>& b) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(b.data(), static_cast<std::streamsize>(b.size()));
+}
+// A file of an 8-byte length + `header` + `data` bytes.
+void write_with_header(const std::string& path, const std::string& header, size_t data_bytes, uint64_t len = 0) {
+  std::vector<char> b(8);
+  const uint64_t n = len ? len : header.size();
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  b.insert(b.end(), header.begin(), header.end());
+  b.resize(b.size() + data_bytes, 0);
+  write_bytes(path, b);
+}
+
+}  // namespace
+
+TEST_CASE("HF weights: malformed safetensors files are refused through the HF path", "[hf]") {
+  TempDir tmp("hf_malformed");
+  Good g = good_gpt2();
+  const std::string dir = tmp.dir.string(), file = tmp.file("model.safetensors");
+  write_text(tmp.file("config.json"), gpt2_config_json(g.cfg));
+  GPT2 m(g.cfg);
+  auto load = [&] { load_hf_weights(dir, m); };
+
+  write_raw_safetensors(file, g.ts);
+  REQUIRE_NOTHROW(load());
+
+  write_with_header(file, "this is not json", 16);
+  CHECK_THROWS_WITH(load(), Catch::Contains(file) && Catch::Contains("not valid JSON"));
+  write_with_header(file, "[1, 2]  ", 0);
+  CHECK_THROWS_WITH(load(), Catch::Contains("not a JSON object"));
+  write_with_header(file, "{}", 0, 1u << 20);
+  CHECK_THROWS_WITH(load(), Catch::Contains("header length 1048576 runs past the end of the file"));
+  write_bytes(file, {1, 0, 0});
+  CHECK_THROWS_WITH(load(), Catch::Contains("less than the 8-byte header length"));
+  write_with_header(file, R"({"wte.weight": {"dtype": "F32", "shape": [2]}})", 8);
+  CHECK_THROWS_WITH(load(), Catch::Contains("tensor 'wte.weight'") && Catch::Contains("data_offsets"));
+  write_with_header(file, R"({"wte.weight": {"dtype": "Q4_K", "shape": [2], "data_offsets": [0, 8]}})", 8);
+  CHECK_THROWS_WITH(load(), Catch::Contains("tensor 'wte.weight'") && Catch::Contains("unknown dtype 'Q4_K'"));
+  write_with_header(file,
+                    R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
+                    R"( "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
+                    12);
+  CHECK_THROWS_WITH(load(), Catch::Contains("tensor 'b' starts at data byte 4") && Catch::Contains("overlaps"));
+  write_with_header(file, R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [64, 72]}})", 8);
+  CHECK_THROWS_WITH(load(), Catch::Contains("tensor 'a' ends at data byte 72, past the end"));
+  write_with_header(file, R"({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", 8);
+  CHECK_THROWS_WITH(load(), Catch::Contains("tensor 'a'") && Catch::Contains("needs 12 bytes"));
+
+  write_raw_safetensors(file, g.ts);  // a good file cut short: the last tensor runs past the end
+  std::vector<char> b = read_bytes(file);
+  b.resize(b.size() - 10);
+  write_bytes(file, b);
+  CHECK_THROWS_WITH(load(), Catch::Contains("tensor 'ln_f.bias' ends at data byte") && Catch::Contains("truncated"));
+}
+
+TEST_CASE("HF weights: wrong, missing and extra tensors are named", "[hf]") {
+  TempDir tmp("hf_tensors");
+  Good g = good_gpt2();
+  const std::string dir = tmp.dir.string(), file = tmp.file("model.safetensors");
+  write_text(tmp.file("config.json"), gpt2_config_json(g.cfg));
+  GPT2 m(g.cfg);
+  auto load_with = [&](std::vector<RawTensor> ts) {
+    write_raw_safetensors(file, ts);
+    load_hf_weights(dir, m);
+  };
+  auto find = [](std::vector<RawTensor>& ts, const std::string& name) -> RawTensor& {
+    for (RawTensor& t : ts)
+      if (t.name == name) return t;
+    throw std::runtime_error("test: no " + name);
+  };
+
+  {  // our layout (out, in) instead of Conv1D's (in, out)
+    std::vector<RawTensor> ts = g.ts;
+    find(ts, "h.1.attn.c_attn.weight").shape = {48, 16};
+    CHECK_THROWS_WITH(load_with(ts), Catch::Contains(file) && Catch::Contains("tensor 'h.1.attn.c_attn.weight'") &&
+                                         Catch::Contains("is (48, 16) F32, expected (16, 48)") &&
+                                         Catch::Contains("Conv1D"));
+  }
+  {  // an integer tensor where a weight belongs
+    std::vector<RawTensor> ts = g.ts;
+    find(ts, "ln_f.weight").dtype = "I32";
+    CHECK_THROWS_WITH(load_with(ts), Catch::Contains("tensor 'ln_f.weight'") && Catch::Contains("(16,) I32") &&
+                                         Catch::Contains("expected (16,) F32, BF16, F16 or F64"));
+  }
+  {  // a missing parameter
+    std::vector<RawTensor> ts = g.ts;
+    ts.erase(ts.begin() + 5);
+    const std::string missing = "tensor '" + g.ts[5].name + "'", from = "is missing from '" + file + "'";
+    CHECK_THROWS_WITH(load_with(ts), Catch::Contains(missing) && Catch::Contains(from));
+  }
+  {  // an extra tensor that is not a parameter of this model (a third layer)
+    std::vector<RawTensor> ts = g.ts;
+    ts.push_back({"transformer.h.2.ln_1.weight", "F32", {16}, encode(std::vector<double>(16, 1.0), "F32")});
+    CHECK_THROWS_WITH(load_with(ts), Catch::Contains("tensor 'transformer.h.2.ln_1.weight'") &&
+                                         Catch::Contains("is not a parameter of this gpt2 model (2 layers)"));
+  }
+  {  // an untied lm_head: our GPT-2 ties it
+    std::vector<RawTensor> ts = g.ts;
+    std::vector<double> w = decode(ts[0].bytes, "F32");
+    w[7] += 1.0;
+    ts.push_back({"lm_head.weight", "F32", ts[0].shape, encode(w, "F32")});
+    CHECK_THROWS_WITH(load_with(ts),
+                      Catch::Contains("'lm_head.weight'") && Catch::Contains("differs from the input embedding"));
+  }
+  {  // the same parameter twice (with and without the prefix)
+    std::vector<RawTensor> ts = g.ts;
+    ts.push_back(ts[1]);
+    ts.back().name.insert(0, "transformer.");
+    CHECK_THROWS_WITH(load_with(ts), Catch::Contains("are the same parameter 'wpe.weight'"));
+  }
+}
+
+TEST_CASE("HF weights: config.json problems and a model that does not match", "[hf]") {
+  TempDir tmp("hf_config");
+  Good g = good_gpt2();
+  const std::string dir = tmp.dir.string();
+  write_raw_safetensors(tmp.file("model.safetensors"), g.ts);
+  CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("no config.json") && Catch::Contains("head count"));
+  CHECK_THROWS_WITH(read_hf_config(tmp.file("model.safetensors")), Catch::Contains("no config.json"));
+  write_text(tmp.file("config.json"), "{\"model_type\": \"gpt2\", ");
+  CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("config.json' is not valid JSON"));
+  write_text(tmp.file("config.json"), R"({"model_type": "bert", "hidden_size": 16})");
+  CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("model_type \"bert\" is not supported"));
+  write_text(tmp.file("config.json"),
+             R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 16, "vocab_size": 50, "n_positions": 12})");
+  CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("missing key \"n_head\""));
+  write_text(
+      tmp.file("config.json"),
+      R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 16, "n_head": "2", "vocab_size": 50, "n_positions": 12})");
+  CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("\"n_head\" must be a positive integer, got \"2\""));
+  write_text(tmp.file("config.json"),
+             R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 16, "n_head": 3, "vocab_size": 50, "n_positions": 12})");
+  CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("n_embd 16 is not divisible by n_head 3"));
+  write_text(
+      tmp.file("config.json"),
+      R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 16, "n_head": 2, "vocab_size": 50, "n_positions": 12, "activation_function": "relu"})");
+  CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("\"activation_function\" = \"relu\" is not supported"));
+  write_text(
+      tmp.file("config.json"),
+      R"({"model_type": "llama", "hidden_size": 16, "intermediate_size": 40, "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 12, "vocab_size": 50, "rope_scaling": {"type": "linear", "factor": 2.0}})");
+  CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("\"rope_scaling\"") && Catch::Contains("is not supported"));
+  write_text(
+      tmp.file("config.json"),
+      R"({"model_type": "llama", "hidden_size": 16, "intermediate_size": 40, "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 12, "vocab_size": 50, "attention_bias": true})");
+  CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("\"attention_bias\" = true is not supported"));
+
+  // A model whose shape differs from config.json (heads do not show in the tensor shapes).
+  write_text(tmp.file("config.json"), gpt2_config_json(g.cfg));
+  ModelConfig four = g.cfg;
+  four.n_head = four.n_kv_head = 4;
+  GPT2 m4(four);
+  CHECK_THROWS_WITH(load_hf_weights(dir, m4),
+                    Catch::Contains("does not match the model: n_head is 2 in config.json but 4"));
+  std::unique_ptr<Model> llama = make_model(small_hf_llama(false));
+  CHECK_THROWS_WITH(load_hf_weights(dir, *llama), Catch::Contains("holds a gpt2 model, the model is llama"));
+
+  fs::remove(tmp.file("model.safetensors"));
+  GPT2 m(g.cfg);
+  CHECK_THROWS_WITH(load_hf_weights(dir, m),
+                    Catch::Contains("neither model.safetensors nor model.safetensors.index.json"));
+  write_text(tmp.file("pytorch_model.bin"), "pickle");
+  CHECK_THROWS_WITH(load_hf_weights(dir, m), Catch::Contains("pytorch_model.bin, a pickle"));
+  CHECK_THROWS_WITH(load_hf_weights(tmp.file("nothing.safetensors"), m), Catch::Contains("no such file"));
+  CHECK_THROWS_WITH(load_hf_weights(tmp.file("weights.pt"), m), Catch::Contains("expected a directory"));
+  write_text(tmp.file("model.safetensors.index.json"), R"({"weight_map": []})");
+  CHECK_THROWS_WITH(load_hf_weights(dir, m), Catch::Contains("index.json': expected {\"weight_map\""));
+}
+
+TEST_CASE("HF weights: pretrained_config / load_pretrained dispatch HF and llm.c", "[hf]") {
+  const std::string bin = std::string(ZT_SOURCE_DIR) + "/tests/data/gpt2_tiny.bin";
+  CHECK_FALSE(is_hf_path(bin));
+  CHECK(is_hf_path("x/model.safetensors"));
+  CHECK(is_hf_path("x/model.safetensors.index.json"));
+  const ModelConfig c = pretrained_config(bin);
+  CHECK(c.padded_vocab_size == 256);
+  std::unique_ptr<Model> m = make_model(c);
+  load_pretrained(bin, *m);
+  std::unique_ptr<Model> l = make_model(small_hf_llama(false));
+  CHECK_THROWS_WITH(load_pretrained(bin, *l), Catch::Contains("llm.c checkpoint, which holds GPT-2 models"));
+}
