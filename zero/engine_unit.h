@@ -1,5 +1,5 @@
 // defines: Engine::UnitState — what the ZeRO engine keeps per unit (zero/engine.h's table).
-// Private to zero/engine.cpp and zero/engine_state.cpp.
+// Private to zero/engine*.cpp.
 #pragma once
 #include <deque>
 

@@ -16,7 +16,7 @@ int idx(Category c) { return static_cast<int>(c); }
 int64_t param_elem(Precision p) { return p == Precision::f32 ? 4 : 2; }  // parameters and gradients
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// ---- stage 3 residency: the acquire / release rules of zero/engine.cpp, replayed on sizes ----
+// ---- stage 3 residency: the acquire / release rules of zero/engine_gather.cpp, replayed on sizes ----
 //
 // Units start gathered only if persistent (numel <= stage3_param_persistence_threshold). The
 // first step records the order of acquires (the trace) and frees each unit at its release; later
