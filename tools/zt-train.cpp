@@ -310,6 +310,7 @@ int main(int argc, char** argv) {
       totals.comm_times.wait_s[k] = times1.wait_s[k] - times0.wait_s[k];
     }
     totals.engine = tr.engine().times();
+    if (tracer) tr.engine().set_tracer(nullptr);  // the trace holds the training; not the tables below
     if (tty) std::fprintf(stderr, "\n");
     if (!save_llmc.empty()) {
       if (c.zero.stage == 3) ZT_THROW("--save-llmc with ZeRO stage 3: consolidate the checkpoint instead (zt-ckpt consolidate --format llmc)");
@@ -346,7 +347,6 @@ int main(int argc, char** argv) {
     if (c.zero.offload_optimizer.enabled()) print_offload_table(group, tr.engine().memory_report(), est);
     print_run_summary(group, totals);
     if (tracer) {
-      tr.engine().set_tracer(nullptr);
       const nlohmann::json about = {{"model", c.init_from.empty() ? c.model : c.init_from}, {"zero_stage", c.zero.stage},
                                     {"steps", c.steps}, {"micro_batch", tr.config().batch}, {"seq_len", tr.config().seq_len},
                                     {"traced_steps", trace_steps > 0 ? std::min(trace_steps, c.steps) : c.steps}};
