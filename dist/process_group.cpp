@@ -110,8 +110,10 @@ void ProcessGroup::record_run(const CommOp& op, std::chrono::steady_clock::time_
 template <class F>
 WorkPtr ProcessGroup::issue(Collective c, int64_t ring_bytes, F&& do_it) {
   count(c, ring_bytes);
-  CommOp op{c, label_.empty() ? std::string(collective_name(c)) : std::string(collective_name(c)) + " " + label_,
-            ring_bytes, false};
+  // The name is only for the trace: no string is built per collective when nobody traces.
+  std::string name;
+  if (tracer_.load()) name = label_.empty() ? collective_name(c) : std::string(collective_name(c)) + " " + label_;
+  CommOp op{c, std::move(name), ring_bytes, false};
   const auto t0 = std::chrono::steady_clock::now();
   issuing_ = &op;
   WorkPtr w;

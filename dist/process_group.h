@@ -109,7 +109,7 @@ class ProcessGroup {
   // itself is taken as the run.
   struct CommOp {
     Collective kind = Collective::barrier;
-    std::string name;  // "all_gather block3"
+    std::string name;  // "all_gather block3"; empty when no tracer is set
     int64_t bytes = 0;
     bool claimed = false;
   };
