@@ -1,0 +1,172 @@
+// The precision policy (zero/precision.h): every conversion between the compute, working and
+// master representations of a unit's parameters and gradient.
+#include "zero/precision.h"
+
+#include "core/kernels/accumulate.h"  // defines: accumulate_ (dst += alpha * src)
+#include "core/kernels/cast.h"        // defines: cast_, accumulate_cast_
+#include "optim/clip.h"               // defines: scale_
+
+namespace zt {
+
+namespace {
+
+LossScalerOptions scaler_options(const Fp16Config& c) {
+  LossScalerOptions o;
+  o.dynamic = c.loss_scale == 0;
+  o.static_scale = c.loss_scale > 0 ? c.loss_scale : 1;
+  o.initial_scale_power = c.initial_scale_power;
+  o.scale_window = c.loss_scale_window;
+  o.hysteresis = c.hysteresis;
+  o.min_scale = c.min_loss_scale;
+  return o;
+}
+
+}  // namespace
+
+PrecisionPolicy::PrecisionPolicy(const EngineConfig& cfg, DType model_dtype)
+    : model_dtype_(model_dtype), precision_(cfg.precision) {
+  mixed_ = cfg.precision != Precision::f32;
+  half_ = cfg.precision == Precision::bf16 ? DType::bf16 : cfg.precision == Precision::f16 ? DType::f16 : DType::f32;
+  // The compute dtype is the model's: float32, or the precision's 2-byte dtype (bf16 compute).
+  compute_half_ = mixed_ && model_dtype == half_;
+  if (cfg.precision == Precision::f16) scaler_ = std::make_unique<LossScaler>(scaler_options(cfg.fp16));
+}
+
+void PrecisionPolicy::check(const ShardedUnit& s) const {
+  if (s.ps->dtype() != model_dtype_ || (model_dtype_ != DType::f32 && !compute_half_))
+    ZT_THROW("unit '", s.unit->name(), "': parameters are ", dtype_name(s.ps->dtype()), " with precision ",
+             precision_name(precision_), "; the ZeRO engine trains float32 models, or models built in ",
+             "bfloat16 with bf16.enabled (bf16 compute), all units in one dtype");
+}
+
+void PrecisionPolicy::make_master(ShardedUnit& s, int64_t lo, int64_t n) const {
+  if (!mixed_) return;
+  s.master = Tensor::empty({n}, DType::f32, Category::optim);
+  s.master.copy_(range(s.ps->flat(), lo, n));
+}
+
+Tensor PrecisionPolicy::full_params(ShardedUnit& s) const {
+  if (!separate_compute_copy()) return s.ps->flat();
+  Tensor half = Tensor::empty({s.P}, half_, Category::params);
+  cast_(half, s.ps->flat());
+  return half;
+}
+
+Tensor PrecisionPolicy::full_grads(ShardedUnit& s) const {
+  if (mixed_) return Tensor::zeros({s.P}, half_, Category::grads);
+  s.ps->zero_grad();
+  return s.ps->flat_grad();
+}
+
+void PrecisionPolicy::to_working(const Tensor& dst, const Tensor& src) const {
+  if (dst.dtype() == src.dtype()) Tensor(dst).copy_(src);
+  else cast_(dst, src);
+}
+
+void PrecisionPolicy::release_compute_buffers(ShardedUnit& s) const {
+  const Tensor& flat = s.ps->flat();
+  const Tensor& flat_grad = s.ps->flat_grad();
+  if (!mixed_) {  // fp32: the model's gradient is freed unless it is the full working gradient (stages 0-1)
+    if (!s.grads_full.defined()) flat_grad.storage()->release();
+    return;
+  }
+  for (const Tensor* t : {&flat, &flat_grad}) {
+    if (compute_half_ && t == &flat) continue;  // bf16 compute: the model's buffer is the 2-byte parameters
+    t->storage()->release();
+    t->storage()->set_category(Category::workspace);
+  }
+  if (separate_compute_copy()) s.gathered = false;
+}
+
+Tensor PrecisionPolicy::fold_gradient(ShardedUnit& s, int N) const {
+  const Tensor& grad = s.ps->flat_grad();
+  if (!mixed_) return grad;
+  // Round the unit's gradient into the 2-byte gradient, summed over micro-steps: bf16 compute
+  // adds grad / N in float32 and rounds once; float32 compute divides, then rounds the sum.
+  const double inv_n = 1.0 / static_cast<double>(N);
+  if (compute_half_) {
+    Tensor acc = s.grads_full;
+    accumulate_(acc, grad, inv_n);
+  } else {
+    if (N > 1) scale_(grad, inv_n);
+    accumulate_cast_(s.grads_full, grad);
+  }
+  grad.storage()->release();
+  return s.grads_full;
+}
+
+Tensor PrecisionPolicy::gradient_for_reduction(ShardedUnit& s, int N) const {
+  const Tensor& grad = s.ps->flat_grad();
+  if (!mixed_) return grad;
+  Tensor h = Tensor::empty({s.P}, half_, Category::comm);  // freed once its reduction is done
+  cast_(h, grad, 1.0 / static_cast<double>(N));  // the division folded into the conversion: one pass
+  grad.storage()->release();
+  return h;
+}
+
+void PrecisionPolicy::land(const Tensor& dst, const Tensor& got, bool accumulate, double scale) const {
+  Tensor d = dst;
+  if (accumulate && mixed_) accumulate_cast_(d, got);
+  else if (accumulate) accumulate_(d, got, scale);
+  else if (scale != 1.0) { d.copy_(got); scale_(d, scale); }
+  else d.copy_(got);
+}
+
+void PrecisionPolicy::fill_compute(const Tensor& compute, const Tensor& working_full) const {
+  cast_(compute, working_full);
+}
+
+void PrecisionPolicy::update(Optimizer& opt, double lr, double clip, double unscale, const std::vector<Tensor>& update_grads,
+                             const std::vector<Tensor>& update_params,
+                             const std::vector<std::unique_ptr<ShardedUnit>>& units) const {
+  opt.set_lr(lr);
+  if (!mixed_) {
+    if (clip < 1.0) scale_(update_grads, clip);
+    opt.step();
+    return;
+  }
+  // Unit by unit: only one unit's float32 gradient (workspace) exists at a time.
+  const double factor = clip * unscale;  // one rounding for the loss unscale and the clipping
+  opt.begin_step();
+  for (size_t i = 0; i < units.size(); ++i) {
+    const Tensor& g = update_grads[i];
+    Tensor g32 = Tensor::empty({g.numel()}, DType::f32, Category::workspace);
+    cast_(g32, g, factor);
+    opt.update_shard(units[i]->index, g32);
+    cast_(update_params[i], units[i]->master);
+  }
+}
+
+void PrecisionPolicy::round_master(const Tensor& working, const Tensor& master) const {
+  if (mixed_) cast_(working, master);
+}
+
+bool PrecisionPolicy::skip_step(bool overflow) {
+  if (!scaler_) return false;
+  scaler_->update(overflow);
+  return overflow;
+}
+
+nlohmann::json PrecisionPolicy::state_meta() const {
+  nlohmann::json j = nlohmann::json::object();
+  if (scaler_) {
+    const LossScaler::State st = scaler_->state();
+    j["loss_scaler"] = {{"scale", st.scale}, {"iter", st.iter}, {"last_overflow_iter", st.last_overflow_iter},
+                        {"hysteresis_left", st.hysteresis_left}, {"skipped", st.skipped}};
+  }
+  return j;
+}
+
+void PrecisionPolicy::load_state_meta(const nlohmann::json& j) {
+  if (!scaler_ || !j.contains("loss_scaler")) return;
+  const nlohmann::json& l = j.at("loss_scaler");
+  LossScaler::State st;
+  st.scale = l.at("scale").get<double>();
+  st.iter = l.at("iter").get<int64_t>();
+  st.last_overflow_iter = l.at("last_overflow_iter").get<int64_t>();
+  st.hysteresis_left = l.at("hysteresis_left").get<int>();
+  st.skipped = l.at("skipped").get<int64_t>();
+  scaler_->load_state(st);
+}
+
+}  // namespace zt

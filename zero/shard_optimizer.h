@@ -1,0 +1,65 @@
+// defines: ShardOptimizer, make_shard_optimizer — where this rank's optimizer step runs: on the
+//          device (the optimizer of optim/ over the working shards, through the precision policy),
+//          or offloaded to the host (ZeRO-Offload, Ren et al. 2021, section 4: master, m and v in
+//          host memory or, ZeRO-Infinity, in the NVMe swap file; zero/offload.h's OffloadedAdamW).
+//
+// The engine hands it, per unit, the optimizer's slice of the unit (the whole flat space at stage
+// 0, this rank's shard otherwise: zero/stage.h) and, at each step, the working gradients of those
+// slices. An offloaded optimizer's new parameters go back through the ParamTier (zero/tiers.h).
+#pragma once
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "zero/precision.h"
+#include "zero/sharded_unit.h"
+
+namespace zt {
+
+class ParamTier;
+class StorageTiers;
+
+class ShardOptimizer {
+ public:
+  virtual ~ShardOptimizer() = default;
+  // ---- setup, unit by unit in order ----
+  // The optimizer's slice of unit s is flat elements [lo, hi). begin_unit: before the stage
+  // places the unit (its initial parameters are still whole in ps->flat()), the optimizer takes
+  // its float32 copy (mixed precision's master; the offloaded master). add_unit: after, with the
+  // working tensors over the slice.
+  virtual void begin_unit(ShardedUnit& s, int64_t lo, int64_t hi) = 0;
+  virtual void add_unit(ShardedUnit& s, int64_t lo, int64_t hi, const Tensor& param, const Tensor& grad) = 0;
+  virtual void finish_setup() {}
+  // Offload: unit i's gradient shard in host memory (the stages reduce into it); undefined otherwise.
+  virtual Tensor host_grad(int) const { return {}; }
+  virtual bool offloaded() const = 0;
+
+  // ---- the update ----
+  // One step at `lr` of every unit's slice: grads[i] / params[i] are unit i's working tensors
+  // over its slice; the gradients are multiplied by clip * unscale (clip: the clipping
+  // coefficient, unscale: 1 / the fp16 loss scale).
+  virtual void step(double lr, double clip, double unscale, const std::vector<Tensor>& grads,
+                    const std::vector<Tensor>& params) = 0;
+
+  // ---- state ----
+  // Unit s's state as a checkpoint names it ("param" (float32), "exp_avg", ...): this rank's S
+  // elements each (views where the state lives in memory).
+  virtual std::vector<std::pair<std::string, Tensor>> state(const ShardedUnit& s) = 0;
+  // Every state tensor the device optimizer keeps whole (stage 0 all-gathers them after a load).
+  virtual std::vector<std::pair<std::string, Tensor>> whole_state() const { return {}; }
+  // After the tensors of state() were written in place: the offloaded optimizer stores them (nvme)
+  // and publishes the working parameters from the master.
+  virtual void loaded(const std::vector<std::vector<std::pair<std::string, Tensor>>>&) {}
+  virtual int64_t step_count() const = 0;
+  virtual void set_step_count(int64_t n) = 0;
+};
+
+// offload_optimizer.device none: the device optimizer; cpu / nvme: the offloaded AdamW (its
+// swap-file regions are reserved and the files allocated here).
+std::unique_ptr<ShardOptimizer> make_shard_optimizer(ZeroContext& cx, const PrecisionPolicy& precision,
+                                                     StorageTiers& tiers, ParamTier& params,
+                                                     const std::vector<std::unique_ptr<ShardedUnit>>& units,
+                                                     const std::vector<Unit*>& model_units);
+
+}  // namespace zt

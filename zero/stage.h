@@ -1,0 +1,186 @@
+// defines: ZeroStage, Replicated, OptimizerSharded, GradientSharded, ParameterSharded,
+//          make_stage — what each ZeRO stage keeps of a unit and how its gradients and
+//          parameters travel (Rajbhandari et al. 2019, "ZeRO: Memory Optimizations Toward Training
+//          Trillion Parameter Models", sections 5 and 7).
+//
+// With N ranks, rank r, a unit's flat buffers of P elements (padded so N | P) and S = P / N:
+//
+//              parameters (params)       gradients (grads)          optimizer state (optim)
+//   stage 0    full P, all ranks          full P, all-reduced        full (m, v): 2P
+//   stage 1    full P                     full P, reduce-scattered   shard: 2S
+//   stage 2    full P                     shard S (+ the full P of   shard: 2S
+//                                         one unit during its backward)
+//   stage 3    shard S (+ the full P of   shard S (as stage 2)       shard: 2S
+//              units between acquire and release)
+//
+// float32 counts 4 bytes each, so the model states per rank are 16Psi, 8Psi + 8Psi/N,
+// 4Psi + 12Psi/N and 16Psi/N (the paper's fp32 counterpart of 2Psi+2Psi+K*Psi, K = 8 without a
+// master copy). Mixed precision (zero/precision.h; section 3.1, Table 1 with K = 12) gives
+// stage 0 2Psi+2Psi+12Psi, stage 1 2Psi+2Psi+12Psi/N, stage 2 2Psi+14Psi/N, stage 3 16Psi/N.
+//
+// Communication per step (ring convention, dist/process_group.h): stage 0 an all-reduce of the
+// gradients (2Psi); stages 1-2 a reduce-scatter of the gradients and an all-gather of the updated
+// parameters (Psi + Psi); stage 3 an all-gather per unit in forward and again in backward and a
+// reduce-scatter of the gradients (3Psi), section 7.2.
+//
+// Each stage is the one before it plus what it shards, as in the paper (P_os, P_os+g, P_os+g+p):
+// the classes below derive from each other and each overrides only what changes, in its own file:
+//   stage0_replicated.cpp          Replicated: full everything; the gradient all-reduced at the
+//                                  accumulation boundary
+//   stage1_optimizer_sharded.cpp   + the optimizer updates this rank's shard: reduce-scatter
+//                                  instead of all-reduce, all-gather of the updated parameters
+//   stage2_gradient_sharded.cpp    + the gradient is a shard: reduced after every micro-step's
+//                                  backward, the unit's full gradient freed as soon as it left
+//   stage3_parameter_sharded.cpp   + the parameters are a shard (in a ParamTier): gathered just in
+//                                  time around each unit's forward and backward, prefetched along
+//                                  the order recorded in the first step, and freed
+// A stage never tests the precision or the offload tier: it asks the PrecisionPolicy, the
+// ParamTier and the ShardOptimizer.
+#pragma once
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "zero/precision.h"
+#include "zero/shard_optimizer.h"
+#include "zero/sharded_unit.h"
+#include "zero/tiers.h"
+
+namespace zt {
+
+using Units = std::vector<std::unique_ptr<ShardedUnit>>;
+
+class ZeroStage {
+ public:
+  ZeroStage(ZeroContext& cx, const PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt, Units& units);
+  virtual ~ZeroStage() = default;
+
+  // ---- setup, unit by unit ----
+  // The optimizer's slice of the unit: [lo, hi) of its flat space (this rank's shard; stage 0: all).
+  virtual std::pair<int64_t, int64_t> optimizer_range(const ShardedUnit& s) const { return {s.lo, s.lo + s.S}; }
+  // Lays out what this stage keeps of the unit (the table above), from its initial parameters.
+  void place(ShardedUnit& s) { place_params(s); place_grads(s); }
+  // The working tensors over the optimizer's slice.
+  virtual Tensor update_params(ShardedUnit& s) const { return s.param_shard; }
+  virtual Tensor update_grads(ShardedUnit& s) const { return s.grad_shard; }
+  virtual void setup_done() {}  // every unit placed and the optimizer built
+
+  // ---- residency: the unit scopes the model opens, and the backward's ----
+  // Between acquire and release the unit's compute parameters (ps->flat()) are resident and current.
+  virtual void forward_begins() {}
+  virtual void acquire(ShardedUnit& s, bool evaluating);
+  virtual void release(ShardedUnit& s, bool evaluating);
+
+  // ---- backward ----
+  // The unit's backward ended: its compute gradient (ps->flat_grad()) is complete for this micro-step.
+  virtual void gradient_ready(ShardedUnit& s, bool boundary, int64_t micro) = 0;
+  virtual void micro_step_done() {}
+
+  // ---- the step ----
+  // The squared L2 norm of the whole gradient, from update_grads of every unit.
+  virtual double global_sum_of_squares(const std::vector<Tensor>& grads) = 0;
+  virtual void publish() = 0;  // the updated parameters to where forward reads them
+  virtual void zero_grad(ShardedUnit& s) = 0;
+  // After a checkpoint load filled the optimizer's slices: rebuild what the stage holds beyond
+  // them (round_master: mixed precision's master -> the working parameters, unless the offloaded
+  // optimizer published them already).
+  virtual void loaded(bool round_master) = 0;
+
+ protected:
+  virtual void place_params(ShardedUnit& s) = 0;
+  virtual void place_grads(ShardedUnit& s) = 0;
+  // Starts (overlap_comm) or runs the reduction of `grad` (P elements): issue_reduction's chunks.
+  void reduce(ShardedUnit& s, const Tensor& grad, int64_t micro);
+  virtual void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) = 0;
+  // The compute copy (precision's separate copy at stages 0-2; the gathered parameters at stage 3).
+  void gather(ShardedUnit& s, bool wait);    // make it resident and current (wait: and landed)
+  void free_compute_copy(ShardedUnit& s);    // release it unless in use or kept
+  virtual void fill_compute_copy(ShardedUnit& s, std::deque<Pending>& q);  // issue what makes it current
+
+  ZeroContext& cx_;
+  const PrecisionPolicy& precision_;
+  ParamTier& params_;
+  ShardOptimizer& opt_;
+  Units& units_;
+  bool compute_copy_ = false;  // acquire / release move a compute copy
+  int64_t live_elements_ = 0;  // elements of compute copies currently resident
+};
+
+class Replicated : public ZeroStage {  // stage 0: zero/stage0_replicated.cpp
+ public:
+  using ZeroStage::ZeroStage;
+  std::pair<int64_t, int64_t> optimizer_range(const ShardedUnit& s) const override { return {0, s.P}; }
+  Tensor update_params(ShardedUnit& s) const override { return s.params_full; }
+  Tensor update_grads(ShardedUnit& s) const override { return s.grads_full; }
+  void gradient_ready(ShardedUnit& s, bool boundary, int64_t micro) override;
+  double global_sum_of_squares(const std::vector<Tensor>& grads) override;
+  void publish() override {}
+  void zero_grad(ShardedUnit& s) override;
+  void loaded(bool round_master) override;
+
+ protected:
+  void place_params(ShardedUnit& s) override;
+  void place_grads(ShardedUnit& s) override;
+  void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) override;
+};
+
+class OptimizerSharded : public Replicated {  // stage 1: zero/stage1_optimizer_sharded.cpp
+ public:
+  using Replicated::Replicated;
+  std::pair<int64_t, int64_t> optimizer_range(const ShardedUnit& s) const override { return {s.lo, s.lo + s.S}; }
+  Tensor update_params(ShardedUnit& s) const override { return s.param_shard; }
+  Tensor update_grads(ShardedUnit& s) const override { return s.grad_shard; }
+  double global_sum_of_squares(const std::vector<Tensor>& grads) override;
+  void publish() override;
+  void loaded(bool round_master) override;
+
+ protected:
+  void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) override;
+  // Reduce-scatter of `grad` (P) into this rank's grad_shard, averaged; accumulated into it
+  // (stages 2-3, after the first micro-step) or written.
+  void reduce_scatter(ShardedUnit& s, const Tensor& grad, bool accumulate);
+  // The updated shard to where forward reads it (stages 1-2: all-gathered into params_full).
+  virtual void publish_unit(ShardedUnit& s, std::deque<Pending>& q);
+};
+
+class GradientSharded : public OptimizerSharded {  // stage 2: zero/stage2_gradient_sharded.cpp
+ public:
+  using OptimizerSharded::OptimizerSharded;
+  void gradient_ready(ShardedUnit& s, bool boundary, int64_t micro) override;
+  void zero_grad(ShardedUnit& s) override;
+
+ protected:
+  void place_grads(ShardedUnit& s) override;
+  void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) override;
+};
+
+class ParameterSharded : public GradientSharded {  // stage 3: zero/stage3_parameter_sharded.cpp
+ public:
+  ParameterSharded(ZeroContext& cx, const PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt,
+                   Units& units);
+  void setup_done() override;
+  void forward_begins() override { order_pos_ = 0; }
+  void acquire(ShardedUnit& s, bool evaluating) override;
+  void release(ShardedUnit& s, bool evaluating) override;
+  void micro_step_done() override { recording_ = false; }  // the first micro-step's order is the order
+
+ protected:
+  void place_params(ShardedUnit& s) override;
+  void fill_compute_copy(ShardedUnit& s, std::deque<Pending>& q) override;
+  void publish_unit(ShardedUnit& s, std::deque<Pending>& q) override;
+
+ private:
+  void gather_from(ShardedUnit& s, const Tensor& device_shard, std::deque<Pending>& q);
+  void prefetch_after(size_t pos);
+  // The order of acquires (unit indices) recorded in the first training micro-step, and the
+  // position in it.
+  std::vector<int> order_;
+  bool recording_ = true;
+  size_t order_pos_ = 0;
+};
+
+// The stage zero_optimization.stage names (0-3).
+std::unique_ptr<ZeroStage> make_stage(ZeroContext& cx, const PrecisionPolicy& precision, ParamTier& params,
+                                      ShardOptimizer& opt, Units& units);
+
+}  // namespace zt

@@ -1,0 +1,33 @@
+// Stage 2, GradientSharded (zero/stage.h; the paper's P_os+g, section 5.2): stage 1, except that
+// each rank keeps only its shard of the gradient. A unit's backward fills a fresh full gradient
+// (the engine materializes it in before_backward); when the backward ends it is reduce-scattered
+// at once, every micro-step, and the chunks accumulate into the shard; the full buffer is freed
+// as soon as the last chunk has left it. At most two units' full gradients exist at a time
+// (overlap_comm: this one and the one still being reduced).
+#include "zero/stage.h"
+
+namespace zt {
+
+// The gradient shard is its own buffer (offload: the host's, ZeRO-Offload's gradients in host
+// memory: the reduction lands and accumulates there, and the device keeps no gradient at rest).
+void GradientSharded::place_grads(ShardedUnit& s) {
+  const Tensor host = opt_.host_grad(s.index);
+  s.grad_shard = host.defined() ? host : Tensor::zeros({s.S}, precision_.working(), Category::grads);
+}
+
+void GradientSharded::gradient_ready(ShardedUnit& s, bool, int64_t micro) {
+  reduce(s, precision_.gradient_for_reduction(s, cx_.N), micro);
+}
+
+void GradientSharded::issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) {
+  reduce_scatter(s, grad, /*accumulate=*/micro > 0);
+  // the full gradient goes once every chunk has left it
+  s.reduces.back().then = [prev = s.reduces.back().then, grad] {
+    prev();
+    grad.storage()->release();
+  };
+}
+
+void GradientSharded::zero_grad(ShardedUnit& s) { s.grad_shard.zero_(); }
+
+}  // namespace zt

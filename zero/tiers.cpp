@@ -1,0 +1,256 @@
+// The storage tiers (zero/tiers.h): the host allocator and the swap files of offload, and the
+// three places stage 3's parameter shards can live (ZeRO-Infinity, Rajbhandari et al. 2021,
+// section 5: parameters offloaded to host memory or NVMe, brought in ahead of use).
+//
+// On a machine without a GPU the "device" is the capped cpu_allocator() and the host tier is
+// host_allocator() (core/memory.h), so every byte shows where it lives.
+#include "zero/tiers.h"
+
+#include <filesystem>
+
+#include "core/backend.h"
+#include "core/kernels/cast.h"  // defines: cast_
+#include "zero/aio.h"           // defines: SwapFile, kAioAlignment
+
+namespace zt {
+
+namespace {
+
+int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+bool same_dir(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  return fs::path(a).lexically_normal() == fs::path(b).lexically_normal();
+}
+
+// dst (any device) = src (host float32), rounded to dst's dtype: cast_ where both are on one
+// device (exactly the device optimizer's rounding), else through a host copy of dst's dtype.
+void put_rounded(const Tensor& dst, const Tensor& src, Allocator& host) {
+  if (dst.device() == src.device()) return cast_(dst, src);
+  Tensor tmp = Tensor::empty({src.numel()}, dst.dtype(), Category::comm, host);
+  cast_(tmp, src);
+  Tensor(dst).copy_(tmp);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// StorageTiers
+
+StorageTiers::StorageTiers(ZeroContext& cx, Device device) : cx_(cx) {
+  const ZeroOptimization& z = cx.cfg.zero;
+  const OffloadConfig& oo = z.offload_optimizer;
+  const OffloadConfig& op = z.offload_param;
+  if (!oo.enabled()) return;
+  if (z.stage < 1)
+    ZT_THROW("config: zero_optimization.offload_optimizer needs stage 1, 2 or 3 (stage is ", z.stage, ")");
+  if (op.enabled() && z.stage != 3)
+    ZT_THROW("config: zero_optimization.offload_param needs stage 3 (stage is ", z.stage, ")");
+  const std::string& type = cx.cfg.optimizer.type;
+  if (type != "AdamW" && type != "Adam")
+    ZT_THROW("config: zero_optimization.offload_optimizer needs optimizer.type AdamW or Adam, got ", type);
+  host_ = &backend(device).host_allocator(oo.pin_memory || op.pin_memory);
+  if (oo.device == "nvme") opt_swap_ = std::make_unique<SwapFile>(oo.nvme_path, cx.r, cx.cfg.aio);
+  if (op.device == "nvme") {
+    if (opt_swap_ && same_dir(oo.nvme_path, op.nvme_path)) {
+      param_swap_ = opt_swap_.get();
+    } else {
+      own_param_swap_ = std::make_unique<SwapFile>(op.nvme_path, cx.r, cx.cfg.aio);
+      param_swap_ = own_param_swap_.get();
+    }
+  }
+}
+
+StorageTiers::~StorageTiers() = default;
+
+Allocator& StorageTiers::device() const { return default_allocator(); }
+
+void StorageTiers::allocate_swap_files() {
+  if (opt_swap_) opt_swap_->allocate();
+  if (own_param_swap_) own_param_swap_->allocate();
+}
+
+MemoryStats StorageTiers::nvme_stats() const {
+  MemoryStats m;
+  for (const SwapFile* f : {opt_swap_.get(), own_param_swap_.get()}) {
+    if (!f) continue;
+    const MemoryStats st = f->stats();
+    for (int c = 0; c < kNumCategories; ++c) {
+      m.current[c] += st.current[c];
+      m.peak[c] += st.peak[c];
+    }
+    m.peak_total += st.peak_total;
+  }
+  return m;
+}
+
+void StorageTiers::set_tracer(Tracer* t) {
+  for (SwapFile* f : {opt_swap_.get(), own_param_swap_.get()})
+    if (f) f->set_tracer(t);
+}
+
+// The counter tracks: the device allocator by category; with offload the host tier, and the
+// swap files' reserved bytes.
+void StorageTiers::trace_memory(Tracer* t) const {
+  if (!t) return;
+  t->memory(std::string("memory: device (") + device().name() + ")", device().stats());
+  if (host_) t->memory(std::string("memory: host (") + host_->name() + ")", host_->stats());
+  if (opt_swap_ || own_param_swap_) t->memory("memory: nvme (swap files)", nvme_stats());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parameter tiers
+
+namespace {
+
+// The shard on the device. put() serves offload_optimizer without offload_param: the new
+// parameters go from the host optimizer straight into the device shard (stages 1-2: a view of
+// the full parameters).
+class DeviceParams final : public ParamTier {
+ public:
+  explicit DeviceParams(StorageTiers& tiers) : tiers_(tiers) {}
+  Tensor new_shard(ShardedUnit& s, DType dt) override { return Tensor::empty({s.S}, dt, Category::params); }
+  void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) override { gather(s, s.param_shard, q); }
+  void put(ShardedUnit& s, int64_t a, const Tensor& master, bool) override {
+    put_rounded(range(s.param_shard, a, master.numel()), master, *tiers_.host());
+  }
+
+ private:
+  StorageTiers& tiers_;
+};
+
+// offload_param cpu, and the base of nvme: a host shard reaches the device through a shard-sized
+// device buffer (Category::params) that lives until its all-gather landed.
+class HostParams : public ParamTier {
+ public:
+  HostParams(ZeroContext& cx, StorageTiers& tiers, DType working) : cx_(cx), tiers_(tiers), working_(working) {}
+  Tensor new_shard(ShardedUnit& s, DType dt) override {
+    return Tensor::empty({s.S}, dt, Category::params, *tiers_.host());
+  }
+  void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) override {
+    to_device_and_gather(s, s.param_shard, q, gather);
+  }
+  void put(ShardedUnit& s, int64_t a, const Tensor& master, bool) override {
+    put_rounded(range(s.param_shard, a, master.numel()), master, *tiers_.host());
+  }
+
+ protected:
+  // Timed (EngineTimes::offload_fetch_s) and traced: the copy to the device, the issue of the gather.
+  void to_device_and_gather(ShardedUnit& u, const Tensor& host_shard, std::deque<Pending>& out, const Gather& gather) {
+    const auto t0 = Tracer::Clock::now();
+    TraceScope scope(cx_.active_tracer(), TraceTrack::compute, "shard to device " + u.unit->name(), "offload");
+    Tensor dev = Tensor::empty({u.S}, working_, Category::params);
+    dev.copy_(host_shard);
+    CommLabel label(cx_.group, u.unit->name());
+    gather(u, dev, out);
+    out.push_back({completed_work(), [dev] {}});  // the device buffer lives until the gather landed
+    cx_.times.offload_fetch_s += std::chrono::duration<double>(Tracer::Clock::now() - t0).count();
+  }
+  ZeroContext& cx_;
+  StorageTiers& tiers_;
+  DType working_;
+};
+
+class NvmeParams final : public HostParams {
+ public:
+  NvmeParams(ZeroContext& cx, StorageTiers& tiers, DType working, const std::vector<Unit*>& units)
+      : HostParams(cx, tiers, working), swap_(*tiers.param_swap()) {
+    const OffloadConfig& op = cx.cfg.zero.offload_param;
+    const int64_t esize = static_cast<int64_t>(dtype_size(working));
+    for (Unit* u : units) {
+      const int64_t S = u->params().padded_numel() / cx.N;
+      if (S > op.buffer_size)
+        ZT_THROW("config: zero_optimization.offload_param.buffer_size = ", op.buffer_size,
+                 " elements is smaller than unit '", u->name(), "''s parameter shard of ", S,
+                 " elements: raise it to at least ", S);
+      const int64_t bytes = round_up(S * esize, kAioAlignment);
+      regions_.push_back({swap_.reserve(bytes, Category::params), bytes});
+    }
+  }
+  int64_t elements(const ShardedUnit& s) const { return s.param_bytes / static_cast<int64_t>(dtype_size(working_)); }
+
+  Tensor new_shard(ShardedUnit& s, DType dt) override {
+    const auto [offset, bytes] = regions_.at(s.index);
+    s.param_offset = offset;
+    s.param_bytes = bytes;
+    Tensor buf = Tensor::zeros({bytes / static_cast<int64_t>(dtype_size(dt))}, dt, Category::params, *tiers_.host());
+    return range(buf, 0, s.S);
+  }
+  void park(ShardedUnit& s) override {
+    swap_.write_async(s.param_offset, s.param_shard.raw(), s.param_bytes)->wait();
+    s.param_shard = Tensor();  // the host buffer goes: the shard lives in the file
+  }
+  // The read is asynchronous: the copy and the gather are issued when it lands (its Pending's
+  // completion, which appends them to the same queue).
+  void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) override {
+    if (s.param_write) {  // the step's write of this shard must be on disk before it is read
+      WorkPtr w = timed_wait(std::move(s.param_write), &cx_.times.offload_fetch_s, cx_.active_tracer(),
+                             "wait nvme write " + s.unit->name());
+      w->wait();
+      s.param_staging = Tensor();
+    }
+    Tensor bounce = Tensor::empty({elements(s)}, working_, Category::params, *tiers_.host());
+    WorkPtr r = timed_wait(swap_.read_async(s.param_offset, bounce.raw(), s.param_bytes), &cx_.times.offload_fetch_s,
+                           cx_.active_tracer(), "wait nvme read " + s.unit->name());
+    ShardedUnit* sp = &s;
+    std::deque<Pending>* qp = &q;
+    q.push_back({r, [this, sp, qp, bounce, gather] { to_device_and_gather(*sp, range(bounce, 0, sp->S), *qp, gather); }});
+  }
+  // The new parameters are assembled in a host buffer and written once the unit is complete.
+  void put(ShardedUnit& s, int64_t a, const Tensor& master, bool last) override {
+    if (s.param_write) {  // last step's write of this unit must end before its buffer is refilled
+      WorkPtr w = std::move(s.param_write);
+      w->wait();
+    }
+    if (!s.param_staging.defined())
+      s.param_staging = Tensor::zeros({elements(s)}, working_, Category::params, *tiers_.host());
+    put_rounded(range(s.param_staging, a, master.numel()), master, *tiers_.host());
+    if (!last) return;
+    s.param_write = swap_.write_async(s.param_offset, s.param_staging.raw(), s.param_bytes);
+    // At most buffer_count units' buffers wait for their writes; the oldest is finished first.
+    writes_.push_back(&s);
+    while (static_cast<int64_t>(writes_.size()) > cx_.cfg.zero.offload_param.buffer_count) {
+      finish_write(*writes_.front());
+      writes_.pop_front();
+    }
+  }
+  void finish_writes() override {
+    for (ShardedUnit* s : writes_) finish_write(*s);
+    writes_.clear();
+  }
+  bool may_fetch(const std::vector<std::unique_ptr<ShardedUnit>>& units) const override {
+    int reads = 0;
+    for (const auto& s : units) reads += !s->gathers.empty();
+    return reads < cx_.cfg.zero.offload_param.buffer_count;
+  }
+  void wait(ShardedUnit& s) override {
+    if (!s.param_write) return;
+    try {
+      s.param_write->wait();
+    } catch (const std::exception&) {  // called from a destructor, which does not throw; the run failed already
+    }
+  }
+
+ private:
+  static void finish_write(ShardedUnit& s) {
+    if (!s.param_write) return;
+    WorkPtr w = std::move(s.param_write);
+    w->wait();
+    s.param_staging = Tensor();
+  }
+  SwapFile& swap_;
+  std::vector<std::pair<int64_t, int64_t>> regions_;  // (offset, bytes) per unit
+  std::deque<ShardedUnit*> writes_;                   // units whose shard write is in flight
+};
+
+}  // namespace
+
+std::unique_ptr<ParamTier> make_param_tier(ZeroContext& cx, StorageTiers& tiers, DType working,
+                                           const std::vector<Unit*>& units) {
+  const std::string& where = cx.cfg.zero.offload_param.device;
+  if (!cx.cfg.zero.offload_optimizer.enabled() || where == "none") return std::make_unique<DeviceParams>(tiers);
+  if (where == "nvme") return std::make_unique<NvmeParams>(cx, tiers, working, units);
+  return std::make_unique<HostParams>(cx, tiers, working);
+}
+
+}  // namespace zt

@@ -1,0 +1,83 @@
+// defines: StorageTiers, ParamTier, make_param_tier — every place a rank's bytes can live, and
+//          where stage 3's parameter shards live (docs/offload.md).
+//
+//   tier     allocator                       accounting                     holds
+//   device   default_allocator()             its MemoryStats                everything, without offload
+//   host     backend.host_allocator(pinned)  its MemoryStats                offload: optimizer state,
+//                                                                           gradient shards, param shards
+//   nvme     the swap files (zero/aio.h)     bytes reserved per category    offload to nvme
+//
+// StorageTiers owns the host allocator's choice and this rank's swap files (the optimizer's and,
+// with another path, the parameters'); it reports and traces the three tiers' bytes.
+//
+// ParamTier: where the engine keeps a unit's S-element parameter shard in the working dtype, and
+// how it reaches the device for the all-gather (stage 3's acquire, prefetched ahead):
+//   device  the shard is on the device; fetch = the all-gather itself
+//   host    offload_param cpu: the shard in host memory; fetch = copy to a shard-sized device
+//           buffer, then the all-gather
+//   nvme    offload_param nvme: the shard in its swap-file region; fetch = read (async) into a
+//           host bounce buffer, then as host. At most buffer_count reads and writes in flight.
+// put() is where the offloaded optimizer's new parameters land (any stage with offload_optimizer).
+#pragma once
+#include <deque>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "zero/sharded_unit.h"
+
+namespace zt {
+
+class SwapFile;
+
+class StorageTiers {
+ public:
+  // Without offload: the device only. With offload_optimizer: the host tier, and the swap files
+  // the config names (an offload_param path equal to the optimizer's shares its file). The
+  // offload combinations are checked first (a zt::Error naming the key, before any file exists).
+  StorageTiers(ZeroContext& cx, Device device);
+  ~StorageTiers();
+  Allocator& device() const;
+  Allocator* host() const { return host_; }          // null without offload
+  SwapFile* optimizer_swap() const { return opt_swap_.get(); }
+  SwapFile* param_swap() const { return param_swap_; }
+  void allocate_swap_files();  // every region reserved: take the disk space (a full disk fails now)
+  MemoryStats nvme_stats() const;
+  void set_tracer(Tracer* t);
+  void trace_memory(Tracer* t) const;  // one sample of each tier's counters
+
+ private:
+  ZeroContext& cx_;
+  Allocator* host_ = nullptr;
+  std::unique_ptr<SwapFile> opt_swap_, own_param_swap_;  // nvme: this rank's swap files
+  SwapFile* param_swap_ = nullptr;                        // opt_swap_ when the paths agree
+};
+
+class ParamTier {
+ public:
+  virtual ~ParamTier() = default;
+  // A new S-element shard of dtype dt for unit s, in this tier (nvme: a host buffer the size of
+  // the file region, written out by park()).
+  virtual Tensor new_shard(ShardedUnit& s, DType dt) = 0;
+  // After the shard was filled at setup: nvme writes it to its region and drops the buffer.
+  virtual void park(ShardedUnit&) {}
+  // Makes a device copy of the shard and calls gather(s, device_shard, q), which issues the
+  // all-gather; what is asynchronous (the nvme read) is queued in q.
+  using Gather = std::function<void(ShardedUnit&, const Tensor&, std::deque<Pending>&)>;
+  virtual void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) = 0;
+  // [a, a + master.numel()) of unit s's shard has new float32 parameters `master` (host): rounded
+  // into the working shard; `last`: the unit's last piece.
+  virtual void put(ShardedUnit& s, int64_t a, const Tensor& master, bool last) = 0;
+  virtual void finish_writes() {}  // every write of put() on disk, its buffers freed
+  // May a prefetch start another fetch now? (nvme: at most buffer_count reads in flight)
+  virtual bool may_fetch(const std::vector<std::unique_ptr<ShardedUnit>>&) const { return true; }
+  virtual void wait(ShardedUnit&) {}  // nothing of s's left in flight (the engine's destructor)
+};
+
+// The parameter tier the config asks for: offload_param.device none / cpu / nvme. nvme reserves
+// one swap-file region per unit of `units` now (before the optimizer's regions).
+std::unique_ptr<ParamTier> make_param_tier(ZeroContext& cx, StorageTiers& tiers, DType working,
+                                           const std::vector<Unit*>& units);
+
+}  // namespace zt
