@@ -9,6 +9,11 @@
 // of this table. Models and the ZeRO engine never name a device's kernels; they run wherever
 // their tensors are.
 //
+// The entries themselves — every op, with its shapes and semantics — are listed once, in
+// core/backend_ops.def: one row per op, from which Backend's pure virtual functions below and the
+// overrides of CpuBackend and CudaBackend are declared. Adding an op is a row there plus its
+// kernels in each backend.
+//
 //   cpu   core/cpu_backend.{h,cpp}: the kernels of core/kernels (OpenMP, OpenBLAS). Always there.
 //   cuda  cuda/backend.{h,cpp}: cuda/kernels + cuBLASLt (cuda/gemm.h). Registered by
 //         zt::cuda::register_cuda_backend() (CUDA builds only); backend(Device::cuda()) before
@@ -84,117 +89,10 @@ class Backend {
   virtual void set_f32_matmul_precision(F32Matmul p);
   F32Matmul f32_matmul_precision() const { return f32_matmul_; }
 
-  // ---- memory: copies, fills, casts ----------------------------------------------------------
-  // dst = src, converted to dst's dtype (any dtypes, exact where the value fits, bf16/f16 rounded
-  // to nearest even); same shape; dst and src may have any strides (views).
-  virtual void copy(const Tensor& dst, const Tensor& src) = 0;
-  // Between the host and this device: same shape, dtype and byte count, both contiguous; src_host
-  // and dst_host are cpu tensors. Both return after the copy ended: the host buffer may be reused
-  // (or read) at once.
-  virtual void copy_from_host(const Tensor& dst, const Tensor& src_host) = 0;
-  virtual void copy_to_host(const Tensor& dst_host, const Tensor& src) = 0;
-  virtual void fill(const Tensor& dst, double value) = 0;  // any strides
-  // dst += alpha * src, same shape and dtype (a compute dtype); any strides.
-  virtual void accumulate(const Tensor& dst, const Tensor& src, double alpha) = 0;
-  // dst = round(float(src) * factor) between f32, bf16, f16 (core/kernels/cast.h's cast_).
-  virtual void cast(const Tensor& dst, const Tensor& src, double factor) = 0;
-  // dst = round_to(dst's dtype, float(dst) + float(src)) (core/kernels/cast.h's accumulate_cast_):
-  // dst f32, bf16 or f16; src f32 or dst's dtype (a unit's float32 gradient into a 2-byte buffer).
-  virtual void accumulate_cast(const Tensor& dst, const Tensor& src) = 0;
-  virtual bool all_finite(const Tensor& t) = 0;  // f32, f64, bf16, f16
-  // sum of x^2 in float64, over fixed 2^14-element chunks combined in order (optim/clip.h), so a
-  // shard's sum is reproducible; f32, f64, bf16, f16.
-  virtual double sum_of_squares(const Tensor& t) = 0;
-  virtual void scale_(const Tensor& t, double factor) = 0;  // t *= factor, in place
-
-  // ---- elementwise, same shape and dtype ----------------------------------------------------
-  virtual void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) = 0;
-  virtual void scale(const Tensor& out, const Tensor& x, double s) = 0;  // out = s x
-  // da = dout * b, db = dout * a (either may be undefined, not both)
-  virtual void mul_backward(const Tensor& da, const Tensor& db, const Tensor& dout, const Tensor& a,
-                            const Tensor& b) = 0;
-
-  // ---- reductions -----------------------------------------------------------------------------
-  // out () = factor * sum(x), the sum in float64 in the CPU kernel's fixed order.
-  virtual void sum_all(const Tensor& out, const Tensor& x, double factor) = 0;
-  // dx (any shape) = factor * g, g of shape () and dx's dtype — the backward of sum/mean (g stays
-  // on the device).
-  virtual void fill_scaled(const Tensor& dx, const Tensor& g, double factor) = 0;
-  virtual void sum_last(const Tensor& out /* (R) */, const Tensor& x /* (R, N) */) = 0;
-  virtual void sum_last_backward(const Tensor& dx /* (R, N) */, const Tensor& dout /* (R) */) = 0;
-
-  // ---- matrix products --------------------------------------------------------------------
-  virtual void gemm(const GemmShape& g, const Tensor& A, const Tensor& B, const Tensor& C) = 0;
-  // nn.Linear: y (M, out) = x (M, in) w^T (w is (out, in)) + b (out; undefined: no bias).
-  virtual void linear(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b) = 0;
-  // dx (M, in) = dy w (written); dw (out, in) = dy^T x and db (out) = column sums of dy, each
-  // written, or added to what dw / db hold when accumulate (a parameter's gradient buffer).
-  // Any of dx, dw, db may be undefined.
-  virtual void linear_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dy,
-                               const Tensor& x, const Tensor& w, bool accumulate) = 0;
-
-  // ---- activations (core/kernels/activation.h's formulas) ------------------------------------
-  virtual void gelu(const Tensor& out, const Tensor& x) = 0;  // tanh approximation
-  virtual void gelu_backward(const Tensor& dx, const Tensor& dout, const Tensor& x) = 0;
-  virtual void silu(const Tensor& out, const Tensor& x) = 0;
-  virtual void silu_backward(const Tensor& dx, const Tensor& dout, const Tensor& x) = 0;
-  virtual void swiglu(const Tensor& out, const Tensor& gate, const Tensor& up) = 0;
-  virtual void swiglu_backward(const Tensor& dgate, const Tensor& dup, const Tensor& dout, const Tensor& gate,
-                               const Tensor& up) = 0;
-  // softmax over the last dimension: x, out (R, N)
-  virtual void softmax(const Tensor& out, const Tensor& x) = 0;
-  virtual void softmax_backward(const Tensor& dx, const Tensor& dout, const Tensor& out) = 0;
-
-  // ---- embedding and loss -------------------------------------------------------------------
-  // out (n, C) = table (V, C) rows at ids (n, int32, already checked to lie in [0, V)).
-  virtual void embedding(const Tensor& out, const Tensor& ids, const Tensor& table) = 0;
-  // dtable (V, C) += the rows of dout (n, C) at ids, in a deterministic order (accumulates).
-  virtual void embedding_backward(const Tensor& dtable, const Tensor& dout, const Tensor& ids) = 0;
-  // Fused softmax cross-entropy over the first `valid_vocab` of V logits: logits (N, V), targets
-  // (N) int32 in [0, valid_vocab) or -1 (ignored), already checked. Writes lse (N) (stats dtype)
-  // and loss () = sum over non-ignored rows of (lse - logit[target]) / count (count = number of
-  // non-ignored rows, counted by the caller; 0 gives NaN, as PyTorch's mean over nothing).
-  virtual void cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& targets,
-                             int64_t valid_vocab, int64_t count) = 0;
-  // dlogits (N, V) = dloss () / count * (softmax(logits) - onehot(target)) on valid columns, 0 on
-  // padded columns [valid_vocab, V) and on ignored rows. dloss stays on the device.
-  virtual void cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& lse,
-                                      const Tensor& targets, const Tensor& dloss, int64_t valid_vocab,
-                                      int64_t count) = 0;
-
-  // ---- normalization over the last dim C of x (N, C) -----------------------------------------
-  // mean, rstd (N) in stats_dtype; b may be undefined (no bias).
-  virtual void layernorm(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
-                         const Tensor& w, const Tensor& b, double eps) = 0;
-  // dx written; dw, db (C) written (not accumulated); any of the three may be undefined.
-  virtual void layernorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dout,
-                                  const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd) = 0;
-  virtual void rmsnorm(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, double eps) = 0;
-  virtual void rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
-                                const Tensor& w, const Tensor& rstd) = 0;
-
-  // ---- attention ------------------------------------------------------------------------------
-  // RoPE (core/kernels/rope.h): cos_t, sin_t (T, D/2) in stats_dtype; x, out (B, T, H, D);
-  // inverse = true rotates by the negative angle (the backward).
-  virtual void rope_tables(const Tensor& cos_t, const Tensor& sin_t, double theta) = 0;
-  virtual void rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, const Tensor& sin_t, bool inverse) = 0;
-  // Causal grouped-query attention, scale 1/sqrt(D): q (B, T, Hq, D), k, v (B, T, Hkv, D),
-  // out (B, T, Hq, D). Returns what the backward needs besides q, k, v, out (the CPU keeps the
-  // probabilities (B, Hq, T, T); a flash-style kernel keeps the row log-sum-exp (B, Hq, T)), or
-  // an undefined tensor when keep_for_backward is false.
-  virtual Tensor attention(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
-                           bool keep_for_backward) = 0;
-  // dq, dk, dv written (all three defined); `saved` is what attention() returned.
-  virtual void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
-                                  const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                                  const Tensor& saved) = 0;
-
-  // ---- optimizer (flat shards) --------------------------------------------------------------
-  // One AdamW update of n = master.numel() elements: master, grad, m, v contiguous, one dtype
-  // (f32, or f64 on the cpu). out_lowp: undefined, or n elements of bf16 / f16 that receive the
-  // rounded new master (the 2-byte parameter shard of mixed precision).
-  virtual void adamw_step(const Tensor& master, const Tensor& grad, const Tensor& m, const Tensor& v,
-                          const AdamWArgs& h, const Tensor& out_lowp) = 0;
+  // The kernel entries: one pure virtual function per row of core/backend_ops.def, where each op
+  // is declared once with its shapes and semantics (read it there).
+#define ZT_BACKEND_OP(ret, name, params) virtual ret name params = 0;
+#include "core/backend_ops.def"
 
  protected:
   F32Matmul f32_matmul_ = F32Matmul::highest;

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "core/dispatch.h"  // dispatch_float
 #include "core/kernels/accumulate.h"
 #include "core/kernels/adamw.h"
 #include "core/kernels/cast.h"
@@ -105,8 +106,10 @@ void CpuBackend::scale_(const Tensor& t, double factor) {
     return f.store({&t});
   }
   ZT_CHECK(t.is_contiguous(), "cpu backend scale_: ", t.str(), " is not contiguous");
-  if (t.dtype() == DType::f32) return scale_inplace(t.data<float>(), t.numel(), static_cast<float>(factor));
-  scale_inplace(t.data<double>(), t.numel(), factor);  // data<double>() checks the dtype
+  dispatch_float(t.dtype(), "cpu backend ", "scale_", [&](auto tag) {
+    using T = decltype(tag);
+    scale_inplace(t.data<T>(), t.numel(), static_cast<T>(factor));
+  });
 }
 
 void CpuBackend::adamw_step(const Tensor& master, const Tensor& grad, const Tensor& m, const Tensor& v,
@@ -118,10 +121,10 @@ void CpuBackend::adamw_step(const Tensor& master, const Tensor& grad, const Tens
              " (contiguous, same numel and dtype expected)");
   }
   const int64_t n = master.numel();
-  if (master.dtype() == DType::f32)
-    adamw_update<float>(master.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(), n, h);
-  else
-    adamw_update<double>(master.data<double>(), grad.data<double>(), m.data<double>(), v.data<double>(), n, h);
+  dispatch_float(master.dtype(), "cpu backend ", "adamw_step", [&](auto tag) {
+    using T = decltype(tag);
+    adamw_update<T>(master.data<T>(), grad.data<T>(), m.data<T>(), v.data<T>(), n, h);
+  });
   if (out_lowp.defined()) {  // the 2-byte parameter shard: round the new master once (cast_ from float32)
     need_cpu(out_lowp, "adamw_step");
     ZT_CHECK(master.dtype() == DType::f32 && (out_lowp.dtype() == DType::bf16 || out_lowp.dtype() == DType::f16),

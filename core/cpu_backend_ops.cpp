@@ -1,6 +1,7 @@
 // CpuBackend, part 2 (core/cpu_backend.h): elementwise, reductions, GEMM and linear, activations,
 // softmax, embedding, cross-entropy, norms, RoPE, attention — each entry one call (or one loop
-// of calls) of a raw-pointer kernel of core/kernels, float / double by the tensors' dtype.
+// of calls) of a raw-pointer kernel of core/kernels, float / double by the tensors' dtype
+// (dispatch_float, core/dispatch.h: another dtype is a zt::Error naming the entry and the dtype).
 //
 // Shapes were checked by the caller (autograd/ops); here only ZT_CHECKs guard the kernels'
 // preconditions. Sizes come from the tensors as the table documents them: (R, N) row layouts,
@@ -12,6 +13,7 @@
 
 #include "core/cpu_backend.h"
 #include "core/cpu_bf16.h"  // defines: Bf16StandIns (bfloat16 entries on float32 stand-ins)
+#include "core/dispatch.h"  // dispatch_float: float / double kernels by the dtype
 #include "core/kernels/activation.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/cross_entropy.h"
@@ -26,15 +28,6 @@
 namespace zt {
 
 namespace {
-
-// Runs f(T{}) with T = float or double, the compute type of dt; returns what f returns.
-// Use: dispatch(dt, [&](auto tag) { using T = decltype(tag); ... });
-template <class F>
-decltype(auto) dispatch(DType dt, F&& f) {
-  if (dt == DType::f32) return f(float{});
-  ZT_CHECK(dt == DType::f64, "cpu backend: compute dtype float32 or float64 expected, got ", dtype_name(dt));
-  return f(double{});
-}
 
 // The data of an optional output (null when undefined: not wanted). data<T>() checks the dtype.
 template <class T>
@@ -67,7 +60,7 @@ void CpuBackend::binary(BinaryOp op, const Tensor& out, const Tensor& a, const T
   need_contiguous("binary", {&out, &a, &b});
   ZT_CHECK(a.numel() == out.numel() && b.numel() == out.numel(), "cpu backend binary: sizes differ");
   const int64_t n = out.numel();
-  dispatch(out.dtype(), [&](auto tag) {
+  dispatch_float(out.dtype(), "cpu backend ", "binary", [&](auto tag) {
     using T = decltype(tag);
     if (op == BinaryOp::add) add_forward(out.data<T>(), a.data<T>(), b.data<T>(), n);
     else if (op == BinaryOp::sub) sub_forward(out.data<T>(), a.data<T>(), b.data<T>(), n);
@@ -82,7 +75,7 @@ void CpuBackend::scale(const Tensor& out, const Tensor& x, double s) {
   }
   need_contiguous("scale", {&out, &x});
   ZT_CHECK(x.numel() == out.numel(), "cpu backend scale: sizes differ");
-  dispatch(out.dtype(), [&](auto tag) {
+  dispatch_float(out.dtype(), "cpu backend ", "scale", [&](auto tag) {
     using T = decltype(tag);
     scale_forward(out.data<T>(), x.data<T>(), static_cast<T>(s), out.numel());
   });
@@ -98,7 +91,7 @@ void CpuBackend::mul_backward(const Tensor& da, const Tensor& db, const Tensor& 
   ZT_CHECK(da.defined() || db.defined(), "cpu backend mul_backward: neither da nor db wanted");
   const int64_t n = dout.numel();
   ZT_CHECK(a.numel() == n && b.numel() == n, "cpu backend mul_backward: sizes differ");
-  dispatch(dout.dtype(), [&](auto tag) {
+  dispatch_float(dout.dtype(), "cpu backend ", "mul_backward", [&](auto tag) {
     using T = decltype(tag);
     zt::mul_backward(opt<T>(da), opt<T>(db), dout.data<T>(), a.data<T>(), b.data<T>(), n);
   });
@@ -114,7 +107,7 @@ void CpuBackend::sum_all(const Tensor& out, const Tensor& x, double factor) {
   }
   need_contiguous("sum_all", {&x});
   ZT_CHECK(out.numel() == 1, "cpu backend sum_all: out ", out.str(), " must hold one element");
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_float(x.dtype(), "cpu backend ", "sum_all", [&](auto tag) {
     using T = decltype(tag);
     const double s = zt::sum_all(x.data<T>(), x.numel());
     out.data<T>()[0] = static_cast<T>(s * factor);
@@ -129,7 +122,7 @@ void CpuBackend::fill_scaled(const Tensor& dx, const Tensor& g, double factor) {
   need_contiguous("fill_scaled", {&dx});
   ZT_CHECK(g.numel() == 1, "cpu backend fill_scaled: g ", g.str(), " must hold one element");
   const double v = g.item() * factor;
-  dispatch(dx.dtype(), [&](auto tag) {
+  dispatch_float(dx.dtype(), "cpu backend ", "fill_scaled", [&](auto tag) {
     using T = decltype(tag);
     zt::fill(dx.data<T>(), static_cast<T>(v), dx.numel());
   });
@@ -144,7 +137,7 @@ void CpuBackend::sum_last(const Tensor& out, const Tensor& x) {
   ZT_CHECK(x.dim() >= 1, "cpu backend sum_last: x ", x.str(), " needs a last dimension");
   const int64_t R = out.numel(), N = x.size(-1);  // R from out: rows exist even when N == 0
   ZT_CHECK(R * N == x.numel(), "cpu backend sum_last: out ", out.str(), " does not match x ", x.str());
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_float(x.dtype(), "cpu backend ", "sum_last", [&](auto tag) {
     using T = decltype(tag);
     sum_last_forward(out.data<T>(), x.data<T>(), R, N);
   });
@@ -159,7 +152,7 @@ void CpuBackend::sum_last_backward(const Tensor& dx, const Tensor& dout) {
   ZT_CHECK(dx.dim() >= 1, "cpu backend sum_last_backward: dx ", dx.str(), " needs a last dimension");
   const int64_t R = dout.numel(), N = dx.size(-1);
   ZT_CHECK(R * N == dx.numel(), "cpu backend sum_last_backward: dout ", dout.str(), " does not match dx ", dx.str());
-  dispatch(dx.dtype(), [&](auto tag) {
+  dispatch_float(dx.dtype(), "cpu backend ", "sum_last_backward", [&](auto tag) {
     using T = decltype(tag);
     zt::sum_last_backward(dx.data<T>(), dout.data<T>(), R, N);
   });
@@ -184,7 +177,7 @@ void CpuBackend::gemm(const GemmShape& g, const Tensor& A, const Tensor& B, cons
            "cpu backend gemm: operands ", A.str(), ", ", B.str(), ", ", C.str(), " too small for M=", M, " N=", N,
            " K=", K, " batch=", P);
   const int64_t lda = g.trans_a ? M : K, ldb = g.trans_b ? K : N, ldc = N;
-  dispatch(C.dtype(), [&](auto tag) {
+  dispatch_float(C.dtype(), "cpu backend ", "gemm", [&](auto tag) {
     using T = decltype(tag);
     const T *pa = A.data<T>(), *pb = B.data<T>();
     T* pc = C.data<T>();
@@ -212,7 +205,7 @@ void CpuBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, const
   const int64_t M = x.size(0), in_f = x.size(1), out = w.size(0);
   ZT_CHECK(w.size(1) == in_f && y.size(0) == M && y.size(1) == out && (!b.defined() || b.numel() == out),
            "cpu backend linear: shapes x ", x.str(), ", w ", w.str(), ", y ", y.str());
-  dispatch(y.dtype(), [&](auto tag) {
+  dispatch_float(y.dtype(), "cpu backend ", "linear", [&](auto tag) {
     using T = decltype(tag);
     T* py = y.data<T>();
     if (b.defined()) {  // y rows start as the bias; the GEMM adds x w^T on top (beta = 1)
@@ -240,7 +233,7 @@ void CpuBackend::linear_backward(const Tensor& dx, const Tensor& dw, const Tenso
   ZT_CHECK(!dw.defined() || (x.defined() && dw.numel() == out * in_f && x.numel() == M * in_f),
            "cpu backend linear_backward: dw ", dw.str(), ", x ", x.str());
   ZT_CHECK(!db.defined() || db.numel() == out, "cpu backend linear_backward: db ", db.str());
-  dispatch(dy.dtype(), [&](auto tag) {
+  dispatch_float(dy.dtype(), "cpu backend ", "linear_backward", [&](auto tag) {
     using T = decltype(tag);
     const T* pg = dy.data<T>();
     if (dx.defined())  // dx (M, in) = dy (M, out) @ w (out, in)
@@ -261,7 +254,7 @@ void CpuBackend::gelu(const Tensor& out, const Tensor& x) {
     return f.store({&out});
   }
   need_contiguous("gelu", {&out, &x});
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_float(x.dtype(), "cpu backend ", "gelu", [&](auto tag) {
     using T = decltype(tag);
     gelu_forward(out.data<T>(), x.data<T>(), x.numel());
   });
@@ -273,7 +266,7 @@ void CpuBackend::gelu_backward(const Tensor& dx, const Tensor& dout, const Tenso
     return f.store({&dx});
   }
   need_contiguous("gelu_backward", {&dx, &dout, &x});
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_float(x.dtype(), "cpu backend ", "gelu_backward", [&](auto tag) {
     using T = decltype(tag);
     zt::gelu_backward(dx.data<T>(), dout.data<T>(), x.data<T>(), x.numel());
   });
@@ -285,7 +278,7 @@ void CpuBackend::silu(const Tensor& out, const Tensor& x) {
     return f.store({&out});
   }
   need_contiguous("silu", {&out, &x});
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_float(x.dtype(), "cpu backend ", "silu", [&](auto tag) {
     using T = decltype(tag);
     silu_forward(out.data<T>(), x.data<T>(), x.numel());
   });
@@ -297,7 +290,7 @@ void CpuBackend::silu_backward(const Tensor& dx, const Tensor& dout, const Tenso
     return f.store({&dx});
   }
   need_contiguous("silu_backward", {&dx, &dout, &x});
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_float(x.dtype(), "cpu backend ", "silu_backward", [&](auto tag) {
     using T = decltype(tag);
     zt::silu_backward(dx.data<T>(), dout.data<T>(), x.data<T>(), x.numel());
   });
@@ -309,7 +302,7 @@ void CpuBackend::swiglu(const Tensor& out, const Tensor& gate, const Tensor& up)
     return f.store({&out});
   }
   need_contiguous("swiglu", {&out, &gate, &up});
-  dispatch(gate.dtype(), [&](auto tag) {
+  dispatch_float(gate.dtype(), "cpu backend ", "swiglu", [&](auto tag) {
     using T = decltype(tag);
     swiglu_forward(out.data<T>(), gate.data<T>(), up.data<T>(), gate.numel());
   });
@@ -322,7 +315,7 @@ void CpuBackend::swiglu_backward(const Tensor& dgate, const Tensor& dup, const T
     return f.store({&dgate, &dup});
   }
   need_contiguous("swiglu_backward", {&dgate, &dup, &dout, &gate, &up});
-  dispatch(gate.dtype(), [&](auto tag) {
+  dispatch_float(gate.dtype(), "cpu backend ", "swiglu_backward", [&](auto tag) {
     using T = decltype(tag);
     zt::swiglu_backward(opt<T>(dgate), opt<T>(dup), dout.data<T>(), gate.data<T>(), up.data<T>(), gate.numel());
   });
@@ -335,7 +328,7 @@ void CpuBackend::softmax(const Tensor& out, const Tensor& x) {
   }
   need_contiguous("softmax", {&out, &x});
   const auto [R, N] = rows_cols(x);
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_float(x.dtype(), "cpu backend ", "softmax", [&](auto tag) {
     using T = decltype(tag);
     softmax_forward(out.data<T>(), x.data<T>(), R, N);
   });
@@ -348,7 +341,7 @@ void CpuBackend::softmax_backward(const Tensor& dx, const Tensor& dout, const Te
   }
   need_contiguous("softmax_backward", {&dx, &dout, &out});
   const auto [R, N] = rows_cols(out);
-  dispatch(out.dtype(), [&](auto tag) {
+  dispatch_float(out.dtype(), "cpu backend ", "softmax_backward", [&](auto tag) {
     using T = decltype(tag);
     zt::softmax_backward(dx.data<T>(), dout.data<T>(), out.data<T>(), R, N);
   });
@@ -365,7 +358,7 @@ void CpuBackend::embedding(const Tensor& out, const Tensor& ids, const Tensor& t
   need_contiguous("embedding", {&out, &ids, &table});
   ZT_CHECK(table.dim() == 2 && out.numel() == ids.numel() * table.size(1), "cpu backend embedding: out ", out.str(),
            ", ids ", ids.str(), ", table ", table.str());
-  dispatch(table.dtype(), [&](auto tag) {
+  dispatch_float(table.dtype(), "cpu backend ", "embedding", [&](auto tag) {
     using T = decltype(tag);
     embedding_forward(out.data<T>(), ids.data<int32_t>(), table.data<T>(), ids.numel(), table.size(1));
   });
@@ -379,7 +372,7 @@ void CpuBackend::embedding_backward(const Tensor& dtable, const Tensor& dout, co
   need_contiguous("embedding_backward", {&dtable, &dout, &ids});
   ZT_CHECK(dtable.dim() == 2 && dout.numel() == ids.numel() * dtable.size(1), "cpu backend embedding_backward: dout ",
            dout.str(), ", ids ", ids.str(), ", dtable ", dtable.str());
-  dispatch(dtable.dtype(), [&](auto tag) {
+  dispatch_float(dtable.dtype(), "cpu backend ", "embedding_backward", [&](auto tag) {
     using T = decltype(tag);
     zt::embedding_backward(dtable.data<T>(), dout.data<T>(), ids.data<int32_t>(), ids.numel(), dtable.size(1));
   });
@@ -396,7 +389,7 @@ void CpuBackend::cross_entropy(const Tensor& loss, const Tensor& lse, const Tens
   ZT_CHECK(targets.numel() == N && lse.numel() == N && loss.numel() == 1 && valid_vocab >= 1 && valid_vocab <= V,
            "cpu backend cross_entropy: logits ", logits.str(), ", targets ", targets.str(), ", valid_vocab ",
            valid_vocab);
-  dispatch(logits.dtype(), [&](auto tag) {
+  dispatch_float(logits.dtype(), "cpu backend ", "cross_entropy", [&](auto tag) {
     using T = decltype(tag);
     const double total = cross_entropy_forward(lse.data<T>(), logits.data<T>(), targets.data<int32_t>(), N, V,
                                                valid_vocab);
@@ -417,7 +410,7 @@ void CpuBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& log
   ZT_CHECK(targets.numel() == N && lse.numel() == N && dloss.numel() == 1 && dlogits.numel() == logits.numel(),
            "cpu backend cross_entropy_backward: logits ", logits.str(), ", targets ", targets.str());
   const double scale = count ? dloss.item() / static_cast<double>(count) : 0.0;
-  dispatch(logits.dtype(), [&](auto tag) {
+  dispatch_float(logits.dtype(), "cpu backend ", "cross_entropy_backward", [&](auto tag) {
     using T = decltype(tag);
     zt::cross_entropy_backward(dlogits.data<T>(), logits.data<T>(), lse.data<T>(), targets.data<int32_t>(),
                                static_cast<T>(scale), N, V, valid_vocab);
@@ -437,7 +430,7 @@ void CpuBackend::layernorm(const Tensor& out, const Tensor& mean, const Tensor& 
   const auto [N, C] = rows_cols(x);
   ZT_CHECK(C >= 1 && w.numel() == C && mean.numel() == N && rstd.numel() == N, "cpu backend layernorm: x ", x.str(),
            ", w ", w.str());
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_float(x.dtype(), "cpu backend ", "layernorm", [&](auto tag) {
     using T = decltype(tag);
     layernorm_forward<T>(out.data<T>(), mean.data<T>(), rstd.data<T>(), x.data<T>(), w.data<T>(), opt<T>(b), N, C,
                          eps);
@@ -454,7 +447,7 @@ void CpuBackend::layernorm_backward(const Tensor& dx, const Tensor& dw, const Te
   const auto [N, C] = rows_cols(x);
   ZT_CHECK(C >= 1 && w.numel() == C && mean.numel() == N && rstd.numel() == N, "cpu backend layernorm_backward: x ",
            x.str(), ", w ", w.str());
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_float(x.dtype(), "cpu backend ", "layernorm_backward", [&](auto tag) {
     using T = decltype(tag);
     zt::layernorm_backward<T>(opt<T>(dx), opt<T>(dw), opt<T>(db), dout.data<T>(), x.data<T>(), w.data<T>(),
                               mean.data<T>(), rstd.data<T>(), N, C);
@@ -469,7 +462,7 @@ void CpuBackend::rmsnorm(const Tensor& out, const Tensor& rstd, const Tensor& x,
   need_contiguous("rmsnorm", {&out, &rstd, &x, &w});
   const auto [N, C] = rows_cols(x);
   ZT_CHECK(C >= 1 && w.numel() == C && rstd.numel() == N, "cpu backend rmsnorm: x ", x.str(), ", w ", w.str());
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_float(x.dtype(), "cpu backend ", "rmsnorm", [&](auto tag) {
     using T = decltype(tag);
     rmsnorm_forward<T>(out.data<T>(), rstd.data<T>(), x.data<T>(), w.data<T>(), N, C, eps);
   });
@@ -485,7 +478,7 @@ void CpuBackend::rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tens
   const auto [N, C] = rows_cols(x);
   ZT_CHECK(C >= 1 && w.numel() == C && rstd.numel() == N, "cpu backend rmsnorm_backward: x ", x.str(), ", w ",
            w.str());
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_float(x.dtype(), "cpu backend ", "rmsnorm_backward", [&](auto tag) {
     using T = decltype(tag);
     zt::rmsnorm_backward<T>(opt<T>(dx), opt<T>(dw), dout.data<T>(), x.data<T>(), w.data<T>(), rstd.data<T>(), N, C);
   });
@@ -499,7 +492,7 @@ void CpuBackend::rope_tables(const Tensor& cos_t, const Tensor& sin_t, double th
   ZT_CHECK(cos_t.dim() == 2 && sin_t.shape() == cos_t.shape(), "cpu backend rope_tables: ", cos_t.str(), ", ",
            sin_t.str(), " ((T, D/2) expected)");
   const int64_t T_len = cos_t.size(0), D = 2 * cos_t.size(1);
-  dispatch(cos_t.dtype(), [&](auto tag) {
+  dispatch_float(cos_t.dtype(), "cpu backend ", "rope_tables", [&](auto tag) {
     using T = decltype(tag);
     zt::rope_tables<T>(cos_t.data<T>(), sin_t.data<T>(), T_len, D, theta);
   });
@@ -515,7 +508,7 @@ void CpuBackend::rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, c
   const int64_t B = x.size(0), T_len = x.size(1), H = x.size(2), D = x.size(3);
   ZT_CHECK(cos_t.numel() == T_len * (D / 2) && sin_t.numel() == cos_t.numel(), "cpu backend rope: tables ",
            cos_t.str(), " for x ", x.str());
-  dispatch(x.dtype(), [&](auto tag) {
+  dispatch_float(x.dtype(), "cpu backend ", "rope", [&](auto tag) {
     using T = decltype(tag);
     rope_apply<T>(out.data<T>(), x.data<T>(), cos_t.data<T>(), sin_t.data<T>(), B, T_len, H, D, inverse);
   });
@@ -535,7 +528,7 @@ Tensor CpuBackend::attention(const Tensor& out, const Tensor& q, const Tensor& k
   // P (B, Hq, T, T): the probabilities the backward reads (core/kernels/attention.h)
   Tensor P = keep_for_backward ? Tensor::empty({B, Hq, T_len, T_len}, q.dtype(), Category::activations, allocator())
                                : Tensor();
-  dispatch(q.dtype(), [&](auto tag) {
+  dispatch_float(q.dtype(), "cpu backend ", "attention", [&](auto tag) {
     using T = decltype(tag);
     attention_forward<T>(out.data<T>(), opt<T>(P), q.data<T>(), k.data<T>(), v.data<T>(), B, T_len, Hq, Hkv, D);
   });
@@ -553,7 +546,7 @@ void CpuBackend::attention_backward(const Tensor& dq, const Tensor& dk, const Te
   const int64_t B = q.size(0), T_len = q.size(1), Hq = q.size(2), D = q.size(3), Hkv = k.size(2);
   ZT_CHECK(saved.defined() && saved.numel() == B * Hq * T_len * T_len,
            "cpu backend attention_backward: saved ", saved.str(), " is not the forward's P (B, Hq, T, T)");
-  dispatch(q.dtype(), [&](auto tag) {
+  dispatch_float(q.dtype(), "cpu backend ", "attention_backward", [&](auto tag) {
     using T = decltype(tag);
     zt::attention_backward<T>(dq.data<T>(), dk.data<T>(), dv.data<T>(), dout.data<T>(), q.data<T>(), k.data<T>(),
                               v.data<T>(), saved.data<T>(), B, T_len, Hq, Hkv, D);

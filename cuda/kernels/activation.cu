@@ -1,17 +1,14 @@
 #include "cuda/kernels/activation.h"
 
 #include "cuda/check.h"
-#include "cuda/kernels/ew_map.cuh"  // dev::Ptrs, dev::ew_kernel
-#include "cuda/kernels/cast.h"  // dev::Io, dev::load8 / store8, dev::grid_for
+#include "cuda/kernels/ew_map.cuh"  // dev::Ptrs, launch_ew
 
 namespace zt::cuda_kernels {
 
 namespace {
 
 using dev::Ptrs;
-using dev::ew_kernel;
 
-constexpr int kThreads = 256;
 constexpr float kSqrt2OverPi = 0.7978845608028654f;  // float(sqrt(2 / pi)), as the CPU rounds it
 constexpr float kGeluC = 0.044715f;
 
@@ -60,50 +57,25 @@ struct SwigluBwdUp {  // x = {dout, gate}, y = {dup}
   __device__ void operator()(float (&y)[1], const float (&x)[2]) const { y[0] = mul(mul(x[0], x[1]), sigmoid(x[1])); }
 };
 
-
-template <DType D, int NI, int NO, class Op>
-void launch_typed(const Ptrs<NI, NO>& a, int64_t n, cudaStream_t s) {
-  bool vec = n >= 8;
-  for (int k = 0; k < NI; ++k) vec = vec && dev::aligned16(a.in[k]);
-  for (int k = 0; k < NO; ++k) vec = vec && dev::aligned16(a.out[k]);
-  const unsigned grid = dev::grid_for(vec ? (n + 7) / 8 : n, kThreads);
-  ew_kernel<D, NI, NO, Op><<<grid, kThreads, 0, s>>>(a, n, vec, Op{});
-  ZT_CUDA_CHECK(cudaGetLastError());
-}
-
-template <class Op, int NI, int NO>
-void launch(const char* who, DType t, const Ptrs<NI, NO>& a, int64_t n, cudaStream_t s) {
-  if (t != DType::f32 && t != DType::bf16)
-    ZT_THROW("cuda_kernels::", who, ": dtype ", dtype_name(t), ", expected float32 or bfloat16");
-  if (n < 0) ZT_THROW("cuda_kernels::", who, ": n = ", n, ", expected >= 0");
-  if (n == 0) return;
-  for (int k = 0; k < NI; ++k)
-    if (!a.in[k]) ZT_THROW("cuda_kernels::", who, ": input ", k, " is null for n = ", n);
-  for (int k = 0; k < NO; ++k)
-    if (!a.out[k]) ZT_THROW("cuda_kernels::", who, ": output ", k, " is null for n = ", n);
-  if (t == DType::f32) launch_typed<DType::f32, NI, NO, Op>(a, n, s);
-  else launch_typed<DType::bf16, NI, NO, Op>(a, n, s);
-}
-
 }  // namespace
 
 void gelu_forward(DType t, void* out, const void* x, int64_t n, cudaStream_t s) {
-  launch<GeluFwd>("gelu_forward", t, Ptrs<1, 1>{{x}, {out}}, n, s);
+  launch_ew("gelu_forward", t, Ptrs<1, 1>{{x}, {out}}, n, GeluFwd{}, s);
 }
 
 void gelu_backward(DType t, void* dx, const void* dout, const void* x, int64_t n, cudaStream_t s) {
-  launch<GeluBwd>("gelu_backward", t, Ptrs<2, 1>{{dout, x}, {dx}}, n, s);
+  launch_ew("gelu_backward", t, Ptrs<2, 1>{{dout, x}, {dx}}, n, GeluBwd{}, s);
 }
 
 void swiglu_forward(DType t, void* out, const void* gate, const void* up, int64_t n, cudaStream_t s) {
-  launch<SwigluFwd>("swiglu_forward", t, Ptrs<2, 1>{{gate, up}, {out}}, n, s);
+  launch_ew("swiglu_forward", t, Ptrs<2, 1>{{gate, up}, {out}}, n, SwigluFwd{}, s);
 }
 
 void swiglu_backward(DType t, void* dgate, void* dup, const void* dout, const void* gate, const void* up, int64_t n,
                      cudaStream_t s) {
-  if (dgate && dup) launch<SwigluBwdBoth>("swiglu_backward", t, Ptrs<3, 2>{{dout, gate, up}, {dgate, dup}}, n, s);
-  else if (dgate) launch<SwigluBwdGate>("swiglu_backward", t, Ptrs<3, 1>{{dout, gate, up}, {dgate}}, n, s);
-  else if (dup) launch<SwigluBwdUp>("swiglu_backward", t, Ptrs<2, 1>{{dout, gate}, {dup}}, n, s);
+  if (dgate && dup) launch_ew("swiglu_backward", t, Ptrs<3, 2>{{dout, gate, up}, {dgate, dup}}, n, SwigluBwdBoth{}, s);
+  else if (dgate) launch_ew("swiglu_backward", t, Ptrs<3, 1>{{dout, gate, up}, {dgate}}, n, SwigluBwdGate{}, s);
+  else if (dup) launch_ew("swiglu_backward", t, Ptrs<2, 1>{{dout, gate}, {dup}}, n, SwigluBwdUp{}, s);
   else ZT_THROW("cuda_kernels::swiglu_backward: dgate and dup are both null (expected at least one output)");
 }
 

@@ -7,6 +7,7 @@
 
 #include "cuda/check.h"
 #include "cuda/kernels/cast.h"  // dev::Io, grid_for
+#include "cuda/kernels/dispatch.h"  // check_compute, dispatch_compute
 
 namespace zt::cuda_kernels {
 
@@ -426,8 +427,7 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- host side ------------------------------------------------------------------------------------
 void check_args(const char* who, DType t, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D) {
-  if (t != DType::f32 && t != DType::bf16)
-    ZT_THROW("cuda_kernels::", who, ": dtype ", dtype_name(t), ", expected float32 or bfloat16");
+  check_compute(who, t);
   if (B < 0 || T < 0) ZT_THROW("cuda_kernels::", who, ": B = ", B, ", T = ", T, ", expected >= 0");
   if (D < 1 || D > kAttentionMaxHeadDim)
     ZT_THROW("cuda_kernels::", who, ": head dimension D = ", D, " is not supported: this kernel needs 1 <= D <= ",
@@ -507,8 +507,7 @@ void attention_forward(DType t, void* out, float* lse, const void* q, const void
   check_args(who, t, B, T, Hq, Hkv, D);
   if (B == 0 || T == 0) return;
   need(who, "out", out), need(who, "q", q), need(who, "k", k), need(who, "v", v);
-  if (t == DType::f32) forward_impl<DType::f32>(out, lse, q, k, v, B, T, Hq, Hkv, D, s);
-  else forward_impl<DType::bf16>(out, lse, q, k, v, B, T, Hq, Hkv, D, s);
+  dispatch_compute(t, who, [&](auto d) { forward_impl<decltype(d)::value>(out, lse, q, k, v, B, T, Hq, Hkv, D, s); });
 }
 
 int64_t attention_backward_workspace_bytes(int64_t B, int64_t T, int64_t Hq) {
@@ -526,8 +525,9 @@ void attention_backward(DType t, void* dq, void* dk, void* dv, const void* dout,
   if (reinterpret_cast<uintptr_t>(workspace) % alignof(float) != 0)
     ZT_THROW("cuda_kernels::", who, ": workspace must be 4-byte aligned");
   float* Dl = static_cast<float*>(workspace);
-  if (t == DType::f32) backward_impl<DType::f32>(dq, dk, dv, dout, q, k, v, out, lse, Dl, B, T, Hq, Hkv, D, s);
-  else backward_impl<DType::bf16>(dq, dk, dv, dout, q, k, v, out, lse, Dl, B, T, Hq, Hkv, D, s);
+  dispatch_compute(t, who, [&](auto d) {
+    backward_impl<decltype(d)::value>(dq, dk, dv, dout, q, k, v, out, lse, Dl, B, T, Hq, Hkv, D, s);
+  });
 }
 
 }  // namespace zt::cuda_kernels

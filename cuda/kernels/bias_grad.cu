@@ -3,6 +3,7 @@
 
 #include "cuda/check.h"
 #include "cuda/kernels/cast.h"  // dev::Io, grid_for
+#include "cuda/kernels/dispatch.h"  // check_compute, dispatch_compute
 
 namespace zt::cuda_kernels {
 
@@ -61,16 +62,14 @@ int64_t bias_grad_workspace_bytes(int64_t M, int64_t N) {
 
 void bias_grad(DType t, void* db, const void* dy, int64_t M, int64_t N, bool accumulate, void* workspace,
                cudaStream_t s) {
-  if (t != DType::f32 && t != DType::bf16)
-    ZT_THROW("cuda_kernels::bias_grad: dtype ", dtype_name(t), ", expected float32 or bfloat16");
+  check_compute("bias_grad", t);
   if (M < 0 || N < 0) ZT_THROW("cuda_kernels::bias_grad: M = ", M, ", N = ", N, ", expected >= 0");
   if (N == 0) return;
   if (!db || (M > 0 && (!dy || !workspace))) ZT_THROW("cuda_kernels::bias_grad: db, dy or workspace is null");
   if (reinterpret_cast<uintptr_t>(workspace) % alignof(float) != 0)
     ZT_THROW("cuda_kernels::bias_grad: workspace must be 4-byte aligned");
   float* partial = static_cast<float*>(workspace);
-  if (t == DType::f32) launch<DType::f32>(db, dy, M, N, accumulate, partial, s);
-  else launch<DType::bf16>(db, dy, M, N, accumulate, partial, s);
+  dispatch_compute(t, "bias_grad", [&](auto d) { launch<decltype(d)::value>(db, dy, M, N, accumulate, partial, s); });
 }
 
 }  // namespace zt::cuda_kernels

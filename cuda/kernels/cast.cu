@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "cuda/check.h"
+#include "cuda/kernels/dispatch.h"  // dispatch_storage_pair, dispatch_bool
 
 namespace zt::cuda_kernels {
 
@@ -52,27 +53,7 @@ void launch(void* dst, const void* src, int64_t n, float f, cudaStream_t s) {
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
-template <DType S, bool Scale>
-void launch_to(DType dt, void* dst, const void* src, int64_t n, float f, cudaStream_t s) {
-  switch (dt) {
-    case DType::f32: return launch<S, DType::f32, Scale>(dst, src, n, f, s);
-    case DType::bf16: return launch<S, DType::bf16, Scale>(dst, src, n, f, s);
-    case DType::f16: return launch<S, DType::f16, Scale>(dst, src, n, f, s);
-    default: break;
-  }
-}
-
-template <bool Scale>
-void launch_from(DType st, DType dt, void* dst, const void* src, int64_t n, float f, cudaStream_t s) {
-  switch (st) {
-    case DType::f32: return launch_to<DType::f32, Scale>(dt, dst, src, n, f, s);
-    case DType::bf16: return launch_to<DType::bf16, Scale>(dt, dst, src, n, f, s);
-    case DType::f16: return launch_to<DType::f16, Scale>(dt, dst, src, n, f, s);
-    default: break;
-  }
-}
-
-bool is_cast_dtype(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+bool is_cast_dtype(DType t) { return dtype_in<DType::f32, DType::bf16, DType::f16>(t); }
 
 }  // namespace
 
@@ -91,8 +72,12 @@ void cast(DType dst_t, void* dst, DType src_t, const void* src, int64_t n, float
   if (overlap && !(d == p && db == sb))
     ZT_THROW("cuda_kernels::cast: dst ", dst, " (", dtype_name(dst_t), ") and src ", src, " (", dtype_name(src_t),
              ") overlap without being the same elements (expected disjoint or identical buffers), n = ", n);
-  if (factor == 1.0f) launch_from<false>(src_t, dst_t, dst, src, n, factor, s);
-  else launch_from<true>(src_t, dst_t, dst, src, n, factor, s);
+  // factor == 1 skips the multiply (an exact copy, NaN payloads included: see cast.h)
+  dispatch_storage_pair(src_t, dst_t, "cast", [&](auto sd, auto dd) {
+    dispatch_bool(factor != 1.0f, [&](auto scale) {
+      launch<decltype(sd)::value, decltype(dd)::value, decltype(scale)::value>(dst, src, n, factor, s);
+    });
+  });
 }
 
 }  // namespace zt::cuda_kernels

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cuda/check.h"
+#include "cuda/kernels/dispatch.h"  // dispatch_storage_pair
 #include "cuda/kernels/cast.h"  // cuda_kernels::cast, dev::Io, dev::grid_for
 
 namespace zt::cuda_kernels {
@@ -20,7 +21,7 @@ bool valid_dtype(DType t) {
   return false;
 }
 
-bool float_family(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+bool float_family(DType t) { return dtype_in<DType::f32, DType::bf16, DType::f16>(t); }
 
 // ---- same dtype: bits copied by element width ----
 template <class W>
@@ -96,15 +97,6 @@ template <DType S, DType D>
 void launch_float(void* dst, const void* src, const StridedPair& l, cudaStream_t s) {
   copy_float_kernel<S, D><<<dev::grid_for(l.numel, kThreads), kThreads, 0, s>>>(
       static_cast<typename dev::Io<D>::T*>(dst), static_cast<const typename dev::Io<S>::T*>(src), l);
-}
-
-template <DType S>
-void launch_float_to(DType dt, void* dst, const void* src, const StridedPair& l, cudaStream_t s) {
-  switch (dt) {
-    case DType::f32: return launch_float<S, DType::f32>(dst, src, l, s);
-    case DType::bf16: return launch_float<S, DType::bf16>(dst, src, l, s);
-    default: return launch_float<S, DType::f16>(dst, src, l, s);
-  }
 }
 
 template <class W>
@@ -193,11 +185,9 @@ void copy(DType dst_t, void* dst, DType src_t, const void* src, const StridedPai
       default: launch_bits<unsigned long long>(dst, src, l, s); break;
     }
   } else if (float_family(dst_t) && float_family(src_t)) {
-    switch (src_t) {
-      case DType::f32: launch_float_to<DType::f32>(dst_t, dst, src, l, s); break;
-      case DType::bf16: launch_float_to<DType::bf16>(dst_t, dst, src, l, s); break;
-      default: launch_float_to<DType::f16>(dst_t, dst, src, l, s); break;
-    }
+    dispatch_storage_pair(src_t, dst_t, "copy", [&](auto sd, auto dd) {
+      launch_float<decltype(sd)::value, decltype(dd)::value>(dst, src, l, s);
+    });
   } else {
     copy_double_kernel<<<dev::grid_for(l.numel, kThreads), kThreads, 0, s>>>(dst, dst_t, src, src_t, l);
   }

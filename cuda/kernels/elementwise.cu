@@ -5,7 +5,8 @@
 
 #include "core/kernels/elementwise.h"  // kSumBlock (the CPU's sum_all block)
 #include "cuda/check.h"
-#include "cuda/kernels/ew_map.cuh"  // dev::Ptrs, dev::ew_kernel
+#include "cuda/kernels/dispatch.h"  // check_compute, dispatch_compute
+#include "cuda/kernels/ew_map.cuh"  // dev::Ptrs, launch_ew
 #include "cuda/kernels/cast.h"  // dev::Io, dev::load8 / store8, dev::aligned16, dev::grid_for
 
 namespace zt::cuda_kernels {
@@ -13,7 +14,6 @@ namespace zt::cuda_kernels {
 namespace {
 
 using dev::Ptrs;
-using dev::ew_kernel;
 
 constexpr int kThreads = 256;
 constexpr int kLanes = 16;  // = vm::kLanes (core/kernels/vec_math.h): the CPU's partial sums per row / block
@@ -57,35 +57,6 @@ struct AxpyOp {  // x = {dst, src}, y = {dst}: fma(alpha, src, dst) (see element
   float alpha;
   __device__ void operator()(float (&y)[1], const float (&x)[2]) const { y[0] = __fmaf_rn(alpha, x[1], x[0]); }
 };
-
-
-template <DType D, int NI, int NO, class Op>
-void launch_typed(const Ptrs<NI, NO>& a, int64_t n, const Op& op, cudaStream_t s) {
-  bool vec = n >= 8;
-  for (int k = 0; k < NI; ++k) vec = vec && dev::aligned16(a.in[k]);
-  for (int k = 0; k < NO; ++k) vec = vec && dev::aligned16(a.out[k]);
-  const unsigned grid = dev::grid_for(vec ? (n + 7) / 8 : n, kThreads);
-  ew_kernel<D, NI, NO, Op><<<grid, kThreads, 0, s>>>(a, n, vec, op);
-  ZT_CUDA_CHECK(cudaGetLastError());
-}
-
-// f16_ok: the op also takes float16 (scale only).
-template <int NI, int NO, class Op>
-void launch(const char* who, DType t, const Ptrs<NI, NO>& a, int64_t n, const Op& op, cudaStream_t s,
-            bool f16_ok = false) {
-  if (t != DType::f32 && t != DType::bf16 && !(f16_ok && t == DType::f16))
-    ZT_THROW("cuda_kernels::", who, ": dtype ", dtype_name(t), ", expected float32 or bfloat16",
-             f16_ok ? " (or float16)" : "");
-  if (n < 0) ZT_THROW("cuda_kernels::", who, ": n = ", n, ", expected >= 0");
-  if (n == 0) return;
-  for (int k = 0; k < NI; ++k)
-    if (!a.in[k]) ZT_THROW("cuda_kernels::", who, ": input ", k, " is null for n = ", n);
-  for (int k = 0; k < NO; ++k)
-    if (!a.out[k]) ZT_THROW("cuda_kernels::", who, ": output ", k, " is null for n = ", n);
-  if (t == DType::f32) launch_typed<DType::f32>(a, n, op, s);
-  else if (t == DType::bf16) launch_typed<DType::bf16>(a, n, op, s);
-  else if constexpr (std::is_same_v<Op, ScaleOp>) launch_typed<DType::f16>(a, n, op, s);
-}
 
 // ---- accumulate over a strided layout ----
 template <DType D>
@@ -193,41 +164,36 @@ __global__ void nonfinite_kernel(const U* __restrict__ x, int64_t n, U mask, int
   if (bad) *flag = 1;
 }
 
-void check_compute(const char* who, DType t) {
-  if (t != DType::f32 && t != DType::bf16)
-    ZT_THROW("cuda_kernels::", who, ": dtype ", dtype_name(t), ", expected float32 or bfloat16");
-}
-
 }  // namespace
 
 void binary(EwOp op, DType t, void* out, const void* a, const void* b, int64_t n, cudaStream_t s) {
   const Ptrs<2, 1> p{{a, b}, {out}};
   switch (op) {
-    case EwOp::add: return launch("binary(add)", t, p, n, AddOp{}, s);
-    case EwOp::sub: return launch("binary(sub)", t, p, n, SubOp{}, s);
-    case EwOp::mul: return launch("binary(mul)", t, p, n, MulOp{}, s);
+    case EwOp::add: return launch_ew("binary(add)", t, p, n, AddOp{}, s);
+    case EwOp::sub: return launch_ew("binary(sub)", t, p, n, SubOp{}, s);
+    case EwOp::mul: return launch_ew("binary(mul)", t, p, n, MulOp{}, s);
   }
   ZT_THROW("cuda_kernels::binary: unknown op ", static_cast<int>(op));
 }
 
 void scale(DType t, void* out, const void* x, double factor, int64_t n, cudaStream_t s) {
-  launch("scale", t, Ptrs<1, 1>{{x}, {out}}, n, ScaleOp{static_cast<float>(factor)}, s, /*f16_ok=*/true);
+  launch_ew</*WithF16=*/true>("scale", t, Ptrs<1, 1>{{x}, {out}}, n, ScaleOp{static_cast<float>(factor)}, s);
 }
 
 void mul_backward(DType t, void* da, void* db, const void* dout, const void* a, const void* b, int64_t n,
                   cudaStream_t s) {
-  if (da && db) launch("mul_backward", t, Ptrs<3, 2>{{dout, a, b}, {da, db}}, n, MulBwdBoth{}, s);
-  else if (da) launch("mul_backward", t, Ptrs<2, 1>{{dout, b}, {da}}, n, MulOp{}, s);
-  else if (db) launch("mul_backward", t, Ptrs<2, 1>{{dout, a}, {db}}, n, MulOp{}, s);
+  if (da && db) launch_ew("mul_backward", t, Ptrs<3, 2>{{dout, a, b}, {da, db}}, n, MulBwdBoth{}, s);
+  else if (da) launch_ew("mul_backward", t, Ptrs<2, 1>{{dout, b}, {da}}, n, MulOp{}, s);
+  else if (db) launch_ew("mul_backward", t, Ptrs<2, 1>{{dout, a}, {db}}, n, MulOp{}, s);
   else ZT_THROW("cuda_kernels::mul_backward: da and db are both null (expected at least one output)");
 }
 
 void silu_forward(DType t, void* out, const void* x, int64_t n, cudaStream_t s) {
-  launch("silu_forward", t, Ptrs<1, 1>{{x}, {out}}, n, SiluFwd{}, s);
+  launch_ew("silu_forward", t, Ptrs<1, 1>{{x}, {out}}, n, SiluFwd{}, s);
 }
 
 void silu_backward(DType t, void* dx, const void* dout, const void* x, int64_t n, cudaStream_t s) {
-  launch("silu_backward", t, Ptrs<2, 1>{{dout, x}, {dx}}, n, SiluBwd{}, s);
+  launch_ew("silu_backward", t, Ptrs<2, 1>{{dout, x}, {dx}}, n, SiluBwd{}, s);
 }
 
 void accumulate(DType t, void* dst, const void* src, const StridedPair& l, double alpha, cudaStream_t s) {
@@ -235,13 +201,13 @@ void accumulate(DType t, void* dst, const void* src, const StridedPair& l, doubl
   if (l.numel == 0) return;
   if (!dst || !src) ZT_THROW("cuda_kernels::accumulate: null pointer (dst ", dst, ", src ", src, ")");
   const float a = static_cast<float>(alpha);
-  if (l.contiguous) return launch("accumulate", t, Ptrs<2, 1>{{dst, src}, {dst}}, l.numel, AxpyOp{a}, s);
+  if (l.contiguous) return launch_ew("accumulate", t, Ptrs<2, 1>{{dst, src}, {dst}}, l.numel, AxpyOp{a}, s);
   const unsigned grid = dev::grid_for(l.numel, kThreads);
-  if (t == DType::f32)
-    axpy_strided_kernel<DType::f32><<<grid, kThreads, 0, s>>>(static_cast<float*>(dst), static_cast<const float*>(src), l, a);
-  else
-    axpy_strided_kernel<DType::bf16><<<grid, kThreads, 0, s>>>(static_cast<uint16_t*>(dst),
-                                                               static_cast<const uint16_t*>(src), l, a);
+  dispatch_compute(t, "accumulate", [&](auto d) {
+    using T = typename dev::Io<decltype(d)::value>::T;
+    axpy_strided_kernel<decltype(d)::value><<<grid, kThreads, 0, s>>>(static_cast<T*>(dst), static_cast<const T*>(src),
+                                                                      l, a);
+  });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -255,17 +221,11 @@ void accumulate_cast(DType dst_t, void* dst, DType src_t, const void* src, int64
              "the same dtype or float32");
   if (n == 0) return;
   if (!dst || !src) ZT_THROW("cuda_kernels::accumulate_cast: null pointer (dst ", dst, ", src ", src, ")");
-  if (dst_t == DType::f32) {
-    if (src_t == DType::f32) launch_accumulate_cast<DType::f32, DType::f32>(dst, src, n, s);
-    else if (src_t == DType::bf16) launch_accumulate_cast<DType::f32, DType::bf16>(dst, src, n, s);
-    else launch_accumulate_cast<DType::f32, DType::f16>(dst, src, n, s);
-  } else if (dst_t == DType::bf16) {
-    if (src_t == DType::bf16) launch_accumulate_cast<DType::bf16, DType::bf16>(dst, src, n, s);
-    else launch_accumulate_cast<DType::bf16, DType::f32>(dst, src, n, s);
-  } else {
-    if (src_t == DType::f16) launch_accumulate_cast<DType::f16, DType::f16>(dst, src, n, s);
-    else launch_accumulate_cast<DType::f16, DType::f32>(dst, src, n, s);
-  }
+  dispatch_storage_pair(src_t, dst_t, "accumulate_cast", [&](auto sd, auto dd) {
+    constexpr DType Ds = decltype(sd)::value, Dd = decltype(dd)::value;
+    // the pairs accepted above; the others are refused there and need no kernel
+    if constexpr (Dd == DType::f32 || Ds == Dd || Ds == DType::f32) launch_accumulate_cast<Dd, Ds>(dst, src, n, s);
+  });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -275,11 +235,11 @@ void fill_scaled(DType t, void* dx, const void* g, double factor, int64_t n, cud
   if (n == 0) return;
   if (!dx || !g) ZT_THROW("cuda_kernels::fill_scaled: null pointer (dx ", dx, ", g ", g, ")");
   const unsigned grid = dev::grid_for(n, kThreads);
-  if (t == DType::f32)
-    fill_scaled_kernel<DType::f32><<<grid, kThreads, 0, s>>>(static_cast<float*>(dx), static_cast<const float*>(g), factor, n);
-  else
-    fill_scaled_kernel<DType::bf16><<<grid, kThreads, 0, s>>>(static_cast<uint16_t*>(dx),
-                                                              static_cast<const uint16_t*>(g), factor, n);
+  dispatch_compute(t, "fill_scaled", [&](auto d) {
+    using T = typename dev::Io<decltype(d)::value>::T;
+    fill_scaled_kernel<decltype(d)::value><<<grid, kThreads, 0, s>>>(static_cast<T*>(dx), static_cast<const T*>(g),
+                                                                     factor, n);
+  });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -298,17 +258,17 @@ void sum_all(DType t, void* out, const void* x, int64_t n, double factor, void* 
     ZT_THROW("cuda_kernels::sum_all: workspace ", workspace, " is not 8-byte aligned");
   const int64_t nb = (n + kSumBlock - 1) / kSumBlock;
   auto* partial = static_cast<double*>(workspace);
-  if (nb > 0) {
-    const unsigned grid = dev::grid_for(nb * kLanes, kThreads);
-    ZT_CHECK(static_cast<int64_t>(grid) * kThreads >= nb * kLanes, "sum_all: ", nb, " blocks exceed one launch");
-    if (t == DType::f32)
-      sum_blocks_kernel<DType::f32><<<grid, kThreads, 0, s>>>(static_cast<const float*>(x), n, nb, partial);
-    else
-      sum_blocks_kernel<DType::bf16><<<grid, kThreads, 0, s>>>(static_cast<const uint16_t*>(x), n, nb, partial);
-    ZT_CUDA_CHECK(cudaGetLastError());
-  }
-  if (t == DType::f32) sum_combine_kernel<DType::f32><<<1, 1, 0, s>>>(static_cast<float*>(out), partial, nb, factor);
-  else sum_combine_kernel<DType::bf16><<<1, 1, 0, s>>>(static_cast<uint16_t*>(out), partial, nb, factor);
+  dispatch_compute(t, "sum_all", [&](auto d) {
+    constexpr DType D = decltype(d)::value;
+    using T = typename dev::Io<D>::T;
+    if (nb > 0) {
+      const unsigned grid = dev::grid_for(nb * kLanes, kThreads);
+      ZT_CHECK(static_cast<int64_t>(grid) * kThreads >= nb * kLanes, "sum_all: ", nb, " blocks exceed one launch");
+      sum_blocks_kernel<D><<<grid, kThreads, 0, s>>>(static_cast<const T*>(x), n, nb, partial);
+      ZT_CUDA_CHECK(cudaGetLastError());
+    }
+    sum_combine_kernel<D><<<1, 1, 0, s>>>(static_cast<T*>(out), partial, nb, factor);
+  });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -318,10 +278,10 @@ void sum_last_forward(DType t, void* out, const void* x, int64_t R, int64_t N, c
   if (R == 0) return;
   if (!out || (N > 0 && !x)) ZT_THROW("cuda_kernels::sum_last_forward: null pointer (out ", out, ", x ", x, ")");
   const unsigned grid = dev::grid_for(R, kThreads / kLanes);
-  if (t == DType::f32)
-    sum_last_kernel<DType::f32><<<grid, kThreads, 0, s>>>(static_cast<float*>(out), static_cast<const float*>(x), R, N);
-  else
-    sum_last_kernel<DType::bf16><<<grid, kThreads, 0, s>>>(static_cast<uint16_t*>(out), static_cast<const uint16_t*>(x), R, N);
+  dispatch_compute(t, "sum_last_forward", [&](auto d) {
+    using T = typename dev::Io<decltype(d)::value>::T;
+    sum_last_kernel<decltype(d)::value><<<grid, kThreads, 0, s>>>(static_cast<T*>(out), static_cast<const T*>(x), R, N);
+  });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -331,10 +291,11 @@ void sum_last_backward(DType t, void* dx, const void* dout, int64_t R, int64_t N
   if (R == 0 || N == 0) return;
   if (!dx || !dout) ZT_THROW("cuda_kernels::sum_last_backward: null pointer (dx ", dx, ", dout ", dout, ")");
   const unsigned grid = dev::grid_for(R * N, kThreads);
-  if (t == DType::f32)
-    broadcast_rows_kernel<uint32_t><<<grid, kThreads, 0, s>>>(static_cast<uint32_t*>(dx), static_cast<const uint32_t*>(dout), R, N);
-  else
-    broadcast_rows_kernel<uint16_t><<<grid, kThreads, 0, s>>>(static_cast<uint16_t*>(dx), static_cast<const uint16_t*>(dout), R, N);
+  dispatch_compute(t, "sum_last_backward", [&](auto d) {
+    // the bits of one element, copied as they are
+    using W = std::conditional_t<decltype(d)::value == DType::f32, uint32_t, uint16_t>;
+    broadcast_rows_kernel<W><<<grid, kThreads, 0, s>>>(static_cast<W*>(dx), static_cast<const W*>(dout), R, N);
+  });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -5,6 +5,7 @@
 
 #include "cuda/check.h"
 #include "cuda/kernels/cast.h"  // dev::Io, load8 / store8, grid_for
+#include "cuda/kernels/dispatch.h"  // check_compute, dispatch_compute, dispatch_compute_vec
 
 namespace zt::cuda_kernels {
 
@@ -104,22 +105,18 @@ __global__ void rope_kernel(Tp<D>* out, const Tp<D>* x, const float* __restrict_
   }
 }
 
-void check_dtype(const char* who, DType t) {
-  if (t != DType::f32 && t != DType::bf16)
-    ZT_THROW("cuda_kernels::", who, ": dtype ", dtype_name(t), ", expected float32 or bfloat16");
-}
 void need(const char* who, const char* name, const void* p) {
   if (!p) ZT_THROW("cuda_kernels::", who, ": ", name, " is null");
 }
 void check_emb(const char* who, DType t, int64_t n, int64_t V, int64_t C) {
-  check_dtype(who, t);
+  check_compute(who, t);
   if (n < 0 || V < 1 || C < 1)
     ZT_THROW("cuda_kernels::", who, ": n = ", n, ", V = ", V, ", C = ", C, ", expected n >= 0, V >= 1, C >= 1");
 }
 
 void rope_launch(const char* who, DType t, void* out, const void* x, const float* cos_t, const float* sin_t,
                  int64_t B, int64_t T, int64_t H, int64_t D, float sign, cudaStream_t s) {
-  check_dtype(who, t);
+  check_compute(who, t);
   if (B < 0 || T < 0 || H < 0 || D < 2 || D % 2 != 0)
     ZT_THROW("cuda_kernels::", who, ": B = ", B, ", T = ", T, ", H = ", H, ", D = ", D,
              ", expected B, T, H >= 0 and D even >= 2");
@@ -127,12 +124,11 @@ void rope_launch(const char* who, DType t, void* out, const void* x, const float
   if (rows == 0) return;
   need(who, "out", out), need(who, "x", x), need(who, "cos_t", cos_t), need(who, "sin_t", sin_t);
   const unsigned grid = dev::grid_for(rows * (D / 2), kThreads);
-  if (t == DType::f32)
-    rope_kernel<DType::f32><<<grid, kThreads, 0, s>>>(static_cast<float*>(out), static_cast<const float*>(x), cos_t,
-                                                      sin_t, rows, T, H, D, sign);
-  else
-    rope_kernel<DType::bf16><<<grid, kThreads, 0, s>>>(static_cast<uint16_t*>(out), static_cast<const uint16_t*>(x),
-                                                       cos_t, sin_t, rows, T, H, D, sign);
+  dispatch_compute(t, who, [&](auto d) {
+    constexpr DType DT = decltype(d)::value;
+    rope_kernel<DT><<<grid, kThreads, 0, s>>>(static_cast<Tp<DT>*>(out), static_cast<const Tp<DT>*>(x), cos_t, sin_t,
+                                              rows, T, H, D, sign);
+  });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -146,14 +142,11 @@ void embedding_forward(DType t, void* out, const int32_t* ids, const void* table
   need(who, "out", out), need(who, "ids", ids), need(who, "table", table);
   const bool vec = C % 8 == 0 && dev::aligned16(out) && dev::aligned16(table);
   const unsigned grid = dev::grid_for(vec ? n * C / 8 : n * C, kThreads);
-  auto go = [&](auto* o, const auto* tb) {
-    using T = std::remove_const_t<std::remove_pointer_t<decltype(tb)>>;
-    constexpr DType D = sizeof(T) == 4 ? DType::f32 : DType::bf16;
-    if (vec) emb_fwd_kernel<D, true><<<grid, kThreads, 0, s>>>(o, ids, tb, n, V, C);
-    else emb_fwd_kernel<D, false><<<grid, kThreads, 0, s>>>(o, ids, tb, n, V, C);
-  };
-  if (t == DType::f32) go(static_cast<float*>(out), static_cast<const float*>(table));
-  else go(static_cast<uint16_t*>(out), static_cast<const uint16_t*>(table));
+  dispatch_compute_vec(t, vec, who, [&](auto d, auto v) {
+    constexpr DType D = decltype(d)::value;
+    emb_fwd_kernel<D, decltype(v)::value><<<grid, kThreads, 0, s>>>(static_cast<Tp<D>*>(out), ids,
+                                                                    static_cast<const Tp<D>*>(table), n, V, C);
+  });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -169,20 +162,14 @@ void embedding_backward(DType t, void* dtable, const void* dout, const int32_t* 
   const unsigned grid = static_cast<unsigned>(V < (int64_t(1) << 20) ? V : (int64_t(1) << 20));
   const size_t smem = static_cast<size_t>(C) * sizeof(float);
   constexpr size_t kDefaultSmem = 48 * 1024;  // more needs the opt-in (sm_80: 163 KiB, sm_90: 227 KiB)
-  if (smem > kDefaultSmem) {
-    if (t == DType::f32)
-      ZT_CUDA_CHECK(cudaFuncSetAttribute(emb_bwd_kernel<DType::f32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  dispatch_compute(t, who, [&](auto d) {
+    constexpr DType D = decltype(d)::value;
+    if (smem > kDefaultSmem)
+      ZT_CUDA_CHECK(cudaFuncSetAttribute(emb_bwd_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(smem)));
-    else
-      ZT_CUDA_CHECK(cudaFuncSetAttribute(emb_bwd_kernel<DType::bf16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem)));
-  }
-  if (t == DType::f32)
-    emb_bwd_kernel<DType::f32><<<grid, kThreads, smem, s>>>(static_cast<float*>(dtable),
-                                                            static_cast<const float*>(dout), ids, n, V, C);
-  else
-    emb_bwd_kernel<DType::bf16><<<grid, kThreads, smem, s>>>(static_cast<uint16_t*>(dtable),
-                                                             static_cast<const uint16_t*>(dout), ids, n, V, C);
+    emb_bwd_kernel<D><<<grid, kThreads, smem, s>>>(static_cast<Tp<D>*>(dtable), static_cast<const Tp<D>*>(dout), ids,
+                                                   n, V, C);
+  });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "cuda/check.h"
+#include "cuda/kernels/dispatch.h"  // check_compute, dispatch_compute_vec
 
 namespace zt::cuda_kernels {
 
@@ -117,18 +118,8 @@ __global__ void combine_partials_kernel(Tp<D>* __restrict__ out, const float* __
   }
 }
 
-// f(integral_constant<DType>, integral_constant<bool Vec>) for the runtime (t, vec).
-template <class F>
-void dispatch(DType t, bool vec, F&& f) {
-  using F32 = std::integral_constant<DType, DType::f32>;
-  using B16 = std::integral_constant<DType, DType::bf16>;
-  if (t == DType::f32) vec ? f(F32{}, std::true_type{}) : f(F32{}, std::false_type{});
-  else vec ? f(B16{}, std::true_type{}) : f(B16{}, std::false_type{});
-}
-
 void check_args(const char* who, DType t, int64_t N, int64_t C) {
-  if (t != DType::f32 && t != DType::bf16)
-    ZT_THROW("cuda_kernels::", who, ": dtype ", dtype_name(t), ", expected float32 or bfloat16");
+  check_compute(who, t);
   if (N < 0 || C < 1) ZT_THROW("cuda_kernels::", who, ": N = ", N, ", C = ", C, ", expected N >= 0 and C >= 1");
 }
 void need(const char* who, const char* name, const void* p) {
@@ -149,7 +140,7 @@ void launch_fwd(const char* who, DType t, void* out, float* mean, float* rstd, c
   if (ln) need(who, "mean", mean);
   const bool vec = C % 8 == 0 && all_aligned({out, x, w, b});
   const unsigned grid = dev::grid_for(N, kRowsPerBlock);
-  dispatch(t, vec, [&](auto d, auto v) {
+  dispatch_compute_vec(t, vec, who, [&](auto d, auto v) {
     constexpr DType D = decltype(d)::value;
     constexpr bool V = decltype(v)::value;
     auto* o = static_cast<Tp<D>*>(out);
@@ -176,7 +167,7 @@ void launch_bwd(const char* who, DType t, void* dx, void* dw, void* db, const vo
   if (ln) need(who, "mean", mean);
   if (dx) need(who, "w", w);
   if (reduce) need(who, "workspace", workspace);
-  dispatch(t, dx && C % 8 == 0 && all_aligned({dx, dout, x, w}), [&](auto d, auto v) {
+  dispatch_compute_vec(t, dx && C % 8 == 0 && all_aligned({dx, dout, x, w}), who, [&](auto d, auto v) {
     constexpr DType D = decltype(d)::value;
     constexpr bool V = decltype(v)::value;
     const auto *pg = static_cast<const Tp<D>*>(dout), *px = static_cast<const Tp<D>*>(x);

@@ -1,5 +1,6 @@
 #include "cuda/kernels/reduce.h"
 
+#include "core/dispatch.h"  // need_dtype, dispatch_dtype
 #include "cuda/check.h"
 #include "cuda/kernels/cast.h"  // dev::Io, dev::grid_for
 
@@ -64,8 +65,7 @@ int64_t sum_of_squares_workspace_bytes(int64_t n) {
 }
 
 void sum_of_squares_async(const void* x, DType t, int64_t n, double* result_dev, void* workspace, cudaStream_t s) {
-  if (t != DType::f32 && t != DType::bf16 && t != DType::f16)
-    ZT_THROW("cuda_kernels::sum_of_squares: dtype ", dtype_name(t), ", expected float32, bfloat16 or float16");
+  need_dtype<DType::f32, DType::bf16, DType::f16>(t, "cuda_kernels::", "sum_of_squares");
   if (n < 0) ZT_THROW("cuda_kernels::sum_of_squares: n = ", n, ", expected >= 0");
   if (!result_dev) ZT_THROW("cuda_kernels::sum_of_squares: null result pointer");
   const int64_t chunks = chunk_count(n);
@@ -77,17 +77,10 @@ void sum_of_squares_async(const void* x, DType t, int64_t n, double* result_dev,
     auto* partial = static_cast<double*>(workspace);
     const unsigned grid = dev::grid_for(chunks * 8, kThreads);
     ZT_CHECK(static_cast<int64_t>(grid) * kThreads >= chunks * 8, "sum_of_squares: ", chunks, " chunks exceed one launch");
-    switch (t) {
-      case DType::f32:
-        chunk_sums_kernel<DType::f32><<<grid, kThreads, 0, s>>>(static_cast<const float*>(x), n, chunks, partial);
-        break;
-      case DType::bf16:
-        chunk_sums_kernel<DType::bf16><<<grid, kThreads, 0, s>>>(static_cast<const uint16_t*>(x), n, chunks, partial);
-        break;
-      default:
-        chunk_sums_kernel<DType::f16><<<grid, kThreads, 0, s>>>(static_cast<const uint16_t*>(x), n, chunks, partial);
-        break;
-    }
+    dispatch_dtype<DType::f32, DType::bf16, DType::f16>(t, "cuda_kernels::", "sum_of_squares", [&](auto d) {
+      using T = typename dev::Io<decltype(d)::value>::T;
+      chunk_sums_kernel<decltype(d)::value><<<grid, kThreads, 0, s>>>(static_cast<const T*>(x), n, chunks, partial);
+    });
     ZT_CUDA_CHECK(cudaGetLastError());
   }
   sum_partials_kernel<<<1, 1, 0, s>>>(static_cast<const double*>(workspace), chunks, result_dev);
@@ -97,8 +90,7 @@ void sum_of_squares_async(const void* x, DType t, int64_t n, double* result_dev,
 void sum_of_squares(const void* x, DType t, int64_t n, double* result_host, cudaStream_t s) {
   if (!result_host) ZT_THROW("cuda_kernels::sum_of_squares: null result_host");
   if (n < 0) ZT_THROW("cuda_kernels::sum_of_squares: n = ", n, ", expected >= 0");
-  if (t != DType::f32 && t != DType::bf16 && t != DType::f16)
-    ZT_THROW("cuda_kernels::sum_of_squares: dtype ", dtype_name(t), ", expected float32, bfloat16 or float16");
+  need_dtype<DType::f32, DType::bf16, DType::f16>(t, "cuda_kernels::", "sum_of_squares");
   const int64_t ws = sum_of_squares_workspace_bytes(n);
   void* buf = nullptr;  // [result double | partials]
   ZT_CUDA_CHECK(cudaMallocAsync(&buf, static_cast<size_t>(ws) + sizeof(double), s));

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "cuda/check.h"
+#include "cuda/kernels/dispatch.h"  // check_compute, dispatch_compute_vec
 #include "cuda/kernels/norm.h"  // dev::row_walk, row_map, warp_sum, warp_max (and cast.h's dev::Io)
 
 namespace zt::cuda_kernels {
@@ -131,18 +132,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <class F>
-void dispatch(DType t, bool vec, F&& f) {
-  using F32 = std::integral_constant<DType, DType::f32>;
-  using B16 = std::integral_constant<DType, DType::bf16>;
-  if (t == DType::f32) vec ? f(F32{}, std::true_type{}) : f(F32{}, std::false_type{});
-  else vec ? f(B16{}, std::true_type{}) : f(B16{}, std::false_type{});
-}
-
-void check_dtype(const char* who, DType t) {
-  if (t != DType::f32 && t != DType::bf16)
-    ZT_THROW("cuda_kernels::", who, ": dtype ", dtype_name(t), ", expected float32 or bfloat16");
-}
 void need(const char* who, const char* name, const void* p) {
   if (!p) ZT_THROW("cuda_kernels::", who, ": ", name, " is null");
 }
@@ -154,7 +143,7 @@ bool rows_aligned(int64_t stride, std::initializer_list<const void*> ps) {
   return true;
 }
 void check_ce(const char* who, DType t, int64_t N, int64_t V, int64_t Vv) {
-  check_dtype(who, t);
+  check_compute(who, t);
   if (N < 0 || V < 1 || Vv < 1 || Vv > V)
     ZT_THROW("cuda_kernels::", who, ": N = ", N, ", V = ", V, ", Vv = ", Vv, ", expected N >= 0 and 1 <= Vv <= V");
 }
@@ -162,11 +151,11 @@ void check_ce(const char* who, DType t, int64_t N, int64_t V, int64_t Vv) {
 }  // namespace
 
 void softmax_forward(DType t, void* out, const void* in, int64_t R, int64_t N, cudaStream_t s) {
-  check_dtype("softmax_forward", t);
+  check_compute("softmax_forward", t);
   if (R < 0 || N < 0) ZT_THROW("cuda_kernels::softmax_forward: R = ", R, ", N = ", N, ", expected >= 0");
   if (R == 0 || N == 0) return;
   need("softmax_forward", "out", out), need("softmax_forward", "in", in);
-  dispatch(t, rows_aligned(N, {out, in}), [&](auto d, auto v) {
+  dispatch_compute_vec(t, rows_aligned(N, {out, in}), "softmax_forward", [&](auto d, auto v) {
     constexpr DType D = decltype(d)::value;
     softmax_fwd_kernel<D, decltype(v)::value><<<dev::grid_for(R, 1), kThreads, 0, s>>>(
         static_cast<Tp<D>*>(out), static_cast<const Tp<D>*>(in), R, N);
@@ -175,11 +164,11 @@ void softmax_forward(DType t, void* out, const void* in, int64_t R, int64_t N, c
 }
 
 void softmax_backward(DType t, void* dx, const void* dout, const void* out, int64_t R, int64_t N, cudaStream_t s) {
-  check_dtype("softmax_backward", t);
+  check_compute("softmax_backward", t);
   if (R < 0 || N < 0) ZT_THROW("cuda_kernels::softmax_backward: R = ", R, ", N = ", N, ", expected >= 0");
   if (R == 0 || N == 0) return;
   need("softmax_backward", "dx", dx), need("softmax_backward", "dout", dout), need("softmax_backward", "out", out);
-  dispatch(t, rows_aligned(N, {dx, dout, out}), [&](auto d, auto v) {
+  dispatch_compute_vec(t, rows_aligned(N, {dx, dout, out}), "softmax_backward", [&](auto d, auto v) {
     constexpr DType D = decltype(d)::value;
     softmax_bwd_kernel<D, decltype(v)::value><<<dev::grid_for(R, 1), kThreads, 0, s>>>(
         static_cast<Tp<D>*>(dx), static_cast<const Tp<D>*>(dout), static_cast<const Tp<D>*>(out), R, N);
@@ -198,7 +187,7 @@ void cross_entropy_forward_impl(DType t, float* mean_loss, float* loss, float* l
   need(who, "mean_loss", mean_loss);
   if (N > 0) need(who, "loss", loss), need(who, "lse", lse), need(who, "logits", logits), need(who, "targets", targets);
   if (N > 0)
-    dispatch(t, rows_aligned(V, {logits}), [&](auto d, auto v) {
+    dispatch_compute_vec(t, rows_aligned(V, {logits}), who, [&](auto d, auto v) {
       constexpr DType D = decltype(d)::value;
       ce_fwd_kernel<D, decltype(v)::value><<<dev::grid_for(N, 1), kThreads, 0, s>>>(
           loss, lse, static_cast<const Tp<D>*>(logits), targets, N, V, Vv);
@@ -215,7 +204,7 @@ void cross_entropy_backward_impl(DType t, void* dlogits, const void* logits, con
   check_ce(who, t, N, V, Vv);
   if (N == 0) return;
   need(who, "dlogits", dlogits), need(who, "logits", logits), need(who, "lse", lse), need(who, "targets", targets);
-  dispatch(t, rows_aligned(V, {dlogits, logits}), [&](auto d, auto v) {
+  dispatch_compute_vec(t, rows_aligned(V, {dlogits, logits}), who, [&](auto d, auto v) {
     constexpr DType D = decltype(d)::value;
     ce_bwd_kernel<D, decltype(v)::value><<<dev::grid_for(N, 1), kThreads, 0, s>>>(
         static_cast<Tp<D>*>(dlogits), static_cast<const Tp<D>*>(logits), lse, targets, scale, dloss, count, N, V, Vv);
