@@ -26,7 +26,7 @@ run() {  # which case -> one step time (ms) on stdout
       local s="${c#zero}"; s="${s%-np4}"; rm -f "$tmp/z.json"
       (cd "$ROOT" && "${MPI[@]}" "$b/bench/bench_zero" --stage "$s" --steps 3 --warmup 1 --threads 1 \
         --prefetch-bucket 2000000 --max-live 4000000 --json "$tmp/z.json" >/dev/null 2>&1)
-      python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readlines()[-1])["step_ms_slowest_rank"])' "$tmp/z.json" ;;
+      python3 -c 'import json,statistics,sys; print(statistics.median(json.loads(open(sys.argv[1]).readlines()[-1])["step_ms_slowest_rank"]))' "$tmp/z.json" ;;
   esac
 }
 
