@@ -269,7 +269,7 @@ TEST_CASE("activation checkpointing gives the same loss and gradients", "[models
     m->zero_grad();
     Var l1 = m->loss(batch_idx(), batch_tgt());
     const auto us = m->units();  // the blocks are checkpointed (nn/model.h decides which units)
-    CHECK(std::any_of(us.begin(), us.end(), [](Unit* u) { return u->checkpoint_activations; }));
+    CHECK(std::any_of(us.begin(), us.end(), [](Unit* u) { return u->recompute_forward; }));
     l1.backward();
     const auto g1 = grads_of(*m);
     // The recompute runs the same kernels on the same inputs in the same order: bitwise equal.
