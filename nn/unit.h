@@ -21,7 +21,10 @@
 namespace zt {
 
 // A named piece of a model that reads parameters of a ParamSet (layers hold parameter indices,
-// not tensors, so a ZeRO-3 rebind of the flat buffer is seen by every layer at once).
+// and every parameter Var is a view into the set's one flat buffer). ZeRO-3 never swaps that
+// buffer: it frees and refills the flat buffer's Storage in place (Storage::release() and
+// materialize(), core/tensor.h; zero/engine_gather.cpp), so every view, in layers and in saved
+// autograd closures alike, sees the gathered bytes again after each acquire.
 class Module {
  public:
   Module(ParamSet& ps, std::string prefix) : ps_(&ps), prefix_(std::move(prefix)) {}
