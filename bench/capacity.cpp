@@ -61,7 +61,7 @@
 #include "core/memory.h"         // defines: OutOfMemory, default_allocator, host_allocator
 #include "core/parallel.h"       // defines: set_num_threads
 #include "dist/process_group.h"  // defines: init_process_group, finalize_process_group
-#include "models/config.h"       // defines: ModelConfig, from_json
+#include "models/model_config.h"       // defines: ModelConfig, from_json
 #include "models/init.h"         // defines: make_model, init_model
 #include "models/token_data.h"   // defines: load_tokens, DataLoader
 #include "zero/engine.h"         // defines: Engine, initialize, MemoryReport

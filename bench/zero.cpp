@@ -267,7 +267,7 @@ int run(int argc, char** argv, ProcessGroup& world) {
     j["precision"] = precision;
     j["warmup"] = warmup;
     j["steps"] = steps;
-    j["zero"] = nlohmann::json(c.engine_config()).at("zero_optimization");  // zero/config.h's to_json
+    j["zero"] = nlohmann::json(c.engine_config()).at("zero_optimization");  // zero/engine_config.h's to_json
     j["psi"] = rep.psi;
     j["psi_padded"] = P;
     j["model_state_formula_bytes"] = static_cast<int64_t>(state_formula);

@@ -19,7 +19,7 @@
 #include <string>
 
 #include "core/dtype.h"
-#include "models/config.h"
+#include "models/model_config.h"
 
 namespace zt {
 

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "models/config.h"
+#include "models/model_config.h"
 #include "nn/model.h"
 
 namespace zt {

@@ -15,7 +15,7 @@
 #pragma once
 #include <string>
 
-#include "models/config.h"
+#include "models/model_config.h"
 #include "models/gpt2.h"
 
 namespace zt {

@@ -19,16 +19,16 @@
 #include <nlohmann/json.hpp>
 
 #include "core/rng.h"
-#include "models/config.h"
+#include "models/model_config.h"
 #include "models/token_data.h"
 #include "nn/model.h"
-#include "zero/config.h"
+#include "zero/engine_config.h"
 #include "zero/engine.h"
 
 namespace zt {
 
 struct TrainConfig {
-  std::string model = "gpt-mini";  // a named config (models/config.h), ignored with init_from
+  std::string model = "gpt-mini";  // a named config (models/model_config.h), ignored with init_from
   std::string init_from;           // weights to start from (optional): llm.c .bin or HF dir/.safetensors
   std::string train_data, val_data;  // token shard or text file (val optional)
   int64_t batch = 8, seq_len = 0, grad_accum = 1;  // batch: sequences per rank per micro-step
@@ -64,7 +64,7 @@ struct TrainConfig {
 };
 void to_json(nlohmann::json& j, const TrainConfig& c);
 
-// Reads a DeepSpeed-style JSON config (zero/config.h; docs/config.md) into `c`: the engine keys
+// Reads a DeepSpeed-style JSON config (zero/engine_config.h; docs/config.md) into `c`: the engine keys
 // (batch, accumulation, clipping, optimizer, scheduler, zero_optimization, precision, activation
 // checkpointing) and the run keys beside them ("model", "train_data", "val_data", "seq_len",
 // "steps", "seed", "eval_interval", "eval_batches"). Errors name the file and the key.

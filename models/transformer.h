@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "models/config.h"
+#include "models/model_config.h"
 #include "nn/model.h"
 
 namespace zt {

@@ -7,7 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "models/config.h"
+#include "models/model_config.h"
 #include "models/gpt2.h"
 #include "models/init.h"
 #include "models/llama.h"

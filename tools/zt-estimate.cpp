@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/memory.h"     // defines: Category, category_name, format_bytes
-#include "models/config.h"   // defines: ModelConfig, model_config
+#include "models/model_config.h"   // defines: ModelConfig, model_config
 #include "models/init.h"     // defines: make_model (the layout-only model)
-#include "zero/config.h"     // defines: Precision, ZeroOptimization, engine_config_from_file
+#include "zero/engine_config.h"     // defines: Precision, ZeroOptimization, engine_config_from_file
 #include "zero/estimator.h"  // defines: estimate, model_shape, paper_table1, parse_count
 
 using namespace zt;

@@ -60,7 +60,7 @@
 #include "dist/process_group.h"
 #include "nn/model.h"
 #include "optim/optimizer.h"
-#include "zero/config.h"
+#include "zero/engine_config.h"
 #include "zero/pending.h"
 #include "core/trace.h"
 
