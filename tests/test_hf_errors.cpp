@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "models/hf_weights.h"
+#include "formats/hf_weights.h"
 #include "models/init.h"
 #include "tests/hf_test_util.h"
 #include "tests/temp_dir.h"

@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "models/hf_weights.h"
+#include "formats/hf_weights.h"
 #include "tests/hf_test_util.h"
 #include "tests/temp_dir.h"
 

@@ -7,11 +7,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "models/model_config.h"
 #include "models/gpt2.h"
 #include "models/init.h"
 #include "models/llama.h"
-#include "models/sampling.h"
+#include "models/model_config.h"
+#include "train/sampling.h"
 
 using namespace zt;
 

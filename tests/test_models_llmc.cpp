@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "models/gpt2.h"
-#include "models/llmc_checkpoint.h"
-#include "models/token_data.h"
+#include "formats/llmc_checkpoint.h"
+#include "formats/token_data.h"
 #include "tests/temp_dir.h"
 
 using namespace zt;

@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     }
     EstimateRequest r;
     if (!config_path.empty()) {
-      // zt-train's own top-level keys (models/trainer.cpp) may sit in the same file
+      // zt-train's own top-level keys (train/run_config.cpp) may sit in the same file
       const EngineConfig ec = engine_config_from_file(
           config_path, static_cast<int>(world < 1 ? 1 : world),
           {"model", "train_data", "val_data", "seq_len", "steps", "seed", "eval_interval", "eval_batches"});

@@ -41,7 +41,7 @@
 namespace zt {
 
 // The model config of the checkpoint at `path` (above), from its config.json. Throws naming the
-// file: no config.json, not JSON, an unsupported model_type or key (models/hf_config.h).
+// file: no config.json, not JSON, an unsupported model_type or key (formats/hf_config.h).
 ModelConfig read_hf_config(const std::string& path);
 
 // Fills every parameter of `model` (a GPT2 or Llama, finalized) from the checkpoint at `path`.

@@ -1,4 +1,4 @@
-#include "models/hf_weights.h"
+#include "formats/hf_weights.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,10 +10,10 @@
 
 #include "core/file_io.h"            // defines: AtomicFile
 #include "models/gpt2.h"             // defines: GPT2
-#include "models/hf_config.h"        // defines: hf_config_from_json, hf_config_to_json
+#include "formats/hf_config.h"       // defines: hf_config_from_json, hf_config_to_json
 #include "models/llama.h"            // defines: Llama
-#include "models/llmc_checkpoint.h"  // defines: read_llmc_header, load_llmc_checkpoint
-#include "models/safetensors.h"      // defines: load_safetensors, save_safetensors
+#include "formats/llmc_checkpoint.h" // defines: read_llmc_header, load_llmc_checkpoint
+#include "formats/safetensors.h"     // defines: load_safetensors, save_safetensors
 
 namespace zt {
 
