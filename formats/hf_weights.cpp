@@ -289,12 +289,6 @@ void load_hf_weights(const std::string& path, Model& model) {
                ") is not a parameter of ", "this ", mc.family, " model (", mc.n_layer, " layers)");
 }
 
-std::vector<std::string> hf_tensor_names(Model& model) {
-  std::vector<std::string> out;
-  for (const Mapping& mp : mapping(model, "hf_tensor_names")) out.push_back(mp.hf);
-  return out;
-}
-
 void save_hf_weights(const std::string& dir, Model& model, DType dt) {
   if (dt != DType::f32 && dt != DType::bf16)
     ZT_THROW("save_hf_weights '", dir, "': dtype ", dtype_name(dt), " is not supported (float32 or bfloat16)");
