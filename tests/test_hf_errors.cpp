@@ -1,4 +1,4 @@
-// models: every bad Hugging Face checkpoint ZeroTensor refuses, through load_hf_weights /
+// formats: every bad Hugging Face checkpoint ZeroTensor refuses, through load_hf_weights /
 // read_hf_config, with a message naming the file, the tensor and what was expected and found.
 #include <catch2/catch.hpp>
 #include <filesystem>

@@ -1,4 +1,4 @@
-// models: the RoPE convention of imported Llama weights, checked numerically.
+// formats: the RoPE convention of imported Llama weights, checked numerically.
 //  1. An attention block of a Llama loaded from an HF file computes what transformers'
 //     LlamaAttention computes (written out below in float64: rotate_half, repeat_kv, causal
 //     softmax), so HF's q_proj / k_proj need no permutation on import.

@@ -1,4 +1,4 @@
-// models: Hugging Face weights (formats/hf_weights.h): round trips for GPT-2 and Llama in float32
+// formats: Hugging Face weights (formats/hf_weights.h): round trips for GPT-2 and Llama in float32
 // and bfloat16, files laid out as other tools write them (written byte by byte here), sharded
 // checkpoints, an independent cross-check against the llm.c mapping and PyTorch's numbers, and
 // the RoPE convention checked numerically (HF's rotate_half; Meta's interleaved + permutation).

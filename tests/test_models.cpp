@@ -1,5 +1,5 @@
 // models: configs and parameter counts, GPT-2 / Llama float64 gradient checks, activation
-// checkpointing, unit hooks, init, sampling. (llm.c checkpoint I/O: test_models_llmc.cpp.)
+// checkpointing, unit hooks, init, sampling (train/sampling.h). (llm.c checkpoint I/O: test_models_llmc.cpp.)
 #include <catch2/catch.hpp>
 
 #include <algorithm>

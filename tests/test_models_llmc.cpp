@@ -1,4 +1,4 @@
-// models: llm.c GPT-2 checkpoints (save / load both versions, byte layout, every bad input) and
+// formats: llm.c GPT-2 checkpoints (save / load both versions, byte layout, every bad input) and
 // the forward pass against PyTorch's nanoGPT on tests/data/gpt2_tiny.bin.
 #include <catch2/catch.hpp>
 #include <unistd.h>
