@@ -20,7 +20,7 @@
 // Two ways to apply the cap (--cap-from):
 //   setup   the cap starts once the engine has set up (the model is built and initialized whole,
 //           then sharded / offloaded; the bytes it holds at rest must already fit the cap), as
-//           zt-train --memory-limit-mib applies it (Trainer, models/trainer.cpp): as if the model
+//           zt-train --memory-limit-mib applies it (Trainer, train/trainer.cpp): as if the model
 //           had been built in place by DeepSpeed's zero.Init. The training steps run capped.
 //   start   the cap is set before the model is built: the whole-model build (full fp32 parameters
 //           and gradients, 8Psi, before the engine shards them) must fit too — what a device without
@@ -58,13 +58,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/memory.h"         // defines: OutOfMemory, default_allocator, host_allocator
-#include "core/parallel.h"       // defines: set_num_threads
-#include "dist/process_group.h"  // defines: init_process_group, finalize_process_group
-#include "models/config.h"       // defines: ModelConfig, from_json
-#include "models/init.h"         // defines: make_model, init_model
-#include "models/token_data.h"   // defines: load_tokens, DataLoader
-#include "zero/engine.h"         // defines: Engine, initialize, MemoryReport
+#include "core/memory.h"            // defines: OutOfMemory, default_allocator, host_allocator
+#include "core/parallel.h"          // defines: set_num_threads
+#include "dist/process_group.h"     // defines: init_process_group, finalize_process_group
+#include "formats/token_data.h"     // defines: load_tokens, DataLoader
+#include "models/init.h"            // defines: make_model, init_model
+#include "models/model_config.h"    // defines: ModelConfig, from_json
+#include "zero/engine.h"            // defines: Engine, initialize, MemoryReport
 
 using namespace zt;
 using Clock = std::chrono::steady_clock;

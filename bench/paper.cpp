@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "core/check.h"         // defines: ZT_THROW
-#include "models/config.h"      // defines: model_config, ModelOptions
+#include "models/model_config.h"      // defines: model_config, ModelOptions
 #include "models/init.h"        // defines: make_model
 #include "zero/estimator.h"     // defines: model_state_bytes_x_n, paper_table1_cell, unit_sizes
 #include "zero/paper_tables.h"  // defines: paper_table2_cell, ring_bytes_per_step, ...

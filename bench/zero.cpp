@@ -26,9 +26,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/parallel.h"      // defines: set_num_threads, num_threads
-#include "dist/process_group.h" // defines: ProcessGroup, CommCounters, init_process_group
-#include "models/trainer.h"     // defines: Trainer, TrainConfig
+#include "core/parallel.h"       // defines: set_num_threads, num_threads
+#include "dist/process_group.h"  // defines: ProcessGroup, CommCounters, init_process_group
+#include "train/run_config.h"    // defines: RunConfig
+#include "train/trainer.h"       // defines: Trainer
 
 using namespace zt;
 using Clock = std::chrono::steady_clock;
@@ -117,7 +118,7 @@ int run(int argc, char** argv, ProcessGroup& world) {
 
   // The group times every collective's wait per kind (ProcessGroup::times(), dist/process_group.h).
   ProcessGroup& g = world;
-  TrainConfig c;
+  RunConfig c;
   c.model = model;
   c.train_data = data;
   c.batch = global_batch / N;
@@ -267,7 +268,7 @@ int run(int argc, char** argv, ProcessGroup& world) {
     j["precision"] = precision;
     j["warmup"] = warmup;
     j["steps"] = steps;
-    j["zero"] = nlohmann::json(c.engine_config()).at("zero_optimization");  // zero/config.h's to_json
+    j["zero"] = nlohmann::json(c.engine_config()).at("zero_optimization");  // zero/engine_config.h's to_json
     j["psi"] = rep.psi;
     j["psi_padded"] = P;
     j["model_state_formula_bytes"] = static_cast<int64_t>(state_formula);

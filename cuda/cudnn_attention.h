@@ -109,7 +109,6 @@ class CudnnAttention {
   // Every pointer cuDNN reads or writes must be 16-byte aligned (CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT).
   static bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
-  size_t plan_cache_size() const { return entries_.size(); }
   struct Plan;   // one finalized execution plan and every descriptor it was built from (.cpp)
   struct Entry;  // per shape: supported or why not, the forward and backward plans (.cpp)
 

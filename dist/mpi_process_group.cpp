@@ -9,13 +9,7 @@
 #include <cstdlib>
 #include <future>
 
-#ifdef ZT_HAVE_CUDA  // GPU buffers are staged through pinned host memory
-#include <cuda_runtime_api.h>
-
-#include "cuda/allocator.h"  // defines: pinned_allocator
-#include "cuda/check.h"      // defines: ZT_CUDA_CHECK
-#include "cuda/device.h"     // defines: is_device_pointer
-#endif
+#include "core/backend.h"  // defines: backend_of, Backend (host_allocator, synchronize, copies)
 
 namespace zt {
 
@@ -74,60 +68,50 @@ struct QueuedWork final : Work {
   }
 };
 
-// GPU buffers (issue 4; CUDA builds): MPI here is not CUDA-aware, so a device buffer is copied
-// into a pinned host mirror before the collective and back after it, on the communication
-// thread. The caller's device work must be finished before the copy in: the device is
-// synchronized first (the ZeRO engine on the GPU will use the NCCL backend; this path lets
-// several ranks share one GPU in tests).
+// Device buffers (issue 4; GPU tensors in a CUDA build): MPI here is not CUDA-aware, so a device
+// buffer is copied into a pinned host mirror before the collective and back after it, on the
+// communication thread. The caller's device work must be finished before the copy in: the
+// device's backend is synchronized first (the ZeRO engine on the GPU will use the NCCL backend;
+// this path lets several ranks share one GPU in tests).
+// dist/ names no device: a buffer's device is its Tensor's (core/device.h), and the pinned host
+// memory, the synchronization and the copies are its backend's entries (core/backend.h:
+// host_allocator(true), synchronize, copy_to_host, copy_from_host; each makes its device
+// current). A CPU build has no device tensors, so the path is never taken there.
 struct Staged {
   std::vector<Tensor> host;                          // what MPI sees, one per buffer
   std::vector<std::pair<Tensor, Tensor>> copy_back;  // (device buffer, host mirror) to copy back
-  int device = 0;  // the GPU of the device buffers: the communication thread makes it current
 };
 
-#ifdef ZT_HAVE_CUDA
-bool on_device(const Tensor& t) { return is_device_pointer(t.raw()); }
-#endif
+bool on_device(const Tensor& t) { return !t.device().is_cpu(); }
 
 // bufs[0..]: the collective's buffers; `written`: which of them the collective writes.
 // in_place_of: -1, or the index of the buffer that bufs[0] is a view of (all-gather in place).
 Staged stage(const std::vector<Tensor>& bufs, const std::vector<bool>& written, int in_place_of, int rank) {
   Staged st;
   st.host = bufs;
-#ifdef ZT_HAVE_CUDA
-  bool any = false;
-  for (const Tensor& t : bufs) any = any || on_device(t);
-  if (!any) return st;
+  const Tensor* dev = nullptr;  // the last device buffer: whose backend is synchronized
   for (const Tensor& t : bufs)
-    if (on_device(t)) st.device = t.device().index;
-  ZT_CUDA_CHECK(cudaDeviceSynchronize());  // the caller's kernels wrote the buffers
+    if (on_device(t)) dev = &t;
+  if (!dev) return st;
+  backend_of(*dev).synchronize();  // the caller's kernels wrote the buffers
   for (size_t i = 0; i < bufs.size(); ++i) {
     if (static_cast<int>(i) == 0 && in_place_of >= 0) continue;  // a view of its output's mirror, below
     if (!on_device(bufs[i])) continue;
-    Tensor h = Tensor::empty({bufs[i].numel()}, bufs[i].dtype(), Category::comm, pinned_allocator());
-    ZT_CUDA_CHECK(cudaMemcpy(h.raw(), bufs[i].raw(), bufs[i].nbytes(), cudaMemcpyDeviceToHost));
+    Backend& be = backend_of(bufs[i]);
+    Tensor h = Tensor::empty({bufs[i].numel()}, bufs[i].dtype(), Category::comm, be.host_allocator(/*pinned=*/true));
+    be.copy_to_host(h, bufs[i]);
     st.host[i] = h;
     if (written[i]) st.copy_back.emplace_back(bufs[i], h);
   }
   if (in_place_of >= 0 && st.host[in_place_of].raw() != bufs[in_place_of].raw())
     st.host[0] = st.host[in_place_of].flat_view(static_cast<int64_t>(rank) * bufs[0].numel(), {bufs[0].numel()});
-#else
-  (void)written, (void)in_place_of, (void)rank;
-#endif
   return st;
 }
 
+// On the communication thread. The backend's entries make the buffer's device current for their
+// calls (so no context is created on GPU 0 in a rank that trains on another GPU).
 void unstage(const Staged& st) {
-#ifdef ZT_HAVE_CUDA
-  if (st.copy_back.empty()) return;
-  // On the communication thread: without this, the copy would make GPU 0 current there (and
-  // create a context on it) in a rank that trains on another GPU.
-  DeviceGuard guard(st.device);
-  for (const auto& [dev, host] : st.copy_back)
-    ZT_CUDA_CHECK(cudaMemcpy(dev.raw(), host.raw(), dev.nbytes(), cudaMemcpyHostToDevice));
-#else
-  (void)st;
-#endif
+  for (const auto& [dev, host] : st.copy_back) backend_of(dev).copy_from_host(dev, host);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "core/rng.h"
-#include "models/config.h"
+#include "models/model_config.h"
 #include "nn/model.h"
 
 namespace zt {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "models/config.h"
+#include "models/model_config.h"
 #include "nn/layers.h"
 #include "models/transformer.h"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "models/config.h"
+#include "models/model_config.h"
 #include "nn/model.h"
 
 namespace zt {
@@ -47,7 +47,6 @@ class TransformerLM : public Model {
   int64_t max_seq_len() const override { return cfg_.max_seq_len; }
 
   const ModelConfig& config() const { return cfg_; }
-  const ModelOptions& options() const { return opt_; }
   Embed& embed() { return *embed_; }
   Block& block(int64_t i) { return *blocks_.at(static_cast<size_t>(i)); }
   Head& head() { return *head_; }
@@ -56,7 +55,7 @@ class TransformerLM : public Model {
   // Validates cfg (its family must be `family`) and builds the units; with opt.allocate each
   // ParamSet is finalized (zero-filled) with opt.world_size / opt.alignment.
   TransformerLM(const ModelConfig& cfg, const ModelOptions& opt, const char* family, const char* name)
-      : cfg_(cfg), opt_(opt), name_(name) {
+      : cfg_(cfg), name_(name) {
     cfg_.validate();
     if (cfg_.family != family) ZT_THROW(name_, ": config family is \"", cfg_.family, "\", expected \"", family, "\"");
     embed_ = std::make_unique<Embed>(cfg_, opt.dtype);
@@ -66,7 +65,6 @@ class TransformerLM : public Model {
   }
 
   ModelConfig cfg_;
-  ModelOptions opt_;
   std::unique_ptr<Embed> embed_;
   std::vector<std::unique_ptr<Block>> blocks_;
   std::unique_ptr<Head> head_;
@@ -76,7 +74,7 @@ class TransformerLM : public Model {
     check_token_batch(idx, cfg_.vocab_size, cfg_.max_seq_len, name_);
     ZT_CHECK(embed_->params().finalized(), name_, " built with allocate = false (layout only) cannot run forward");
     Residency& r = *residency_;
-    Embed* e = embed_.get();  // raw pointers: the closures outlive this call under checkpointing
+    Embed* e = embed_.get();  // raw pointers: the closures outlive this call under recompute()
     Var x = run_unit(r, *e, Var(), [e, idx](const Var&) { return e->forward(idx); });
     for (auto& bp : blocks_) {
       Block* b = bp.get();

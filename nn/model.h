@@ -26,7 +26,7 @@ class Model {
   // to keep, and recomputing the head would redo the largest GEMM to save one (B, T, C) tensor.
   void set_activation_checkpointing(bool on) {
     std::vector<Unit*> us = units();
-    for (size_t i = 0; i < us.size(); ++i) us[i]->checkpoint_activations = on && i > 0 && i + 1 < us.size();
+    for (size_t i = 0; i < us.size(); ++i) us[i]->recompute_forward = on && i > 0 && i + 1 < us.size();
   }
   int64_t num_params();  // sum over units, no padding
   void zero_grad() {

@@ -60,14 +60,6 @@ Var ParamSet::var_rows(int i, int64_t row0, int64_t rows) const {
   return Var::parameter(flat_.flat_view(off, s), flat_grad_.flat_view(off, s), group_);
 }
 
-void ParamSet::rebind(Tensor flat, Tensor flat_grad) {
-  check_shape(flat, {padded_numel_}, "ParamSet::rebind: flat");
-  check_shape(flat_grad, {padded_numel_}, "ParamSet::rebind: flat_grad");
-  flat_ = std::move(flat);
-  flat_grad_ = std::move(flat_grad);
-  build_vars();
-}
-
 void ParamSet::build_vars() {
   vars_.clear();
   for (int i = 0; i < size(); ++i) vars_.push_back(Var::parameter(value(i), grad(i), group_));

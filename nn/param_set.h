@@ -62,9 +62,6 @@ class ParamSet {
   Var var_rows(int i, int64_t row0, int64_t rows) const;
   const std::shared_ptr<LeafGroup>& group() const { return group_; }
 
-  // Points the set at other flat buffers (same padded size): what a ZeRO-3 acquire does
-  // after gathering. Rebuilds the views and leaves.
-  void rebind(Tensor flat, Tensor flat_grad);
   void zero_grad();
 
  private:

@@ -12,12 +12,12 @@ Var run_unit(Residency& r, Unit& u, const Var& x, const std::function<Var(const 
   for (Unit* a : also) r.acquire(*a);
   r.acquire(u);
   Var y;
-  if (u.checkpoint_activations && grad_enabled() && x.defined()) {  // (the embedding unit has no input Var)
+  if (u.recompute_forward && grad_enabled() && x.defined()) {  // (the embedding unit has no input Var)
     std::vector<Var> params = u.params().vars();
     for (Unit* a : also) params.insert(params.end(), a->params().vars().begin(), a->params().vars().end());
     // The recompute in backward must see the unit resident again: ZeRO's before_backward hook
     // on the unit's LeafGroup re-acquires it, as it does for an ordinary backward.
-    y = checkpoint(fn, x, params);
+    y = recompute(fn, x, params);
   } else {
     y = fn(x);
   }

@@ -5,7 +5,7 @@
 // sight in the model's loop):
 //
 //   residency.acquire(unit)   // ZeRO-3: all-gather the unit's flat buffer (or wait for a prefetch)
-//   y = unit.forward(x)       // or checkpoint(forward) when activation checkpointing is on
+//   y = unit.forward(x)       // or recompute(forward) when activation checkpointing is on
 //   residency.release(unit)   // ZeRO-3: free the gathered buffer unless persistent
 //
 // nn knows nothing of ranks: Residency is the small interface nn defines and zero/ implements.
@@ -15,13 +15,16 @@
 #include <string>
 #include <vector>
 
-#include "autograd/checkpoint.h"
+#include "autograd/recompute.h"
 #include "nn/param_set.h"
 
 namespace zt {
 
 // A named piece of a model that reads parameters of a ParamSet (layers hold parameter indices,
-// not tensors, so a ZeRO-3 rebind of the flat buffer is seen by every layer at once).
+// and every parameter Var is a view into the set's one flat buffer). ZeRO-3 never swaps that
+// buffer: it frees and refills the flat buffer's Storage in place (Storage::release() and
+// materialize(), core/tensor.h; zero/engine_gather.cpp), so every view, in layers and in saved
+// autograd closures alike, sees the gathered bytes again after each acquire.
 class Module {
  public:
   Module(ParamSet& ps, std::string prefix) : ps_(&ps), prefix_(std::move(prefix)) {}
@@ -44,7 +47,7 @@ class Unit {
   const std::string& name() const { return params_.unit_name(); }
   ParamSet& params() { return params_; }
   const ParamSet& params() const { return params_; }
-  bool checkpoint_activations = false;  // recompute this unit's forward during backward
+  bool recompute_forward = false;  // activation checkpointing: recompute this unit's forward in backward
 
  protected:
   ParamSet params_;
@@ -64,7 +67,8 @@ class LocalResidency final : public Residency {
 };
 LocalResidency& local_residency();
 
-// Runs fn(x) as unit u's forward inside its residency scope, checkpointed if the unit says so.
+// Runs fn(x) as unit u's forward inside its residency scope, through recompute() (activation
+// checkpointing) if the unit says so.
 // `also`: other units whose parameters fn reads (GPT-2's head reads the embedding's wte).
 Var run_unit(Residency& r, Unit& u, const Var& x, const std::function<Var(const Var&)>& fn,
              const std::vector<Unit*>& also = {});

@@ -1,6 +1,6 @@
 // defines: zt::test::RawTensor, write_raw_safetensors, hf_gpt2_raw, hf_llama_raw, small HF model
 //          configs and their config.json text — Hugging Face files written byte by byte the way
-//          other tools lay them out, independently of models/safetensors.cpp and models/hf_weights.cpp
+//          other tools lay them out, independently of formats/safetensors.cpp and formats/hf_weights.cpp
 //          (the names, Conv1D transposes and encodings are spelled out here by hand).
 #pragma once
 #include <algorithm>

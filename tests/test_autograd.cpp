@@ -3,7 +3,7 @@
 // engine independently of the ops.
 #include <catch2/catch.hpp>
 
-#include "autograd/checkpoint.h"
+#include "autograd/recompute.h"
 #include "core/kernels/accumulate.h"
 #include "nn/param_set.h"
 
@@ -111,7 +111,7 @@ TEST_CASE("checkpoint recomputes and gives the same gradients", "[autograd]") {
   ps.zero_grad();
   Var x2(vec({1, 2, 3}), true);
   calls = 0;
-  Var y = checkpoint(fn, x2, ps.vars());
+  Var y = recompute(fn, x2, ps.vars());
   CHECK(calls == 1);
   y.backward(vec({1, 1, 1}));
   CHECK(calls == 2);  // recomputed once in backward

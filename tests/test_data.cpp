@@ -1,4 +1,4 @@
-// models/tokenizer.h and models/token_data.h: llm.c token shards, text sources, DataLoader.
+// formats/tokenizer.h and formats/token_data.h: llm.c token shards, text sources, DataLoader.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "models/token_data.h"
-#include "models/tokenizer.h"
+#include "formats/token_data.h"
+#include "formats/tokenizer.h"
 #include "tests/temp_dir.h"
 
 using namespace zt;

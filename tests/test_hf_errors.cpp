@@ -1,10 +1,10 @@
-// models: every bad Hugging Face checkpoint ZeroTensor refuses, through load_hf_weights /
+// formats: every bad Hugging Face checkpoint ZeroTensor refuses, through load_hf_weights /
 // read_hf_config, with a message naming the file, the tensor and what was expected and found.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
-#include "models/hf_weights.h"
+#include "formats/hf_weights.h"
 #include "models/init.h"
 #include "tests/hf_test_util.h"
 #include "tests/temp_dir.h"

@@ -1,4 +1,4 @@
-// models: the RoPE convention of imported Llama weights, checked numerically.
+// formats: the RoPE convention of imported Llama weights, checked numerically.
 //  1. An attention block of a Llama loaded from an HF file computes what transformers'
 //     LlamaAttention computes (written out below in float64: rotate_half, repeat_kv, causal
 //     softmax), so HF's q_proj / k_proj need no permutation on import.
@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "models/hf_weights.h"
+#include "formats/hf_weights.h"
 #include "tests/hf_test_util.h"
 #include "tests/temp_dir.h"
 

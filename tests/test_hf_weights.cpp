@@ -1,4 +1,4 @@
-// models: Hugging Face weights (models/hf_weights.h): round trips for GPT-2 and Llama in float32
+// formats: Hugging Face weights (formats/hf_weights.h): round trips for GPT-2 and Llama in float32
 // and bfloat16, files laid out as other tools write them (written byte by byte here), sharded
 // checkpoints, an independent cross-check against the llm.c mapping and PyTorch's numbers, and
 // the RoPE convention checked numerically (HF's rotate_half; Meta's interleaved + permutation).
@@ -8,12 +8,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "models/hf_config.h"
-#include "models/hf_weights.h"
+#include "formats/hf_config.h"
+#include "formats/hf_weights.h"
 #include "models/init.h"
-#include "models/llmc_checkpoint.h"
-#include "models/safetensors.h"
-#include "models/token_data.h"
+#include "formats/llmc_checkpoint.h"
+#include "formats/safetensors.h"
+#include "formats/token_data.h"
 #include "tests/hf_test_util.h"
 #include "tests/temp_dir.h"
 
@@ -74,7 +74,7 @@ std::unique_ptr<Model> fresh(const ModelConfig& c, uint64_t seed, DType dt = DTy
 }
 
 // The unit and parameter an HF tensor name stands for, spelled out here by hand (independent of
-// the table in models/hf_weights.cpp): GPT-2 block matrices are Conv1D (transposed), vocabulary
+// the table in formats/hf_weights.cpp): GPT-2 block matrices are Conv1D (transposed), vocabulary
 // matrices hold the first V rows.
 struct Where {
   Unit* unit = nullptr;

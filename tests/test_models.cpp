@@ -1,5 +1,5 @@
 // models: configs and parameter counts, GPT-2 / Llama float64 gradient checks, activation
-// checkpointing, unit hooks, init, sampling. (llm.c checkpoint I/O: test_models_llmc.cpp.)
+// checkpointing, unit hooks, init, sampling (train/sampling.h). (llm.c checkpoint I/O: test_models_llmc.cpp.)
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -7,11 +7,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "models/config.h"
 #include "models/gpt2.h"
 #include "models/init.h"
 #include "models/llama.h"
-#include "models/sampling.h"
+#include "models/model_config.h"
+#include "train/sampling.h"
 
 using namespace zt;
 
@@ -269,7 +269,7 @@ TEST_CASE("activation checkpointing gives the same loss and gradients", "[models
     m->zero_grad();
     Var l1 = m->loss(batch_idx(), batch_tgt());
     const auto us = m->units();  // the blocks are checkpointed (nn/model.h decides which units)
-    CHECK(std::any_of(us.begin(), us.end(), [](Unit* u) { return u->checkpoint_activations; }));
+    CHECK(std::any_of(us.begin(), us.end(), [](Unit* u) { return u->recompute_forward; }));
     l1.backward();
     const auto g1 = grads_of(*m);
     // The recompute runs the same kernels on the same inputs in the same order: bitwise equal.

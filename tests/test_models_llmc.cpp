@@ -1,4 +1,4 @@
-// models: llm.c GPT-2 checkpoints (save / load both versions, byte layout, every bad input) and
+// formats: llm.c GPT-2 checkpoints (save / load both versions, byte layout, every bad input) and
 // the forward pass against PyTorch's nanoGPT on tests/data/gpt2_tiny.bin.
 #include <catch2/catch.hpp>
 #include <unistd.h>
@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "models/gpt2.h"
-#include "models/llmc_checkpoint.h"
-#include "models/token_data.h"
+#include "formats/llmc_checkpoint.h"
+#include "formats/token_data.h"
 #include "tests/temp_dir.h"
 
 using namespace zt;

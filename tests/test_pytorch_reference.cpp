@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "models/trainer.h"
+#include "train/trainer.h"
 
 using namespace zt;
 
@@ -19,7 +19,7 @@ TEST_CASE("GPT-2 trains like PyTorch's nanoGPT for 10 AdamW steps", "[models][re
   const nlohmann::json ref = nlohmann::json::parse(f);
   const nlohmann::json& tr = ref.at("train");
 
-  TrainConfig c;
+  RunConfig c;
   c.init_from = dir + "gpt2_tiny.bin";
   c.train_data = dir + "tiny_tokens.bin";
   c.batch = tr.at("B");

@@ -1,4 +1,4 @@
-// ZeRO sharded checkpoints (zero/checkpoint.h) and safetensors (models/safetensors.h).
+// ZeRO sharded checkpoints (zero/checkpoint.h) and safetensors (formats/safetensors.h).
 // Several ranks run in one process as threads (ThreadGroup below), so saving on N ranks and
 // loading on N' ranks (resharding) is tested without mpirun; tests/mpi/test_checkpoint.cpp runs
 // the same paths under real MPI ranks.
@@ -13,8 +13,8 @@
 #include "core/rng.h"
 #include "models/gpt2.h"
 #include "models/init.h"
-#include "models/llmc_checkpoint.h"
-#include "models/safetensors.h"
+#include "formats/llmc_checkpoint.h"
+#include "formats/safetensors.h"
 #include "temp_dir.h"
 #include "zero/checkpoint.h"
 

@@ -1,4 +1,4 @@
-// zero/config.h: the DeepSpeed-style config parser. The ready configs in configs/ parse with the
+// zero/engine_config.h: the DeepSpeed-style config parser. The ready configs in configs/ parse with the
 // expected fields at several world sizes; to_json -> parse is the identity; every error case of
 // docs/config.md is refused with a message that names the key path and the allowed values.
 #include <catch2/catch.hpp>
@@ -8,7 +8,7 @@
 
 #include "core/check.h"
 #include "tests/temp_dir.h"
-#include "zero/config.h"
+#include "zero/engine_config.h"
 
 using namespace zt;
 using nlohmann::json;

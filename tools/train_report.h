@@ -5,7 +5,7 @@
 #include <string>
 
 #include "dist/process_group.h"
-#include "models/config.h"
+#include "models/model_config.h"
 #include "tools/run_device.h"
 #include "zero/engine.h"     // defines: MemoryReport, EngineTimes
 #include "zero/estimator.h"  // defines: Estimate

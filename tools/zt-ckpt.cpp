@@ -11,7 +11,7 @@
 // "param" tensor of every unit from every rank file (each verified first) and writes every
 // parameter of the model: safetensors names are "<unit>.<param>" ("block0.attn.c_attn.weight")
 // with the layout's shapes; llmc is llm.c's GPT-2 file (version 3 fp32, 5 bf16); hf is a directory
-// of config.json + model.safetensors with Hugging Face's names (models/hf_weights.h).
+// of config.json + model.safetensors with Hugging Face's names (formats/hf_weights.h).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -19,10 +19,10 @@
 #include <map>
 
 #include "models/gpt2.h"              // defines: GPT2
-#include "models/hf_weights.h"        // defines: save_hf_weights
+#include "formats/hf_weights.h"       // defines: save_hf_weights
 #include "models/init.h"              // defines: make_model
-#include "models/llmc_checkpoint.h"   // defines: save_llmc_checkpoint
-#include "models/safetensors.h"       // defines: save_safetensors
+#include "formats/llmc_checkpoint.h"  // defines: save_llmc_checkpoint
+#include "formats/safetensors.h"      // defines: save_safetensors
 #include "zero/checkpoint.h"          // defines: read_sharded_meta, consolidate_params
 
 using namespace zt;

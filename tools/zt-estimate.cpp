@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/memory.h"     // defines: Category, category_name, format_bytes
-#include "models/config.h"   // defines: ModelConfig, model_config
+#include "models/model_config.h"   // defines: ModelConfig, model_config
 #include "models/init.h"     // defines: make_model (the layout-only model)
-#include "zero/config.h"     // defines: Precision, ZeroOptimization, engine_config_from_file
+#include "zero/engine_config.h"     // defines: Precision, ZeroOptimization, engine_config_from_file
 #include "zero/estimator.h"  // defines: estimate, model_shape, paper_table1, parse_count
 
 using namespace zt;
@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     }
     EstimateRequest r;
     if (!config_path.empty()) {
-      // zt-train's own top-level keys (models/trainer.cpp) may sit in the same file
+      // zt-train's own top-level keys (train/run_config.cpp) may sit in the same file
       const EngineConfig ec = engine_config_from_file(
           config_path, static_cast<int>(world < 1 ? 1 : world),
           {"model", "train_data", "val_data", "seq_len", "steps", "seed", "eval_interval", "eval_batches"});

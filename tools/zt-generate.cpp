@@ -12,13 +12,13 @@
 #include <sstream>
 
 #include "core/parallel.h"
+#include "formats/hf_weights.h"
+#include "formats/llmc_checkpoint.h"
+#include "formats/tokenizer.h"
 #include "models/gpt2.h"
-#include "models/hf_weights.h"
 #include "models/init.h"
-#include "models/llmc_checkpoint.h"
-#include "models/sampling.h"
-#include "models/tokenizer.h"
-#include "models/trainer.h"
+#include "train/sampling.h"
+#include "train/trainer.h"
 
 using namespace zt;
 

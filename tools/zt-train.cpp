@@ -22,17 +22,18 @@
 #include <thread>
 #include <unistd.h>
 
-#include "core/backend.h"           // defines: backend, parse_f32_matmul (--f32-matmul)
-#include "core/parallel.h"          // defines: set_num_threads
-#include "tools/run_device.h"      // defines: select_run_device (--device, --dist)
-#include "dist/process_group.h"     // defines: init_process_group, ProcessGroup
-#include "dist/trace_file.h"        // defines: write_trace (--trace)
-#include "tools/train_report.h"     // defines: flops_per_token, peak_flops, print_*_table, print_run_summary
-#include "models/gpt2.h"            // defines: GPT2 (for --save-llmc)
-#include "models/hf_weights.h"      // defines: save_hf_weights (--save-hf)
-#include "models/llmc_checkpoint.h" // defines: save_llmc_checkpoint
-#include "models/trainer.h"         // defines: TrainConfig, Trainer, StepStats
-#include "zero/estimator.h"         // defines: estimate, EstimateRequest, model_shape
+#include "core/backend.h"             // defines: backend, parse_f32_matmul (--f32-matmul)
+#include "core/parallel.h"            // defines: set_num_threads
+#include "tools/run_device.h"         // defines: select_run_device (--device, --dist)
+#include "dist/process_group.h"       // defines: init_process_group, ProcessGroup
+#include "dist/trace_file.h"          // defines: write_trace (--trace)
+#include "tools/train_report.h"       // defines: flops_per_token, peak_flops, print_*_table, print_run_summary
+#include "models/gpt2.h"              // defines: GPT2 (for --save-llmc)
+#include "formats/hf_weights.h"       // defines: save_hf_weights (--save-hf)
+#include "formats/llmc_checkpoint.h"  // defines: save_llmc_checkpoint
+#include "train/run_config.h"         // defines: RunConfig, run_config_from_json
+#include "train/trainer.h"            // defines: Trainer, StepStats
+#include "zero/estimator.h"           // defines: estimate, EstimateRequest, model_shape
 
 using namespace zt;
 
@@ -85,7 +86,7 @@ int main(int argc, char** argv) {
   // swap files, checkpoints, logs), not a kill by SIGXFSZ that leaves the job without a word.
   std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"zt-train: train a GPT-2 or Llama model on the CPU (ZeroTensor)"};
-  TrainConfig c;
+  RunConfig c;
   int threads = 0;
   std::string log_path, save_llmc;
   int save_llmc_version = 3;
@@ -140,7 +141,7 @@ int main(int argc, char** argv) {
   app.add_option("--save-llmc", save_llmc, "at the end, also write the model as an llm.c GPT-2 checkpoint");
   app.add_option("--save-llmc-version", save_llmc_version, "llm.c checkpoint version: 3 = float32, 5 = bfloat16")
       ->check(CLI::IsMember({3, 5}))->capture_default_str();
-  std::string save_hf;  // --save-hf (models/hf_weights.h)
+  std::string save_hf;  // --save-hf (formats/hf_weights.h)
   app.add_option("--save-hf", save_hf, "at the end, also write the model as a Hugging Face directory (config.json + model.safetensors, float32)");
   std::string trace_path;
   int64_t trace_steps = 0;
@@ -165,8 +166,8 @@ int main(int argc, char** argv) {
                                "--grad-clip", "--activation-checkpointing", "--zero-stage"})
         if (app.count(flag))
           ZT_THROW(flag, " cannot be combined with --config '", config_path, "': set it in the config file");
-      TrainConfig from_file = c;
-      train_config_from_json(config_path, group.size(), from_file);
+      RunConfig from_file = c;
+      run_config_from_json(config_path, group.size(), from_file);
       // Run settings: the command line wins over the file.
       if (app.count("--model")) from_file.model = c.model;
       if (app.count("--train")) from_file.train_data = c.train_data;

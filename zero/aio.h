@@ -21,7 +21,7 @@
 #include "core/memory.h"         // defines: Category, MemoryStats, format_bytes
 #include "core/trace.h"          // defines: Tracer
 #include "dist/process_group.h"  // defines: Work, WorkPtr
-#include "zero/config.h"         // defines: AioConfig
+#include "zero/engine_config.h"  // defines: AioConfig
 
 namespace zt {
 
@@ -43,7 +43,7 @@ class SwapFile {
   // naming the path and the reason (strerror) when dir cannot be created, is not a directory, is not
   // writable, the filesystem refuses O_DIRECT (e.g. tmpfs: says so and suggests a disk-backed path), or
   // io_uring is unavailable. aio.block_size must be a positive multiple of kAioAlignment, aio.queue_depth
-  // in [1, 4096] (zero/config.cpp's ranges).
+  // in [1, 4096] (zero/engine_config.cpp's ranges).
   SwapFile(const std::string& dir, int rank, const AioConfig& aio);
   ~SwapFile();  // waits for IO in flight and queued (never throws), closes and removes the file
   SwapFile(const SwapFile&) = delete;

@@ -36,7 +36,7 @@
 
 #include "dist/process_group.h"
 #include "nn/model.h"
-#include "zero/config.h"
+#include "zero/engine_config.h"
 #include "zero/sharded_unit.h"
 
 namespace zt {

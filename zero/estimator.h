@@ -19,7 +19,7 @@
 //     stage 3     2Psi/N          2Psi/N           12Psi/N               16Psi/N
 //
 // With a model, Psi is the sum of the units' padded flat sizes (each a multiple of
-// N x kShardAlignment, zero/config.h), so "Psi/N" is exactly the shard a rank holds. With a bare
+// N x kShardAlignment, zero/engine_config.h), so "Psi/N" is exactly the shard a rank holds. With a bare
 // Psi there is no padding (bytes rounded up per category).
 //
 // Peaks (what a step of our engine reaches; docs/estimator.md derives each term):
@@ -45,7 +45,7 @@
 
 #include "core/memory.h"
 #include "nn/model.h"
-#include "zero/config.h"
+#include "zero/engine_config.h"
 
 namespace zt {
 

@@ -35,7 +35,7 @@
 #include "dist/process_group.h"  // WorkPtr
 #include "optim/adamw.h"
 #include "optim/flat_shard.h"
-#include "zero/config.h"
+#include "zero/engine_config.h"
 
 namespace zt {
 

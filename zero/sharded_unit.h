@@ -26,7 +26,7 @@
 #include "core/trace.h"
 #include "dist/process_group.h"
 #include "nn/model.h"
-#include "zero/config.h"
+#include "zero/engine_config.h"
 #include "zero/pending.h"
 
 namespace zt {

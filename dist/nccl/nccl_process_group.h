@@ -45,7 +45,6 @@ class NcclProcessGroup final : public ProcessGroup {
   std::string backend() const override { return "nccl"; }
   [[noreturn]] void abort(const std::string& message, int code) override;
   int device() const { return device_; }
-  cudaStream_t comm_stream() const { return comm_; }
 
  protected:
   WorkPtr do_all_reduce(const Tensor& x) override;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hugging Face weights from the command line (models/hf_weights.h): a trained checkpoint exported
+# Hugging Face weights from the command line (formats/hf_weights.h): a trained checkpoint exported
 # with `zt-ckpt consolidate --format hf` and with `zt-train --save-hf` (the same bytes), generated
 # from with `zt-generate --hf` (the same greedy tokens as `--ckpt`), started from with
 # `zt-train --init-from DIR` (GPT-2: the same losses as from the llm.c file of the same weights;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cuda/allocator.h"
+#include "cuda/backend.h"
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "dist/process_group.h"
@@ -31,6 +32,9 @@ std::vector<float> read(const Tensor& t) {
 
 TEST_CASE("MPI collectives on device buffers: all_reduce, reduce_scatter, in-place all_gather", "[gpu_buffers]") {
   REQUIRE(cuda_available());
+  // The MPI backend stages device buffers through their device's backend (core/backend.h; dist/
+  // names no device), as zt-train --device cuda registers it (tools/run_device.cpp).
+  register_cuda_backend();
   ProcessGroup& g = init_process_group();
   const int N = g.size(), r = g.rank();
   const int64_t S = 257;

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "models/trainer.h"
+#include "train/trainer.h"
 
 using namespace zt;
 
@@ -20,8 +20,8 @@ std::string swap_dir(ProcessGroup& g, const std::string& tag) {
   return (std::filesystem::temp_directory_path() / ("zt_offload_np" + std::to_string(g.size()) + "_" + tag)).string();
 }
 
-TrainConfig run(const std::string& model, int world_size, int stage, int64_t steps = 20) {
-  TrainConfig c;
+RunConfig run(const std::string& model, int world_size, int stage, int64_t steps = 20) {
+  RunConfig c;
   c.model = model;
   c.train_data = kCorpus;
   c.batch = 8 / world_size;
@@ -47,7 +47,7 @@ OffloadConfig tier(const std::string& device, const std::string& path, int64_t b
   return o;
 }
 
-std::vector<double> losses(const TrainConfig& c, ProcessGroup& g) {
+std::vector<double> losses(const RunConfig& c, ProcessGroup& g) {
   Trainer t(c, g);
   std::vector<double> out;
   while (!t.done()) out.push_back(t.step().loss);
@@ -85,7 +85,7 @@ TEST_CASE("offloaded runs give the losses of the same run without offload", "[of
     for (int stage = 1; stage <= 3; ++stage) ref[stage] = losses(run(model, g.size(), stage), g);
     for (const Case& k : cases) {
       if (std::string(model) == "llama-nano" && k.stage != 3) continue;  // llama: stage 3's tiers
-      TrainConfig c = run(model, g.size(), k.stage);
+      RunConfig c = run(model, g.size(), k.stage);
       c.zero.offload_optimizer = tier(k.opt, dir);
       c.zero.offload_param = tier(k.param, dir, 3);
       INFO(model << ", stage " << k.stage << ", offload_optimizer " << k.opt << ", offload_param " << k.param << ", "
@@ -104,7 +104,7 @@ TEST_CASE("offloaded runs with gradient accumulation match the run without offlo
   const std::string dir = swap_dir(g, "accum");
   if (8 / g.size() < 2) return;  // needs 2 micro-batches per rank
   for (int stage = 1; stage <= 3; ++stage) {
-    TrainConfig c = run("gpt2-nano", g.size(), stage, 8);
+    RunConfig c = run("gpt2-nano", g.size(), stage, 8);
     c.batch /= 2;  // 2 micro-steps: stages 2-3 accumulate into the host's gradient shard
     c.grad_accum = 2;
     const std::vector<double> ref = losses(c, g);
@@ -119,7 +119,7 @@ TEST_CASE("bf16 offloaded runs give the losses of bf16 without offload", "[offlo
   ProcessGroup& g = init_process_group();
   const std::string dir = swap_dir(g, "bf16");
   for (int stage : {2, 3}) {
-    TrainConfig c = run("gpt2-nano", g.size(), stage, 10);
+    RunConfig c = run("gpt2-nano", g.size(), stage, 10);
     c.precision = Precision::bf16;
     const std::vector<double> ref = losses(c, g);
     c.zero.offload_optimizer = tier(stage == 2 ? "cpu" : "nvme", dir);
@@ -136,20 +136,20 @@ TEST_CASE("bf16 offloaded runs give the losses of bf16 without offload", "[offlo
 TEST_CASE("the memory report shows the model states leaving the device", "[offload_memory]") {
   ProcessGroup& g = init_process_group();
   const std::string dir = swap_dir(g, "memory");
-  auto report = [&](const TrainConfig& c) {
+  auto report = [&](const RunConfig& c) {
     Trainer t(c, g);
     default_allocator().reset_peaks();
     host_allocator().reset_peaks();
     while (!t.done()) t.step();
     return t.engine().memory_report();
   };
-  TrainConfig base = run("gpt2-nano", g.size(), 3, 2);
+  RunConfig base = run("gpt2-nano", g.size(), 3, 2);
   base.zero.stage3_param_persistence_threshold = 0;  // nothing stays gathered: params at rest are the shards
   const MemoryReport none = report(base);
   int64_t max_shard = 0;  // the largest unit's shard: one staging buffer
   for (Unit* u : Trainer(base, g).model().units()) max_shard = std::max(max_shard, u->params().padded_numel() / g.size());
   for (const char* opt : {"cpu", "nvme"}) {
-    TrainConfig c = base;
+    RunConfig c = base;
     c.zero.offload_optimizer = tier(opt, dir);
     c.zero.offload_param = tier(opt, dir, 3);
     const MemoryReport m = report(c);
@@ -186,13 +186,13 @@ TEST_CASE("checkpoints move between offload tiers", "[offload_checkpoint]") {
   ProcessGroup& g = init_process_group();
   const std::string dir = swap_dir(g, "ckpt");
   const std::string ckpt = dir + "/ckpt";
-  TrainConfig base = run("gpt2-nano", g.size(), 3, 8);
+  RunConfig base = run("gpt2-nano", g.size(), 3, 8);
   const std::vector<double> ref = losses(base, g);
   const std::pair<const char*, const char*> moves[] = {{"nvme", "none"}, {"none", "nvme"}, {"cpu", "nvme"}};
   for (auto [first, second] : moves) {
     if (g.rank() == 0) std::filesystem::remove_all(ckpt);
     g.barrier();
-    TrainConfig a = base;
+    RunConfig a = base;
     a.ckpt_dir = ckpt;
     a.ckpt_interval = 4;
     a.zero.offload_optimizer = tier(first, dir);
@@ -201,7 +201,7 @@ TEST_CASE("checkpoints move between offload tiers", "[offload_checkpoint]") {
       Trainer t(a, g);
       for (int k = 0; k < 4; ++k) t.step();  // saved after step 4 (ckpt_interval)
     }
-    TrainConfig b = base;
+    RunConfig b = base;
     b.ckpt_dir = ckpt;
     b.resume = true;
     b.zero.offload_optimizer = tier(second, dir);

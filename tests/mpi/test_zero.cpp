@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "models/trainer.h"
+#include "train/trainer.h"
 
 using namespace zt;
 
@@ -17,8 +17,8 @@ namespace {
 const std::string kCorpus = std::string(ZT_SOURCE_DIR) + "/data/corpus/train.txt";
 
 // A small run: `model`, global batch 8 x 32 tokens split over the group's ranks.
-TrainConfig small_run(const std::string& model, int world_size, int stage) {
-  TrainConfig c;
+RunConfig small_run(const std::string& model, int world_size, int stage) {
+  RunConfig c;
   c.model = model;
   c.train_data = kCorpus;
   c.batch = 8 / world_size;
@@ -38,7 +38,7 @@ TrainConfig small_run(const std::string& model, int world_size, int stage) {
   return c;
 }
 
-std::vector<double> losses(const TrainConfig& c, ProcessGroup& g) {
+std::vector<double> losses(const RunConfig& c, ProcessGroup& g) {
   Trainer t(c, g);
   std::vector<double> out;
   while (!t.done()) out.push_back(t.step().loss);
@@ -69,7 +69,7 @@ TEST_CASE("ZeRO stages 0-3 on N ranks match stage 0 on one rank", "[equivalence]
 
 TEST_CASE("ZeRO with accumulation and checkpointing, without overlap, matches one rank", "[equivalence]") {
   ProcessGroup& g = init_process_group();
-  auto variant = [](TrainConfig c) {
+  auto variant = [](RunConfig c) {
     c.batch = std::max<int64_t>(1, c.batch / 2);  // 2 micro-steps of half the batch
     c.grad_accum = 2;
     c.steps = 8;
@@ -78,7 +78,7 @@ TEST_CASE("ZeRO with accumulation and checkpointing, without overlap, matches on
     return c;
   };
   SingleProcessGroup one;
-  TrainConfig ref_cfg = small_run("gpt2-nano", 1, 0);
+  RunConfig ref_cfg = small_run("gpt2-nano", 1, 0);
   ref_cfg.batch = 8;
   ref_cfg.steps = 8;
   const std::vector<double> ref = losses(ref_cfg, one);  // one micro-step of 8: the same tokens
@@ -107,7 +107,7 @@ TEST_CASE("bf16 and fp16 ZeRO stages 0-3 on N ranks stay within the documented t
   for (const char* model : {"gpt2-nano", "llama-nano"}) {
     const std::vector<double> fp32 = losses(small_run(model, 1, 0), one);
     for (Precision prec : {Precision::bf16, Precision::f16}) {
-      TrainConfig rc = small_run(model, 1, 0);
+      RunConfig rc = small_run(model, 1, 0);
       rc.precision = prec;
       const std::vector<double> ref = losses(rc, one);
       {
@@ -115,7 +115,7 @@ TEST_CASE("bf16 and fp16 ZeRO stages 0-3 on N ranks stay within the documented t
         check_close(ref, fp32, mixed_tolerance(prec).vs_fp32);
       }
       for (int stage = 0; stage <= 3; ++stage) {
-        TrainConfig c = small_run(model, g.size(), stage);
+        RunConfig c = small_run(model, g.size(), stage);
         c.precision = prec;
         INFO(model << ", " << precision_name(prec) << ", stage " << stage << ", " << g.size() << " ranks");
         const std::vector<double> got = losses(c, g);
@@ -136,7 +136,7 @@ TEST_CASE("bf16 compute: ZeRO stages 0-3 on N ranks stay within the documented t
   SingleProcessGroup one;
   for (const char* model : {"gpt2-nano", "llama-nano"}) {
     const std::vector<double> fp32 = losses(small_run(model, 1, 0), one);
-    TrainConfig rc = small_run(model, 1, 0);
+    RunConfig rc = small_run(model, 1, 0);
     rc.precision = Precision::bf16;
     rc.compute_dtype = "bf16";
     const std::vector<double> ref = losses(rc, one);
@@ -145,7 +145,7 @@ TEST_CASE("bf16 compute: ZeRO stages 0-3 on N ranks stay within the documented t
       check_close(ref, fp32, 1e-3);
     }
     for (int stage = 0; stage <= 3; ++stage) {
-      TrainConfig c = small_run(model, g.size(), stage);
+      RunConfig c = small_run(model, g.size(), stage);
       c.precision = Precision::bf16;
       c.compute_dtype = "bf16";
       INFO(model << ", bf16 compute, stage " << stage << ", " << g.size() << " ranks");
@@ -166,7 +166,7 @@ TEST_CASE("measured model-state bytes per rank equal the ZeRO formulas", "[zero_
       {Precision::f32, "f32"}, {Precision::bf16, "f32"}, {Precision::bf16, "bf16"}, {Precision::f16, "f32"}};
   for (const auto& [prec, compute] : runs)
     for (int stage = 0; stage <= 3; ++stage) {
-      TrainConfig c = small_run("gpt2-nano", N, stage);
+      RunConfig c = small_run("gpt2-nano", N, stage);
       c.steps = 2;
       c.precision = prec;
       c.compute_dtype = compute;
@@ -206,7 +206,7 @@ TEST_CASE("bytes moved per step are 2Psi for stages 0-2 and 3Psi for stage 3", "
   for (const auto& [prec, compute] : runs)
   for (int stage = 0; stage <= 3; ++stage) {
     // llama-nano: untied head, so every unit is gathered exactly once per pass
-    TrainConfig c = small_run("llama-nano", N, stage);
+    RunConfig c = small_run("llama-nano", N, stage);
     c.precision = prec;
     c.compute_dtype = compute;
     const int64_t b = prec == Precision::f32 ? 4 : 2;  // bytes per element moved
@@ -230,7 +230,7 @@ TEST_CASE("bytes moved per step are 2Psi for stages 0-2 and 3Psi for stage 3", "
 
 TEST_CASE("fp16: an overflow skips the step on every rank and lowers the loss scale", "[fp16_scaling]") {
   ProcessGroup& g = init_process_group();
-  TrainConfig c = small_run("llama-nano", g.size(), 3);
+  RunConfig c = small_run("llama-nano", g.size(), 3);
   c.precision = Precision::f16;
   c.fp16.initial_scale_power = 40;  // 2^40: every gradient overflows float16 (max 65504)
   c.fp16.hysteresis = 2;
@@ -292,7 +292,7 @@ TEST_CASE("mixed precision: a resumed run continues bitwise, loss scale included
     INFO(precision_name(prec));
     if (g.rank() == 0) std::filesystem::remove_all(dir);
     g.barrier();
-    TrainConfig c = small_run("gpt2-nano", g.size(), prec == Precision::bf16 ? 2 : 3);
+    RunConfig c = small_run("gpt2-nano", g.size(), prec == Precision::bf16 ? 2 : 3);
     c.precision = prec;
     c.fp16.initial_scale_power = 20;  // overflows at first: the scaler state matters on resume
     c.fp16.loss_scale_window = 3;

@@ -1,4 +1,4 @@
-#include "models/llmc_checkpoint.h"
+#include "formats/llmc_checkpoint.h"
 
 #include <bit>
 #include <cstdio>

@@ -1,5 +1,6 @@
 // defines: read_llmc_header, load_llmc_checkpoint, save_llmc_checkpoint — llm.c's GPT-2
 //          checkpoint format (train_gpt2.c gpt2_build_from_checkpoint / write_checkpoint), both ways.
+//          Layer formats/.
 //
 // File layout (little-endian):
 //   header: 256 x int32: [0] magic 20240326, [1] version (3 = float32, 5 = bfloat16),
@@ -15,7 +16,7 @@
 #pragma once
 #include <string>
 
-#include "models/config.h"
+#include "models/model_config.h"
 #include "models/gpt2.h"
 
 namespace zt {

@@ -1,4 +1,11 @@
 // defines: sample_next (one token from a row of logits), generate (autoregressive sampling).
+//
+// Layer train/ (the run: the loop, its config, and sampling from what it trained). Why here:
+// generation needs only a Model (nn/model.h), so it could sit lower, but it is neither a model
+// definition (models/ holds only those) nor a file format (formats/); it is the other way a tool
+// runs a model, beside the training loop, and zt-generate reads its model through the trainer's
+// load_trained_model (train/trainer.h). A folder of its own for two files would add a layer with
+// no second concern.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "models/sampling.h"
+#include "train/sampling.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "models/tokenizer.h"
+#include "formats/tokenizer.h"
 
 #include "core/check.h"
 

@@ -1,5 +1,5 @@
 // defines: hf_config_from_json, hf_config_to_json — Hugging Face's config.json (GPT2Config,
-//          LlamaConfig in transformers) <-> ModelConfig.
+//          LlamaConfig in transformers) <-> ModelConfig. Layer formats/.
 //
 //   gpt2:  n_layer, n_embd, n_head, vocab_size, n_positions (or n_ctx), layer_norm_epsilon
 //          (default 1e-5), n_inner (null = 4C), activation_function gelu_new | gelu_pytorch_tanh
@@ -19,7 +19,7 @@
 #include <string>
 
 #include "core/dtype.h"
-#include "models/config.h"
+#include "models/model_config.h"
 
 namespace zt {
 

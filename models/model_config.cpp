@@ -1,4 +1,4 @@
-#include "models/config.h"
+#include "models/model_config.h"
 
 #include <nlohmann/json.hpp>
 

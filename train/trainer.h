@@ -1,5 +1,6 @@
-// defines: TrainConfig, StepStats, Trainer, train_config_from_json — the training loop behind
-//          zt-train, one process per rank, on the ZeRO engine (zero/engine.h).
+// defines: StepStats, Trainer, load_trained_model — the training loop behind zt-train, one
+//          process per rank, on the ZeRO engine (zero/engine.h); its settings: RunConfig
+//          (train/run_config.h). Layer train/, above zero/ and formats/.
 //
 // One step (llm.c's loop, on flat buffers, the ZeRO engine in between):
 //   for each of grad_accum micro-batches: loss = engine.forward(x, y) (this rank's B sequences);
@@ -16,59 +17,14 @@
 #include <memory>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "core/rng.h"
-#include "models/config.h"
-#include "models/token_data.h"
+#include "formats/token_data.h"
+#include "models/model_config.h"
 #include "nn/model.h"
-#include "zero/config.h"
+#include "train/run_config.h"
 #include "zero/engine.h"
 
 namespace zt {
-
-struct TrainConfig {
-  std::string model = "gpt-mini";  // a named config (models/config.h), ignored with init_from
-  std::string init_from;           // weights to start from (optional): llm.c .bin or HF dir/.safetensors
-  std::string train_data, val_data;  // token shard or text file (val optional)
-  int64_t batch = 8, seq_len = 0, grad_accum = 1;  // batch: sequences per rank per micro-step
-                                                    // (DeepSpeed's train_micro_batch_size_per_gpu);
-                                                    // seq_len 0: the model's context length
-  int64_t steps = 100;
-  std::string optimizer = "adamw";  // "adamw" | "sgd"
-  double lr = 1e-3, min_lr_frac = 0.1;
-  int64_t warmup = 0;
-  std::string schedule = "cosine";  // "cosine" | "constant"
-  double weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, momentum = 0.9;
-  double grad_clip = 1.0;  // 0 = off
-  uint64_t seed = 1337;
-  int64_t eval_interval = 0, eval_batches = 8;  // 0 = no evaluation
-  std::string ckpt_dir;
-  int64_t ckpt_interval = 0;  // 0 = save only at the end (when ckpt_dir is set)
-  bool resume = false;        // continue from ckpt_dir/latest
-  bool activation_checkpointing = false;
-  int64_t memory_limit = 0;  // bytes; 0 = no cap on the device allocator (from the end of setup on: trainer.cpp)
-  // ZeRO (zero_optimization.* of a DeepSpeed-style config; stage 0 = plain data parallelism)
-  ZeroOptimization zero;
-  AioConfig aio;  // aio.*: the NVMe tier's IO (offload to nvme)
-  Precision precision = Precision::f32;
-  // The dtype the model is built and computes in: "f32", or "bf16" (needs precision bf16; the
-  // engine then keeps no float32 copies besides the master: zero/engine.h). zt-train resolves its
-  // "auto" to bf16 on a GPU with bf16 precision, else f32.
-  std::string compute_dtype = "f32";
-  Fp16Config fp16;
-  std::string config_file;  // the JSON config these settings came from, if any (for the record)
-
-  void validate() const;  // throws naming the field
-  EngineConfig engine_config() const;  // the engine's view of these settings
-};
-void to_json(nlohmann::json& j, const TrainConfig& c);
-
-// Reads a DeepSpeed-style JSON config (zero/config.h; docs/config.md) into `c`: the engine keys
-// (batch, accumulation, clipping, optimizer, scheduler, zero_optimization, precision, activation
-// checkpointing) and the run keys beside them ("model", "train_data", "val_data", "seq_len",
-// "steps", "seed", "eval_interval", "eval_batches"). Errors name the file and the key.
-void train_config_from_json(const std::string& path, int world_size, TrainConfig& c);
 
 struct StepStats {
   int64_t step = 0;  // 1-based: the number of optimizer steps done after this one
@@ -82,7 +38,7 @@ struct StepStats {
 class Trainer {
  public:
   // Every rank of `group` constructs a Trainer with the same config (collective from here on).
-  explicit Trainer(const TrainConfig& cfg, ProcessGroup& group = init_process_group());
+  explicit Trainer(const RunConfig& cfg, ProcessGroup& group = init_process_group());
   ~Trainer();
 
   // One optimizer step. `report`, when given, sees the step's stats before its checkpoint (if one
@@ -97,14 +53,14 @@ class Trainer {
   Engine& engine() { return *engine_; }
   ProcessGroup& group() { return group_; }
   const ModelConfig& model_config() const { return mcfg_; }
-  const TrainConfig& config() const { return cfg_; }
+  const RunConfig& config() const { return cfg_; }
   int64_t step_count() const { return step_; }
   double lr_at(int64_t step) const;  // learning rate used for optimizer step `step` (0-based)
 
  private:
   void resume_from(const std::string& dir);
 
-  TrainConfig cfg_;
+  RunConfig cfg_;
   ProcessGroup& group_;
   ModelConfig mcfg_;
   std::unique_ptr<Model> model_;

@@ -1,4 +1,4 @@
-#include "models/hf_weights.h"
+#include "formats/hf_weights.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,10 +10,10 @@
 
 #include "core/file_io.h"            // defines: AtomicFile
 #include "models/gpt2.h"             // defines: GPT2
-#include "models/hf_config.h"        // defines: hf_config_from_json, hf_config_to_json
+#include "formats/hf_config.h"       // defines: hf_config_from_json, hf_config_to_json
 #include "models/llama.h"            // defines: Llama
-#include "models/llmc_checkpoint.h"  // defines: read_llmc_header, load_llmc_checkpoint
-#include "models/safetensors.h"      // defines: load_safetensors, save_safetensors
+#include "formats/llmc_checkpoint.h" // defines: read_llmc_header, load_llmc_checkpoint
+#include "formats/safetensors.h"     // defines: load_safetensors, save_safetensors
 
 namespace zt {
 
@@ -287,12 +287,6 @@ void load_hf_weights(const std::string& path, Model& model) {
     if (!fd.used)
       ZT_THROW(where, ": tensor '", fd.original, "' in '", fd.file, "' (", shape_dtype(fd.t),
                ") is not a parameter of ", "this ", mc.family, " model (", mc.n_layer, " layers)");
-}
-
-std::vector<std::string> hf_tensor_names(Model& model) {
-  std::vector<std::string> out;
-  for (const Mapping& mp : mapping(model, "hf_tensor_names")) out.push_back(mp.hf);
-  return out;
 }
 
 void save_hf_weights(const std::string& dir, Model& model, DType dt) {

@@ -1,4 +1,4 @@
-#include "models/safetensors.h"
+#include "formats/safetensors.h"
 
 #include <algorithm>
 #include <cstring>

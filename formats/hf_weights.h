@@ -1,7 +1,7 @@
-// defines: read_hf_config, load_hf_weights, save_hf_weights, hf_tensor_names, is_hf_path,
-//          pretrained_config, load_pretrained — GPT-2 and Llama weights in a Hugging Face
-//          directory (config.json + safetensors with HF's parameter names), both ways; and the
-//          one entry point for "start from these weights" (HF or llm.c).
+// defines: read_hf_config, load_hf_weights, save_hf_weights, is_hf_path, pretrained_config,
+//          load_pretrained — GPT-2 and Llama weights in a Hugging Face directory (config.json +
+//          safetensors with HF's parameter names), both ways; and the one entry point for "start
+//          from these weights" (HF or llm.c). Layer formats/.
 //
 // A Hugging Face checkpoint is one of (docs/formats.md "Hugging Face weights"):
 //   DIR/config.json + DIR/model.safetensors
@@ -35,13 +35,13 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "models/config.h"
+#include "models/model_config.h"
 #include "nn/model.h"
 
 namespace zt {
 
 // The model config of the checkpoint at `path` (above), from its config.json. Throws naming the
-// file: no config.json, not JSON, an unsupported model_type or key (models/hf_config.h).
+// file: no config.json, not JSON, an unsupported model_type or key (formats/hf_config.h).
 ModelConfig read_hf_config(const std::string& path);
 
 // Fills every parameter of `model` (a GPT2 or Llama, finalized) from the checkpoint at `path`.
@@ -57,9 +57,6 @@ void load_hf_weights(const std::string& path, Model& model);
 // LlamaForCausalLM style for Llama; the first V vocabulary rows only; __metadata__
 // {"format": "pt"}. dt: f32 or bf16 (round to nearest even). Both files are written atomically.
 void save_hf_weights(const std::string& dir, Model& model, DType dt = DType::f32);
-
-// The HF names of `model`'s parameters in file order (what save_hf_weights writes).
-std::vector<std::string> hf_tensor_names(Model& model);
 
 // True when `path` is a directory, a .safetensors file or a .index.json (an HF checkpoint);
 // false for anything else (an llm.c .bin).

@@ -1,4 +1,4 @@
-#include "models/hf_config.h"
+#include "formats/hf_config.h"
 
 #include <cmath>
 

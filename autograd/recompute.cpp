@@ -1,8 +1,8 @@
-#include "autograd/checkpoint.h"
+#include "autograd/recompute.h"
 
 namespace zt {
 
-Var checkpoint(const std::function<Var(const Var&)>& fn, const Var& input, const std::vector<Var>& params) {
+Var recompute(const std::function<Var(const Var&)>& fn, const Var& input, const std::vector<Var>& params) {
   if (!grad_enabled()) return fn(input);
   Tensor out;
   {
@@ -20,7 +20,7 @@ Var checkpoint(const std::function<Var(const Var&)>& fn, const Var& input, const
     // around this node in the outer backward, so the nested one must not fire them again.
     if (y.requires_grad()) y.backward(g, /*retain_graph=*/false, /*run_group_hooks=*/false);
     if (input_requires && x.grad().defined()) in[0].add_grad(x.grad());
-  }, "checkpoint");
+  }, "recompute");
 }
 
 }  // namespace zt

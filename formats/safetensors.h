@@ -1,6 +1,6 @@
 // defines: SafetensorsEntry, SafetensorsFile, save_safetensors, load_safetensors,
 //          safetensors_dtype — the safetensors format (Hugging Face, https://huggingface.co/docs/safetensors),
-//          both ways.
+//          both ways. Layer formats/.
 //
 // File layout:
 //   bytes [0, 8)        N: the header length, uint64 little-endian

@@ -37,7 +37,7 @@ struct ModelConfig {
   // Throws zt::Error naming the first field that is impossible and why.
   void validate() const;
   // The exact parameter count of the model this config builds (no flat-buffer padding),
-  // from the formula in config.cpp; checked against the built models in tests/test_models.cpp.
+  // from the formula in model_config.cpp; checked against the built models in tests/test_models.cpp.
   int64_t num_params() const;
   bool operator==(const ModelConfig&) const = default;
 };

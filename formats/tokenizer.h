@@ -1,8 +1,9 @@
 // defines: ByteTokenizer — the byte-level tokenizer (vocabulary 256, token id = byte value).
+//          Layer formats/.
 //
 // Any byte string, UTF-8 or not, encodes losslessly: each byte becomes one token, so
 // decode(encode(s)) == s for every s. This is the tokenizer of the bundled corpus (data/) and of
-// plain-text token sources (models/token_data.h: load_tokens).
+// plain-text token sources (formats/token_data.h: load_tokens).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,5 +1,6 @@
 // defines: llm.c token shards (write_token_shard, read_token_shard), load_tokens (shard or text),
 //          max_token_id / check_tokens_fit_vocab, DataLoader (llm.c's dataloader, no shuffling).
+//          Layer formats/.
 //
 // Token shard format (llm.c, dev/data/data_common.py write_datafile): a header of 256 int32
 // (little-endian) — header[0] = magic 20240520, header[1] = version 1, header[2] = number of

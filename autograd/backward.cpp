@@ -1,4 +1,6 @@
-// The backward engine: topological order from the root, then each GradFn once, in reverse.
+// Var::backward, the backward driver of the autograd layer: topological order from the root, then
+// each GradFn once, in reverse. (Not the ZeRO Engine of zero/engine.h, which the driver reaches
+// only through the LeafGroup hooks of var.h.)
 #include <algorithm>
 #include <unordered_map>
 
@@ -11,7 +13,7 @@ namespace {
 
 // Post-order DFS (iterative: a deep model must not overflow the stack). `order` ends with the
 // root; every Var appears after all the Vars it was computed from. The order holds Vars (owning
-// references), so a node stays alive while the engine may still reach it.
+// references), so a node stays alive while the backward may still reach it.
 std::vector<Var> topo_order(const Var& root) {
   std::vector<Var> order;
   std::unordered_map<VarImpl*, bool> seen;

@@ -1,10 +1,10 @@
-// The DeepSpeed-style config parser (zero/config.h; every key and error case: docs/config.md).
+// The DeepSpeed-style config parser (zero/engine_config.h; every key and error case: docs/config.md).
 //
 // One pass over the JSON object tree: every object's keys are checked against the list of known
 // keys first, then each key is read with a type check, a range check and its default. Errors name
 // the source, the key path and what was expected:
 //   config 'configs/x.json': zero_optimization.stage = 4 is invalid: expected 0, 1, 2 or 3
-#include "zero/config.h"
+#include "zero/engine_config.h"
 
 #include <algorithm>
 #include <cctype>

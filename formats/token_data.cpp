@@ -1,4 +1,4 @@
-#include "models/token_data.h"
+#include "formats/token_data.h"
 
 #include <sys/stat.h>
 
@@ -9,7 +9,7 @@
 
 #include "core/check.h"
 #include "core/file_io.h"
-#include "models/tokenizer.h"
+#include "formats/tokenizer.h"
 
 namespace zt {
 
