@@ -65,7 +65,6 @@ struct MemoryReport {
   std::string host_name;     // that allocator's name ("host", "pinned"); empty without offload
   int64_t psi = 0;           // parameters (no padding)
   int64_t psi_padded = 0;    // sum of the units' padded flat sizes
-  int64_t model_state_bytes(Category c) const { return measured.cur(c); }
 };
 
 class ParamTier;
@@ -120,7 +119,6 @@ class Engine final : public Residency {
   const EngineConfig& config() const { return cfg_; }
   ProcessGroup& group() { return cx_.group; }
   Model& model() { return model_; }
-  int64_t micro_steps_done() const { return micro_; }
 
  private:
   ShardedUnit& state_of(Unit& u);

@@ -111,7 +111,7 @@ struct Stage3Sim {
 };
 
 // The residency events of one training micro-step in order (models/transformer.h's forward loop,
-// autograd/engine.cpp's before/after_backward hooks): +1 acquire unit i, -1 release unit i.
+// autograd/backward.cpp's before/after_backward hooks): +1 acquire unit i, -1 release unit i.
 // Units: 0 = embed, 1..L = blocks, L+1 = head. Tied: the head's forward also holds the embedding,
 // and in backward the embedding's span runs from the head's matmul to the token lookup.
 struct Event { bool acquire; size_t unit; bool backward; };

@@ -88,7 +88,6 @@ class OffloadedAdamW {
   // nvme: writes a loaded state (as returned by state(i), filled) back to the swap file; cpu: no-op.
   void store(int i, const std::vector<std::pair<std::string, Tensor>>& loaded);
 
-  bool on_nvme() const { return swap_ != nullptr; }
   int64_t num_sub_groups() const { return static_cast<int64_t>(pieces_.size()); }
 
  private:
