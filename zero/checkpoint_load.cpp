@@ -1,0 +1,109 @@
+// Reading a sharded checkpoint (zero/checkpoint.h): meta.json, this rank's shards (resharded
+// from any world size), and one tensor of every unit consolidated.
+#include "zero/checkpoint.h"
+#include "zero/checkpoint_files.h"  // defines: FileLayout, RankFiles, read_elements, ...
+
+namespace fs = std::filesystem;
+
+namespace zt {
+
+using namespace checkpoint_detail;
+
+ShardedMeta read_sharded_meta(const std::string& path) {
+  ShardedMeta m;
+  m.dir = path;
+  const fs::path latest = fs::path(path) / "latest";
+  if (fs::exists(latest)) {
+    std::string name = read_text(latest);
+    while (!name.empty() && (name.back() == '\n' || name.back() == '\r' || name.back() == ' ')) name.pop_back();
+    if (name.rfind("step_", 0) != 0 || name.size() == 5 || name.find_first_not_of("0123456789", 5) != std::string::npos)
+      ZT_THROW("checkpoint: '", latest.string(), "' does not name a step directory (holds '", name, "')");
+    m.dir = (fs::path(path) / name).string();
+    if (!fs::is_directory(m.dir)) ZT_THROW("checkpoint: '", latest.string(), "' names '", name, "', which does not exist");
+  }
+  const fs::path meta_path = fs::path(m.dir) / "meta.json";
+  if (!fs::exists(meta_path))
+    ZT_THROW("checkpoint: '", m.dir, "' is not a checkpoint directory (no meta.json, no latest)");
+  try {
+    m.meta = nlohmann::json::parse(read_text(meta_path));
+  } catch (const nlohmann::json::exception& e) {
+    ZT_THROW("checkpoint: '", meta_path.string(), "' is not valid JSON: ", e.what());
+  }
+  if (!m.meta.is_object() || m.meta.value("format", "") != kShardedCheckpointFormat)
+    ZT_THROW("checkpoint: '", meta_path.string(), "' has format '",
+             m.meta.is_object() ? m.meta.value("format", "(missing)") : "(not an object)", "', expected '",
+             kShardedCheckpointFormat, "'");
+  if (m.meta.value("version", -1) != kShardedCheckpointVersion)
+    ZT_THROW("checkpoint: '", meta_path.string(), "' has version ", m.meta.value("version", -1), ", this build reads ",
+             kShardedCheckpointVersion);
+  try {
+    layout_of(m);  // every field the files need is present and consistent
+  } catch (const nlohmann::json::exception& e) {
+    ZT_THROW("checkpoint: '", meta_path.string(), "' lacks or mistypes a field: ", e.what());
+  }
+  return m;
+}
+
+nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path, std::vector<UnitShard>& shards) {
+  const int N = g.size(), r = g.rank();
+  ShardedMeta m;
+  on_every_rank(g, "checkpoint load '" + path + "'", [&] {
+    m = read_sharded_meta(path);
+    const FileLayout L = layout_of(m);
+    const std::string where = "checkpoint '" + m.dir + "'";
+    if (L.units.size() != shards.size())
+      ZT_THROW(where, " holds ", L.units.size(), " units, the model has ", shards.size());
+    for (size_t u = 0; u < shards.size(); ++u) {
+      const UnitShard& s = shards[u];
+      if (L.units[u].name != s.unit || L.units[u].numel != s.numel)
+        ZT_THROW(where, " holds unit '", L.units[u].name, "' with ", L.units[u].numel, " parameters, the model has '",
+                 s.unit, "' with ", s.numel, " (a checkpoint of another model?)");
+      ZT_CHECK(s.padded_numel % N == 0, "load_sharded_checkpoint: unit '", s.unit, "' padded_numel ", s.padded_numel,
+               " is not a multiple of the world size ", N);
+    }
+    RankFiles files(m, L);
+    for (size_t u = 0; u < shards.size(); ++u) {
+      const int64_t S = shards[u].padded_numel / N;
+      for (const auto& [name, dst] : shards[u].tensors) {
+        const int t = L.tensor_index(name);
+        if (t < 0) {
+          std::string have;
+          for (const std::string& n : L.tensors) have += (have.empty() ? "" : ", ") + n;
+          ZT_THROW(where, " has no tensor '", name, "' (it holds: ", have, ")");
+        }
+        if (dst.dtype() != L.dtypes[t])
+          ZT_THROW(where, " holds tensor '", name, "' as ", dtype_name(L.dtypes[t]), ", the model's is ",
+                   dtype_name(dst.dtype()));
+        ZT_CHECK(dst.numel() == S, "load_sharded_checkpoint: unit '", shards[u].unit, "' tensor '", name, "' has ",
+                 dst.str(), ", expected ", S, " elements");
+        const bool direct = dst.is_contiguous() && dst.device().is_cpu();  // else through a host buffer
+        Tensor buf = direct ? dst : Tensor::empty({S}, dst.dtype(), Category::workspace, cpu_allocator());
+        read_elements(files, L, u, static_cast<size_t>(t), r * S, S, buf.raw());
+        if (!direct) {
+          Tensor d = dst;
+          d.copy_(buf.view(dst.shape()));
+        }
+      }
+    }
+  });
+  return m.meta;
+}
+
+std::vector<ConsolidatedUnit> consolidate_params(const std::string& path, const std::string& tensor) {
+  const ShardedMeta m = read_sharded_meta(path);
+  const FileLayout L = layout_of(m);
+  const int t = L.tensor_index(tensor);
+  if (t < 0) ZT_THROW("checkpoint '", m.dir, "' has no tensor '", tensor, "'");
+  RankFiles files(m, L);
+  std::vector<ConsolidatedUnit> out;
+  for (size_t u = 0; u < L.units.size(); ++u) {
+    Tensor raw = Tensor::empty({L.units[u].numel}, L.dtypes[t], Category::workspace, cpu_allocator());
+    read_elements(files, L, u, static_cast<size_t>(t), 0, L.units[u].numel, raw.raw());
+    const nlohmann::json& ju = m.meta.at("units").at(u);
+    out.push_back({L.units[u].name, L.units[u].numel, raw.to(DType::f32),
+                   ju.contains("params") ? ju.at("params") : nlohmann::json()});
+  }
+  return out;
+}
+
+}  // namespace zt
