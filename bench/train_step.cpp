@@ -27,6 +27,7 @@
 #include "models/init.h"
 #include "optim/adamw.h"
 #include "zero/engine.h"
+#include "zero/param_layout.h"
 #include "core/backend.h"
 #include "tools/run_device.h"
 
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
     e.activation_checkpointing = ckpt;
     engine = initialize(*m, e, single);
   } else {
-    opt = std::make_unique<AdamW>(sets, h);
+    opt = std::make_unique<AdamW>(full_shards(sets, "AdamW"), h);
   }
 
   // The batch is made on the host (as the data loader's); embedding / cross_entropy move it.

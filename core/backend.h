@@ -3,7 +3,7 @@
 //          AdamWArgs, backend(Device), backend_of(Tensor), register_backend, default_device,
 //          set_default_device, DefaultDeviceScope.
 //
-// ggml's idea (ARCHITECTURE.md, "Devices and backends"): a backend is a small table of
+// ggml's idea (docs/architecture.md, "Devices and backends"): a backend is a small table of
 // functions. autograd/ops, Tensor's copies, and optim's shard updates check their arguments at
 // the boundary, allocate outputs on the inputs' device (backend.allocator()), and call one entry
 // of this table. Models and the ZeRO engine never name a device's kernels; they run wherever

@@ -349,7 +349,7 @@ std::string CudaBackend::attention_impl_name(DType dt, int64_t B, int64_t T, int
 
 namespace {
 
-// The automatic mode's fallback, said once per (reason, shape) (ARCHITECTURE.md: a slow path
+// The automatic mode's fallback, said once per (reason, shape) (docs/architecture.md: a slow path
 // that replaces a fast one says so once, loudly).
 void report_fallback(std::set<std::string>& reported, const Device& dev, const char* op, DType dt,
                      const AttnDims& d, const std::string& why) {

@@ -1,7 +1,7 @@
 // defines: CudaDevice, cuda_devices, cuda_available, cuda_runtime_summary, DeviceGuard — which
 //          GPUs this process can use, and making one current for a scope.
 //
-// A binary built with CUDA must run on a machine without a GPU (ARCHITECTURE.md "Devices and
+// A binary built with CUDA must run on a machine without a GPU (docs/architecture.md "Devices and
 // backends"). Without a driver, cudaGetDeviceCount returns an error (cudaErrorNoDevice,
 // cudaErrorInsufficientDriver, ...) and leaves the count unset, so detection looks at the error
 // code, never at the count alone: any error means "no usable device", with the reason kept for

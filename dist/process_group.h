@@ -1,5 +1,5 @@
 // defines: Collective, CommCounters, Work, ProcessGroup, SingleProcessGroup, init_process_group —
-//          the communication interface ZeRO talks to (ARCHITECTURE.md "Devices and backends").
+//          the communication interface ZeRO talks to (docs/architecture.md "Devices and backends").
 //
 // A ProcessGroup is N ranks that run the same program and call the same collectives in the same
 // order. Every collective has an async form returning a Work handle (wait() blocks until the

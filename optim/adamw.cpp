@@ -36,8 +36,6 @@ template void adamw_update<float>(float*, const float*, float*, float*, int64_t,
 template void adamw_update<double>(double*, const double*, double*, double*, int64_t, const AdamWHyper&, int64_t,
                                    bool);
 
-AdamW::AdamW(const std::vector<ParamSet*>& sets, const AdamWHyper& h) : AdamW(full_shards(sets, "AdamW"), h) {}
-
 AdamW::AdamW(std::vector<FlatShard> shards, const AdamWHyper& h) : Optimizer(std::move(shards), "AdamW"), h_(h) {
   h_.validate();
   for (const FlatShard& s : shards_) {

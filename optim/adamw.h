@@ -59,10 +59,9 @@ AdamWArgs adamw_args(const AdamWHyper& h, int64_t step, bool decay);
 
 class AdamW final : public Optimizer {
  public:
-  // Every element of every set's flat buffer (full_shard of each).
-  AdamW(const std::vector<ParamSet*>& sets, const AdamWHyper& h);
-  // Only the given ranges (ZeRO: this rank's shard of each unit). m, v: zeros, shard-sized,
-  // same dtype as the shard's param, Category::optim.
+  // The given ranges: every element of a model's units (zero/param_layout.h's full_shards), or
+  // ZeRO's shard of each unit on this rank. m, v: zeros, shard-sized, same dtype as the shard's
+  // param, Category::optim.
   AdamW(std::vector<FlatShard> shards, const AdamWHyper& h);
 
   double lr() const override { return h_.lr; }

@@ -26,7 +26,7 @@ class Optimizer {
   Optimizer(Optimizer&&) = default;
 
   // One update of every shard with the current lr (set it from a schedule with set_lr first).
-  // Weight decay applies to the elements of parameters with ParamInfo::decay only.
+  // Weight decay applies to the elements of parameters with FlatParam::decay only.
   void step();
   // The same step in pieces, for an engine that makes each shard's gradient just in time (mixed
   // precision: a float32 copy of the 2-byte gradient shard, unscaled and clipped):

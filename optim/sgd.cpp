@@ -37,8 +37,6 @@ void sgd_update(T* __restrict param, const T* __restrict grad, T* __restrict buf
 template void sgd_update<float>(float*, const float*, float*, int64_t, const SgdHyper&, bool);
 template void sgd_update<double>(double*, const double*, double*, int64_t, const SgdHyper&, bool);
 
-Sgd::Sgd(const std::vector<ParamSet*>& sets, const SgdHyper& h) : Sgd(full_shards(sets, "SGD"), h) {}
-
 Sgd::Sgd(std::vector<FlatShard> shards, const SgdHyper& h) : Optimizer(std::move(shards), "SGD"), h_(h) {
   h_.validate();
   for (const FlatShard& s : shards_)

@@ -10,7 +10,7 @@
 //   p   = p - lr * d
 //
 // PyTorch applies weight_decay to every parameter of a group; here, as with AdamW, it applies to
-// the parameters with ParamInfo::decay (2-D weights), the usual "no decay on biases and norm
+// the parameters with FlatParam::decay (2-D weights), the usual "no decay on biases and norm
 // gains" parameter grouping. Elementwise, OpenMP static + SIMD: bitwise identical for any
 // thread count. Same flat-shard design as AdamW (optim/flat_shard.h).
 #pragma once
@@ -40,8 +40,9 @@ extern template void sgd_update<double>(double*, const double*, double*, int64_t
 
 class Sgd final : public Optimizer {
  public:
-  Sgd(const std::vector<ParamSet*>& sets, const SgdHyper& h);  // every element of each set
-  Sgd(std::vector<FlatShard> shards, const SgdHyper& h);        // only these ranges (ZeRO)
+  // The given ranges: every element of a model's units (zero/param_layout.h's full_shards), or
+  // ZeRO's shard of each unit on this rank.
+  Sgd(std::vector<FlatShard> shards, const SgdHyper& h);
 
   double lr() const override { return h_.lr; }
   void set_lr(double lr) override;

@@ -11,7 +11,7 @@
 #include "core/cpu_backend.h"
 #include "core/kernels/accumulate.h"
 #include "core/kernels/cast.h"
-#include "optim/clip.h"
+#include "core/kernels/shard_norm.h"
 #include "tests/backend_test_util.h"
 
 using namespace zt;
@@ -107,7 +107,7 @@ TEST_CASE("cpu backend: sum_of_squares and scale_", "[backend]") {
     double want = 0;
     for (double v : x.to_vector()) want += v * v;
     CHECK(be.sum_of_squares(x) == Approx(want).epsilon(1e-12));
-    CHECK(be.sum_of_squares(x) == sum_of_squares(x));  // optim/clip.h goes through the backend
+    CHECK(be.sum_of_squares(x) == sum_of_squares(x));  // core/kernels/shard_norm.h goes through the backend
   }
   Tensor t = rnd({1000}, 7);
   const Vec t0 = t.to_vector();

@@ -5,6 +5,7 @@
 
 #include "models/init.h"
 #include "optim/adamw.h"
+#include "zero/param_layout.h"
 
 using namespace zt;
 
@@ -20,7 +21,7 @@ TEST_CASE("a training step allocates params, grads and optim state exactly as th
     sets.push_back(&u->params());
     padded += u->params().padded_numel();
   }
-  AdamW opt(sets, AdamWHyper{});
+  AdamW opt(full_shards(sets, "AdamW"), AdamWHyper{});
   Tensor idx = Tensor::zeros({2, 16}, DType::i32), tgt = Tensor::zeros({2, 16}, DType::i32);
   for (int64_t i = 0; i < 32; ++i) {
     idx.data<int32_t>()[i] = static_cast<int32_t>((7 * i) % 256);

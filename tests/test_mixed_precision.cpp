@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "core/kernels/cast.h"
+#include "core/kernels/shard_norm.h"
 #include "core/parallel.h"
 #include "core/rng.h"
-#include "optim/clip.h"
 #include "optim/loss_scaler.h"
 
 using namespace zt;

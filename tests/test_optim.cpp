@@ -6,12 +6,14 @@
 #include <numbers>
 #include <vector>
 
+#include "core/kernels/shard_norm.h"
 #include "core/parallel.h"
 #include "core/rng.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "optim/sgd.h"
+#include "zero/param_layout.h"
 
 using namespace zt;
 
@@ -110,7 +112,7 @@ TEST_CASE("AdamW matches a double-precision PyTorch reference", "[optim][adamw]"
     INFO("dtype " << dtype_name(dt));
     auto ps = make_set(dt, /*big=*/dt == DType::f32);
     const AdamWHyper h = test_hyper();
-    AdamW opt({ps.get()}, h);
+    AdamW opt(full_shards({ps.get()}, "AdamW"), h);
     RefAdamW ref{h, ps->flat().to_vector(), std::vector<double>(ps->padded_numel(), 0.0),
                  std::vector<double>(ps->padded_numel(), 0.0), decay_mask(*ps)};
     const std::vector<double> p0 = ps->flat().to_vector();
@@ -145,7 +147,7 @@ TEST_CASE("AdamW weight decay follows ParamInfo::decay and the bias correction",
   auto ps = make_set(DType::f64);
   AdamWHyper h = test_hyper();
   h.eps = 1e-12;  // not 0: an element with g = 0 at step 1 computes 0 / (0 + eps)
-  AdamW opt({ps.get()}, h);
+  AdamW opt(full_shards({ps.get()}, "AdamW"), h);
   const auto p0 = ps->flat().to_vector();
   ps->zero_grad();
   const int64_t b = ps->infos()[1].offset, w = ps->infos()[0].offset;
@@ -161,7 +163,7 @@ TEST_CASE("AdamW weight decay follows ParamInfo::decay and the bias correction",
 
 TEST_CASE("AdamW state round-trips through load_state", "[optim][adamw]") {
   auto a = make_set(DType::f32), b = make_set(DType::f32);
-  AdamW oa({a.get()}, test_hyper()), ob({b.get()}, test_hyper());
+  AdamW oa(full_shards({a.get()}, "AdamW"), test_hyper()), ob(full_shards({b.get()}, "AdamW"), test_hyper());
   for (int t = 1; t <= 3; ++t) {
     fill_grad(*a, t);
     oa.step();
@@ -184,7 +186,7 @@ TEST_CASE("AdamW state round-trips through load_state", "[optim][adamw]") {
 
 TEST_CASE("AdamW on a shard lo..hi equals the full update restricted to it", "[optim][adamw][shard]") {
   auto full = make_set(DType::f32, /*big=*/true);
-  AdamW ofull({full.get()}, test_hyper());
+  AdamW ofull(full_shards({full.get()}, "AdamW"), test_hyper());
   const int64_t P = full->padded_numel(), S = P / 4;
   // Four "ranks", each owning [r S, (r+1) S) of a copy of the same unit (what ZeRO stage 1 does),
   // plus one arbitrary range cutting through parameters.
@@ -231,7 +233,7 @@ TEST_CASE("AdamW is bitwise independent of the thread count", "[optim][adamw]") 
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     auto ps = make_set(DType::f32, true);
-    AdamW opt({ps.get()}, test_hyper());
+    AdamW opt(full_shards({ps.get()}, "AdamW"), test_hyper());
     for (int t = 1; t <= 2; ++t) {
       fill_grad(*ps, t);
       opt.step();
@@ -246,10 +248,10 @@ TEST_CASE("optimizer inputs are validated", "[optim]") {
   auto ps = make_set(DType::f32);
   AdamWHyper h;
   h.beta1 = 1.0;
-  CHECK_THROWS_WITH(AdamW({ps.get()}, h), Catch::Contains("beta1"));
+  CHECK_THROWS_WITH(AdamW(full_shards({ps.get()}, "AdamW"), h), Catch::Contains("beta1"));
   h = AdamWHyper{};
   h.lr = -1;
-  CHECK_THROWS_WITH(AdamW({ps.get()}, h), Catch::Contains("lr = -1"));
+  CHECK_THROWS_WITH(AdamW(full_shards({ps.get()}, "AdamW"), h), Catch::Contains("lr = -1"));
   CHECK_THROWS_WITH(shard_of(*ps, 10, ps->padded_numel() + 1), Catch::Contains("outside its flat buffer"));
   FlatShard bad = shard_of(*ps, 0, 16);
   bad.grad = Tensor::zeros({15});
@@ -258,10 +260,10 @@ TEST_CASE("optimizer inputs are validated", "[optim]") {
   CHECK_THROWS_WITH(AdamW({bad}, AdamWHyper{}), Catch::Contains("param is float32 but grad is float64"));
   SgdHyper s;
   s.nesterov = true;
-  CHECK_THROWS_WITH(Sgd({ps.get()}, s), Catch::Contains("nesterov"));
+  CHECK_THROWS_WITH(Sgd(full_shards({ps.get()}, "SGD"), s), Catch::Contains("nesterov"));
   ParamSet unfinalized("u");
   unfinalized.add("w", {2}, true);
-  CHECK_THROWS_WITH(AdamW({&unfinalized}, AdamWHyper{}), Catch::Contains("not finalized"));
+  CHECK_THROWS_WITH(AdamW(full_shards({&unfinalized}, "AdamW"), AdamWHyper{}), Catch::Contains("not finalized"));
 }
 
 TEST_CASE("decay segments cover a shard in order", "[optim][shard]") {
@@ -289,7 +291,7 @@ TEST_CASE("SGD with momentum matches a double-precision PyTorch reference", "[op
       INFO("momentum " << c.momentum << " nesterov " << c.nesterov << " dtype " << dtype_name(dt));
       auto ps = make_set(dt, dt == DType::f32);
       SgdHyper h{0.05, c.momentum, c.wd, c.nesterov};
-      Sgd opt({ps.get()}, h);
+      Sgd opt(full_shards({ps.get()}, "SGD"), h);
       RefSgd ref{h, ps->flat().to_vector(), std::vector<double>(ps->padded_numel(), 0.0), decay_mask(*ps)};
       for (int t = 1; t <= 5; ++t) {
         fill_grad(*ps, t);
@@ -309,7 +311,7 @@ TEST_CASE("SGD with momentum matches a double-precision PyTorch reference", "[op
 TEST_CASE("SGD on a shard equals the full update restricted to it", "[optim][sgd][shard]") {
   auto full = make_set(DType::f32, true), part = make_set(DType::f32, true);
   SgdHyper h{0.05, 0.9, 0.01, false};
-  Sgd a({full.get()}, h);
+  Sgd a(full_shards({full.get()}, "SGD"), h);
   Sgd b({shard_of(*part, 13, 40013)}, h);
   for (int t = 1; t <= 3; ++t) {
     fill_grad(*full, t);
@@ -326,7 +328,7 @@ TEST_CASE("SGD on a shard equals the full update restricted to it", "[optim][sgd
   const int before = num_threads();
   set_num_threads(1);
   auto one = make_set(DType::f32, true);
-  Sgd c({one.get()}, h);
+  Sgd c(full_shards({one.get()}, "SGD"), h);
   for (int t = 1; t <= 3; ++t) {
     fill_grad(*one, t);
     c.step();

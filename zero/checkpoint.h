@@ -1,6 +1,6 @@
 // defines: save_sharded_checkpoint, load_sharded_checkpoint, read_sharded_meta, units_meta,
 //          ConsolidatedUnit, consolidate_params, checkpoint_file_hash — ZeRO sharded checkpoints
-//          (ARCHITECTURE.md "Formats", step 7 of "The life of one parameter"; docs/formats.md).
+//          (docs/architecture.md "Formats", step 7 of "The life of one parameter"; docs/formats.md).
 //
 //   <dir>/
 //     latest                       "step_00000100\n", replaced atomically after all else is durable

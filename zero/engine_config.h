@@ -1,6 +1,6 @@
 // defines: Precision, OffloadConfig, ZeroOptimization, Fp16Config, OptimizerConfig,
 //          SchedulerConfig, AioConfig, EngineConfig, parse_engine_config, engine_config_from_file,
-//          to_json(EngineConfig) — the DeepSpeed-style JSON config (ARCHITECTURE.md "Configuration").
+//          to_json(EngineConfig) — the DeepSpeed-style JSON config (docs/architecture.md "Configuration").
 //
 // A DeepSpeed user is at home: the keys, their meaning and their defaults are DeepSpeed's
 // (https://www.deepspeed.ai/docs/config-json/), sizes in elements as DeepSpeed counts them.

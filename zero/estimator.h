@@ -55,7 +55,7 @@ struct UnitSize {
   int64_t padded_numel = 0;  // flat buffer: a multiple of world_size x alignment
 };
 
-// What the estimator reads of a model. zero/ sits below models/ (ARCHITECTURE.md), so it cannot
+// What the estimator reads of a model. zero/ sits below models/ (docs/architecture.md), so it cannot
 // name ModelConfig: model_shape() copies the fields from it (any struct with ModelConfig's
 // field names) and the unit layout from a model built from it.
 struct ModelShape {

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "core/backend.h"            // backend(cpu).adamw_step: the kernel of the device optimizer
-#include "core/kernels/cast.h"       // defines: cast_
-#include "optim/clip.h"              // defines: scale_
-#include "zero/aio.h"                // defines: SwapFile, kAioAlignment
+#include "core/backend.h"             // backend(cpu).adamw_step: the kernel of the device optimizer
+#include "core/kernels/cast.h"        // defines: cast_
+#include "core/kernels/shard_norm.h"  // defines: scale_
+#include "zero/aio.h"                 // defines: SwapFile, kAioAlignment
 
 namespace zt {
 
@@ -31,7 +31,7 @@ OffloadedAdamW::OffloadedAdamW(std::vector<OffloadUnit> units, const AdamWHyper&
     fs.name = u.name;
     fs.lo = u.lo;
     fs.hi = u.lo + u.n;
-    fs.infos = u.infos;
+    fs.layout = u.layout;
     segments_.push_back(decay_segments(fs));
     grads_.push_back(Tensor::zeros({u.n}, grad_dtype_, Category::grads, host_));
     for (int64_t a = 0; a < u.n; a += sub_group_size) {
@@ -132,7 +132,7 @@ void OffloadedAdamW::init(int i, const Tensor& master0) {
 void OffloadedAdamW::update(const Piece& p, const std::array<Tensor, 3>& mmv, double factor) {
   Tensor g = range1(grads_[p.unit], p.a, p.len);
   if (grad_dtype_ == DType::f32) {
-    if (factor != 1.0) scale_(g, factor);  // the device path's clipping: scale_ (optim/clip.h)
+    if (factor != 1.0) scale_(g, factor);  // the device path's clipping: scale_ (core/kernels/shard_norm.h)
   } else {
     Tensor g32 = Tensor::empty({p.len}, DType::f32, Category::workspace, host_);
     cast_(g32, g, factor);  // the device path's update_mixed: cast_ with the factor

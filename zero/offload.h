@@ -34,7 +34,7 @@
 #include "core/tensor.h"
 #include "dist/process_group.h"  // WorkPtr
 #include "optim/adamw.h"
-#include "optim/flat_shard.h"
+#include "optim/flat_shard.h"  // defines: FlatParam, DecaySegment
 #include "zero/engine_config.h"
 
 namespace zt {
@@ -44,7 +44,7 @@ class SwapFile;
 struct OffloadUnit {
   std::string name;              // the unit's name (checkpoint keys, messages)
   int64_t lo = 0, n = 0;         // this rank's shard: flat elements [lo, lo + n)
-  std::vector<ParamInfo> infos;  // the unit's whole flat layout (decay flags)
+  std::vector<FlatParam> layout;  // the unit's whole flat layout (decay flags)
 };
 
 class OffloadedAdamW {

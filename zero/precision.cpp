@@ -4,7 +4,7 @@
 
 #include "core/kernels/accumulate.h"  // defines: accumulate_ (dst += alpha * src)
 #include "core/kernels/cast.h"        // defines: cast_, accumulate_cast_
-#include "optim/clip.h"               // defines: scale_
+#include "core/kernels/shard_norm.h"  // defines: scale_
 
 namespace zt {
 

@@ -6,6 +6,7 @@
 #include "optim/adamw.h"   // defines: AdamW
 #include "optim/sgd.h"     // defines: Sgd
 #include "zero/offload.h"  // defines: OffloadedAdamW
+#include "zero/param_layout.h"  // defines: flat_layout
 #include "zero/tiers.h"    // defines: StorageTiers, ParamTier
 
 namespace zt {
@@ -51,7 +52,7 @@ class DeviceOptimizer final : public ShardOptimizer {
   void add_unit(ShardedUnit& s, int64_t lo, int64_t hi, const Tensor& param, const Tensor& grad) override {
     FlatShard fs;
     fs.name = s.unit->name();
-    fs.infos = s.ps->infos();
+    fs.layout = flat_layout(*s.ps);
     fs.lo = lo;
     fs.hi = hi;
     fs.param = precision_.updated(s, param);
@@ -101,7 +102,7 @@ class HostOptimizer final : public ShardOptimizer {
     std::vector<OffloadUnit> ou;
     for (Unit* u : model_units) {
       const int64_t S = u->params().padded_numel() / cx.N;
-      ou.push_back({u->name(), cx.r * S, S, u->params().infos()});
+      ou.push_back({u->name(), cx.r * S, S, flat_layout(u->params())});
     }
     offload_ = std::make_unique<OffloadedAdamW>(std::move(ou), adamw_hyper(cx.cfg.optimizer),
                                                 cx.cfg.zero.offload_optimizer, cx.cfg.zero.sub_group_size, working,

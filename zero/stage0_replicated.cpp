@@ -4,7 +4,7 @@
 // runs the same update on the same numbers.
 #include "zero/stage.h"
 
-#include "optim/clip.h"  // defines: sum_of_squares, scale_
+#include "core/kernels/shard_norm.h"  // defines: sum_of_squares, scale_
 
 namespace zt {
 

@@ -6,7 +6,7 @@
 // all-reduced.
 #include "zero/stage.h"
 
-#include "optim/clip.h"  // defines: sum_of_squares
+#include "core/kernels/shard_norm.h"  // defines: sum_of_squares
 
 namespace zt {
 

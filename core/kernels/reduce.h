@@ -1,6 +1,6 @@
 // defines: kSumChunk, sum_of_squares (float, double, bfloat16, float16 buffers), scale_inplace —
-//          the CPU kernels behind gradient clipping of flat shards (optim/clip.h, the cpu
-//          backend's sum_of_squares and scale_).
+//          the CPU kernels behind the norm and scaling of flat shards (core/kernels/shard_norm.h,
+//          through the cpu backend's sum_of_squares and scale_).
 //
 // sum_of_squares: sum x_i^2 in double. The n elements are split into fixed chunks of kSumChunk
 // (independent of the thread count); each chunk sums in 8 lanes over i mod 8 combined by a fixed

@@ -1,9 +1,9 @@
 // defines: cuda_kernels::kCudaSumChunk, sum_of_squares_workspace_bytes, sum_of_squares_async,
 //          sum_of_squares — the deterministic sum of squares (in double) of a float32 / bfloat16 /
-//          float16 device buffer, for gradient clipping by global norm (optim/clip.h).
+//          float16 device buffer, for gradient clipping by global norm (core/kernels/shard_norm.h).
 //
-// Order of summation — the CPU's (optim/clip.cpp), independent of any launch configuration:
-//   the buffer is cut into fixed chunks of kCudaSumChunk (= optim/clip.h's kSumChunk) elements;
+// Order of summation — the CPU's (core/kernels/reduce.cpp), independent of any launch configuration:
+//   the buffer is cut into fixed chunks of kCudaSumChunk (= core/kernels/reduce.h's kSumChunk) elements;
 //   within a chunk, element i (chunk-relative) goes to lane i % 8, each lane adds its elements'
 //   squares in increasing i as acc = fma(v, v, acc) in double (v = the element converted exactly
 //   to float32, then double); the 8 lanes combine as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7));

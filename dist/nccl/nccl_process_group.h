@@ -1,5 +1,5 @@
 // defines: NcclProcessGroup — the NCCL backend of ProcessGroup: one GPU per rank (built only
-//          with CUDA; ARCHITECTURE.md "Devices and backends").
+//          with CUDA; docs/architecture.md "Devices and backends").
 //
 // Bootstrap: rank 0 creates an ncclUniqueId and every rank receives it through `bootstrap` (the
 // MPI group of the job, or a SingleProcessGroup for one rank); then ncclCommInitRank. The unique

@@ -34,6 +34,7 @@
 #include "core/dtype.h"
 #include "core/kernels/activation.h"
 #include "core/kernels/cast.h"
+#include "core/kernels/shard_norm.h"
 #include "core/tensor.h"
 #include "cuda/check.h"
 #include "tests/gpu/device_buffer.h"
@@ -42,11 +43,10 @@
 #include "cuda/kernels/cast.h"
 #include "cuda/kernels/reduce.h"
 #include "optim/adamw.h"
-#include "optim/clip.h"
 
 using namespace zt;
 
-static_assert(cuda_kernels::kCudaSumChunk == kSumChunk, "the GPU must chunk the sum as optim/clip.h does");
+static_assert(cuda_kernels::kCudaSumChunk == kSumChunk, "the GPU must chunk the sum as core/kernels/reduce.h does");
 
 namespace {
 
