@@ -16,7 +16,7 @@ int idx(Category c) { return static_cast<int>(c); }
 int64_t param_elem(Precision p) { return p == Precision::f32 ? 4 : 2; }  // parameters and gradients
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// ---- stage 3 residency: the acquire / release rules of zero/engine_gather.cpp, replayed on sizes ----
+// ---- stage 3 residency: the acquire / release rules of zero/stage3_parameter_sharded.cpp, replayed on sizes ----
 //
 // Units start gathered only if persistent (numel <= stage3_param_persistence_threshold). The
 // first step records the order of acquires (the trace) and frees each unit at its release; later
@@ -246,7 +246,7 @@ Estimate estimate(const EstimateRequest& r) {
   for (Category c : {Category::params, Category::grads, Category::optim})
     est.model_state[idx(c)] = ceil_div(model_state_bytes_x_n(c, est.psi_padded, r.stage, N, r.precision), N);
   const int64_t pe = param_elem(r.precision);
-  // Offload (zero/offload.h, zero/engine_offload.cpp): the moved model states leave the device.
+  // Offload (zero/offload.h, zero/tiers.cpp, zero/shard_optimizer.cpp): the moved model states leave the device.
   // optimizer: master + m + v, 12 bytes per shard element, to the host (or the swap file); the
   // gradient shard to the host (stages 2-3 reduce into it: none stays on the device; stage 1
   // copies it, the full gradient stays). parameters (stage 3): the shard to the host or the file.

@@ -25,7 +25,7 @@
 // Peaks (what a step of our engine reaches; docs/estimator.md derives each term):
 //   params       model state + stage 3: the full buffers of gathered units (persistent units
 //                always; the units in use, what prefetch and stage3_max_reuse_distance keep),
-//                simulated along the unit order the way zero/engine_gather.cpp acquires and releases
+//                simulated along the unit order the way zero/stage3_parameter_sharded.cpp acquires and releases
 //   grads        model state + stages 2-3: the full gradient buffers alive during backward (the
 //                unit being differentiated; the tied GPT-2 embedding through the whole backward;
 //                the previous unit still reducing under overlap_comm)

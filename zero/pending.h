@@ -20,7 +20,7 @@ struct Pending {
 };
 
 // A Work whose wait() adds the seconds it blocked to *seconds and, with a recording tracer, is a
-// span `name` on the compute track (the waits on the NVMe tier's reads: zero/engine_offload.cpp).
+// span `name` on the compute track (the waits on the NVMe tier's reads: zero/tiers.cpp).
 WorkPtr timed_wait(WorkPtr w, double* seconds, Tracer* t, std::string name);
 
 // Finishes every collective of a queue, in issue order.

@@ -1,4 +1,4 @@
-// ZeRO-Offload and ZeRO-Infinity (zero/offload.h, zero/engine_offload.cpp) on N ranks: the same
+// ZeRO-Offload and ZeRO-Infinity (zero/offload.h, zero/tiers.cpp, zero/shard_optimizer.cpp) on N ranks: the same
 // losses as the same run without offload (float32: within 1e-6 relative over 20 steps; the
 // arithmetic is the same, so the measured difference is 0), the memory report's tiers, and
 // checkpoints that move between tiers.
