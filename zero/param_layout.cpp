@@ -38,13 +38,4 @@ FlatShard shard_of(const ParamSet& ps, int64_t lo, int64_t hi) {
   return s;
 }
 
-std::vector<Tensor> flat_grads(const std::vector<ParamSet*>& sets) {
-  std::vector<Tensor> g;
-  for (ParamSet* ps : sets) {
-    ZT_CHECK(ps && ps->finalized(), "flat_grads: null or unfinalized ParamSet");
-    g.push_back(ps->flat_grad());
-  }
-  return g;
-}
-
 }  // namespace zt

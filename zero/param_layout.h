@@ -1,4 +1,4 @@
-// defines: flat_layout, full_shard, full_shards, shard_of, flat_grads — the bridge from nn's
+// defines: flat_layout, full_shard, full_shards, shard_of — the bridge from nn's
 //          ParamSet (nn/param_set.h) to optim's flat shards (optim/flat_shard.h).
 //
 // nn and optim sit side by side above core and do not see each other: a ParamSet knows its
@@ -34,8 +34,5 @@ std::vector<FlatShard> full_shards(const std::vector<ParamSet*>& sets, const cha
 // Elements [lo, hi) of a finalized ParamSet's flat buffers (views, no copy).
 // 0 <= lo <= hi <= padded_numel(), else a zt::Error naming the unit and the range.
 FlatShard shard_of(const ParamSet& ps, int64_t lo, int64_t hi);
-
-// The flat gradient buffers of some parameter sets, in order (for clipping).
-std::vector<Tensor> flat_grads(const std::vector<ParamSet*>& sets);
 
 }  // namespace zt

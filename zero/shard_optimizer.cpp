@@ -13,6 +13,12 @@ namespace zt {
 
 namespace {
 
+AdamWHyper adamw_hyper(const OptimizerConfig& c) {
+  AdamWHyper h;
+  h.lr = c.lr; h.beta1 = c.beta1; h.beta2 = c.beta2; h.eps = c.eps; h.weight_decay = c.weight_decay;
+  return h;
+}
+
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<FlatShard> shards) {
   std::string type = c.type;
   for (char& ch : type) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -21,15 +27,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<
     h.lr = c.lr; h.momentum = c.momentum; h.weight_decay = c.weight_decay;
     return std::make_unique<Sgd>(std::move(shards), h);
   }
-  AdamWHyper h;  // "AdamW" and "Adam" (DeepSpeed's adam_w_mode: decoupled decay)
-  h.lr = c.lr; h.beta1 = c.beta1; h.beta2 = c.beta2; h.eps = c.eps; h.weight_decay = c.weight_decay;
-  return std::make_unique<AdamW>(std::move(shards), h);
-}
-
-AdamWHyper adamw_hyper(const OptimizerConfig& c) {
-  AdamWHyper h;
-  h.lr = c.lr; h.beta1 = c.beta1; h.beta2 = c.beta2; h.eps = c.eps; h.weight_decay = c.weight_decay;
-  return h;
+  // "AdamW" and "Adam" (DeepSpeed's adam_w_mode: decoupled decay)
+  return std::make_unique<AdamW>(std::move(shards), adamw_hyper(c));
 }
 
 // A tensor of n float32 elements whose storage holds no memory (mixed precision: the optimizer's

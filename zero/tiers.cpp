@@ -103,35 +103,39 @@ void StorageTiers::trace_memory(Tracer* t) const {
 
 namespace {
 
-// The shard on the device. put() serves offload_optimizer without offload_param: the new
-// parameters go from the host optimizer straight into the device shard (stages 1-2: a view of
-// the full parameters).
-class DeviceParams final : public ParamTier {
+// A shard held in memory (the device's or the host's): the offloaded optimizer's new parameters
+// are rounded straight into it.
+class ShardInMemory : public ParamTier {
  public:
-  explicit DeviceParams(StorageTiers& tiers) : tiers_(tiers) {}
-  Tensor new_shard(ShardedUnit& s, DType dt) override { return Tensor::empty({s.S}, dt, Category::params); }
-  void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) override { gather(s, s.param_shard, q); }
+  explicit ShardInMemory(StorageTiers& tiers) : tiers_(tiers) {}
   void put(ShardedUnit& s, int64_t a, const Tensor& master, bool) override {
     put_rounded(range(s.param_shard, a, master.numel()), master, *tiers_.host());
   }
 
- private:
+ protected:
   StorageTiers& tiers_;
+};
+
+// The shard on the device. put() serves offload_optimizer without offload_param: the new
+// parameters go from the host optimizer straight into the device shard (stages 1-2: a view of
+// the full parameters).
+class DeviceParams final : public ShardInMemory {
+ public:
+  using ShardInMemory::ShardInMemory;
+  Tensor new_shard(ShardedUnit& s, DType dt) override { return Tensor::empty({s.S}, dt, Category::params); }
+  void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) override { gather(s, s.param_shard, q); }
 };
 
 // offload_param cpu, and the base of nvme: a host shard reaches the device through a shard-sized
 // device buffer (Category::params) that lives until its all-gather landed.
-class HostParams : public ParamTier {
+class HostParams : public ShardInMemory {
  public:
-  HostParams(ZeroContext& cx, StorageTiers& tiers, DType working) : cx_(cx), tiers_(tiers), working_(working) {}
+  HostParams(ZeroContext& cx, StorageTiers& tiers, DType working) : ShardInMemory(tiers), cx_(cx), working_(working) {}
   Tensor new_shard(ShardedUnit& s, DType dt) override {
     return Tensor::empty({s.S}, dt, Category::params, *tiers_.host());
   }
   void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) override {
     to_device_and_gather(s, s.param_shard, q, gather);
-  }
-  void put(ShardedUnit& s, int64_t a, const Tensor& master, bool) override {
-    put_rounded(range(s.param_shard, a, master.numel()), master, *tiers_.host());
   }
 
  protected:
@@ -147,7 +151,6 @@ class HostParams : public ParamTier {
     cx_.times.offload_fetch_s += std::chrono::duration<double>(Tracer::Clock::now() - t0).count();
   }
   ZeroContext& cx_;
-  StorageTiers& tiers_;
   DType working_;
 };
 
