@@ -1,5 +1,6 @@
 #include "core/rng.h"
 
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -27,6 +28,49 @@ uint32_t Rng::next_u32() {
   state_ ^= state_ << 25;
   state_ ^= state_ >> 27;
   return static_cast<uint32_t>((state_ * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+namespace {
+// A 64x64 matrix over GF(2) as its columns: col[j] = M e_j, so M x = XOR of col[j] over the set
+// bits j of x.
+struct BitMatrix {
+  std::array<uint64_t, 64> col{};
+  uint64_t apply(uint64_t x) const {
+    uint64_t y = 0;
+    for (int j = 0; x != 0; ++j, x >>= 1)
+      if (x & 1) y ^= col[j];
+    return y;
+  }
+  BitMatrix then(const BitMatrix& b) const {  // b after this: (b * this)
+    BitMatrix m;
+    for (int j = 0; j < 64; ++j) m.col[j] = b.apply(col[j]);
+    return m;
+  }
+};
+
+uint64_t step_state(uint64_t s) {  // next_u32()'s state update
+  s ^= s >> 12;
+  s ^= s << 25;
+  s ^= s >> 27;
+  return s;
+}
+
+// T^(2^k) for k = 0..63, T the state update.
+const std::array<BitMatrix, 64>& jump_powers() {
+  static const std::array<BitMatrix, 64> powers = [] {
+    std::array<BitMatrix, 64> p;
+    for (int j = 0; j < 64; ++j) p[0].col[j] = step_state(1ull << j);
+    for (int k = 1; k < 64; ++k) p[k] = p[k - 1].then(p[k - 1]);
+    return p;
+  }();
+  return powers;
+}
+}  // namespace
+
+void Rng::jump(uint64_t draws) {
+  const auto& p = jump_powers();
+  for (int k = 0; draws != 0; ++k, draws >>= 1)
+    if (draws & 1) state_ = p[k].apply(state_);
 }
 
 float Rng::uniform() { return static_cast<float>(next_u32() >> 8) / 16777216.0f; }

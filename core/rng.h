@@ -1,7 +1,7 @@
 // defines: Rng — the deterministic, seeded random number generator.
 //
 // One 64-bit state (xorshift64*), so a checkpoint saves and restores it exactly and a resumed
-// run draws the same numbers. Normal samples use Box-Muller in pairs. Same seed, same numbers,
+// run draws the same numbers; jump() skips ahead without drawing. Normal samples use Box-Muller in pairs. Same seed, same numbers,
 // on every machine (no std::distribution, whose algorithms differ between standard libraries).
 #pragma once
 #include <cstdint>
@@ -18,6 +18,12 @@ class Rng {
   void set_state(uint64_t s) { state_ = s; }
 
   uint32_t next_u32();
+  // Advances the state as `draws` calls of next_u32() would, in O(64 log draws) word operations:
+  // xorshift64*'s state update is linear over GF(2), so `draws` updates are one 64x64 bit
+  // matrix, the product of the precomputed squares T^(2^k) for the set bits k of `draws`
+  // (Vigna 2016, "An experimental exploration of Marsaglia's xorshift generators", section 3).
+  // What makes initialization addressable: a rank draws its shard alone (models/init.h).
+  void jump(uint64_t draws);
   float uniform();  // [0, 1), 24 random bits
   float normal();   // N(0, 1); uses one Box-Muller pair, discards the second sample
 

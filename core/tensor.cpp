@@ -48,6 +48,13 @@ Storage::Storage(size_t bytes, Category c, Allocator& a)
 
 Storage::Storage(void* borrowed, size_t bytes, Device d) : data_(borrowed), bytes_(bytes), device_(d) {}
 
+std::shared_ptr<Storage> Storage::released(size_t bytes, Category c, Allocator& a) {
+  auto s = std::make_shared<Storage>(nullptr, bytes, a.device());
+  s->category_ = c;
+  s->allocator_ = &a;
+  return s;
+}
+
 Storage::~Storage() {
   if (allocator_ && data_) allocator_->deallocate(data_, bytes_, category_);
 }
@@ -77,6 +84,16 @@ Tensor Tensor::empty(const Shape& shape, DType dt, Category c, Allocator& a) {
   for (int64_t d : shape) ZT_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
   Tensor t;
   t.storage_ = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dt), c, a);
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.dtype_ = dt;
+  return t;
+}
+
+Tensor Tensor::released(const Shape& shape, DType dt, Category c, Allocator& a) {
+  for (int64_t d : shape) ZT_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
+  Tensor t;
+  t.storage_ = Storage::released(static_cast<size_t>(shape_numel(shape)) * dtype_size(dt), c, a);
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dt;

@@ -27,6 +27,7 @@ class Storage {
  public:
   Storage(size_t bytes, Category c, Allocator& a);
   Storage(void* borrowed, size_t bytes, Device d = Device::cpu());
+  static std::shared_ptr<Storage> released(size_t bytes, Category c, Allocator& a);  // no bytes yet
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -65,6 +66,9 @@ class Tensor {
   // Without an allocator they allocate on the default device (core/backend.h; cpu unless set).
   static Tensor empty(const Shape& shape, DType dt = DType::f32, Category c = Category::activations,
                       Allocator& a = default_allocator());
+  // A tensor whose storage holds no bytes yet: materialize() allocates them (contents
+  // undefined). ZeRO's partitioned construction lays out a model this way (nn/param_set.h).
+  static Tensor released(const Shape& shape, DType dt, Category c, Allocator& a = default_allocator());
   static Tensor zeros(const Shape& shape, DType dt = DType::f32, Category c = Category::activations,
                       Allocator& a = default_allocator());
   static Tensor full(const Shape& shape, double value, DType dt = DType::f32,

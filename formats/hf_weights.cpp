@@ -10,8 +10,8 @@
 
 #include "core/file_io.h"            // defines: AtomicFile
 #include "models/gpt2.h"             // defines: GPT2
-#include "formats/hf_config.h"       // defines: hf_config_from_json, hf_config_to_json
 #include "models/llama.h"            // defines: Llama
+#include "formats/hf_config.h"       // defines: hf_config_from_json, hf_config_to_json
 #include "formats/llmc_checkpoint.h" // defines: read_llmc_header, load_llmc_checkpoint
 #include "formats/safetensors.h"     // defines: load_safetensors, save_safetensors
 
@@ -326,6 +326,41 @@ void load_pretrained(const std::string& path, Model& model) {
   if (!gpt)
     ZT_THROW("'", path, "' is read as an llm.c checkpoint, which holds GPT-2 models; the model is ", model.family());
   load_llmc_checkpoint(path, *gpt);
+}
+
+namespace {
+// Interim: the file is read into a whole model in memory once, and the units are served from it.
+class WholeFileSource final : public ParamSource {
+ public:
+  WholeFileSource(const std::string& path, Model& layout) {
+    const GPT2* g = dynamic_cast<const GPT2*>(&layout);
+    const Llama* l = dynamic_cast<const Llama*>(&layout);
+    ZT_CHECK(g || l, "pretrained_source: model of family \"", layout.family(), "\" is neither GPT2 nor Llama");
+    ModelOptions opt;
+    std::vector<Unit*> lu = layout.units();
+    opt.dtype = lu.front()->params().dtype();
+    opt.world_size = 1;
+    opt.alignment = 1;
+    const ModelConfig& cfg = g ? g->config() : l->config();
+    model_ = g ? std::unique_ptr<Model>(std::make_unique<GPT2>(cfg, opt)) : std::make_unique<Llama>(cfg, opt);
+    load_pretrained(path, *model_);
+    units_ = model_->units();
+  }
+  void fill(int unit, int64_t lo, const Tensor& dst) override {
+    const ParamSet& ps = units_.at(static_cast<size_t>(unit))->params();
+    const int64_t n = dst.numel(), real = std::max<int64_t>(0, std::min(ps.numel(), lo + n) - lo);
+    if (real > 0) dst.flat_view(0, {real}).copy_(ps.flat().flat_view(lo, {real}));
+    if (real < n) dst.flat_view(real, {n - real}).zero_();  // the padding
+  }
+
+ private:
+  std::unique_ptr<Model> model_;
+  std::vector<Unit*> units_;
+};
+}  // namespace
+
+std::unique_ptr<ParamSource> pretrained_source(const std::string& path, Model& model) {
+  return std::make_unique<WholeFileSource>(path, model);
 }
 
 }  // namespace zt

@@ -31,12 +31,14 @@
 // a tied Llama's lm_head.weight when it equals embed_tokens. Any dtype F32, BF16, F16, F64,
 // converted to the model's (F16 and BF16 -> F32 exactly).
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
 #include "models/model_config.h"
 #include "nn/model.h"
+#include "nn/param_source.h"
 
 namespace zt {
 
@@ -65,5 +67,8 @@ bool is_hf_path(const std::string& path);
 // "Start from these weights": an HF checkpoint (is_hf_path) or an llm.c GPT-2 .bin.
 ModelConfig pretrained_config(const std::string& path);
 void load_pretrained(const std::string& path, Model& model);
+// The same weights as a ParamSource (nn/param_source.h) for the ZeRO engine's partitioned
+// construction; `model` (a GPT2 or Llama, its layout: it may hold no bytes) must outlive it.
+std::unique_ptr<ParamSource> pretrained_source(const std::string& path, Model& model);
 
 }  // namespace zt

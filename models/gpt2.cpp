@@ -45,27 +45,15 @@ Var GPT2Head::forward(const Var& x, const GPT2Embed& e) const {
 
 // ---- model ----------------------------------------------------------------------------------
 
-void GPT2::init(Rng& rng) {
-  ZT_CHECK(embed_->params().finalized(), "GPT2::init: the model was built with allocate = false");
+InitRule GPT2::init_rule(const std::string& name) const {
   const double std = 0.02, proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg_.n_layer));
-  for (Unit* u : units()) {
-    ParamSet& ps = u->params();
-    for (int i = 0; i < ps.size(); ++i) {
-      const std::string& name = ps.infos()[i].name;
-      Tensor w = ps.value(i);
-      if (name == "wte.weight") {
-        init_normal_rows(w, std, rng, cfg_.vocab_size);  // padded rows stay zero
-      } else if (name.ends_with(".bias")) {
-        w.zero_();
-      } else if (name.rfind("ln_", 0) == 0) {  // ln_1 / ln_2 / ln_f gains
-        w.fill_(1.0);
-      } else if (name.ends_with("c_proj.weight")) {
-        init_normal_rows(w, proj_std, rng);
-      } else {  // wpe, c_attn, c_fc
-        init_normal_rows(w, std, rng);
-      }
-    }
-  }
+  if (name == "wte.weight") return {InitRule::normal, std, cfg_.vocab_size};  // padded rows stay zero
+  if (name.ends_with(".bias")) return {InitRule::constant, 0.0};
+  if (name.rfind("ln_", 0) == 0) return {InitRule::constant, 1.0};  // ln_1 / ln_2 / ln_f gains
+  if (name.ends_with("c_proj.weight")) return {InitRule::normal, proj_std};
+  return {InitRule::normal, std};  // wpe, c_attn, c_fc
 }
+
+void GPT2::init(Rng& rng) { init_model(*this, rng); }
 
 }  // namespace zt

@@ -20,6 +20,7 @@
 #include "core/rng.h"
 #include "models/model_config.h"
 #include "nn/layers.h"
+#include "models/init_rule.h"
 #include "models/transformer.h"
 
 namespace zt {
@@ -50,11 +51,12 @@ class GPT2 : public TransformerLM<GPT2Embed, GPT2Block, GPT2Head> {
       : TransformerLM(cfg, opt, "gpt2", "GPT2") {}
   std::string family() const override { return "gpt2"; }
 
-  // nanoGPT's init, in a fixed order (units forward, parameters in layout order): weights
-  // N(0, 0.02), every c_proj.weight N(0, 0.02 / sqrt(2 L)) (GPT-2 paper, section 2.3), biases 0,
-  // LayerNorm weight 1 / bias 0, wpe N(0, 0.02), wte N(0, 0.02) on the first V rows and the
-  // padded rows [V, Vp) zero.
-  void init(Rng& rng);
+  // nanoGPT's init: weights N(0, 0.02), every c_proj.weight N(0, 0.02 / sqrt(2 L)) (GPT-2
+  // paper, section 2.3), biases 0, LayerNorm weight 1 / bias 0, wpe N(0, 0.02), wte N(0, 0.02)
+  // on the first V rows and the padded rows [V, Vp) zero. Drawn in a fixed order (units forward,
+  // parameters in layout order) by models/init.h's ModelInit.
+  InitRule init_rule(const std::string& name) const;
+  void init(Rng& rng);  // the whole model, materialized: init_model(*this, rng)
 };
 
 }  // namespace zt

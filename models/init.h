@@ -1,22 +1,50 @@
-// defines: make_model (a Model from a config), init_model (its deterministic initialization),
-//          init_normal_rows (the fill both families use).
+// defines: make_model (a Model from a config), ModelInit (its deterministic initialization,
+//          addressable: any range of any unit's flat buffer drawn alone), init_model (the whole
+//          model at once).
+//
+// The initialization is one stream of a seeded Rng (core/rng.h), drawn in a fixed order: units
+// forward, parameters in layout order, elements in row-major order, two draws per Box-Muller
+// pair (Rng::fill_normal). Because the order is fixed, the draws before any element are a count
+// known from the layout alone, and Rng::jump() reaches them without drawing: rank r of N creates
+// elements [r*S, (r+1)*S) of each unit with the values a whole-model initialization would give
+// them, bit for bit (tests/test_partitioned_init.cpp). That is ZeRO's partitioned construction
+// (DeepSpeed's zero.Init): no rank ever holds the whole model.
 #pragma once
 #include <memory>
+#include <vector>
 
 #include "core/rng.h"
+#include "models/init_rule.h"
 #include "models/model_config.h"
 #include "nn/model.h"
+#include "nn/param_source.h"
 
 namespace zt {
 
 // A GPT2 or a Llama by cfg.family (validated; throws zt::Error for an unknown family).
 std::unique_ptr<Model> make_model(const ModelConfig& cfg, const ModelOptions& opt = {});
 
-// GPT2::init or Llama::init, whichever `m` is (throws for another Model).
-void init_model(Model& m, Rng& rng);
+class ModelInit final : public ParamSource {
+ public:
+  // The initialization of `m` (a GPT2 or Llama: its layout; it need not hold bytes) from rng's
+  // current state. rng is advanced past every draw of the whole model, as if the whole model
+  // had been drawn.
+  ModelInit(Model& m, Rng& rng);
+  void fill(int unit, int64_t lo, const Tensor& dst) override;
 
-// w (R, ...): rows [0, rows) ~ N(0, std) drawn in row-major order from rng, rows [rows, R) zero
-// (rows < 0: all rows). The zero rows are the padded vocabulary: no token ever reads them.
-void init_normal_rows(Tensor w, double std, Rng& rng, int64_t rows = -1);
+ private:
+  struct Param {
+    int64_t offset = 0, numel = 0;  // in the unit's flat buffer
+    int64_t drawn = 0;              // normal: elements drawn (the first rows); the rest are zero
+    InitRule rule;
+    uint64_t draw0 = 0;             // next_u32() calls of the stream before this parameter's first
+  };
+  std::vector<std::vector<Param>> units_;
+  std::vector<int64_t> padded_;  // each unit's padded flat size
+  uint64_t start_ = 0;           // the Rng state at draw 0
+};
+
+// Every unit's flat buffer (materialized) := ModelInit(m, rng)'s values.
+void init_model(Model& m, Rng& rng);
 
 }  // namespace zt

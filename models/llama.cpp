@@ -38,25 +38,15 @@ Var LlamaHead::forward(const Var& x, const LlamaEmbed& e) const {
 
 // ---- model ----------------------------------------------------------------------------------
 
-void Llama::init(Rng& rng) {
-  ZT_CHECK(embed_->params().finalized(), "Llama::init: the model was built with allocate = false");
+InitRule Llama::init_rule(const std::string& name) const {
   const double std = 0.02, proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg_.n_layer));
-  for (Unit* u : units()) {
-    ParamSet& ps = u->params();
-    for (int i = 0; i < ps.size(); ++i) {
-      const std::string& name = ps.infos()[i].name;
-      Tensor w = ps.value(i);
-      if (name.ends_with("layernorm.weight") || name == "norm.weight") {
-        w.fill_(1.0);
-      } else if (name == "embed_tokens.weight" || name == "lm_head.weight") {
-        init_normal_rows(w, std, rng, cfg_.vocab_size);  // padded rows stay zero
-      } else if (name.ends_with("o_proj.weight") || name.ends_with("down_proj.weight")) {
-        init_normal_rows(w, proj_std, rng);
-      } else {  // q/k/v, gate/up
-        init_normal_rows(w, std, rng);
-      }
-    }
-  }
+  if (name.ends_with("layernorm.weight") || name == "norm.weight") return {InitRule::constant, 1.0};
+  if (name == "embed_tokens.weight" || name == "lm_head.weight")
+    return {InitRule::normal, std, cfg_.vocab_size};  // padded rows stay zero
+  if (name.ends_with("o_proj.weight") || name.ends_with("down_proj.weight")) return {InitRule::normal, proj_std};
+  return {InitRule::normal, std};  // q/k/v, gate/up
 }
+
+void Llama::init(Rng& rng) { init_model(*this, rng); }
 
 }  // namespace zt

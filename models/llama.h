@@ -21,6 +21,7 @@
 #include "core/rng.h"
 #include "models/model_config.h"
 #include "nn/layers.h"
+#include "models/init_rule.h"
 #include "models/transformer.h"
 
 namespace zt {
@@ -53,10 +54,12 @@ class Llama : public TransformerLM<LlamaEmbed, LlamaLayer, LlamaHead> {
       : TransformerLM(cfg, opt, "llama", "Llama") {}
   std::string family() const override { return "llama"; }
 
-  // Fixed order (units forward, parameters in layout order): every weight matrix N(0, 0.02)
-  // except o_proj and down_proj N(0, 0.02 / sqrt(2 L)) (the GPT-2 residual scaling); RMSNorm
-  // weights 1; padded vocabulary rows [V, Vp) of embed_tokens and lm_head zero.
-  void init(Rng& rng);
+  // Every weight matrix N(0, 0.02) except o_proj and down_proj N(0, 0.02 / sqrt(2 L)) (the
+  // GPT-2 residual scaling); RMSNorm weights 1; padded vocabulary rows [V, Vp) of embed_tokens
+  // and lm_head zero. Drawn in a fixed order (units forward, parameters in layout order) by
+  // models/init.h's ModelInit.
+  InitRule init_rule(const std::string& name) const;
+  void init(Rng& rng);  // the whole model, materialized: init_model(*this, rng)
 };
 
 }  // namespace zt

@@ -50,6 +50,11 @@ struct ModelOptions {
   // false: layout only — names, shapes and counts, no flat buffers (the estimator's view of a
   // model too big to allocate). Such a model cannot run forward or be initialized.
   bool allocate = true;
+  // false (with allocate): the flat buffers are laid out but hold no bytes (ZeRO's partitioned
+  // construction, DeepSpeed's zero.Init): the engine creates only what this rank's stage keeps,
+  // filled from a ParamSource (nn/param_source.h) such as models/init.h's ModelInit. Such a
+  // model runs only inside an engine.
+  bool materialize = true;
 };
 
 // The MLP width a family uses when a config does not give one: GPT-2 4C; Llama

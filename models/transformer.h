@@ -53,7 +53,8 @@ class TransformerLM : public Model {
 
  protected:
   // Validates cfg (its family must be `family`) and builds the units; with opt.allocate each
-  // ParamSet is finalized (zero-filled) with opt.world_size / opt.alignment.
+  // ParamSet is finalized with opt.world_size / opt.alignment (zero-filled, or without bytes when
+  // !opt.materialize).
   TransformerLM(const ModelConfig& cfg, const ModelOptions& opt, const char* family, const char* name)
       : cfg_(cfg), name_(name) {
     cfg_.validate();
@@ -61,7 +62,7 @@ class TransformerLM : public Model {
     embed_ = std::make_unique<Embed>(cfg_, opt.dtype);
     for (int64_t i = 0; i < cfg_.n_layer; ++i) blocks_.push_back(std::make_unique<Block>(i, cfg_, opt.dtype));
     head_ = std::make_unique<Head>(cfg_, opt.dtype);
-    if (opt.allocate) finalize_params(opt.world_size, opt.alignment);
+    if (opt.allocate) finalize_params(opt.world_size, opt.alignment, opt.materialize);
   }
 
   ModelConfig cfg_;

@@ -34,9 +34,9 @@ class Model {
   }
 
  protected:
-  // Allocates every unit's flat buffers (ParamSet::finalize) once the units are built.
-  void finalize_params(int64_t world_size, int64_t alignment) {
-    for (Unit* u : units()) u->params().finalize(world_size, alignment);
+  // Lays out every unit's flat buffers (ParamSet::finalize) once the units are built.
+  void finalize_params(int64_t world_size, int64_t alignment, bool materialize) {
+    for (Unit* u : units()) u->params().finalize(world_size, alignment, materialize);
   }
   Residency* residency_ = &local_residency();
 };

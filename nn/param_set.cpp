@@ -18,14 +18,19 @@ int ParamSet::add(const std::string& name, const Shape& shape, bool decay) {
   return static_cast<int>(infos_.size()) - 1;
 }
 
-void ParamSet::finalize(int64_t world_size, int64_t alignment) {
+void ParamSet::finalize(int64_t world_size, int64_t alignment, bool materialize) {
   ZT_CHECK(!finalized(), "ParamSet '", unit_name_, "': finalize() twice");
   ZT_CHECK(world_size >= 1 && alignment >= 1, "ParamSet::finalize: world_size and alignment must be >= 1");
   const int64_t m = world_size * alignment;
   padded_numel_ = (numel_ + m - 1) / m * m;
   if (padded_numel_ == 0) padded_numel_ = m;  // every rank owns a non-empty shard
-  flat_ = Tensor::zeros({padded_numel_}, dtype_, Category::params);
-  flat_grad_ = Tensor::zeros({padded_numel_}, dtype_, Category::grads);
+  if (materialize) {
+    flat_ = Tensor::zeros({padded_numel_}, dtype_, Category::params);
+    flat_grad_ = Tensor::zeros({padded_numel_}, dtype_, Category::grads);
+  } else {
+    flat_ = Tensor::released({padded_numel_}, dtype_, Category::params);
+    flat_grad_ = Tensor::released({padded_numel_}, dtype_, Category::grads);
+  }
   build_vars();
 }
 
@@ -66,7 +71,7 @@ void ParamSet::build_vars() {
 }
 
 void ParamSet::zero_grad() {
-  if (flat_grad_.defined()) flat_grad_.zero_();
+  if (flat_grad_.defined() && flat_grad_.storage()->resident()) flat_grad_.zero_();
 }
 
 }  // namespace zt

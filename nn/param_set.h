@@ -36,8 +36,11 @@ class ParamSet {
 
   // ---- building: add() every parameter, then finalize() once ----
   int add(const std::string& name, const Shape& shape, bool decay);  // returns the index
-  // Allocates both flat buffers, zero-filled, padded to a multiple of world_size * alignment.
-  void finalize(int64_t world_size = 1, int64_t alignment = 1);
+  // Lays out both flat buffers, padded to a multiple of world_size * alignment. materialize:
+  // allocated and zero-filled; otherwise they hold no bytes (Tensor::released) until the ZeRO
+  // engine materializes what its stage keeps (partitioned construction: zero/engine.h), and the
+  // parameter views and leaves exist all the same.
+  void finalize(int64_t world_size = 1, int64_t alignment = 1, bool materialize = true);
   bool finalized() const { return flat_.defined(); }
 
   // ---- layout ----

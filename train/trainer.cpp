@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "formats/hf_weights.h"       // defines: pretrained_config, load_pretrained (HF or llm.c)
-#include "models/init.h"              // defines: make_model, init_model
+#include "formats/hf_weights.h"       // defines: pretrained_config, pretrained_source (HF or llm.c)
+#include "models/init.h"              // defines: make_model, ModelInit
 #include "optim/schedule.h"           // defines: LrSchedule (warmup + cosine)
 #include "zero/checkpoint.h"          // defines: save_sharded_checkpoint, load_sharded_checkpoint, consolidate_params
 
@@ -13,10 +13,14 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   cfg_.validate();
   const int N = group_.size(), rank = group_.rank();
 
+  // The device cap holds from the first byte: construction, training, evaluation, checkpoints.
+  if (cfg_.memory_limit > 0) default_allocator().set_limit(cfg_.memory_limit);
+
   // Model: from pretrained weights (HF or llm.c: formats/hf_weights.h), or a named config with our
-  // deterministic init.
-  // Every rank builds and initializes the whole model from the same seed (identical values),
-  // padded so each unit splits into N shards; the engine then keeps what its stage keeps.
+  // deterministic init. Partitioned construction (DeepSpeed's zero.Init): the model is laid out
+  // without bytes, padded so each unit splits into N shards, and the engine creates only what
+  // this rank's stage keeps, unit by unit, from the ParamSource (stage 3: this rank's shard of
+  // each unit; the whole model never exists on any rank).
   mcfg_ = cfg_.init_from.empty() ? zt::model_config(cfg_.model) : pretrained_config(cfg_.init_from);
   if (cfg_.seq_len == 0) cfg_.seq_len = mcfg_.max_seq_len;
   if (cfg_.seq_len > mcfg_.max_seq_len)
@@ -25,11 +29,13 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   opt.world_size = N;
   opt.alignment = kShardAlignment;
   opt.dtype = cfg_.compute_dtype == "bf16" ? DType::bf16 : DType::f32;
+  opt.materialize = false;
   model_ = make_model(mcfg_, opt);
+  std::unique_ptr<ParamSource> initial;
   if (cfg_.init_from.empty()) {
-    init_model(*model_, rng_);
+    initial = std::make_unique<ModelInit>(*model_, rng_);  // advances rng_ past the whole model's draws
   } else {
-    load_pretrained(cfg_.init_from, *model_);  // an HF directory / .safetensors, or an llm.c .bin
+    initial = pretrained_source(cfg_.init_from, *model_);  // an HF directory / .safetensors, or an llm.c .bin
   }
 
   // Data: llm.c's loader, no shuffling; rank r reads its B rows of each global batch of N*B.
@@ -42,22 +48,8 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
     val_ = std::make_unique<DataLoader>(std::move(vt), cfg_.batch, cfg_.seq_len, rank, N);
   }
 
-  engine_ = initialize(*model_, cfg_.engine_config(), group_);
+  engine_ = initialize(*model_, cfg_.engine_config(), group_, initial.get());
   if (cfg_.resume) resume_from(cfg_.ckpt_dir);
-  // The cap holds from here on: training, evaluation and checkpoints. The construction above is
-  // not capped: every rank builds the whole model before the engine shards it (DeepSpeed without
-  // zero.Init; partitioned construction is not implemented), so a cap below the whole model's
-  // 8 bytes per parameter can still be shown to hold what the stage and offload tier keep.
-  // A cap below what the engine holds after setup is an error here, naming both.
-  if (cfg_.memory_limit > 0) {
-    const int64_t held = default_allocator().stats().total();
-    if (held > cfg_.memory_limit)
-      throw OutOfMemory(detail::concat("out of memory on ", default_allocator().name(), ": the engine holds ",
-                                       format_bytes(held), " after setup, over the limit of ",
-                                       format_bytes(cfg_.memory_limit), ". Held now: ",
-                                       default_allocator().stats().to_string()));
-    default_allocator().set_limit(cfg_.memory_limit);
-  }
 }
 
 Trainer::~Trainer() = default;

@@ -18,7 +18,7 @@ namespace zt {
 // ---------------------------------------------------------------------------------------------
 // Setup: the policies, then every unit placed as its stage says
 
-Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
+Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, ParamSource* initial)
     : model_(model), cfg_(cfg), cx_(cfg_, group) {
   const std::vector<Unit*>& units = model_.units();
   const DType model_dtype = units.empty() ? DType::f32 : units.front()->params().dtype();
@@ -41,11 +41,13 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group)
     precision_->check(*s);
     s->S = s->P / cx_.N;
     s->lo = cx_.r * s->S;
+    load_initial(*s, initial);
     const auto [lo, hi] = stage_->optimizer_range(*s);
     optimizer_->begin_unit(*s, lo, hi);
     stage_->place(*s);
     precision_->release_compute_buffers(*s);
     optimizer_->add_unit(*s, lo, hi, stage_->update_params(*s), stage_->update_grads(*s));
+    s->initial = Tensor();  // stage 3's setup buffer goes now: one unit's shard at a time
     ShardedUnit* raw = s.get();
     s->ps->group()->before_backward = [this, raw] { before_backward(*raw); };
     s->ps->group()->after_backward = [this, raw] { after_backward(*raw); };
@@ -69,8 +71,35 @@ Engine::~Engine() {
   model_.set_residency(local_residency());
 }
 
-std::unique_ptr<Engine> initialize(Model& model, const EngineConfig& cfg, ProcessGroup& group) {
-  return std::make_unique<Engine>(model, cfg, group);
+std::unique_ptr<Engine> initialize(Model& model, const EngineConfig& cfg, ProcessGroup& group, ParamSource* initial) {
+  return std::make_unique<Engine>(model, cfg, group, initial);
+}
+
+// Partitioned construction (DeepSpeed's zero.Init): the unit's initial values, only as much as
+// its stage keeps (ZeroStage::initial_range). Stages 0-2: the whole unit, in the model's own
+// buffer (created here when the model was built without bytes). Stage 3: this rank's shard in a
+// setup buffer — in the host tier when the shard lives off the device (offload_param), so the
+// device never holds it — and nothing else of the unit. A model already filled in memory (built
+// with materialize = true) is its own source.
+void Engine::load_initial(ShardedUnit& s, ParamSource* source) {
+  const Tensor& flat = s.ps->flat();
+  s.initial_lo = 0;
+  if (flat.storage()->resident()) {
+    s.initial = flat;
+    return;
+  }
+  ZT_CHECK(source != nullptr, "unit '", s.unit->name(), "': the model was built without bytes (ModelOptions{",
+           "materialize = false}), so the engine needs a ParamSource for its initial values (zero/engine.h)");
+  const auto [a, b] = stage_->initial_range(s);
+  if (a == 0 && b == s.P) {
+    flat.storage()->materialize();
+    s.initial = flat;
+  } else {
+    Allocator& where = cfg_.zero.offload_param.enabled() && tiers_->host() ? *tiers_->host() : tiers_->device();
+    s.initial = Tensor::empty({b - a}, flat.dtype(), Category::params, where);
+    s.initial_lo = a;
+  }
+  source->fill(s.index, a, s.initial);
 }
 
 ShardedUnit& Engine::state_of(Unit& u) {

@@ -36,6 +36,7 @@
 
 #include "dist/process_group.h"
 #include "nn/model.h"
+#include "nn/param_source.h"
 #include "zero/engine_config.h"
 #include "zero/sharded_unit.h"
 
@@ -75,7 +76,10 @@ class ZeroStage;
 
 class Engine final : public Residency {
  public:
-  Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group);
+  // `initial`: where the initial parameter values come from when the model was built without
+  // bytes (ModelOptions{materialize = false}: partitioned construction, load_initial in
+  // zero/engine.cpp); null when the model was built and filled in memory.
+  Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, ParamSource* initial = nullptr);
   ~Engine() override;
 
   // Micro-step: the loss of this rank's micro-batch (mean over its B*T tokens), graph attached.
@@ -122,6 +126,7 @@ class Engine final : public Residency {
 
  private:
   ShardedUnit& state_of(Unit& u);
+  void load_initial(ShardedUnit& s, ParamSource* source);
   void before_backward(ShardedUnit& s);
   void after_backward(ShardedUnit& s);
   void finish_reductions();  // wait for every pending reduction
@@ -146,7 +151,9 @@ class Engine final : public Residency {
 };
 
 // DeepSpeed's entry point: model + config + group -> engine. The model must have been built with
-// ModelOptions{world_size = group.size()} so its flat buffers shard evenly.
-std::unique_ptr<Engine> initialize(Model& model, const EngineConfig& cfg, ProcessGroup& group);
+// ModelOptions{world_size = group.size()} so its flat buffers shard evenly; with materialize =
+// false (partitioned construction) `initial` supplies the values (models/init.h's ModelInit).
+std::unique_ptr<Engine> initialize(Model& model, const EngineConfig& cfg, ProcessGroup& group,
+                                   ParamSource* initial = nullptr);
 
 }  // namespace zt

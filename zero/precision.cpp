@@ -42,7 +42,7 @@ void PrecisionPolicy::check(const ShardedUnit& s) const {
 void PrecisionPolicy::make_master(ShardedUnit& s, int64_t lo, int64_t n) const {
   if (!mixed_) return;
   s.master = Tensor::empty({n}, DType::f32, Category::optim);
-  s.master.copy_(range(s.ps->flat(), lo, n));
+  s.master.copy_(s.initial_slice(lo, n));
 }
 
 Tensor PrecisionPolicy::full_params(ShardedUnit& s) const {
@@ -54,6 +54,7 @@ Tensor PrecisionPolicy::full_params(ShardedUnit& s) const {
 
 Tensor PrecisionPolicy::full_grads(ShardedUnit& s) const {
   if (mixed_) return Tensor::zeros({s.P}, half_, Category::grads);
+  s.ps->flat_grad().storage()->materialize();  // partitioned construction: created here
   s.ps->zero_grad();
   return s.ps->flat_grad();
 }

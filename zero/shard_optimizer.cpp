@@ -111,7 +111,7 @@ class HostOptimizer final : public ShardOptimizer {
   }
 
   // The master, before the stage frees the initial parameters.
-  void begin_unit(ShardedUnit& s, int64_t, int64_t) override { offload_->init(s.index, range(s.ps->flat(), s.lo, s.S)); }
+  void begin_unit(ShardedUnit& s, int64_t, int64_t) override { offload_->init(s.index, s.initial_slice(s.lo, s.S)); }
   void add_unit(ShardedUnit&, int64_t, int64_t, const Tensor&, const Tensor&) override {}
   Tensor host_grad(int i) const override { return offload_->grad(i); }
   bool offloaded() const override { return true; }

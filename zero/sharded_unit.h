@@ -37,6 +37,12 @@ struct ShardedUnit {
   ParamSet* ps = nullptr;
   int64_t P = 0, S = 0, lo = 0;  // padded flat size, shard size (P = N * S), this rank's offset r * S
   Tensor params_full, grads_full, param_shard, grad_shard, master;  // the table above
+  // Setup only: the unit's initial values over [initial_lo, initial_lo + initial.numel()) of its
+  // flat space, in the model's dtype: the whole unit in the model's buffer (stages 0-2 keep it),
+  // or this rank's shard alone (stage 3; freed once the unit is placed). zero/engine.cpp.
+  Tensor initial;
+  int64_t initial_lo = 0;
+  Tensor initial_slice(int64_t a, int64_t n) const { return initial.flat_view(a - initial_lo, {n}); }
   bool persistent = false;  // stage 3: small enough to stay gathered (param_persistence_threshold)
   int refs = 0;             // open acquire scopes (forward) and backward spans
   bool gathered = true;     // the full compute parameters are resident (and current, or being gathered)

@@ -58,7 +58,12 @@ class ZeroStage {
   // ---- setup, unit by unit ----
   // The optimizer's slice of the unit: [lo, hi) of its flat space (this rank's shard; stage 0: all).
   virtual std::pair<int64_t, int64_t> optimizer_range(const ShardedUnit& s) const { return {s.lo, s.lo + s.S}; }
-  // Lays out what this stage keeps of the unit (the table above), from its initial parameters.
+  // The part of the unit's flat space whose initial values this stage needs: the whole unit
+  // (stages 0-2, whose parameters are replicated: the model's buffer) or this rank's shard
+  // (stage 3: nothing else of the unit is ever created at setup).
+  virtual std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const { return {0, s.P}; }
+  // Lays out what this stage keeps of the unit (the table above), from its initial parameters
+  // (ShardedUnit::initial).
   void place(ShardedUnit& s) { place_params(s); place_grads(s); }
   // The working tensors over the optimizer's slice.
   virtual Tensor update_params(ShardedUnit& s) const { return s.param_shard; }
@@ -158,6 +163,7 @@ class ParameterSharded : public GradientSharded {  // stage 3: zero/stage3_param
  public:
   ParameterSharded(ZeroContext& cx, const PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt,
                    Units& units);
+  std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const override { return {s.lo, s.lo + s.S}; }
   void setup_done() override;
   void forward_begins() override { order_pos_ = 0; }
   void acquire(ShardedUnit& s, bool evaluating) override;

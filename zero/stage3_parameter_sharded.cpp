@@ -27,11 +27,12 @@ ParameterSharded::ParameterSharded(ZeroContext& cx, const PrecisionPolicy& preci
 void ParameterSharded::place_params(ShardedUnit& s) {
   s.persistent = s.ps->numel() <= cx_.cfg.zero.stage3_param_persistence_threshold;
   s.param_shard = params_.new_shard(s, precision_.working());
-  precision_.to_working(s.param_shard, range(s.ps->flat(), s.lo, s.S));
+  precision_.to_working(s.param_shard, s.initial_slice(s.lo, s.S));
   params_.park(s);
-  // The model's buffer is the compute copy: freed until the first acquire. (A separate compute
-  // copy is freed by the precision policy.)
-  if (!precision_.separate_compute_copy() && !s.persistent) {
+  // The model's buffer is the compute copy: freed until the first acquire, or never created
+  // (partitioned construction: ShardedUnit::initial is the shard alone). A separate compute copy
+  // is freed by the precision policy.
+  if (!s.ps->flat().storage()->resident() || (!precision_.separate_compute_copy() && !s.persistent)) {
     s.ps->flat().storage()->release();
     s.gathered = false;
   }
