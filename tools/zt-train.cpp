@@ -121,8 +121,8 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", c.resume, "continue from --ckpt-dir/latest");
   app.add_flag("--activation-checkpointing", c.activation_checkpointing, "recompute each block's forward in backward");
   app.add_option("--memory-limit-mib", memory_limit_mib,
-                 "cap the allocator of --device from the end of setup on (MiB; 0 = none; the whole-model build before "
-                 "sharding is not capped)")->capture_default_str();
+                 "cap the allocator of --device from the first byte (MiB; 0 = none): construction (partitioned: "
+                 "each rank creates only what its ZeRO stage keeps), training, checkpoints")->capture_default_str();
   c.compute_dtype = "auto";  // resolved once the device is known (below)
   app.add_option("--compute-dtype", c.compute_dtype,
                  "dtype the model is built and computes in: auto (bf16 on a GPU with bf16 enabled, else f32), f32, "
@@ -339,11 +339,10 @@ int main(int argc, char** argv) {
     req.activation_checkpointing = c.activation_checkpointing;
     req.zero = c.zero;
     req.threads = nt;
-    req.whole_model_build = false;  // the run peaks start at the first step
     const Estimate est = estimate(req);
     if (lead)
-      std::fprintf(stderr, "\nsetup (rank 0): the whole model built, then sharded (no zero.Init; not under "
-                           "--memory-limit-mib): peak %s\n", format_bytes(setup.peak_total).c_str());
+      std::fprintf(stderr, "\nsetup (rank 0): partitioned construction (each unit created as the stage keeps it, "
+                           "under --memory-limit-mib): peak %s\n", format_bytes(setup.peak_total).c_str());
     print_memory_table(group, run_peaks.peaks, est);
     if (c.zero.offload_optimizer.enabled()) print_offload_table(group, tr.engine().memory_report(), est);
     print_run_summary(group, totals);

@@ -36,7 +36,7 @@ struct RunConfig {
   int64_t ckpt_interval = 0;  // 0 = save only at the end (when ckpt_dir is set)
   bool resume = false;        // continue from ckpt_dir/latest
   bool activation_checkpointing = false;
-  int64_t memory_limit = 0;  // bytes; 0 = no cap on the device allocator (from the end of setup on: train/trainer.cpp)
+  int64_t memory_limit = 0;  // bytes; 0 = no cap on the device allocator (from the first byte: train/trainer.cpp)
   // ZeRO (zero_optimization.* of a DeepSpeed-style config; stage 0 = plain data parallelism)
   ZeroOptimization zero;
   AioConfig aio;  // aio.*: the NVMe tier's IO (offload to nvme)

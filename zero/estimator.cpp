@@ -351,20 +351,16 @@ Estimate estimate(const EstimateRequest& r) {
           std::max(mixed_workspace, est.peak[idx(Category::workspace)] + mixed_workspace_in_backward);
   }
   est.peak[idx(Category::comm)] = comm;
-  if (r.whole_model_build) {
-    // The float32 flat buffers of the whole model, and (mixed precision) the 2-byte copy of one
-    // unit made while they still exist (zero/engine.cpp's constructor, unit by unit).
-    int64_t piece_p = 0, piece_g = 0;
-    if (r.precision != Precision::f32 && r.has_model)
-      for (const UnitSize& u : r.model.units) {
-        piece_p = std::max(piece_p, pe * (r.stage == 3 ? u.padded_numel / N : u.padded_numel));
-        piece_g = std::max(piece_g, pe * (r.stage >= 2 ? u.padded_numel / N : u.padded_numel));
-      }
-    est.peak[idx(Category::params)] = std::max(est.peak[idx(Category::params)], 4 * est.psi_padded + piece_p);
-    est.peak[idx(Category::grads)] = std::max(est.peak[idx(Category::grads)], 4 * est.psi_padded + piece_g);
-    // initialization draws each parameter into a float32 temporary (workspace)
-    if (r.has_model)
-      est.peak[idx(Category::workspace)] = std::max(est.peak[idx(Category::workspace)], 4 * r.model.largest_param);
+  if (r.include_construction && r.has_model) {
+    // The largest unit being placed (the others hold their model state, counted above).
+    int64_t piece = 0;
+    for (const UnitSize& u : r.model.units) {
+      if (r.stage == 3) piece = std::max(piece, 4 * (u.padded_numel / N));  // the shard's setup buffer
+      else if (r.precision != Precision::f32 && r.float32_compute) piece = std::max(piece, 4 * u.padded_numel);
+    }
+    est.peak[idx(Category::params)] = std::max(est.peak[idx(Category::params)], est.model_state[idx(Category::params)] + piece);
+    // ModelInit converts through a float32 chunk of 2^14 elements (workspace)
+    est.peak[idx(Category::workspace)] = std::max<int64_t>(est.peak[idx(Category::workspace)], 4 << 14);
   }
   return est;
 }

@@ -64,8 +64,7 @@ struct ModelShape {
   int64_t padded_vocab_size = 0;
   bool tie_embeddings = true;
   std::vector<UnitSize> units;  // forward order: embed, n_layer blocks, head
-  int64_t largest_param = 0;    // elements of the largest parameter tensor (initialization fills
-                                // each through a float32 temporary, core/rng.cpp)
+  int64_t largest_param = 0;    // elements of the largest parameter tensor
 };
 
 // The units of a model in forward order. A finalized unit reports its own padded size; a
@@ -103,10 +102,11 @@ struct EstimateRequest {
   bool activation_checkpointing = false;
   ZeroOptimization zero;  // bucket sizes, prefetch, persistence, reuse distance, overlap_comm
   int64_t threads = 1;    // OpenMP threads of a rank (attention backward scratch per thread)
-  // The run includes the model's construction: every rank builds the whole model (full fp32
-  // parameter and gradient buffers) before the engine shards it, as DeepSpeed does without
-  // zero.Init. zt-train's run peaks include it; a peak measured after a reset does not.
-  bool whole_model_build = false;
+  // The run includes the model's construction (partitioned: zero/engine.cpp's load_initial, unit
+  // by unit): the model states of the units placed so far, plus the unit being placed — stage 3
+  // this rank's shard of it in a setup buffer (model dtype), stages 0-2 with mixed precision the
+  // unit's float32 values beside their 2-byte copy. zt-train's setup peak includes it.
+  bool include_construction = false;
   // Mixed precision computes in float32 on this CPU backend (zero/engine.h): activations are
   // 4 bytes, and each unit in use has float32 parameter and gradient workspaces. false: a
   // backend that computes in the 2-byte type (activations 2 bytes, no float32 copies).
