@@ -1,8 +1,9 @@
 // defines: read_hf_config, load_hf_weights, hf_weights_source, save_hf_weights, is_hf_path,
 //          pretrained_config, load_pretrained, pretrained_source — GPT-2 and Llama weights in a
-//          Hugging Face directory (config.json + safetensors with HF's parameter names), both ways; and the one entry point for "start
-//          from these weights" (HF or llm.c). Layer formats/. Reading: formats/hf_reader.cpp
-//          (streamed, docs/formats.md "Streaming"); writing: formats/hf_weights.cpp.
+//          Hugging Face directory (config.json + safetensors with HF's parameter names), both
+//          ways; and the one entry point for "start from these weights" (HF or llm.c). Layer
+//          formats/. Reading: formats/hf_reader.cpp (streamed, docs/formats.md "Streaming");
+//          writing: formats/hf_weights.cpp.
 //
 // A Hugging Face checkpoint is one of (docs/formats.md "Hugging Face weights"):
 //   DIR/config.json + DIR/model.safetensors
