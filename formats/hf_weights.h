@@ -1,7 +1,9 @@
-// defines: read_hf_config, load_hf_weights, save_hf_weights, is_hf_path, pretrained_config,
-//          load_pretrained — GPT-2 and Llama weights in a Hugging Face directory (config.json +
-//          safetensors with HF's parameter names), both ways; and the one entry point for "start
-//          from these weights" (HF or llm.c). Layer formats/.
+// defines: read_hf_config, load_hf_weights, hf_weights_source, save_hf_weights, is_hf_path,
+//          pretrained_config, load_pretrained, pretrained_source — GPT-2 and Llama weights in a
+//          Hugging Face directory (config.json + safetensors with HF's parameter names), both
+//          ways; and the one entry point for "start from these weights" (HF or llm.c). Layer
+//          formats/. Reading: formats/hf_reader.cpp (streamed, docs/formats.md "Streaming");
+//          writing: formats/hf_weights.cpp.
 //
 // A Hugging Face checkpoint is one of (docs/formats.md "Hugging Face weights"):
 //   DIR/config.json + DIR/model.safetensors
@@ -53,12 +55,21 @@ ModelConfig read_hf_config(const std::string& path);
 // printed), a shard that holds a tensor the index puts elsewhere, every malformed-file error of
 // load_safetensors.
 void load_hf_weights(const std::string& path, Model& model);
+// The same checkpoint as a ParamSource for `model`'s layout (it may hold no bytes; it must outlive
+// the source), streamed: every name, shape, dtype and shard is checked from the headers here, and
+// each unit's tensors are read from the file(s) only when that unit is asked for (one unit held;
+// a tied lm_head is compared with the embedding when the head unit is read). load_hf_weights is
+// this source filling every unit of a model in memory.
+std::unique_ptr<UnitReader> hf_weights_source(const std::string& path, Model& model);
 
 // Writes DIR/config.json and DIR/model.safetensors (creating DIR), HF's names as above, in
 // openai-community/gpt2 style for GPT-2 (no prefix, no mask buffers, no lm_head) and
 // LlamaForCausalLM style for Llama; the first V vocabulary rows only; __metadata__
 // {"format": "pt"}. dt: f32 or bf16 (round to nearest even). Both files are written atomically.
 void save_hf_weights(const std::string& dir, Model& model, DType dt = DType::f32);
+// The same, with the values of `layout`'s parameters (it may hold no bytes) from `values`, asked
+// for one parameter at a time: peak one parameter and its converted copy (zt-ckpt consolidate).
+void save_hf_weights(const std::string& dir, Model& layout, ParamSource& values, DType dt);
 
 // True when `path` is a directory, a .safetensors file or a .index.json (an HF checkpoint);
 // false for anything else (an llm.c .bin).
@@ -69,6 +80,9 @@ ModelConfig pretrained_config(const std::string& path);
 void load_pretrained(const std::string& path, Model& model);
 // The same weights as a ParamSource (nn/param_source.h) for the ZeRO engine's partitioned
 // construction; `model` (a GPT2 or Llama, its layout: it may hold no bytes) must outlive it.
+// Streamed (hf_weights_source, llmc_checkpoint_source): the file's headers are checked at once,
+// a unit's tensors are read when the unit is asked for, one unit is held at a time; the whole
+// file is never in memory (docs/formats.md "Streaming").
 std::unique_ptr<ParamSource> pretrained_source(const std::string& path, Model& model);
 
 }  // namespace zt

@@ -14,10 +14,12 @@
 // Weights are PyTorch nn.Linear's (out, in), as GPT2's ParamSets hold them, so each tensor maps
 // to one parameter of one unit (qkvw of layer l -> "h.l" attn.c_attn.weight, ...).
 #pragma once
+#include <memory>
 #include <string>
 
 #include "models/model_config.h"
 #include "models/gpt2.h"
+#include "nn/param_source.h"
 
 namespace zt {
 
@@ -37,10 +39,18 @@ int32_t read_llmc_version(const std::string& path);
 // differs from the model's config (naming the field, the file's value and the model's), and for a
 // file size that differs from the header's (truncated: expected vs found bytes).
 void load_llmc_checkpoint(const std::string& path, GPT2& model);
+// The same checkpoint as a ParamSource for `model`'s layout (it may hold no bytes; it must outlive
+// the source), streamed: the header and the file size are checked here, and a unit's tensors are
+// read (at their offsets, known from the header) only when the unit is asked for; one unit is
+// held at a time. load_llmc_checkpoint is this source filling every unit of a model in memory.
+std::unique_ptr<UnitReader> llmc_checkpoint_source(const std::string& path, GPT2& model);
 
 // Writes `model` to `path` as version 3 (float32) or 5 (bfloat16, round to nearest even).
 // Atomic: the bytes go to path + ".tmp", which is fsynced and renamed over `path`.
 // The model must have ffn_hidden == 4 n_embd (the format has no field for it).
 void save_llmc_checkpoint(const std::string& path, GPT2& model, int version = kLlmcVersionF32);
+// The same, with the values of `model`'s parameters (its layout: it may hold no bytes) from
+// `values`, asked for one parameter at a time in the file's order (zt-ckpt consolidate).
+void save_llmc_checkpoint(const std::string& path, GPT2& model, ParamSource& values, int version);
 
 }  // namespace zt

@@ -7,9 +7,9 @@
 //   zt-ckpt consolidate runs/gpt2 --out gpt2.bin --format llmc [--dtype bf16]   (GPT-2 only)
 //   zt-ckpt consolidate runs/gpt2 --out gpt2-hf --format hf [--dtype bf16]      (Hugging Face directory)
 //
-// PATH is a checkpoint root (its `latest` is used) or a step directory. Consolidation gathers the
-// "param" tensor of every unit from every rank file (each verified first) and writes every
-// parameter of the model: safetensors names are "<unit>.<param>" ("block0.attn.c_attn.weight")
+// PATH is a checkpoint root (its `latest` is used) or a step directory. Consolidation
+// (train/consolidate.h) streams the "param" tensor from every rank file (each verified) into the
+// output one parameter at a time, and writes every parameter of the model: safetensors names are "<unit>.<param>" ("block0.attn.c_attn.weight")
 // with the layout's shapes; llmc is llm.c's GPT-2 file (version 3 fp32, 5 bf16); hf is a directory
 // of config.json + model.safetensors with Hugging Face's names (formats/hf_weights.h).
 #include <CLI/CLI.hpp>
@@ -18,12 +18,8 @@
 #include <iostream>
 #include <map>
 
-#include "models/gpt2.h"              // defines: GPT2
-#include "formats/hf_weights.h"       // defines: save_hf_weights
-#include "models/init.h"              // defines: make_model
-#include "formats/llmc_checkpoint.h"  // defines: save_llmc_checkpoint
-#include "formats/safetensors.h"      // defines: save_safetensors
-#include "zero/checkpoint.h"          // defines: read_sharded_meta, consolidate_params
+#include "train/consolidate.h"  // defines: consolidate_checkpoint
+#include "zero/checkpoint.h"     // defines: read_sharded_meta, checkpoint_file_hash
 
 using namespace zt;
 namespace fs = std::filesystem;
@@ -100,79 +96,10 @@ int inspect(const std::string& path) {
   return bad;
 }
 
-// The params layout of each unit: from meta.json, or (older writers) from the model it records.
-void fill_layouts(const nlohmann::json& meta, std::vector<ConsolidatedUnit>& units) {
-  bool all = true;
-  for (const ConsolidatedUnit& u : units) all = all && !u.params.is_null();
-  if (all) return;
-  if (!meta.contains("model"))
-    ZT_THROW("checkpoint has no parameter layout (units[].params) and no \"model\" to derive it from");
-  ModelOptions opt;
-  opt.allocate = false;
-  std::unique_ptr<Model> model = make_model(meta.at("model").get<ModelConfig>(), opt);
-  nlohmann::json layout = units_meta(*model);
-  if (layout.size() != units.size())
-    ZT_THROW("checkpoint holds ", units.size(), " units, its model config builds ", layout.size());
-  for (size_t i = 0; i < units.size(); ++i) {
-    if (layout[i].at("name") != units[i].name || layout[i].at("numel") != units[i].numel)
-      ZT_THROW("checkpoint holds unit '", units[i].name, "' with ", units[i].numel, " parameters, its model config has '",
-               layout[i].at("name").get<std::string>(), "' with ", layout[i].at("numel").get<int64_t>());
-    if (units[i].params.is_null()) units[i].params = layout[i].at("params");
-  }
-}
-
 void consolidate(const std::string& path, const std::string& out, const std::string& format, const std::string& dtype) {
-  const ShardedMeta m = read_sharded_meta(path);
-  std::vector<ConsolidatedUnit> units = consolidate_params(m.dir);
-  int64_t total = 0;
-  if (format == "llmc" || format == "hf") {
-    if (!m.meta.contains("model"))
-      ZT_THROW("checkpoint '", m.dir, "' records no \"model\": --format ", format, " needs the model config");
-    const ModelConfig cfg = m.meta.at("model").get<ModelConfig>();
-    if (format == "llmc" && cfg.family != "gpt2")
-      ZT_THROW("--format llmc writes GPT-2 models only; checkpoint '", m.dir, "' holds a ", cfg.family,
-               " model (use --format safetensors or hf)");
-    std::unique_ptr<Model> model = make_model(cfg);
-    std::vector<Unit*> mu = model->units();
-    if (mu.size() != units.size())
-      ZT_THROW("checkpoint '", m.dir, "' holds ", units.size(), " units, its ", cfg.family, " config builds ", mu.size());
-    for (size_t i = 0; i < mu.size(); ++i) {
-      ParamSet& ps = mu[i]->params();
-      if (ps.unit_name() != units[i].name || ps.numel() != units[i].numel)
-        ZT_THROW("checkpoint '", m.dir, "' holds unit '", units[i].name, "' with ", units[i].numel,
-                 " parameters, its ", cfg.family, " config builds '", ps.unit_name(), "' with ", ps.numel());
-      ps.flat().flat_view(0, {ps.numel()}).copy_(units[i].flat);
-      total += ps.numel();
-    }
-    if (format == "hf")
-      save_hf_weights(out, *model, dtype == "bf16" ? DType::bf16 : DType::f32);
-    else
-      save_llmc_checkpoint(out, dynamic_cast<GPT2&>(*model), dtype == "bf16" ? kLlmcVersionBF16 : kLlmcVersionF32);
-  } else {
-    fill_layouts(m.meta, units);
-    std::vector<SafetensorsEntry> entries;
-    for (const ConsolidatedUnit& u : units) {
-      for (const nlohmann::json& p : u.params) {
-        const std::string name = p.at("name").get<std::string>();
-        const Shape shape = p.at("shape").get<Shape>();
-        const int64_t off = p.at("offset").get<int64_t>();
-        if (off < 0 || off + shape_numel(shape) > u.numel)
-          ZT_THROW("checkpoint '", m.dir, "': parameter '", u.name, ".", name, "' at offset ", off, " with shape ",
-                   shape_str(shape), " lies outside the unit's ", u.numel, " elements");
-        Tensor t = u.flat.flat_view(off, shape);
-        entries.push_back({u.name + "." + name, dtype == "bf16" ? t.to(DType::bf16) : t});
-        total += shape_numel(shape);
-      }
-    }
-    std::map<std::string, std::string> md = {{"format", "pt"},
-                                             {"zerotensor_checkpoint", m.dir},
-                                             {"step", m.meta.at("step").dump()}};
-    if (m.meta.contains("model")) md["model"] = m.meta.at("model").dump();
-    save_safetensors(out, entries, md);
-  }
-  std::printf("wrote %s: %s %s, %lld parameters from %zu units of %s (world size %d)\n", out.c_str(), format.c_str(),
-              dtype.c_str(), static_cast<long long>(total), units.size(), m.dir.c_str(),
-              m.meta.at("world_size").get<int>());
+  const ConsolidateResult r = consolidate_checkpoint(path, out, format, dtype == "bf16" ? DType::bf16 : DType::f32);
+  std::printf("wrote %s: %s %s, %lld parameters from %d units of %s (world size %d)\n", out.c_str(), format.c_str(),
+              dtype.c_str(), static_cast<long long>(r.params), r.units, r.dir.c_str(), r.world_size);
 }
 
 }  // namespace

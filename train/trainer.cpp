@@ -5,7 +5,8 @@
 #include "formats/hf_weights.h"       // defines: pretrained_config, pretrained_source (HF or llm.c)
 #include "models/init.h"              // defines: make_model, ModelInit
 #include "optim/schedule.h"           // defines: LrSchedule (warmup + cosine)
-#include "zero/checkpoint.h"          // defines: save_sharded_checkpoint, load_sharded_checkpoint, consolidate_params
+#include "zero/checkpoint.h"          // defines: save_sharded_checkpoint, load_sharded_checkpoint
+#include "zero/checkpoint_source.h"   // defines: CheckpointParams
 
 namespace zt {
 
@@ -138,19 +139,18 @@ std::string Trainer::save() {
 }
 
 std::unique_ptr<Model> load_trained_model(const std::string& path) {
-  std::vector<ConsolidatedUnit> units = consolidate_params(path);
-  const nlohmann::json meta = read_sharded_meta(path).meta;
+  CheckpointParams src(path);  // each unit is read from the rank files straight into the model
   try {
-    std::unique_ptr<Model> m = make_model(meta.at("model").get<ModelConfig>());
+    std::unique_ptr<Model> m = make_model(src.meta().meta.at("model").get<ModelConfig>());
     std::vector<Unit*> us = m->units();
-    if (us.size() != units.size())
-      ZT_THROW("checkpoint '", path, "' holds ", units.size(), " units, its model config builds ", us.size());
-    for (size_t i = 0; i < us.size(); ++i) {
+    if (static_cast<int>(us.size()) != src.units())
+      ZT_THROW("checkpoint '", path, "' holds ", src.units(), " units, its model config builds ", us.size());
+    for (int i = 0; i < src.units(); ++i) {
       ParamSet& ps = us[i]->params();
-      if (units[i].name != ps.unit_name() || units[i].numel != ps.numel())
-        ZT_THROW("checkpoint '", path, "': unit ", i, " is '", units[i].name, "' with ", units[i].numel,
+      if (src.unit_name(i) != ps.unit_name() || src.unit_numel(i) != ps.numel())
+        ZT_THROW("checkpoint '", path, "': unit ", i, " is '", src.unit_name(i), "' with ", src.unit_numel(i),
                  " parameters, the model has '", ps.unit_name(), "' with ", ps.numel());
-      ps.flat().flat_view(0, {ps.numel()}).copy_(units[i].flat);
+      src.fill(i, 0, ps.flat().flat_view(0, {ps.numel()}));
     }
     return m;
   } catch (const nlohmann::json::exception& e) {

@@ -83,7 +83,9 @@ struct ConsolidatedUnit {
   nlohmann::json params;  // the unit's "params" layout from meta.json, or null when absent
 };
 // Tensor `tensor` ("param" unless the caller asks for e.g. a master copy) of every unit, full,
-// converted to float32. Verifies every file's size and checksum.
+// converted to float32. Verifies every file's size and checksum. Every unit is in memory at once:
+// for tests and inspection; consolidation and loading stream through zero/checkpoint_source.h's
+// CheckpointParams instead (one parameter or one unit at a time).
 std::vector<ConsolidatedUnit> consolidate_params(const std::string& path, const std::string& tensor = "param");
 
 }  // namespace zt

@@ -1,7 +1,7 @@
 // defines: checkpoint_detail::{FileLayout, layout_of, RankFiles, read_elements, on_every_rank,
 //          step_name, rank_file_name, read_text, hex64} — the layout of a sharded checkpoint's
 //          rank files and their verified reading, shared by the save (zero/checkpoint.cpp) and
-//          the load (zero/checkpoint_load.cpp). Private to those files.
+//          the load (zero/checkpoint_load.cpp, zero/checkpoint_source.cpp). Private to those files.
 #pragma once
 #include "zero/checkpoint.h"
 

@@ -1,7 +1,8 @@
 // Reading a sharded checkpoint (zero/checkpoint.h): meta.json, this rank's shards (resharded
 // from any world size), and one tensor of every unit consolidated.
 #include "zero/checkpoint.h"
-#include "zero/checkpoint_files.h"  // defines: FileLayout, RankFiles, read_elements, ...
+#include "zero/checkpoint_files.h"   // defines: FileLayout, RankFiles, read_elements, ...
+#include "zero/checkpoint_source.h"  // defines: CheckpointParams
 
 namespace fs = std::filesystem;
 
@@ -90,18 +91,13 @@ nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path,
 }
 
 std::vector<ConsolidatedUnit> consolidate_params(const std::string& path, const std::string& tensor) {
-  const ShardedMeta m = read_sharded_meta(path);
-  const FileLayout L = layout_of(m);
-  const int t = L.tensor_index(tensor);
-  if (t < 0) ZT_THROW("checkpoint '", m.dir, "' has no tensor '", tensor, "'");
-  RankFiles files(m, L);
+  CheckpointParams src(path, tensor);
   std::vector<ConsolidatedUnit> out;
-  for (size_t u = 0; u < L.units.size(); ++u) {
-    Tensor raw = Tensor::empty({L.units[u].numel}, L.dtypes[t], Category::workspace, cpu_allocator());
-    read_elements(files, L, u, static_cast<size_t>(t), 0, L.units[u].numel, raw.raw());
-    const nlohmann::json& ju = m.meta.at("units").at(u);
-    out.push_back({L.units[u].name, L.units[u].numel, raw.to(DType::f32),
-                   ju.contains("params") ? ju.at("params") : nlohmann::json()});
+  for (int u = 0; u < src.units(); ++u) {
+    Tensor flat = Tensor::empty({src.unit_numel(u)}, DType::f32, Category::workspace, cpu_allocator());
+    src.fill(u, 0, flat);
+    const nlohmann::json& ju = src.meta().meta.at("units").at(u);
+    out.push_back({src.unit_name(u), src.unit_numel(u), flat, ju.contains("params") ? ju.at("params") : nlohmann::json()});
   }
   return out;
 }

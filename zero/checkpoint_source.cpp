@@ -1,0 +1,33 @@
+#include "zero/checkpoint_source.h"
+
+#include "zero/checkpoint_files.h"  // defines: FileLayout, RankFiles, read_elements, layout_of
+
+namespace zt {
+
+using namespace checkpoint_detail;
+
+CheckpointParams::CheckpointParams(const std::string& path, const std::string& tensor)
+    : meta_(read_sharded_meta(path)), layout_(std::make_unique<FileLayout>(layout_of(meta_))) {
+  tensor_ = layout_->tensor_index(tensor);
+  if (tensor_ < 0) ZT_THROW("checkpoint '", meta_.dir, "' has no tensor '", tensor, "'");
+  files_ = std::make_unique<RankFiles>(meta_, *layout_);
+}
+
+CheckpointParams::~CheckpointParams() = default;
+
+int CheckpointParams::units() const { return static_cast<int>(layout_->units.size()); }
+const std::string& CheckpointParams::unit_name(int unit) const { return layout_->units.at(unit).name; }
+int64_t CheckpointParams::unit_numel(int unit) const { return layout_->units.at(unit).numel; }
+DType CheckpointParams::dtype() const { return layout_->dtypes[tensor_]; }
+
+void CheckpointParams::fill(int unit, int64_t lo, const Tensor& dst) {
+  ZT_CHECK(unit >= 0 && unit < units(), "checkpoint '", meta_.dir, "': unit ", unit, " of ", units());
+  ZT_CHECK(dst.is_contiguous() && lo >= 0, "CheckpointParams::fill: a contiguous destination and lo >= 0, got ",
+           dst.str(), " at ", lo);
+  const bool direct = dst.device().is_cpu() && dst.dtype() == dtype();
+  Tensor buf = direct ? dst : Tensor::empty({dst.numel()}, dtype(), Category::workspace, cpu_allocator());
+  read_elements(*files_, *layout_, static_cast<size_t>(unit), static_cast<size_t>(tensor_), lo, dst.numel(), buf.raw());
+  if (!direct) Tensor(dst).copy_(buf.view(dst.shape()));
+}
+
+}  // namespace zt
