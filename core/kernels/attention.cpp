@@ -153,13 +153,14 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T*
         const int64_t j1 = std::min(T_len, j0 + bc), cols = j1 - j0;
         T* dKj = dK + j0 * ldkv;
         T* dVj = dV + j0 * ldkv;
-        // line 9: query tiles from the one holding row j0 (rows before j0 see none of these keys).
-        // The first of them overwrites dK_j, dV_j; the key tile j0 = 0 overwrites dQ_i.
-        for (int64_t i0 = j0 / br * br; i0 < T_len; i0 += br) {
+        // line 9: query tiles of rows [j0, T) (rows before j0 see none of these keys), starting
+        // at row j0. The first of them overwrites dK_j, dV_j; the key tile j0 = 0 visits every
+        // row and overwrites dQ.
+        for (int64_t i0 = j0; i0 < T_len; i0 += br) {
           const int64_t i1 = std::min(T_len, i0 + br), rows = i1 - i0;
           const T* Qi = Q + i0 * d.ldq;
           const T* dOi = dO + i0 * d.ldq;
-          const T first_j = i0 == j0 / br * br ? T(0) : T(1);  // beta for dK_j, dV_j
+          const T first_j = i0 == j0 ? T(0) : T(1);  // beta for dK_j, dV_j
           // lines 11-12: P = exp(scale Q_i K_j^T - lse_i) on j <= i, 0 above the diagonal
           gemm<T>(false, true, rows, cols, D, scale, Qi, d.ldq, K + j0 * d.ldk, d.ldk, T(0), P, bc);
           for (int64_t r = 0; r < rows; ++r) {
