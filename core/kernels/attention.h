@@ -21,7 +21,8 @@
 //   then O_i = diag(l)^-1 O_i, lse_i = m + log l                      [lines 13-14]
 //   (O_i accumulates in `out`'s own rows; m, l are (Br) per thread.)
 //   backward (Algorithm 2): first Dl_i = rowsum(dO_i * O_i) (T) [line 5], then for each key
-//   tile j (outer, line 6), for each query tile i at or below the diagonal (inner, line 9):
+//   tile j = rows [j0, j0 + Bc) (outer, line 6), for each query tile i of Br rows tiling
+//   [j0, T) — the rows that see these keys — (inner, line 9):
 //     P = exp(scale Q_i K_j^T - lse_i)                                [lines 11-12]
 //     dV_j += P^T dO_i                                                 [line 13]
 //     dP = dO_i V_j^T,  dS = P * (dP - Dl_i)                           [lines 14-15]
@@ -42,7 +43,8 @@
 //
 // Parallel over (b, h) with OpenMP (static schedule). Every output element is produced by one
 // thread in one fixed sequence of operations (tiles in increasing order, row reductions through
-// vec_math's fixed lane order), so results are bitwise reproducible for any thread count.
+// vec_math's fixed lane order), so results are bitwise reproducible for any thread count
+// (tests/test_attention_tiled.cpp compares 1 and 2 threads).
 // Training and inference forwards (lse or nullptr) give the same bits.
 //
 // The P-saving kernel this one replaced (softmax over whole rows, P (B, Hq, T, T) kept for the
