@@ -540,7 +540,13 @@ void CpuBackend::attention_backward(const Tensor& dq, const Tensor& dk, const Te
                                     const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                     const Tensor& saved) {
   if (Bf16StandIns f{&dq, &dk, &dv, &dout, &q, &k, &v, &out, &saved}; f.active()) {
-    attention_backward(f(dq), f(dk), f(dv), f(dout), f(q), f(k), f(v), f(out), f(saved));
+    // The tiled backward takes Dl = rowsum(dout * out) from `out`; a bfloat16 out's 2^-9 rounding
+    // would enter dP - Dl, a cancellation (~1e-2 relative error in dq, dk: cuda/kernels/
+    // attention.h measured it). So the float32 out is recomputed from the stand-ins (one more
+    // forward), as the GPU's bf16 kernel computes Dl in float32.
+    Tensor out32 = out.dtype() == DType::bf16 ? Tensor::empty(q.shape(), DType::f32, Category::workspace) : f(out);
+    if (out.dtype() == DType::bf16) attention(out32, f(q), f(k), f(v), /*keep_for_backward=*/false);
+    attention_backward(f(dq), f(dk), f(dv), f(dout), f(q), f(k), f(v), out32, f(saved));
     return f.store({&dq, &dk, &dv});
   }
   ZT_CHECK(saved.defined(), "cpu backend attention_backward: `saved` is undefined (the forward ran with "

@@ -224,3 +224,27 @@ TEST_CASE("tiled attention: memory is O(B H T), not O(B H T^2)", "[attention][ti
   CHECK(act == c.B * c.Hq * c.T * 4);  // exactly the lse
   CHECK(ws < one_P / 16);
 }
+
+TEST_CASE("tiled attention: bfloat16 on the cpu rounds only the outputs (Dl from a float32 out)",
+          "[attention][tiled][bf16]") {
+  // bf16 runs the float32 kernel on float32 copies and rounds dq, dk, dv once (core/cpu_bf16.h).
+  // Reference: the float32 op on the same (bf16-representable) values, rounded nowhere. One
+  // rounding to bf16 is at most 2^-9 = 2e-3 relative; taking Dl = rowsum(dout * out) from the
+  // stored bf16 out instead costs ~1e-2 in dq and dk (the cancellation in dP - Dl), which the
+  // 4e-3 bound catches.
+  const Case c{2, 70, 4, 2, 32};
+  const auto make = [&](const Shape& s, uint64_t seed) {
+    Tensor t = randn(s, seed, 1.0, DType::bf16);
+    return std::pair{t, t.to(DType::f32)};
+  };
+  const auto [q, q32] = make({c.B, c.T, c.Hq, c.D}, 601);
+  const auto [k, k32] = make({c.B, c.T, c.Hkv, c.D}, 602);
+  const auto [v, v32] = make({c.B, c.T, c.Hkv, c.D}, 603);
+  const auto [dout, dout32] = make({c.B, c.T, c.Hq, c.D}, 604);
+  const Result lo = run_op(q, k, v, dout), ref = run_op(q32, k32, v32, dout32);
+  CHECK(lo.saved.dtype() == DType::f32);  // the statistics stay float32, as on a GPU
+  check_rms(lo.out.to_vector(), ref.out.to_vector(), 4e-3, "bf16 out");
+  check_rms(lo.dq.to_vector(), ref.dq.to_vector(), 4e-3, "bf16 dq", kGradFloor);
+  check_rms(lo.dk.to_vector(), ref.dk.to_vector(), 4e-3, "bf16 dk", kGradFloor);
+  check_rms(lo.dv.to_vector(), ref.dv.to_vector(), 4e-3, "bf16 dv", kGradFloor);
+}
