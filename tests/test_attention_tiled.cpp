@@ -129,7 +129,7 @@ bool same_bits(const Tensor& a, const Tensor& b) { return a.to_vector() == b.to_
 
 }  // namespace
 
-TEST_CASE("tiled attention: float32 forward, saved lse and backward match a naive float64 implementation",
+TEST_CASE("tiled attention: float32 forward and saved lse and backward match a naive float64 implementation",
           "[attention][tiled]") {
   constexpr double kTol = 1e-5;
   uint64_t seed = 500;
@@ -177,7 +177,7 @@ TEST_CASE("tiled attention: float64 matches the naive implementation to float64 
   }
 }
 
-TEST_CASE("tiled attention: the same bits for 1 and 2 threads, training and inference forwards",
+TEST_CASE("tiled attention: the same bits for 1 and 2 threads and for training and inference forwards",
           "[attention][tiled][determinism]") {
   const Case c{2, 150, 6, 2, 16};
   const Tensor q = randn({c.B, c.T, c.Hq, c.D}, 81, 1.0, DType::f32),
@@ -200,7 +200,7 @@ TEST_CASE("tiled attention: the same bits for 1 and 2 threads, training and infe
   CHECK(same_bits(out, two.out));
 }
 
-TEST_CASE("tiled attention: memory is O(B H T), not O(B H T^2)", "[attention][tiled][memory]") {
+TEST_CASE("tiled attention: memory is O(B H T) not O(B H T^2)", "[attention][tiled][memory]") {
   // T = 1024, B = 1, Hq = Hkv = 2, D = 16: the P of the old kernel would be 2 * 1024^2 * 4 bytes
   // = 8 MiB. The activation kept (lse) is 2 * 1024 * 4 = 8 KiB, and the backward's scratch is a
   // few (64, 64) tiles per thread: the peaks of both categories stay far below one (T, T) matrix.
