@@ -155,7 +155,7 @@ Var causal_attention(const Var& q, const Var& k, const Var& v) {
   const DType dt = q.dtype();
   Tensor qc = q.value().contiguous(), kc = k.value().contiguous(), vc = v.value().contiguous();
   Tensor out = new_output(be, q.shape(), dt);
-  // What the backward needs (the CPU: P (B, Hq, T, T)) is kept only when a backward can follow.
+  // What the backward needs (the row log-sum-exp (B, Hq, T)) is kept only when a backward can follow.
   const bool keep = grad_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
   Tensor saved = be.attention(out, qc, kc, vc, keep);
   return Var::make(

@@ -6,7 +6,8 @@
 // float32 copies of the arguments and rounds each output once (core/cpu_bf16.h): the semantics of
 // a GPU's bf16 kernels, the reference they are checked against, and slow. float16 is a storage
 // dtype here (cast, accumulate_cast, all_finite, sum_of_squares take it; the kernels do not).
-// attention() keeps the probabilities P (B, Hq, T, T) for the backward (core/kernels/attention.h).
+// attention() keeps the row log-sum-exp (B, Hq, T) for the backward, which recomputes the
+// probabilities tile by tile (FlashAttention-2's algorithm, core/kernels/attention.h).
 #pragma once
 #include "core/backend.h"
 

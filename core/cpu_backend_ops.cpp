@@ -525,31 +525,41 @@ Tensor CpuBackend::attention(const Tensor& out, const Tensor& q, const Tensor& k
   ZT_CHECK(q.dim() == 4 && k.dim() == 4 && v.shape() == k.shape() && out.shape() == q.shape(),
            "cpu backend attention: q ", q.str(), ", k ", k.str(), ", v ", v.str());
   const int64_t B = q.size(0), T_len = q.size(1), Hq = q.size(2), D = q.size(3), Hkv = k.size(2);
-  // P (B, Hq, T, T): the probabilities the backward reads (core/kernels/attention.h)
-  Tensor P = keep_for_backward ? Tensor::empty({B, Hq, T_len, T_len}, q.dtype(), Category::activations, allocator())
-                               : Tensor();
+  // lse (B, Hq, T): the row log-sum-exp the tiled backward recomputes P from
+  // (core/kernels/attention.h); O(T), not the (B, Hq, T, T) probabilities
+  Tensor lse = keep_for_backward ? Tensor::empty({B, Hq, T_len}, q.dtype(), Category::activations, allocator())
+                                 : Tensor();
   dispatch_float(q.dtype(), "cpu backend ", "attention", [&](auto tag) {
     using T = decltype(tag);
-    attention_forward<T>(out.data<T>(), opt<T>(P), q.data<T>(), k.data<T>(), v.data<T>(), B, T_len, Hq, Hkv, D);
+    attention_forward<T>(out.data<T>(), opt<T>(lse), q.data<T>(), k.data<T>(), v.data<T>(), B, T_len, Hq, Hkv, D);
   });
-  return P;
+  return lse;
 }
 
 void CpuBackend::attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                                     const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                     const Tensor& saved) {
   if (Bf16StandIns f{&dq, &dk, &dv, &dout, &q, &k, &v, &out, &saved}; f.active()) {
-    attention_backward(f(dq), f(dk), f(dv), f(dout), f(q), f(k), f(v), f(out), f(saved));
+    // The tiled backward takes Dl = rowsum(dout * out) from `out`; a bfloat16 out's 2^-9 rounding
+    // would enter dP - Dl, a cancellation (~1e-2 relative error in dq, dk: cuda/kernels/
+    // attention.h measured it). So the float32 out is recomputed from the stand-ins (one more
+    // forward), as the GPU's bf16 kernel computes Dl in float32.
+    Tensor out32 = out.dtype() == DType::bf16 ? Tensor::empty(q.shape(), DType::f32, Category::workspace) : f(out);
+    if (out.dtype() == DType::bf16) attention(out32, f(q), f(k), f(v), /*keep_for_backward=*/false);
+    attention_backward(f(dq), f(dk), f(dv), f(dout), f(q), f(k), f(v), out32, f(saved));
     return f.store({&dq, &dk, &dv});
   }
-  need_contiguous("attention_backward", {&dq, &dk, &dv, &dout, &q, &k, &v, &saved});
+  ZT_CHECK(saved.defined(), "cpu backend attention_backward: `saved` is undefined (the forward ran with "
+                            "keep_for_backward = false)");
+  need_contiguous("attention_backward", {&dq, &dk, &dv, &dout, &q, &k, &v, &out, &saved});
   const int64_t B = q.size(0), T_len = q.size(1), Hq = q.size(2), D = q.size(3), Hkv = k.size(2);
-  ZT_CHECK(saved.defined() && saved.numel() == B * Hq * T_len * T_len,
-           "cpu backend attention_backward: saved ", saved.str(), " is not the forward's P (B, Hq, T, T)");
+  ZT_CHECK(saved.shape() == Shape({B, Hq, T_len}) && saved.dtype() == q.dtype() && out.shape() == q.shape(),
+           "cpu backend attention_backward: saved ", saved.str(), " is not the forward's row log-sum-exp (B, Hq, T) ",
+           "for q ", q.str(), ", or out ", out.str(), " is not q's shape");
   dispatch_float(q.dtype(), "cpu backend ", "attention_backward", [&](auto tag) {
     using T = decltype(tag);
     zt::attention_backward<T>(dq.data<T>(), dk.data<T>(), dv.data<T>(), dout.data<T>(), q.data<T>(), k.data<T>(),
-                              v.data<T>(), saved.data<T>(), B, T_len, Hq, Hkv, D);
+                              v.data<T>(), out.data<T>(), saved.data<T>(), B, T_len, Hq, Hkv, D);
   });
 }
 

@@ -3,9 +3,9 @@
 // gemm / linear / linear_backward go through cuBLASLt (cuda/gemm.h, the backend's CudaGemm with
 // its algorithm cache); RoPE through cuda/kernels/embedding_rope.h; attention through cuDNN's
 // scaled-dot-product attention (cuda/cudnn_attention.h) or our own kernels (cuda/kernels/
-// attention.h: the flash-style algorithm on CUDA cores), both saving the row log-sum-exp
-// (B, Hq, T) float32 (natural log, of the scaled masked scores) instead of the CPU's
-// probabilities — one `saved` format, so either backward may follow either forward.
+// attention.h: FlashAttention-2's algorithm on CUDA cores, the CPU's too), both saving the row
+// log-sum-exp (B, Hq, T) float32 (natural log, of the scaled masked scores), as the CPU does —
+// one `saved` format, so either backward may follow either forward.
 //
 // Which attention runs (CudaBackend::AttentionImpl, set_attention_impl; attention_impl_name tells):
 //   automatic (default)  cuDNN when this build has it (CMake found cudnn.h and libcudnn, ZT_CUDNN

@@ -421,10 +421,10 @@ TEST_CASE("cpu backend: rope and causal attention forward", "[backend]") {
   Tensor q = rnd({B, T, Hq, Dh}, 32), k = rnd({B, T, Hkv, Dh}, 33), v = rnd({B, T, Hkv, Dh}, 34);
   const Vec qv = q.to_vector(), kv = k.to_vector(), vv = v.to_vector();
   Tensor o = out_like({B, T, Hq, Dh});
-  Tensor P = be.attention(o, q, k, v, /*keep_for_backward=*/true);
-  REQUIRE(P.defined());
-  CHECK(P.shape() == Shape{B, Hq, T, T});
-  Vec wo(o.numel(), 0.0);
+  Tensor lse = be.attention(o, q, k, v, /*keep_for_backward=*/true);
+  REQUIRE(lse.defined());
+  CHECK(lse.shape() == Shape{B, Hq, T});  // the row log-sum-exp, not the (B, Hq, T, T) probabilities
+  Vec wo(o.numel(), 0.0), wlse(lse.numel());
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t hk = h / (Hq / Hkv);
@@ -439,12 +439,14 @@ TEST_CASE("cpu backend: rope and causal attention forward", "[backend]") {
           mx = std::max(mx, s[j]);
         }
         for (int64_t j = 0; j <= i; ++j) z += (s[j] = std::exp(s[j] - mx));
+        wlse[(b * Hq + h) * T + i] = mx + std::log(z);
         for (int64_t j = 0; j <= i; ++j)
           for (int64_t d = 0; d < Dh; ++d)
             wo[((b * T + i) * Hq + h) * Dh + d] += s[j] / z * vv[((b * T + j) * Hkv + hk) * Dh + d];
       }
     }
   check_close(o.to_vector(), wo);
+  check_close(lse.to_vector(), wlse);
   Tensor o2 = out_like({B, T, Hq, Dh});
   CHECK_FALSE(be.attention(o2, q, k, v, /*keep_for_backward=*/false).defined());
   CHECK(o2.to_vector() == o.to_vector());

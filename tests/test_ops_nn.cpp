@@ -230,6 +230,9 @@ TEST_CASE("causal_attention: float64 gradients - GQA and MHA", "[ops][nn][attent
   SECTION("MQA Hq=3 Hkv=1, T=1") {
     gradcheck(f, {randn({2, 1, 3, 2}, 67), randn({2, 1, 1, 2}, 68), randn({2, 1, 1, 2}, 69)});
   }
+  SECTION("GQA Hq=4 Hkv=2, T=70: two query and two key tiles, a partial last tile") {
+    gradcheck(f, {randn({1, 70, 4, 3}, 73), randn({1, 70, 2, 3}, 74), randn({1, 70, 2, 3}, 75)});
+  }
   SECTION("only k differentiated") {
     gradcheck(f, {randn({1, 4, 2, 2}, 70), randn({1, 4, 1, 2}, 71), randn({1, 4, 1, 2}, 72)}, {false, true, false});
   }
@@ -237,16 +240,16 @@ TEST_CASE("causal_attention: float64 gradients - GQA and MHA", "[ops][nn][attent
 
 TEST_CASE("causal_attention: float32 forward matches a naive masked triple loop", "[ops][nn][attention]") {
   struct Case { int64_t B, T, Hq, Hkv, D; };
-  // T = 70 spans two row blocks of the kernel (kAttentionBlock = 64).
+  // T = 70 spans two query and two key tiles of the kernel (AttentionTiles: 64 x 64).
   for (Case c : {Case{2, 5, 4, 2, 8}, Case{1, 70, 3, 3, 16}, Case{2, 67, 6, 2, 8}}) {
     INFO("B " << c.B << " T " << c.T << " Hq " << c.Hq << " Hkv " << c.Hkv << " D " << c.D);
     Tensor q = randn32({c.B, c.T, c.Hq, c.D}, 81), k = randn32({c.B, c.T, c.Hkv, c.D}, 82),
            v = randn32({c.B, c.T, c.Hkv, c.D}, 83);
     const auto want = ref_attention(q.to_vector(), k.to_vector(), v.to_vector(), c.B, c.T, c.Hq, c.Hkv, c.D);
-    Var y = causal_attention(Var(q, true), Var(k), Var(v));  // saves P
+    Var y = causal_attention(Var(q, true), Var(k), Var(v));  // saves lse
     CHECK(y.shape() == q.shape());
     check_close(y.value().to_vector(), want, 2e-6, 2e-5);
-    NoGradGuard ng;  // the inference path (no P kept) gives the same bits
+    NoGradGuard ng;  // the inference path (no lse kept) gives the same bits
     CHECK(causal_attention(Var(q), Var(k), Var(v)).value().to_vector() == y.value().to_vector());
   }
 }
@@ -277,27 +280,31 @@ TEST_CASE("causal_attention: output at t does not depend on inputs after t", "[o
     for (double e : x->grad().slice(1, t + 1, T).to_vector()) CHECK(e == 0.0);
 }
 
-TEST_CASE("attention kernels: every row block size gives the same result", "[ops][nn][attention]") {
-  // The op uses kAttentionBlock (64); gradients were checked on T < 64 (one block). Here the
-  // blocked paths (diagonal blocks, partial last block) must agree with one block.
+TEST_CASE("attention kernels: every tile size gives the same result", "[ops][nn][attention]") {
+  // The op uses AttentionTiles{64, 64}; gradients were checked on T < 64 (one tile) and T = 70.
+  // Here the tiled paths (diagonal tiles, partial last tiles, Br != Bc, rows that see none of a
+  // key tile) must agree with one tile covering everything, in float64.
   const int64_t B = 2, T = 11, Hq = 4, Hkv = 2, D = 5;
   Tensor q = randn({B, T, Hq, D}, 101), k = randn({B, T, Hkv, D}, 102), v = randn({B, T, Hkv, D}, 103),
          g = randn({B, T, Hq, D}, 104);
-  auto run = [&](int64_t block) {
-    Tensor out = Tensor::empty(q.shape(), DType::f64), P = Tensor::empty({B, Hq, T, T}, DType::f64);
+  auto run = [&](AttentionTiles tiles) {
+    Tensor out = Tensor::empty(q.shape(), DType::f64), lse = Tensor::empty({B, Hq, T}, DType::f64);
     Tensor dq = Tensor::empty(q.shape(), DType::f64), dk = Tensor::empty(k.shape(), DType::f64),
            dv = Tensor::empty(v.shape(), DType::f64);
-    attention_forward<double>(out.data<double>(), P.data<double>(), q.data<double>(), k.data<double>(),
-                              v.data<double>(), B, T, Hq, Hkv, D, block);
+    attention_forward<double>(out.data<double>(), lse.data<double>(), q.data<double>(), k.data<double>(),
+                              v.data<double>(), B, T, Hq, Hkv, D, tiles);
     attention_backward<double>(dq.data<double>(), dk.data<double>(), dv.data<double>(), g.data<double>(),
-                               q.data<double>(), k.data<double>(), v.data<double>(), P.data<double>(), B, T, Hq,
-                               Hkv, D, block);
-    return std::vector<std::vector<double>>{out.to_vector(), dq.to_vector(), dk.to_vector(), dv.to_vector()};
+                               q.data<double>(), k.data<double>(), v.data<double>(), out.data<double>(),
+                               lse.data<double>(), B, T, Hq, Hkv, D, tiles);
+    return std::vector<std::vector<double>>{out.to_vector(), lse.to_vector(), dq.to_vector(), dk.to_vector(),
+                                            dv.to_vector()};
   };
-  const auto ref = run(64);
-  for (int64_t block : {1, 2, 3, 4, 10}) {
-    INFO("block " << block);
-    const auto got = run(block);
+  const auto ref = run({64, 64});
+  for (AttentionTiles tiles : {AttentionTiles{1, 1}, AttentionTiles{2, 3}, AttentionTiles{3, 2},
+                               AttentionTiles{4, 4}, AttentionTiles{10, 1}, AttentionTiles{1, 10},
+                               AttentionTiles{7, 5}}) {
+    INFO("tiles " << tiles.q << " x " << tiles.k);
+    const auto got = run(tiles);
     for (size_t i = 0; i < ref.size(); ++i) check_close(got[i], ref[i], 1e-12, 1e-12);
   }
 }

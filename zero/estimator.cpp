@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/kernels/attention.h"
 
 namespace zt {
 
@@ -336,11 +337,15 @@ Estimate estimate(const EstimateRequest& r) {
       est.peak[idx(Category::activations)] =
           estimate_activations(r.model, r.micro_batch, r.seq_len, r.activation_checkpointing, ae).peak;
       est.has_activations = true;
-      // The largest scratch of one op's backward: attention's (T, T) per thread (GQA adds
-      // (B, H, T, D) for dK and dV), or LayerNorm's / RMSNorm's per-chunk partial sums of the
-      // gain (and bias) gradients, (min(B*T, 64), C) each (core/kernels/norm.cpp).
+      // The largest scratch of one op's backward: attention's tiles per thread, the P and dS
+      // tiles (Br, Bc) and the row vector Dl (T) (core/kernels/attention.h; tiles no larger
+      // than T; GQA adds (B, H, T, D) for dK and dV), or LayerNorm's / RMSNorm's per-chunk
+      // partial sums of the gain (and bias) gradients, (min(B*T, 64), C) each
+      // (core/kernels/norm.cpp).
       const int64_t T = r.seq_len, H = r.model.n_head, D = r.model.n_embd / H;
-      int64_t attn = r.threads * T * T * ae;
+      const AttentionTiles tiles;
+      const int64_t br = std::min(tiles.q, T), bc = std::min(tiles.k, T);
+      int64_t attn = r.threads * (2 * br * bc + T) * ae;
       if (r.model.n_kv_head < H) attn += 2 * r.micro_batch * H * T * D * ae;
       const int64_t norm = (r.model.family == "gpt2" ? 2 : 1) * std::min<int64_t>(r.micro_batch * T, 64) * r.model.n_embd * ae;
       est.peak[idx(Category::workspace)] = std::max(attn, norm);

@@ -18,11 +18,14 @@ namespace zt {
 // padded vocabulary, H query heads:
 //   gpt2   embed  wte row, wpe row, their sum: 3C (+ the int32 position ids, 4 bytes)
 //          block  ln_1, q, k, v, attention out, c_proj, residual, ln_2, mlp c_proj, residual:
-//                 10C; c_fc and gelu: 2F; LayerNorm mean + rstd x 2: 4; P: H*T
+//                 10C; c_fc and gelu: 2F; LayerNorm mean + rstd x 2: 4; attention's row
+//                 log-sum-exp: H (float32, 4 bytes each whatever e: core/kernels/attention.h's
+//                 tiled kernel keeps it instead of the (B, H, T, T) probabilities)
 //   llama  embed  C
 //          block  norm, q, rope(q), attention out, o_proj, residual, norm, down, residual: 9C;
-//                 k, v, rope(k): 3kv; gate, up, swiglu: 3F; RMSNorm rstd x 2: 2; P: H*T; and
-//                 per block (not per token) the RoPE cos/sin tables of q and k: 2*T*D
+//                 k, v, rope(k): 3kv; gate, up, swiglu: 3F; RMSNorm rstd x 2: 2; attention's
+//                 log-sum-exp: H (float32); and per block (not per token) the RoPE cos/sin
+//                 tables of q and k: 2*T*D
 //   head   final norm C (+ its statistics: 2 gpt2, 1 llama), logits Vp, the loss's row
 //          log-sum-exp 1; and the scalar loss.
 // Checkpointed blocks hold only their output (C per token); the block's graph is rebuilt in
@@ -42,8 +45,9 @@ ActivationEstimate estimate_activations(const ModelShape& m, int64_t B, int64_t 
   const int64_t Vp = m.padded_vocab_size, L = m.n_layer, BT = B * T;
   const bool gpt2 = m.family == "gpt2";
   const int64_t embed = gpt2 ? BT * 3 * C * e + BT * 4 : BT * C * e;
-  const int64_t block = gpt2 ? BT * (10 * C + 2 * F + 4) * e + B * H * T * T * e
-                             : BT * (9 * C + 3 * kv + 3 * F + 2) * e + B * H * T * T * e + 2 * T * D * e;
+  const int64_t lse = BT * H * 4;  // attention's saved row log-sum-exp (B, H, T), float32
+  const int64_t block = gpt2 ? BT * (10 * C + 2 * F + 4) * e + lse
+                             : BT * (9 * C + 3 * kv + 3 * F + 2) * e + lse + 2 * T * D * e;
   const int64_t head = BT * (C + (gpt2 ? 2 : 1) + Vp + 1) * e + e;
   const int64_t mlp_k = gpt2 ? 2 : 3;  // F-sized gradients alive at once in the MLP's backward
   ActivationEstimate a;

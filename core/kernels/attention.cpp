@@ -7,67 +7,111 @@
 
 #include "core/kernels/gemm.h"
 #include "core/kernels/vec_math.h"
-#include "core/kernels/softmax.h"
 #include "core/tensor.h"
 
 namespace zt {
 
 namespace {
 
-// Row i of a causal softmax in place: s[0..i] -> softmax, s[i+1 .. end) -> 0.
-template <class T>
-inline void causal_softmax_row(T* s, int64_t i, int64_t end) {
-  softmax_row(s, s, i + 1);
-  for (int64_t j = i + 1; j < end; ++j) s[j] = T(0);
-}
-
 struct Dims {
   int64_t B, T, Hq, Hkv, D, group, ldq, ldk;  // ldq = Hq*D, ldk = Hkv*D
 };
 
+Dims check_dims(const char* who, int64_t B, int64_t T_len, int64_t Hq, int64_t Hkv, int64_t D,
+                AttentionTiles tiles) {
+  ZT_CHECK(B >= 0 && T_len >= 0 && D >= 0 && Hkv > 0 && Hq % Hkv == 0 && tiles.q > 0 && tiles.k > 0, who,
+           ": B ", B, " T ", T_len, " Hq ", Hq, " Hkv ", Hkv, " D ", D, " tiles ", tiles.q, "x", tiles.k);
+  return Dims{B, T_len, Hq, Hkv, D, Hq / Hkv, Hq * D, Hkv * D};
+}
+
+// Keys of tile [j0, j0 + cols) that query row i may see (j <= i): 0 .. cols.
+inline int64_t visible(int64_t i, int64_t j0, int64_t cols) { return std::clamp<int64_t>(i - j0 + 1, 0, cols); }
+
 }  // namespace
 
 template <class T>
-void attention_forward(T* out, T* P, const T* q, const T* k, const T* v, int64_t B, int64_t T_len, int64_t Hq,
-                       int64_t Hkv, int64_t D, int64_t block) {
-  ZT_CHECK(Hkv > 0 && Hq % Hkv == 0 && block > 0, "attention_forward: Hq ", Hq, " Hkv ", Hkv, " block ", block);
+void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, int64_t B, int64_t T_len, int64_t Hq,
+                       int64_t Hkv, int64_t D, AttentionTiles tiles) {
+  const Dims d = check_dims("attention_forward", B, T_len, Hq, Hkv, D, tiles);
   if (B * T_len * Hq * D == 0) return;
-  const Dims d{B, T_len, Hq, Hkv, D, Hq / Hkv, Hq * D, Hkv * D};
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(D)));
-  const int64_t rows = std::min(block, T_len);
-  Tensor scratch;  // (threads, block, T) when P is not kept: one row block of S at a time
-  if (!P) scratch = Tensor::empty({omp_get_max_threads(), rows, T_len}, dtype_of<T>::value, Category::workspace);
+  const int64_t br = std::min(tiles.q, T_len), bc = std::min(tiles.k, T_len);
+  const int64_t per_thread = br * bc + 2 * br;  // S (Br, Bc), m (Br), l (Br)
+  Tensor scratch = Tensor::empty({omp_get_max_threads(), per_thread}, dtype_of<T>::value, Category::workspace);
 
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t hk = h / d.group;
       const T* Q = q + b * T_len * d.ldq + h * D;  // (T, D), row stride ldq
-      const T* K = k + b * T_len * d.ldk + hk * D;
+      const T* K = k + b * T_len * d.ldk + hk * D;  // (T, D), row stride ldk
       const T* V = v + b * T_len * d.ldk + hk * D;
-      T* O = out + b * T_len * d.ldq + h * D;
-      T* S = P ? P + (b * Hq + h) * T_len * T_len : nullptr;  // (T, T)
-      T* own = P ? nullptr : scratch.data<T>() + static_cast<int64_t>(omp_get_thread_num()) * rows * T_len;
-      for (int64_t i0 = 0; i0 < T_len; i0 += block) {
-        const int64_t i1 = std::min(T_len, i0 + block), m = i1 - i0;
-        T* Sb = P ? S + i0 * T_len : own;  // rows [i0, i1) of S, row stride T
-        // S[i0:i1, 0:i1] = scale * Q[i0:i1] K[0:i1]^T
-        gemm<T>(false, true, m, i1, D, scale, Q + i0 * d.ldq, d.ldq, K, d.ldk, T(0), Sb, T_len);
-        for (int64_t i = i0; i < i1; ++i) causal_softmax_row(Sb + (i - i0) * T_len, i, i1);
-        // O[i0:i1] = P[i0:i1, 0:i1] V[0:i1]
-        gemm<T>(false, false, m, D, i1, T(1), Sb, T_len, V, d.ldk, T(0), O + i0 * d.ldq, d.ldq);
+      T* O = out + b * T_len * d.ldq + h * D;  // (T, D), row stride ldq: the accumulator too
+      T* L = lse ? lse + (b * Hq + h) * T_len : nullptr;  // (T)
+      T* S = scratch.data<T>() + static_cast<int64_t>(omp_get_thread_num()) * per_thread;  // (Br, Bc)
+      T* m = S + br * bc;                                                                  // (Br) running max
+      T* l = m + br;                                                                       // (Br) running sum
+
+      for (int64_t i0 = 0; i0 < T_len; i0 += br) {  // query tile Q_i = rows [i0, i1)
+        const int64_t i1 = std::min(T_len, i0 + br), rows = i1 - i0;
+        T* Oi = O + i0 * d.ldq;
+        // Key tiles [j0, j1) up to the tile's last row i1 - 1 (causal: later tiles are all masked).
+        for (int64_t j0 = 0; j0 < i1; j0 += bc) {
+          const int64_t j1 = std::min(i1, j0 + bc), cols = j1 - j0;
+          // line 9: S = scale Q_i K_j^T (rows, cols), row stride bc
+          gemm<T>(false, true, rows, cols, D, scale, Q + i0 * d.ldq, d.ldq, K + j0 * d.ldk, d.ldk, T(0), S, bc);
+          // line 10: online softmax. Row i sees keys j <= i only; the first key tile (j0 = 0)
+          // always has at least key 0, so it starts m and l (no -inf arithmetic anywhere).
+          for (int64_t r = 0; r < rows; ++r) {
+            T* s = S + r * bc;
+            const int64_t n = visible(i0 + r, j0, cols);
+            if (n == 0) {  // a row above this whole tile (Br > Bc): P = 0, O, m, l unchanged
+              std::fill(s, s + cols, T(0));
+              continue;
+            }
+            const T tile_max = vm::lane_max(s, n);
+            const T m_new = j0 == 0 ? tile_max : std::max(m[r], tile_max);
+#pragma omp simd
+            for (int64_t j = 0; j < n; ++j) s[j] = vm::vexp(s[j] - m_new);
+            std::fill(s + n, s + cols, T(0));
+            const T rowsum = vm::lane_sum(s, n);
+            if (j0 == 0) {
+              l[r] = rowsum;
+            } else {  // rescale what earlier tiles accumulated by exp(m_old - m_new) <= 1
+              const T alpha = vm::vexp(m[r] - m_new);
+              l[r] = alpha * l[r] + rowsum;
+              T* o = Oi + r * d.ldq;
+#pragma omp simd
+              for (int64_t e = 0; e < D; ++e) o[e] *= alpha;
+            }
+            m[r] = m_new;
+          }
+          // line 11: O_i += P V_j (the first key tile overwrites whatever `out` held)
+          gemm<T>(false, false, rows, D, cols, T(1), S, bc, V + j0 * d.ldk, d.ldk, j0 == 0 ? T(0) : T(1), Oi,
+                  d.ldq);
+        }
+        // lines 13-14: O_i = diag(l)^-1 O_i, lse_i = m + log l
+        for (int64_t r = 0; r < rows; ++r) {
+          const T inv = T(1) / l[r];
+          T* o = Oi + r * d.ldq;
+#pragma omp simd
+          for (int64_t e = 0; e < D; ++e) o[e] *= inv;
+          if (L) L[i0 + r] = m[r] + std::log(l[r]);
+        }
       }
     }
 }
 
 template <class T>
-void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const T* P,
-                        int64_t B, int64_t T_len, int64_t Hq, int64_t Hkv, int64_t D, int64_t block) {
-  ZT_CHECK(Hkv > 0 && Hq % Hkv == 0 && block > 0, "attention_backward: Hq ", Hq, " Hkv ", Hkv, " block ", block);
+void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const T* out,
+                        const T* lse, int64_t B, int64_t T_len, int64_t Hq, int64_t Hkv, int64_t D,
+                        AttentionTiles tiles) {
+  const Dims d = check_dims("attention_backward", B, T_len, Hq, Hkv, D, tiles);
   if (B * T_len * Hq * D == 0) return;
-  const Dims d{B, T_len, Hq, Hkv, D, Hq / Hkv, Hq * D, Hkv * D};
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(D)));
-  Tensor scratch = Tensor::empty({omp_get_max_threads(), T_len, T_len}, dtype_of<T>::value, Category::workspace);
+  const int64_t br = std::min(tiles.q, T_len), bc = std::min(tiles.k, T_len);
+  const int64_t per_thread = 2 * br * bc + T_len;  // P (Br, Bc), dS (Br, Bc), Dl (T)
+  Tensor scratch = Tensor::empty({omp_get_max_threads(), per_thread}, dtype_of<T>::value, Category::workspace);
   // GQA: each query head writes its own dK/dV (B, Hq, T, D); the group's heads are summed below
   // in head order. MHA writes straight into dk/dv.
   Tensor dkh, dvh;
@@ -80,12 +124,14 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T*
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t hk = h / d.group;
-      const T* Q = q + b * T_len * d.ldq + h * D;
-      const T* K = k + b * T_len * d.ldk + hk * D;
+      const T* Q = q + b * T_len * d.ldq + h * D;  // (T, D), row stride ldq
+      const T* K = k + b * T_len * d.ldk + hk * D;  // (T, D), row stride ldk
       const T* V = v + b * T_len * d.ldk + hk * D;
+      const T* O = out + b * T_len * d.ldq + h * D;
       const T* dO = dout + b * T_len * d.ldq + h * D;
+      const T* L = lse + (b * Hq + h) * T_len;  // (T)
       T* dQ = dq + b * T_len * d.ldq + h * D;
-      T *dK, *dV;
+      T *dK, *dV;  // (T, D), row stride ldkv
       int64_t ldkv;
       if (d.group > 1) {
         dK = dkh.data<T>() + (b * Hq + h) * T_len * D;
@@ -96,35 +142,55 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T*
         dV = dv + b * T_len * d.ldk + hk * D;
         ldkv = d.ldk;
       }
-      const T* Pb = P + (b * Hq + h) * T_len * T_len;  // (T, T)
-      T* dS = scratch.data<T>() + static_cast<int64_t>(omp_get_thread_num()) * T_len * T_len;
+      T* P = scratch.data<T>() + static_cast<int64_t>(omp_get_thread_num()) * per_thread;  // (Br, Bc)
+      T* dS = P + br * bc;                                                                 // (Br, Bc)
+      T* Dl = dS + br * bc;                                                                // (T)
 
-      for (int64_t i0 = 0; i0 < T_len; i0 += block) {
-        const int64_t i1 = std::min(T_len, i0 + block), m = i1 - i0;
-        // dP[i0:i1, 0:i1] = dO[i0:i1] V[0:i1]^T
-        gemm<T>(false, true, m, i1, D, T(1), dO + i0 * d.ldq, d.ldq, V, d.ldk, T(0), dS + i0 * T_len, T_len);
-        // dS = P * (dP - rowsum(dP * P)) * scale on j <= i, 0 above the diagonal
-        for (int64_t i = i0; i < i1; ++i) {
-          const T* pr = Pb + i * T_len;
-          T* sr = dS + i * T_len;
-          const int64_t n = i + 1;
-          const T c = vm::lane_dot(sr, pr, n);
+      // line 5: Dl_i = rowsum(dO_i * O_i)
+      for (int64_t i = 0; i < T_len; ++i) Dl[i] = vm::lane_dot(dO + i * d.ldq, O + i * d.ldq, D);
+
+      for (int64_t j0 = 0; j0 < T_len; j0 += bc) {  // line 6: key tile K_j, V_j = rows [j0, j1)
+        const int64_t j1 = std::min(T_len, j0 + bc), cols = j1 - j0;
+        T* dKj = dK + j0 * ldkv;
+        T* dVj = dV + j0 * ldkv;
+        // line 9: query tiles of rows [j0, T) (rows before j0 see none of these keys), starting
+        // at row j0. The first of them overwrites dK_j, dV_j; the key tile j0 = 0 visits every
+        // row and overwrites dQ.
+        for (int64_t i0 = j0; i0 < T_len; i0 += br) {
+          const int64_t i1 = std::min(T_len, i0 + br), rows = i1 - i0;
+          const T* Qi = Q + i0 * d.ldq;
+          const T* dOi = dO + i0 * d.ldq;
+          const T first_j = i0 == j0 ? T(0) : T(1);  // beta for dK_j, dV_j
+          // lines 11-12: P = exp(scale Q_i K_j^T - lse_i) on j <= i, 0 above the diagonal
+          gemm<T>(false, true, rows, cols, D, scale, Qi, d.ldq, K + j0 * d.ldk, d.ldk, T(0), P, bc);
+          for (int64_t r = 0; r < rows; ++r) {
+            T* p = P + r * bc;
+            const int64_t n = visible(i0 + r, j0, cols);
+            const T li = L[i0 + r];
 #pragma omp simd
-          for (int64_t j = 0; j < n; ++j) sr[j] = pr[j] * (sr[j] - c) * scale;
-          for (int64_t j = n; j < i1; ++j) sr[j] = T(0);
+            for (int64_t j = 0; j < n; ++j) p[j] = vm::vexp(p[j] - li);
+            std::fill(p + n, p + cols, T(0));
+          }
+          // line 13: dV_j += P^T dO_i (cols, D)
+          gemm<T>(true, false, cols, D, rows, T(1), P, bc, dOi, d.ldq, first_j, dVj, ldkv);
+          // line 14: dP = dO_i V_j^T (rows, cols), into dS
+          gemm<T>(false, true, rows, cols, D, T(1), dOi, d.ldq, V + j0 * d.ldk, d.ldk, T(0), dS, bc);
+          // line 15: dS = P * (dP - Dl_i); 0 above the diagonal
+          for (int64_t r = 0; r < rows; ++r) {
+            const T* p = P + r * bc;
+            T* s = dS + r * bc;
+            const int64_t n = visible(i0 + r, j0, cols);
+            const T di = Dl[i0 + r];
+#pragma omp simd
+            for (int64_t j = 0; j < n; ++j) s[j] = p[j] * (s[j] - di);
+            std::fill(s + n, s + cols, T(0));
+          }
+          // line 16: dQ_i += scale dS K_j (rows, D)
+          gemm<T>(false, false, rows, D, cols, scale, dS, bc, K + j0 * d.ldk, d.ldk, j0 == 0 ? T(0) : T(1),
+                  dQ + i0 * d.ldq, d.ldq);
+          // line 17: dK_j += scale dS^T Q_i (cols, D)
+          gemm<T>(true, false, cols, D, rows, scale, dS, bc, Qi, d.ldq, first_j, dKj, ldkv);
         }
-        // dQ[i0:i1] = dS[i0:i1, 0:i1] K[0:i1]
-        gemm<T>(false, false, m, D, i1, T(1), dS + i0 * T_len, T_len, K, d.ldk, T(0), dQ + i0 * d.ldq, d.ldq);
-      }
-      // Key block [j0, j1) receives from query rows [j0, T) only.
-      for (int64_t j0 = 0; j0 < T_len; j0 += block) {
-        const int64_t j1 = std::min(T_len, j0 + block), m = j1 - j0, r = T_len - j0;
-        // dV[j0:j1] = P[j0:T, j0:j1]^T dO[j0:T]
-        gemm<T>(true, false, m, D, r, T(1), Pb + j0 * T_len + j0, T_len, dO + j0 * d.ldq, d.ldq, T(0),
-                dV + j0 * ldkv, ldkv);
-        // dK[j0:j1] = dS[j0:T, j0:j1]^T Q[j0:T]
-        gemm<T>(true, false, m, D, r, T(1), dS + j0 * T_len + j0, T_len, Q + j0 * d.ldq, d.ldq, T(0),
-                dK + j0 * ldkv, ldkv);
       }
     }
 
@@ -159,14 +225,14 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T*
 }
 
 template void attention_forward<float>(float*, float*, const float*, const float*, const float*, int64_t, int64_t,
-                                       int64_t, int64_t, int64_t, int64_t);
+                                       int64_t, int64_t, int64_t, AttentionTiles);
 template void attention_forward<double>(double*, double*, const double*, const double*, const double*, int64_t,
-                                        int64_t, int64_t, int64_t, int64_t, int64_t);
+                                        int64_t, int64_t, int64_t, int64_t, AttentionTiles);
 template void attention_backward<float>(float*, float*, float*, const float*, const float*, const float*,
-                                        const float*, const float*, int64_t, int64_t, int64_t, int64_t, int64_t,
-                                        int64_t);
+                                        const float*, const float*, const float*, int64_t, int64_t, int64_t,
+                                        int64_t, int64_t, AttentionTiles);
 template void attention_backward<double>(double*, double*, double*, const double*, const double*, const double*,
-                                         const double*, const double*, int64_t, int64_t, int64_t, int64_t, int64_t,
-                                         int64_t);
+                                         const double*, const double*, const double*, int64_t, int64_t, int64_t,
+                                         int64_t, int64_t, AttentionTiles);
 
 }  // namespace zt

@@ -10,9 +10,10 @@
 //   position t attends to keys j <= t:
 //     s_tj = scale q_t . k_j,  lse_t = log sum_{j<=t} exp(s_tj),  p_tj = exp(s_tj - lse_t),
 //     out_t = sum_{j<=t} p_tj v_j.
-//   Saved for the backward: lse (B, Hq, T) float32 (natural log), instead of the CPU's P (B, Hq, T, T).
-//   Backward (FlashAttention-2's; the same gradient as the CPU's dS = P * (dP - rowsum(dP * P)),
-//   since rowsum_j(dP_tj P_tj) = dout_t . sum_j P_tj v_j = dout_t . out_t):
+//   Saved for the backward: lse (B, Hq, T) float32 (natural log) — the statistic the CPU's tiled
+//   kernel (core/kernels/attention.h, the same algorithm) saves too.
+//   Backward (FlashAttention-2's, as the CPU's; dS = P * (dP - rowsum(dP * P)), with
+//   rowsum_j(dP_tj P_tj) = dout_t . sum_j P_tj v_j = dout_t . out_t):
 //     Dl_t = dout_t . out_t,  dp_tj = dout_t . v_j,  ds_tj = p_tj (dp_tj - Dl_t),
 //     dq_t = scale sum_{j<=t} ds_tj k_j,
 //     dk_j = scale sum_{h in group} sum_{t>=j} ds_tj q_t,   dv_j = sum_{h in group} sum_{t>=j} p_tj dout_t.
@@ -43,9 +44,9 @@
 // tiles in increasing order, warp reductions by a fixed __shfl_xor butterfly, which gives every
 // lane the same bits because float addition is commutative), independent of the launch order of
 // blocks: the same bits on every run on a given GPU. expf / logf are CUDA's full-precision
-// functions (never build with --use_fast_math), so results differ from the CPU's (which
-// normalizes P first, then multiplies by V with OpenBLAS) by float32 rounding only (~1e-6
-// relative).
+// functions (never build with --use_fast_math), so results differ from the CPU's (the same
+// algorithm, with 64 x 64 tiles multiplied by OpenBLAS and a polynomial expf: other summation
+// orders) by float32 rounding only (~1e-6 relative).
 //
 // Cost (FLOPs, counting a multiply-add as 2; causal, so about T^2 / 2 (query, key) pairs per
 // (b, h)): forward 4 D per pair = 2 B Hq T^2 D; backward pass (2) 6 D and pass (3) 8 D per pair

@@ -16,11 +16,12 @@
 //   linear |x| |w|^T + |b|, for the backward |dy| |w|, |dy|^T |x| (+ |old dw|), column sums of |dy|
 //   (+ |old db|)), computed by cpu_backend() too: the size of the terms, so cancellation is not a
 //   relative-error trap. fp32 products and sums differ from OpenBLAS's by ~K ulp of that scale.
-// - RoPE and attention: max(|ref|, RMS of the whole reference tensor). Attention's GPU kernel
-//   normalizes the online softmax at the end and recomputes P from the saved log-sum-exp, the CPU
-//   normalizes P first and multiplies with OpenBLAS: both are float32 computations of the same
-//   sums, ~1e-6 of the RMS apart. The saved row log-sum-exp (B, Hq, T) is checked against a
-//   float64 host computation at 1e-5 * max(1, |lse|).
+// - RoPE and attention: max(|ref|, RMS of the whole reference tensor). Both attentions run
+//   FlashAttention-2's algorithm (online softmax, P recomputed from the saved log-sum-exp), the
+//   GPU with its own tiles and expf, the CPU with 64 x 64 tiles multiplied by OpenBLAS: float32
+//   computations of the same sums in other orders, ~1e-6 of the RMS apart. The saved row
+//   log-sum-exp (B, Hq, T) is checked against a float64 host computation and against the CPU's
+//   saved one (the same statistic, float32 on both) at 1e-5 * max(1, |lse|).
 // - RoPE tables: within one float ulp (+1e-12) of the CPU's (both round a double result).
 //   The gradients' scale has an absolute floor of 0.1 (see kGradFloor).
 // Determinism: attention forward and backward run twice and must agree bit for bit.
@@ -357,17 +358,19 @@ void run_attention(const AttnCase& c, DType dt, uint32_t seed) {
   Tensor og = gpu_poisoned(qs, dt);
   const Tensor saved = gpu().attention(og, qg, kg, vg, true);
   Tensor orf = host_empty(qs);
-  const Tensor P = cpu().attention(orf, q, k, v, true);
+  const Tensor cpu_saved = cpu().attention(orf, q, k, v, true);
   check_rms(og, orf, tol, what + " (out)");
   REQUIRE(saved.defined());
   CHECK(saved.device() == Device::cuda(0));
   CHECK(saved.dtype() == DType::f32);
   CHECK(saved.shape() == Shape{c.B, c.Hq, c.T});
+  REQUIRE(cpu_saved.shape() == saved.shape());
   {
     const auto got = saved.to_vector(), ref = zt::test::host_lse(c.B, c.T, c.Hq, c.Hkv, c.D, q, k);
     std::vector<double> scale(ref.size());
     for (size_t i = 0; i < ref.size(); ++i) scale[i] = std::max(1.0, std::fabs(ref[i]));
     check_bound(got, ref, scale, kTolF32, what + " (saved lse)");
+    check_bound(got, cpu_saved.to_vector(), scale, kTolF32, what + " (saved lse vs the CPU's)");
   }
   // without keep_for_backward: nothing returned, the same output bits
   Tensor og2 = gpu_poisoned(qs, dt);
@@ -379,7 +382,7 @@ void run_attention(const AttnCase& c, DType dt, uint32_t seed) {
   gpu().attention_backward(dqg, dkg, dvg, doutg, qg, kg, vg, og, saved);
   Tensor dqr = host_empty(qs), dkr = host_empty(ks), dvr = host_empty(ks);
   // the CPU's backward on its own forward (its out; the GPU's out differs by rounding only)
-  cpu().attention_backward(dqr, dkr, dvr, dout, q, k, v, orf, P);
+  cpu().attention_backward(dqr, dkr, dvr, dout, q, k, v, orf, cpu_saved);
   check_rms(dqg, dqr, tol, what + " (dq)", kGradFloor);
   check_rms(dkg, dkr, tol, what + " (dk)", kGradFloor);
   check_rms(dvg, dvr, tol, what + " (dv)", kGradFloor);
@@ -395,10 +398,12 @@ void run_attention(const AttnCase& c, DType dt, uint32_t seed) {
 }  // namespace
 
 TEST_CASE("CudaBackend attention forward and backward against the CPU (GQA and MHA)", "[cuda_backend_attn]") {
-  // T not a multiple of the kernels' tiles (16 query / key rows per block, 32 per shared tile);
-  // D = 64, 24, the limit 128, and an odd 7; one T = 1; Hq = 4 over Hkv = 2 and Hq = Hkv.
-  const AttnCase cases[] = {{2, 37, 4, 2, 64}, {1, 77, 3, 3, 24}, {1, 1, 2, 1, 24},
-                            {2, 20, 2, 2, 128}, {1, 50, 4, 1, 7}};
+  // T not a multiple of the kernels' tiles (16 query / key rows per block, 32 per shared tile;
+  // the CPU's 64 x 64): 37, 77, 65, 200, 257, and 64 exactly; D = 64, 24, the limit 128, and an
+  // odd 7; one T = 1; Hq = 6 over Hkv = 2, 4 over 2 and over 1, and Hq = Hkv.
+  const AttnCase cases[] = {{2, 37, 4, 2, 64}, {1, 77, 3, 3, 24}, {1, 1, 2, 1, 24},  {2, 20, 2, 2, 128},
+                            {1, 50, 4, 1, 7},  {1, 64, 6, 2, 64}, {1, 65, 6, 2, 64}, {1, 200, 4, 1, 32},
+                            {1, 257, 6, 2, 64}};
   uint32_t seed = 4000;
   for (DType dt : {DType::f32, DType::bf16})
     for (const auto& c : cases) run_attention(c, dt, seed += 11);

@@ -122,9 +122,9 @@ Outputs run_gpu(const Case& c, const Tensor& q, const Tensor& k, const Tensor& v
   }
   // against the CPU (float32 on the same bf16 values)
   Tensor orf = host_empty(qs);
-  const Tensor P = cpu_backend().attention(orf, q, k, v, true);
+  const Tensor cpu_lse = cpu_backend().attention(orf, q, k, v, true);
   Tensor dqr = host_empty(qs), dkr = host_empty(ks), dvr = host_empty(ks);
-  cpu_backend().attention_backward(dqr, dkr, dvr, dout, q, k, v, orf, P);
+  cpu_backend().attention_backward(dqr, dkr, dvr, dout, q, k, v, orf, cpu_lse);
   check_maxrel(dnn.out, orf, tol, what + " (out vs cpu)");
   check_maxrel(dnn.dq, dqr, tol, what + " (dq vs cpu)");
   check_maxrel(dnn.dk, dkr, tol, what + " (dk vs cpu)");
