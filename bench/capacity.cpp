@@ -7,8 +7,10 @@
 //   stage1        ZeRO-1 (optimizer states sharded): 8Psi + 8Psi/N
 //   stage2        ZeRO-2 (also the gradients): 4Psi + 12Psi/N
 //   stage3        ZeRO-3 without offload: 16Psi/N (N = 1: the shard is the whole model)
-//   stage3+cpu    ZeRO-Offload/-Infinity: offload_optimizer cpu + offload_param cpu
-//   stage3+nvme   ZeRO-Infinity: offload_optimizer nvme + offload_param nvme (one swap file)
+//   stage3+cpu    ZeRO-Offload/-Infinity: offload_optimizer cpu + offload_param cpu + the
+//                 activation checkpoints in host memory (cpu_checkpointing)
+//   stage3+nvme   ZeRO-Infinity: offload_optimizer nvme + offload_param nvme (one swap file) +
+//                 cpu_checkpointing
 //
 // and its step time. The model family has a fixed width (n_embd, n_head, seq_len, batch, a
 // byte-level vocabulary) and a growing depth n_layer: a deeper model is where stage 3 + offload
@@ -17,14 +19,14 @@
 // one block's recomputed internals during its backward). Every tier runs with activation
 // checkpointing, the same batch and the same stage-3 knobs.
 //
-// Two ways to apply the cap (--cap-from):
-//   setup   the cap starts once the engine has set up (the model is built and initialized whole,
-//           then sharded / offloaded; the bytes it holds at rest must already fit the cap), as
-//           zt-train --memory-limit-mib applies it (Trainer, train/trainer.cpp): as if the model
-//           had been built in place by DeepSpeed's zero.Init. The training steps run capped.
-//   start   the cap is set before the model is built: the whole-model build (full fp32 parameters
-//           and gradients, 8Psi, before the engine shards them) must fit too — what a device without
-//           partitioned construction (README "Known limits": no zero.Init) really needs.
+// Both caps hold from the process start (issue 16: "the first byte counts"): the device cap
+// (--cap-mib, on default_allocator(): zt-train --memory-limit-mib) and the host cap (--host-cap-mib,
+// on host_allocator(): zt-train --host-memory-limit-mib), set before the model is built. The
+// model is built by partitioned construction (models/init.h's ModelInit, zero/engine.cpp's
+// load_initial): each rank creates only what its stage keeps. The offload tiers also move the
+// activation checkpoints to the host tier (activation_checkpointing.cpu_checkpointing). Each
+// trial records the process's own peak RSS (getrusage) beside the allocators' peaks, so that no
+// allocation outside the count goes unseen.
 //
 // Each trial runs in its own process (this program re-executed with --trial; under mpirun when
 // --ranks > 1), so an OutOfMemory cannot leave ranks hanging in a collective: the trial exits 3
@@ -33,7 +35,7 @@
 // killed and counted as not completing. Search over n_layer: doubling from --start-layers while
 // it fits, then bisection between the largest fit and the smallest failure.
 //
-//   bench_capacity --cap-mib 32 --tiers stage0,stage3,stage3+cpu,stage3+nvme --cap-from setup,start
+//   bench_capacity --cap-mib 32 --host-cap-mib 256 --tiers stage0,stage3,stage3+cpu,stage3+nvme
 //                  --data data/corpus/train.txt --nvme-dir /tmp/zt_capacity --json capacity.json
 //
 // Every trial appends one JSON object to --json (kind "trial"), and every search one more (kind
@@ -55,6 +57,7 @@
 #include <sstream>
 #include <thread>
 #include <nlohmann/json.hpp>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,7 +65,7 @@
 #include "core/parallel.h"          // defines: set_num_threads
 #include "dist/process_group.h"     // defines: init_process_group, finalize_process_group
 #include "formats/token_data.h"     // defines: load_tokens, DataLoader
-#include "models/init.h"            // defines: make_model, init_model
+#include "models/init.h"            // defines: make_model, ModelInit
 #include "models/model_config.h"    // defines: ModelConfig, from_json
 #include "zero/engine.h"            // defines: Engine, initialize, MemoryReport
 
@@ -80,6 +83,7 @@ struct Tier {
   std::string name;
   int stage = 0;
   std::string opt = "none", param = "none";  // offload_optimizer / offload_param device
+  bool offload() const { return opt != "none"; }
 };
 
 Tier tier_by_name(const std::string& name) {
@@ -118,6 +122,7 @@ EngineConfig engine_config(const Tier& t, const FamilyShape& sh, const std::stri
   e.optimizer.beta2 = 0.95;
   e.optimizer.weight_decay = 0.1;
   e.activation_checkpointing = true;  // every tier
+  e.cpu_checkpointing = t.offload();   // the offload tiers: the checkpoints in the host tier too
   ZeroOptimization& z = e.zero;
   z.stage = t.stage;
   z.overlap_comm = t.stage == 3;  // DeepSpeed's stage-3 default
@@ -157,12 +162,18 @@ double median(std::vector<double> v) {
 
 constexpr int kExitOom = 3;
 
-int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap, const std::string& cap_from, int steps,
+int64_t peak_rss_bytes() {  // this process's peak resident set (Linux: ru_maxrss in KiB)
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
+}
+
+int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap, int64_t host_cap, int steps,
               const std::string& data, const std::string& nvme_dir, int threads, const std::string& result_path) {
   ProcessGroup& g = init_process_group();
   set_num_threads(threads);
   nlohmann::json r = {{"kind", "trial"}, {"tier", t.name}, {"layers", layers}, {"cap_bytes", cap},
-                      {"cap_from", cap_from}, {"world_size", g.size()}};
+                      {"host_cap_bytes", host_cap}, {"world_size", g.size()}, {"rss_base", peak_rss_bytes()}};
   auto write = [&](const nlohmann::json& j) {
     if (g.rank() != 0 && j.value("fits", false)) return;  // rank 0 reports a success; a failing rank its failure
     std::ofstream(result_path) << j.dump() << "\n";
@@ -170,28 +181,23 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
   const auto t_start = Clock::now();
   std::string phase = "build";
   try {
-    if (cap_from == "start") default_allocator().set_limit(cap);
+    default_allocator().set_limit(cap);  // both caps from the first byte
+    host_allocator().set_limit(host_cap);
     const ModelConfig mc = family_member(sh, layers);
     ModelOptions opt;
     opt.world_size = g.size();
     opt.alignment = kShardAlignment;
+    opt.materialize = false;  // partitioned construction: the engine creates what the stage keeps
     std::unique_ptr<Model> model = make_model(mc, opt);
     Rng rng(1337);
-    init_model(*model, rng);
+    ModelInit init(*model, rng);
     std::vector<uint16_t> tokens = load_tokens(data);
     check_tokens_fit_vocab(tokens, mc.vocab_size, data);
     DataLoader loader(std::move(tokens), sh.batch, sh.seq_len, g.rank(), g.size());
     phase = "setup";
-    std::unique_ptr<Engine> engine = initialize(*model, engine_config(t, sh, nvme_dir), g);
-    const MemoryStats after_setup = default_allocator().stats();
-    r["setup_peak_total"] = after_setup.peak_total;  // includes the whole-model build
-    if (cap_from == "setup") {
-      if (after_setup.total() > cap)
-        throw OutOfMemory(detail::concat("out of memory at rest after setup: the engine holds ",
-                                         format_bytes(after_setup.total()), " on the device, over the limit of ",
-                                         format_bytes(cap), ". Held now: ", after_setup.to_string()));
-      default_allocator().set_limit(cap);
-    }
+    std::unique_ptr<Engine> engine = initialize(*model, engine_config(t, sh, nvme_dir), g, &init);
+    r["setup_peak_total"] = default_allocator().stats().peak_total;
+    r["setup_host_peak_total"] = host_allocator().stats().peak_total;
     const MemoryReport rest = engine->memory_report();
     r["psi"] = rest.psi;
     r["psi_padded"] = rest.psi_padded;
@@ -220,6 +226,7 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
     r["losses"] = losses;
     r["train"] = {{"device", stats_json(m.measured)}, {"host", stats_json(m.host)}, {"nvme", stats_json(m.nvme)}};
     r["host_name"] = m.host_name;
+    r["rss_peak"] = peak_rss_bytes();  // the whole trial, setup included
     r["trial_s"] = std::chrono::duration<double>(Clock::now() - t_start).count();
     engine.reset();  // removes the swap file
     write(r);
@@ -263,11 +270,11 @@ std::string self_exe() {
 struct Runner {
   std::string exe, data, nvme_dir, json_path, work_dir;
   FamilyShape shape;
-  int64_t cap = 0;
+  int64_t cap = 0, host_cap = 0;
   int steps = 5, ranks = 1, threads = 2;
   double timeout_s = 300;
 
-  TrialOutcome trial(const Tier& t, int64_t layers, const std::string& cap_from) {
+  TrialOutcome trial(const Tier& t, int64_t layers) {
     const std::string result = work_dir + "/trial.json", log = work_dir + "/trial.log";
     fs::remove(result);
     std::vector<std::string> args;
@@ -275,7 +282,7 @@ struct Runner {
       args = {"mpirun", "-np", std::to_string(ranks), "--oversubscribe", "--allow-run-as-root", "--bind-to", "none"};
     const std::vector<std::string> mine = {
         exe, "--trial", "--tier", t.name, "--layers", std::to_string(layers), "--cap-bytes", std::to_string(cap),
-        "--cap-from", cap_from, "--steps", std::to_string(steps), "--data", data, "--nvme-dir", nvme_dir,
+        "--host-cap-bytes", std::to_string(host_cap), "--steps", std::to_string(steps), "--data", data, "--nvme-dir", nvme_dir,
         "--threads", std::to_string(threads), "--result", result, "--n-embd", std::to_string(shape.n_embd),
         "--n-head", std::to_string(shape.n_head), "--seq-len", std::to_string(shape.seq_len), "--batch",
         std::to_string(shape.batch), "--vocab", std::to_string(shape.vocab)};
@@ -331,9 +338,8 @@ struct Runner {
     o.result["wall_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
     o.result["outcome"] = timed_out ? "timeout" : o.kind == TrialOutcome::fits ? "fits"
                                                 : o.kind == TrialOutcome::oom  ? "oom" : "error";
-    o.result["cap_from"] = cap_from;
     std::ofstream(json_path, std::ios::app) << o.result.dump() << "\n";
-    std::fprintf(stderr, "  %-12s cap from %-5s L = %4lld: %-7s %6.1f s%s\n", t.name.c_str(), cap_from.c_str(),
+    std::fprintf(stderr, "  %-12s N = %d L = %4lld: %-7s %6.1f s%s\n", t.name.c_str(), ranks,
                  static_cast<long long>(layers), o.result["outcome"].get<std::string>().c_str(),
                  o.result["wall_s"].get<double>(),
                  o.kind == TrialOutcome::fits
@@ -346,11 +352,11 @@ struct Runner {
   }
 
   // Largest n_layer in [1, max_layers] that fits: doubling from `start`, then bisection.
-  nlohmann::json search(const Tier& t, const std::string& cap_from, int64_t start, int64_t max_layers) {
+  nlohmann::json search(const Tier& t, int64_t start, int64_t max_layers) {
     int64_t lo = 0, hi = max_layers + 1;  // lo fits (0: none known), hi does not
     std::map<int64_t, TrialOutcome> seen;
     auto probe = [&](int64_t L) {
-      TrialOutcome o = trial(t, L, cap_from);
+      TrialOutcome o = trial(t, L);
       const bool ok = o.kind == TrialOutcome::fits;
       seen[L] = std::move(o);
       if (ok) lo = std::max(lo, L);
@@ -360,7 +366,7 @@ struct Runner {
     for (int64_t L = std::clamp<int64_t>(start, 1, max_layers); probe(L) && L < max_layers;)
       L = std::min(2 * L, max_layers);
     while (hi - lo > 1) probe(lo + (hi - lo) / 2);
-    nlohmann::json best = {{"kind", "best"}, {"tier", t.name}, {"cap_from", cap_from}, {"cap_bytes", cap},
+    nlohmann::json best = {{"kind", "best"}, {"tier", t.name}, {"cap_bytes", cap}, {"host_cap_bytes", host_cap},
                            {"layers", lo}, {"max_layers", max_layers}, {"world_size", ranks}};
     if (lo > 0) best["fit"] = seen.at(lo).result;
     if (hi <= max_layers) {
@@ -378,16 +384,16 @@ struct Runner {
 int main(int argc, char** argv) {
   CLI::App app{"bench_capacity: the largest gpt-family model each ZeRO tier trains under one device cap"};
   FamilyShape sh;
-  double cap_mib = 32;
-  int64_t cap_bytes = 0, layers = 0, start_layers = 1, max_layers = 1024;
+  double cap_mib = 32, host_cap_mib = 256;
+  int64_t cap_bytes = 0, host_cap_bytes = 0, layers = 0, start_layers = 1, max_layers = 1024;
   int steps = 5, ranks = 1, threads = 2;
   double timeout_s = 300;
   bool trial = false;
-  std::string tiers = "stage0,stage3,stage3+cpu,stage3+nvme", tier = "stage0", cap_from = "setup,start";
+  std::string tiers = "stage0,stage3,stage3+cpu,stage3+nvme", tier = "stage0";
   std::string data = "data/corpus/train.txt", nvme_dir = "/tmp/zt_capacity_nvme", json_path = "capacity.json", result;
   app.add_option("--cap-mib", cap_mib, "device cap (MiB)")->capture_default_str();
   app.add_option("--tiers", tiers, "comma-separated: stage0, stage1, stage2, stage3, stage3+cpu, stage3+nvme")->capture_default_str();
-  app.add_option("--cap-from", cap_from, "comma-separated: setup (zt-train's cap: from the end of setup), start (the whole-model build capped too)")->capture_default_str();
+  app.add_option("--host-cap-mib", host_cap_mib, "host-tier cap (MiB)")->capture_default_str();
   app.add_option("--n-embd", sh.n_embd)->capture_default_str();
   app.add_option("--n-head", sh.n_head)->capture_default_str();
   app.add_option("--seq-len", sh.seq_len, "T (also the model's context length)")->capture_default_str();
@@ -407,11 +413,12 @@ int main(int argc, char** argv) {
   app.add_option("--tier", tier, "(internal) the trial's tier");
   app.add_option("--layers", layers, "(internal) the trial's n_layer");
   app.add_option("--cap-bytes", cap_bytes, "(internal) the trial's cap in bytes");
+  app.add_option("--host-cap-bytes", host_cap_bytes, "(internal) the trial's host cap in bytes");
   app.add_option("--result", result, "(internal) where the trial writes its JSON");
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (trial) return run_trial(tier_by_name(tier), sh, layers, cap_bytes, cap_from, steps, data, nvme_dir, threads, result);
+    if (trial) return run_trial(tier_by_name(tier), sh, layers, cap_bytes, host_cap_bytes, steps, data, nvme_dir, threads, result);
 
     Runner run;
     run.exe = self_exe();
@@ -420,6 +427,7 @@ int main(int argc, char** argv) {
     run.json_path = json_path;
     run.shape = sh;
     run.cap = static_cast<int64_t>(cap_mib * 1024 * 1024);
+    run.host_cap = static_cast<int64_t>(host_cap_mib * 1024 * 1024);
     run.steps = steps;
     run.ranks = ranks;
     run.threads = threads;
@@ -429,21 +437,18 @@ int main(int argc, char** argv) {
     fs::create_directories(run.nvme_dir);
     std::vector<Tier> ts;
     for (const std::string& n : split(tiers)) ts.push_back(tier_by_name(n));
-    std::fprintf(stderr, "bench_capacity: cap %.1f MiB, gpt2 family n_embd %lld, %lld heads, T %lld, B %lld, vocab %lld, "
+    std::fprintf(stderr, "bench_capacity: device cap %.1f MiB, host cap %.1f MiB, gpt2 family n_embd %lld, %lld heads, T %lld, B %lld, vocab %lld, "
                  "%d steps, %d rank(s) x %d threads, activation checkpointing on\n",
-                 cap_mib, static_cast<long long>(sh.n_embd), static_cast<long long>(sh.n_head),
+                 cap_mib, host_cap_mib, static_cast<long long>(sh.n_embd), static_cast<long long>(sh.n_head),
                  static_cast<long long>(sh.seq_len), static_cast<long long>(sh.batch), static_cast<long long>(sh.vocab),
                  steps, ranks, threads);
-    for (const std::string& mode : split(cap_from)) {
-      if (mode != "setup" && mode != "start") ZT_THROW("--cap-from: expected setup or start, got '", mode, "'");
-      int64_t start = start_layers;
-      for (const Tier& t : ts) {
-        const nlohmann::json best = run.search(t, mode, start, max_layers);
-        const int64_t L = best["layers"].get<int64_t>();
-        std::fprintf(stderr, "%-12s cap from %-5s: largest n_layer %lld%s\n", t.name.c_str(), mode.c_str(),
-                     static_cast<long long>(L), L > 0 ? "" : " (none fits)");
-        if (t.name == "stage0" && L > 0) start = L;  // the other tiers start their doubling from stage 0's size
-      }
+    int64_t start = start_layers;
+    for (const Tier& t : ts) {
+      const nlohmann::json best = run.search(t, start, max_layers);
+      const int64_t L = best["layers"].get<int64_t>();
+      std::fprintf(stderr, "%-12s N = %d: largest n_layer %lld%s\n", t.name.c_str(), ranks, static_cast<long long>(L),
+                   L > 0 ? "" : " (none fits)");
+      if (t.name == "stage0" && L > 0) start = L;  // the other tiers start their doubling from stage 0's size
     }
     fs::remove_all(run.work_dir);
   } catch (const std::exception& e) {
