@@ -150,6 +150,8 @@ std::shared_ptr<CheckpointStore::Stashed> ActivationOffload::stash(const Tensor&
 
 void ActivationOffload::fetch(Entry& e) {
   Tracer* t = cx_.active_tracer();
+  // The request, on the caller's thread (the copy's span below starts when the worker gets to it).
+  if (t) t->instant(TraceTrack::io, "fetch checkpoint " + e.name, "offload");
   e.to_device = worker_->submit([x = e.device, h = e.host, name = e.name, t] {
     TraceScope io(t, TraceTrack::io, "checkpoint to device " + name, "offload", {{"bytes", x.nbytes()}});
     x.storage()->materialize();  // a device cap fails here, rethrown by the restore's wait

@@ -21,7 +21,8 @@
 // by the checkpoints' bytes between forward and backward; the host tier's `activations` hold them.
 //
 // The copies run in order on one worker thread (FIFO), each a span on the trace's io track
-// ("checkpoint to host <unit>", "checkpoint to device <unit>", with its bytes). The backend
+// ("checkpoint to host <unit>", "checkpoint to device <unit>", with its bytes); each prefetch is
+// also an instant there when it is requested ("fetch checkpoint <unit>"). The backend
 // table has no asynchronous copy entry yet: on a GPU the worker's copies go through the
 // backend's copy_to_host / copy_from_host, in the device's stream order (not a stream of
 // their own), so they overlap the host's work but not the device's kernels.

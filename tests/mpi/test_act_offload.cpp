@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "core/trace.h"
 #include "train/trainer.h"
 
 using namespace zt;
@@ -112,5 +113,56 @@ TEST_CASE("cpu_checkpointing: the device's activations fall and the host tier ho
     CHECK(on_host[1] == ckpt);            // the host holds exactly the checkpoints
     CHECK(on_device[0] - on_host[0] == ckpt);  // which left the device
     CHECK(on_host[2] == 0);               // and every one came back for its recompute
+  }
+}
+
+// The trace (core/trace.h): every move is a span on the io track (category "offload"), and the
+// checkpoint of block i-1 is asked back during block i's backward — the prefetch
+// one recompute ahead that keeps the backward from waiting.
+TEST_CASE("cpu_checkpointing: the moves on the trace's io track, prefetched one recompute ahead", "[act_offload_trace]") {
+  ProcessGroup& g = init_process_group();
+  RunConfig c = ckpt_run(g.size(), 3, true);
+  c.steps = 1;
+  Trainer t(c, g);
+  Tracer tracer(g.rank());
+  t.engine().set_tracer(&tracer);
+  t.step();
+  t.engine().set_tracer(nullptr);
+  const int n_layer = static_cast<int>(t.model_config().n_layer);
+  REQUIRE(n_layer >= 2);
+  auto event = [&](const char* ph, const std::string& name, int tid) -> nlohmann::json {
+    for (const nlohmann::json& e : tracer.events())
+      if (e.value("ph", "") == ph && e.value("name", "") == name && e.value("tid", -1) == tid) return e;
+    return nullptr;
+  };
+  auto span = [&](const std::string& name, int tid) { return event("X", name, tid); };
+  const int io = static_cast<int>(TraceTrack::io), compute = static_cast<int>(TraceTrack::compute);
+  for (int i = 0; i < n_layer; ++i) {
+    const std::string b = "h." + std::to_string(i);
+    INFO(b);
+    const nlohmann::json out = span("checkpoint to host " + b, io), back = span("checkpoint to device " + b, io);
+    REQUIRE(out.is_object());
+    REQUIRE(back.is_object());
+    CHECK(out.at("cat") == "offload");
+    CHECK(out.at("args").at("bytes") == c.batch * c.seq_len * t.model_config().n_embd * 4);
+    CHECK(back.at("ts").get<double>() >= out.at("ts").get<double>() + out.at("dur").get<double>());
+    // Requested on the compute thread (the copy runs when the worker gets to it): block i's
+    // checkpoint is asked back during block i+1's backward (its recompute inside); the last
+    // block's during the head's, so inside the backward pass and before the last block's own.
+    const nlohmann::json asked = event("i", "fetch checkpoint " + b, io);
+    REQUIRE(asked.is_object());
+    const double at = asked.at("ts").get<double>();
+    CHECK(at <= back.at("ts").get<double>());
+    const nlohmann::json pass = span("backward pass", compute), own = span("backward " + b, compute);
+    REQUIRE(pass.is_object());
+    REQUIRE(own.is_object());
+    CHECK(at >= pass.at("ts").get<double>());
+    CHECK(at < own.at("ts").get<double>());
+    if (i + 1 < n_layer) {
+      const nlohmann::json next = span("backward h." + std::to_string(i + 1), compute);
+      REQUIRE(next.is_object());
+      CHECK(at >= next.at("ts").get<double>());
+      CHECK(at < next.at("ts").get<double>() + next.at("dur").get<double>());
+    }
   }
 }
