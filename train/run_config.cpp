@@ -30,7 +30,7 @@ void RunConfig::validate() const {
   need(memory_limit >= 0, "memory_limit", memory_limit, ">= 0");
   need(host_memory_limit >= 0, "host_memory_limit", host_memory_limit, ">= 0 (0 = no cap)");
   need(!cpu_checkpointing || activation_checkpointing, "cpu_checkpointing", "true",
-       "activation_checkpointing too (zt-train: --cpu-checkpointing needs --activation-checkpointing; it moves "
+       "activation_checkpointing too (zt-train: --cpu-checkpointing needs --activation-checkpointing: it moves "
        "the checkpoints that activation checkpointing keeps to host memory)");
   need(zero.stage >= 0 && zero.stage <= 3, "zero.stage", zero.stage, "0, 1, 2 or 3");
   need(compute_dtype == "f32" || compute_dtype == "bf16", "compute_dtype", compute_dtype, "f32 or bf16");
