@@ -162,7 +162,8 @@ md += ["## Reading the numbers", "",
        "its all-gather, and at N = 1 a shard is the whole unit); and the full gradient of the unit in its backward "
        "plus the one still being reduced (grads: 2 blocks).",
        "- Larger offload capacity from here would come from moving the checkpointed activations off the device too "
-       "(DeepSpeed's `activation_checkpointing.cpu_checkpointing`, not implemented here) — the next limit would then be "
+       "(DeepSpeed's `activation_checkpointing.cpu_checkpointing`, zt-train --cpu-checkpointing; not yet measured in this "
+       "table) — the next limit would then be "
        "one block's working set.",
        "- With the cap from the start, stage 3 + offload is bounded by the whole-model build (8Psi of fp32 parameters "
        "and gradients on the device before the engine shards them): `zero.Init` (building each unit sharded / on the host "
