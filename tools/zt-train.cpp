@@ -262,6 +262,9 @@ int main(int argc, char** argv) {
                                          "tier the rest of RAM (pin_memory has no meaning on a cpu device)"
                                        : "");
     }
+    if (lead && c.cpu_checkpointing)
+      std::fprintf(stderr, "zt-train: activation checkpoints in host memory between forward and recompute "
+                           "(cpu_checkpointing), brought back one block ahead\n");
     if (lead) std::fprintf(stderr, "zt-train: MFU = (6N + 6LCT) FLOPs per token x tokens/s per rank / %s\n", peak.source.c_str());
     if (lead && !run.device.is_cpu())
       std::fprintf(stderr, "zt-train: device %s, float32 matmul %s\n", run.describe().c_str(), f32_matmul.c_str());
@@ -360,6 +363,13 @@ int main(int argc, char** argv) {
                            "under --memory-limit-mib): peak %s\n", format_bytes(setup.peak_total).c_str());
     print_memory_table(group, run_peaks.peaks, est);
     if (c.zero.offload_optimizer.enabled()) print_offload_table(group, tr.engine().memory_report(), est);
+    if (c.cpu_checkpointing && lead) {  // the checkpoints' round trip (zero/activation_offload.h)
+      const MemoryReport m = tr.engine().memory_report();
+      std::fprintf(stderr, "\nactivation checkpoints in host memory (cpu_checkpointing; rank 0, %s allocator): peak %s, "
+                           "now %s; waited for their return %.3f s\n",
+                   m.host_name.c_str(), format_bytes(m.host.max(Category::activations)).c_str(),
+                   format_bytes(m.host.cur(Category::activations)).c_str(), tr.engine().times().checkpoint_wait_s);
+    }
     print_run_summary(group, totals);
     if (tracer) {
       const nlohmann::json about = {{"model", c.init_from.empty() ? c.model : c.init_from}, {"zero_stage", c.zero.stage},
