@@ -144,6 +144,7 @@ std::shared_ptr<CheckpointStore::Stashed> ActivationOffload::stash(const Tensor&
     else backend_of(x).copy_to_host(h, x);
     x.storage()->release();  // the device's `activations` fall by x's bytes
   });
+  prune();  // a forward whose graph was dropped unused leaves expired entries behind
   live_.push_back(e);
   return e;
 }
@@ -160,12 +161,16 @@ void ActivationOffload::fetch(Entry& e) {
   });
 }
 
-void ActivationOffload::prefetch() {
-  // Checkpoints restored, or freed with a graph that never ran backward, leave the list.
+// Checkpoints restored, or freed with a graph that never ran backward, leave the list.
+void ActivationOffload::prune() {
   std::erase_if(live_, [](const std::weak_ptr<Entry>& w) {
     const std::shared_ptr<Entry> e = w.lock();
     return !e || e->restored;
   });
+}
+
+void ActivationOffload::prefetch() {
+  prune();
   if (live_.empty()) return;
   const std::shared_ptr<Entry> next = live_.back().lock();  // the next recompute's (reverse order)
   if (!next->to_device) fetch(*next);

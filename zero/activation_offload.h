@@ -55,6 +55,7 @@ class ActivationOffload final : public CheckpointStore {
   class Worker;
   void restore(Entry& e);
   void fetch(Entry& e);  // queues e's copy back
+  void prune();          // drops the entries restored or freed from live_
 
   ZeroContext& cx_;
   Allocator& host_;
