@@ -17,7 +17,7 @@ Var run_unit(Residency& r, Unit& u, const Var& x, const std::function<Var(const 
     for (Unit* a : also) params.insert(params.end(), a->params().vars().begin(), a->params().vars().end());
     // The recompute in backward must see the unit resident again: ZeRO's before_backward hook
     // on the unit's LeafGroup re-acquires it, as it does for an ordinary backward.
-    y = recompute(fn, x, params);
+    y = recompute(fn, x, params, r.checkpoint_store(), u.name());
   } else {
     y = fn(x);
   }

@@ -9,6 +9,9 @@
 //   residency.release(unit)   // ZeRO-3: free the gathered buffer unless persistent
 //
 // nn knows nothing of ranks: Residency is the small interface nn defines and zero/ implements.
+// It also names where a checkpointed unit's input waits for the backward
+// (checkpoint_store(): autograd/recompute.h's CheckpointStore; the engine's moves it to the host
+// tier with activation_checkpointing.cpu_checkpointing, zero/activation_offload.h).
 // Single process, everything is resident: LocalResidency does nothing.
 #pragma once
 #include <functional>
@@ -58,6 +61,8 @@ class Residency {
   virtual ~Residency() = default;
   virtual void acquire(Unit& u) = 0;
   virtual void release(Unit& u) = 0;
+  // Where recompute() keeps a checkpointed unit's input; null: on the device, as it is.
+  virtual CheckpointStore* checkpoint_store() { return nullptr; }
 };
 
 class LocalResidency final : public Residency {

@@ -163,7 +163,7 @@ TEST_CASE("to_json then parse gives the same config", "[config]") {
                                 "allgather_bucket_size": 777, "sub_group_size": 99,
                                 "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp/x", "pin_memory": true,
                                                       "buffer_count": 3, "buffer_size": 4096}},
-          "activation_checkpointing": {"enabled": true}})",
+          "activation_checkpointing": {"enabled": true, "cpu_checkpointing": true}})",
       R"({"bf16": {"enabled": true}, "optimizer": {"type": "SGD", "params": {"lr": 0.1, "momentum": 0.8, "weight_decay": 1e-4}},
           "scheduler": {"type": "WarmupCosineLR", "params": {"warmup_num_steps": 5, "total_num_steps": 100, "cos_min_ratio": 0.05}},
           "zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 0, "stage3_param_persistence_threshold": 5,
@@ -194,6 +194,8 @@ TEST_CASE("to_json then parse gives the same config", "[config]") {
   CHECK(c.zero.offload_optimizer.device == "nvme");
   CHECK(c.zero.offload_optimizer.nvme_path == "/tmp/x");
   CHECK(c.activation_checkpointing);
+  CHECK(c.cpu_checkpointing);
+  CHECK(!parse(texts[0], 2).cpu_checkpointing);  // off unless asked
   CHECK(c.wall_clock_breakdown);
   const EngineConfig d = parse(texts[3], 2);
   CHECK(d.aio.block_size == 262144);
@@ -260,6 +262,12 @@ TEST_CASE("invalid configs are errors naming the key and the allowed values", "[
        {"activation_checkpointing.partition_activations = true is not supported", "expected false"}},
       {R"({"activation_checkpointing": {"number_checkpoints": 4}})",
        {"activation_checkpointing.number_checkpoints must be null, got 4"}},
+      {R"({"activation_checkpointing": {"cpu_checkpointing": true}})",
+       {"activation_checkpointing.cpu_checkpointing = true needs activation_checkpointing.enabled = true", "got enabled = false"}},
+      {R"({"activation_checkpointing": {"enabled": false, "cpu_checkpointing": true}})",
+       {"activation_checkpointing.cpu_checkpointing = true needs activation_checkpointing.enabled = true"}},
+      {R"({"activation_checkpointing": {"enabled": true, "cpu_checkpointing": 1}})",
+       {"activation_checkpointing.cpu_checkpointing must be a boolean, got 1"}},
       {R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu", "fast_init": false}}})",
        {"zero_optimization.offload_optimizer.fast_init is not supported"}},
       {R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu", "ratio": 0.5}}})",

@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   int threads = 0;
   std::string log_path, save_llmc;
   int save_llmc_version = 3;
-  double memory_limit_mib = 0;
+  double memory_limit_mib = 0, host_memory_limit_mib = 0;
   app.add_option("--model", c.model, "named model config: gpt2-nano, gpt-micro, gpt-mini, gpt2-124m, llama-nano, llama-100m")->capture_default_str();
   app.add_option("--init-from", c.init_from, "start from pretrained weights instead of a fresh init: an llm.c GPT-2 checkpoint (.bin) or a Hugging Face GPT-2 / Llama directory (config.json + model.safetensors) or .safetensors file");
   std::string config_path;
@@ -120,9 +120,16 @@ int main(int argc, char** argv) {
   app.add_option("--ckpt-interval", c.ckpt_interval, "save every N steps (0 = only at the end)")->capture_default_str();
   app.add_flag("--resume", c.resume, "continue from --ckpt-dir/latest");
   app.add_flag("--activation-checkpointing", c.activation_checkpointing, "recompute each block's forward in backward");
+  app.add_flag("--cpu-checkpointing", c.cpu_checkpointing,
+               "with --activation-checkpointing: keep each block's checkpointed input in host memory between its "
+               "forward and its recompute (DeepSpeed's activation_checkpointing.cpu_checkpointing)");
   app.add_option("--memory-limit-mib", memory_limit_mib,
                  "cap the allocator of --device from the first byte (MiB; 0 = none): construction (partitioned: "
-                 "each rank creates only what its ZeRO stage keeps), training, checkpoints")->capture_default_str();
+                 "each rank creates only what its ZeRO stage keeps), training, checkpoints")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--host-memory-limit-mib", host_memory_limit_mib,
+                 "cap the host tier (offloaded model states, staging buffers, offloaded activations) from process "
+                 "start (MiB; 0 = none; config key host_memory_limit_mib)")->capture_default_str()->check(CLI::NonNegativeNumber);
   c.compute_dtype = "auto";  // resolved once the device is known (below)
   app.add_option("--compute-dtype", c.compute_dtype,
                  "dtype the model is built and computes in: auto (bf16 on a GPU with bf16 enabled, else f32), f32, "
@@ -163,11 +170,18 @@ int main(int argc, char** argv) {
       // The config file holds the engine settings; a flag that would contradict it is an error.
       for (const char* flag : {"--batch", "--grad-accum", "--optimizer", "--lr", "--min-lr-frac", "--warmup",
                                "--schedule", "--weight-decay", "--beta1", "--beta2", "--eps", "--momentum",
-                               "--grad-clip", "--activation-checkpointing", "--zero-stage"})
+                               "--grad-clip", "--activation-checkpointing", "--cpu-checkpointing", "--zero-stage"})
         if (app.count(flag))
           ZT_THROW(flag, " cannot be combined with --config '", config_path, "': set it in the config file");
       RunConfig from_file = c;
       run_config_from_json(config_path, group.size(), from_file);
+      // The host cap is a run setting either place may give, but not both (which would win is a guess).
+      if (app.count("--host-memory-limit-mib") &&
+          nlohmann::json::parse(std::ifstream(config_path)).contains("host_memory_limit_mib"))
+        ZT_THROW("--host-memory-limit-mib cannot be combined with --config '", config_path,
+                 "', which sets host_memory_limit_mib: give it in one place");
+      if (app.count("--host-memory-limit-mib"))
+        from_file.host_memory_limit = static_cast<int64_t>(host_memory_limit_mib * 1024 * 1024);
       // Run settings: the command line wins over the file.
       if (app.count("--model")) from_file.model = c.model;
       if (app.count("--train")) from_file.train_data = c.train_data;
@@ -181,6 +195,7 @@ int main(int argc, char** argv) {
       c = from_file;
     }
     c.memory_limit = static_cast<int64_t>(memory_limit_mib * 1024 * 1024);
+    if (config_path.empty()) c.host_memory_limit = static_cast<int64_t>(host_memory_limit_mib * 1024 * 1024);
     // The device is chosen before anything is allocated: the model, the engine and the optimizer
     // allocate on the default device (core/backend.h). Collectives of training go through
     // run.group (MPI, or NCCL between GPUs); `group` (MPI) stays for the banner and the abort.
@@ -247,6 +262,9 @@ int main(int argc, char** argv) {
                                          "tier the rest of RAM (pin_memory has no meaning on a cpu device)"
                                        : "");
     }
+    if (lead && c.cpu_checkpointing)
+      std::fprintf(stderr, "zt-train: activation checkpoints in host memory between forward and recompute "
+                           "(cpu_checkpointing), brought back one block ahead\n");
     if (lead) std::fprintf(stderr, "zt-train: MFU = (6N + 6LCT) FLOPs per token x tokens/s per rank / %s\n", peak.source.c_str());
     if (lead && !run.device.is_cpu())
       std::fprintf(stderr, "zt-train: device %s, float32 matmul %s\n", run.describe().c_str(), f32_matmul.c_str());
@@ -345,6 +363,13 @@ int main(int argc, char** argv) {
                            "under --memory-limit-mib): peak %s\n", format_bytes(setup.peak_total).c_str());
     print_memory_table(group, run_peaks.peaks, est);
     if (c.zero.offload_optimizer.enabled()) print_offload_table(group, tr.engine().memory_report(), est);
+    if (c.cpu_checkpointing && lead) {  // the checkpoints' round trip (zero/activation_offload.h)
+      const MemoryReport m = tr.engine().memory_report();
+      std::fprintf(stderr, "\nactivation checkpoints in host memory (cpu_checkpointing; rank 0, %s allocator): peak %s, "
+                           "now %s; waited for their return %.3f s\n",
+                   m.host_name.c_str(), format_bytes(m.host.max(Category::activations)).c_str(),
+                   format_bytes(m.host.cur(Category::activations)).c_str(), tr.engine().times().checkpoint_wait_s);
+    }
     print_run_summary(group, totals);
     if (tracer) {
       const nlohmann::json about = {{"model", c.init_from.empty() ? c.model : c.init_from}, {"zero_stage", c.zero.stage},

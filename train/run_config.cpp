@@ -28,6 +28,10 @@ void RunConfig::validate() const {
   need(ckpt_interval >= 0, "ckpt_interval", ckpt_interval, ">= 0");
   need(!resume || !ckpt_dir.empty(), "resume", "true", "a ckpt_dir to resume from");
   need(memory_limit >= 0, "memory_limit", memory_limit, ">= 0");
+  need(host_memory_limit >= 0, "host_memory_limit", host_memory_limit, ">= 0 (0 = no cap)");
+  need(!cpu_checkpointing || activation_checkpointing, "cpu_checkpointing", "true",
+       "activation_checkpointing too (zt-train: --cpu-checkpointing needs --activation-checkpointing: it moves "
+       "the checkpoints that activation checkpointing keeps to host memory)");
   need(zero.stage >= 0 && zero.stage <= 3, "zero.stage", zero.stage, "0, 1, 2 or 3");
   need(compute_dtype == "f32" || compute_dtype == "bf16", "compute_dtype", compute_dtype, "f32 or bf16");
   need(compute_dtype == "f32" || precision == Precision::bf16, "compute_dtype", compute_dtype,
@@ -55,12 +59,14 @@ EngineConfig RunConfig::engine_config() const {
   e.zero = zero;
   e.aio = aio;
   e.activation_checkpointing = activation_checkpointing;
+  e.cpu_checkpointing = cpu_checkpointing;
   return e;
 }
 
 void run_config_from_json(const std::string& path, int world_size, RunConfig& c) {
   static const std::set<std::string> run_keys = {"model", "train_data", "val_data", "seq_len", "steps",
-                                                  "seed", "eval_interval", "eval_batches", "compute_dtype"};
+                                                  "seed", "eval_interval", "eval_batches", "compute_dtype",
+                                                  "host_memory_limit_mib"};
   const EngineConfig e = engine_config_from_file(path, world_size, run_keys);
   std::ifstream f(path);
   const nlohmann::json j = nlohmann::json::parse(f);  // parsed once already: cannot fail here
@@ -81,6 +87,15 @@ void run_config_from_json(const std::string& path, int world_size, RunConfig& c)
   run("eval_interval", c.eval_interval);
   run("eval_batches", c.eval_batches);
   run("compute_dtype", c.compute_dtype);
+  // The host tier's cap (train/memory_caps.h): a process setting beside the engine's keys, in MiB
+  // as zt-train's flag (DeepSpeed has no such key; docs/config.md says why it is top-level).
+  if (j.contains("host_memory_limit_mib")) {
+    const nlohmann::json& v = j.at("host_memory_limit_mib");
+    if (!v.is_number() || v.get<double>() < 0)
+      ZT_THROW("config '", path, "': host_memory_limit_mib = ", v.dump(),
+               " is invalid: expected a number of MiB >= 0 (0 = no cap)");
+    c.host_memory_limit = static_cast<int64_t>(v.get<double>() * 1024 * 1024);
+  }
   c.batch = e.train_micro_batch_size_per_gpu;
   c.grad_accum = e.gradient_accumulation_steps;
   c.grad_clip = e.gradient_clipping;
@@ -108,6 +123,7 @@ void run_config_from_json(const std::string& path, int world_size, RunConfig& c)
   c.precision = e.precision;
   c.fp16 = e.fp16;
   c.activation_checkpointing = e.activation_checkpointing;
+  c.cpu_checkpointing = e.cpu_checkpointing;
   c.config_file = path;
 }
 
@@ -118,7 +134,8 @@ void to_json(nlohmann::json& j, const RunConfig& c) {
        {"schedule", c.schedule}, {"weight_decay", c.weight_decay}, {"beta1", c.beta1}, {"beta2", c.beta2},
        {"eps", c.eps}, {"momentum", c.momentum}, {"grad_clip", c.grad_clip}, {"seed", c.seed},
        {"eval_interval", c.eval_interval}, {"eval_batches", c.eval_batches},
-       {"activation_checkpointing", c.activation_checkpointing}, {"zero_stage", c.zero.stage},
+       {"activation_checkpointing", c.activation_checkpointing}, {"cpu_checkpointing", c.cpu_checkpointing},
+       {"memory_limit", c.memory_limit}, {"host_memory_limit", c.host_memory_limit}, {"zero_stage", c.zero.stage},
        {"precision", precision_name(c.precision)}, {"compute_dtype", c.compute_dtype},
        {"config_file", c.config_file}};
   nlohmann::json e = c.engine_config();

@@ -36,7 +36,11 @@ struct RunConfig {
   int64_t ckpt_interval = 0;  // 0 = save only at the end (when ckpt_dir is set)
   bool resume = false;        // continue from ckpt_dir/latest
   bool activation_checkpointing = false;
-  int64_t memory_limit = 0;  // bytes; 0 = no cap on the device allocator (from the first byte: train/trainer.cpp)
+  bool cpu_checkpointing = false;  // the checkpoints in the host tier (needs activation_checkpointing)
+  int64_t memory_limit = 0;  // bytes; 0 = no cap on the device allocator (from the first byte: train/memory_caps.h)
+  // bytes; 0 = no cap on the host tier's allocators, from process start (train/memory_caps.h).
+  // JSON: top-level "host_memory_limit_mib" (MiB); zt-train --host-memory-limit-mib.
+  int64_t host_memory_limit = 0;
   // ZeRO (zero_optimization.* of a DeepSpeed-style config; stage 0 = plain data parallelism)
   ZeroOptimization zero;
   AioConfig aio;  // aio.*: the NVMe tier's IO (offload to nvme)
@@ -56,7 +60,8 @@ void to_json(nlohmann::json& j, const RunConfig& c);
 // Reads a DeepSpeed-style JSON config (zero/engine_config.h; docs/config.md) into `c`: the engine
 // keys (batch, accumulation, clipping, optimizer, scheduler, zero_optimization, precision,
 // activation checkpointing) and the run keys beside them ("model", "train_data", "val_data", "seq_len",
-// "steps", "seed", "eval_interval", "eval_batches"). Errors name the file and the key.
+// "steps", "seed", "eval_interval", "eval_batches", "compute_dtype", "host_memory_limit_mib").
+// Errors name the file and the key.
 void run_config_from_json(const std::string& path, int world_size, RunConfig& c);
 
 }  // namespace zt

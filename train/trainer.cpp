@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/backend.h"             // defines: default_device
 #include "formats/hf_weights.h"       // defines: pretrained_config, pretrained_source (HF or llm.c)
 #include "models/init.h"              // defines: make_model, ModelInit
 #include "optim/schedule.h"           // defines: LrSchedule (warmup + cosine)
@@ -13,9 +14,10 @@ namespace zt {
 Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(group), rng_(cfg.seed) {
   cfg_.validate();
   const int N = group_.size(), rank = group_.rank();
-
-  // The device cap holds from the first byte: construction, training, evaluation, checkpoints.
-  if (cfg_.memory_limit > 0) default_allocator().set_limit(cfg_.memory_limit);
+  // Before anything is built, the caps that hold from the first byte (train/memory_caps.h): the
+  // device's (construction, training, evaluation, checkpoints) and the host tier's.
+  caps_ = std::make_unique<MemoryCaps>(cfg_, default_device());
+  caps_->apply(CapStart::process_start);
 
   // Model: from pretrained weights (HF or llm.c: formats/hf_weights.h), or a named config with our
   // deterministic init. Partitioned construction (DeepSpeed's zero.Init): the model is laid out
@@ -49,8 +51,27 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
     val_ = std::make_unique<DataLoader>(std::move(vt), cfg_.batch, cfg_.seq_len, rank, N);
   }
 
-  engine_ = initialize(*model_, cfg_.engine_config(), group_, initial.get());
+  // The host tier must hold this rank's offloaded model states: checked before the engine
+  // allocates them, from the shard sizes (zero/estimator.h), and an OutOfMemory of the host tier
+  // during setup is rethrown naming the key and that need.
+  EstimateRequest need_req;
+  need_req.has_model = true;
+  need_req.model = model_shape(mcfg_, *model_, N);
+  need_req.stage = cfg_.zero.stage;
+  need_req.world_size = N;
+  need_req.precision = cfg_.precision;
+  need_req.zero = cfg_.zero;
+  const Estimate need = estimate(need_req);
+  caps_->check_host_need(need);
+  try {
+    engine_ = initialize(*model_, cfg_.engine_config(), group_, initial.get());
+  } catch (const OutOfMemory& e) {
+    caps_->rethrow_setup_failure(e, need);
+  }
   if (cfg_.resume) resume_from(cfg_.ckpt_dir);
+  // The caps that start once the engine is set up (none today: both hold from the first byte,
+  // train/memory_caps.h); a device cap starting here is checked against what the engine holds.
+  caps_->apply(CapStart::end_of_setup);
 }
 
 Trainer::~Trainer() = default;

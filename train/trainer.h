@@ -21,6 +21,7 @@
 #include "formats/token_data.h"
 #include "models/model_config.h"
 #include "nn/model.h"
+#include "train/memory_caps.h"
 #include "train/run_config.h"
 #include "zero/engine.h"
 
@@ -63,6 +64,7 @@ class Trainer {
   RunConfig cfg_;
   ProcessGroup& group_;
   ModelConfig mcfg_;
+  std::unique_ptr<MemoryCaps> caps_;  // first built, last gone: the caps hold for the Trainer's life
   std::unique_ptr<Model> model_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<DataLoader> train_, val_;

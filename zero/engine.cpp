@@ -8,6 +8,7 @@
 #include "core/backend.h"         // defines: default_device
 
 #include "optim/clip.h"            // defines: clip_coefficient
+#include "zero/activation_offload.h"  // defines: ActivationOffload
 #include "zero/precision.h"        // defines: PrecisionPolicy
 #include "zero/shard_optimizer.h"  // defines: ShardOptimizer
 #include "zero/stage.h"            // defines: ZeroStage
@@ -57,10 +58,12 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, Param
   stage_->setup_done();
   model_.set_residency(*this);
   model_.set_activation_checkpointing(cfg_.activation_checkpointing);
+  if (cfg_.cpu_checkpointing) checkpoints_ = std::make_unique<ActivationOffload>(cx_, tiers_->activation_host());
 }
 
 Engine::~Engine() {
   // Nothing may be left in flight when the buffers go.
+  checkpoints_.reset();  // waits for its copies
   for (auto& s : units_) {
     for (Pending& p : s->gathers) p.work->wait();
     for (Pending& p : s->reduces) p.work->wait();
@@ -140,6 +143,8 @@ void Engine::release(Unit& u) {
   }
 }
 
+CheckpointStore* Engine::checkpoint_store() { return checkpoints_.get(); }
+
 // ---------------------------------------------------------------------------------------------
 // Backward: the hooks autograd calls around each unit's backward (nn/param_set.h's LeafGroup)
 
@@ -147,6 +152,8 @@ void Engine::before_backward(ShardedUnit& s) {
   // overlap_comm with accumulation: this unit's reduction of the previous micro-step may still be
   // in flight, reading (and then freeing) the gradient buffer this backward is about to refill.
   drain(s.reduces);
+  // cpu_checkpointing: the checkpoint of the next recompute starts back from the host now.
+  if (checkpoints_) checkpoints_->prefetch();
   s.bwd_t0 = Tracer::Clock::now();
   backward_scope_ = true;
   acquire(*s.unit);

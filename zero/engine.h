@@ -61,13 +61,15 @@ struct StepResult {
 // accounting (what the ZeRO formulas predict).
 struct MemoryReport {
   MemoryStats measured;      // the device's allocator: current and peak per category
-  MemoryStats host;          // offload: the host tier's allocator (zero/offload.h); zeros otherwise
+  MemoryStats host;          // offload or cpu_checkpointing: the host tier's allocator
+                             // (zero/offload.h, zero/activation_offload.h); zeros otherwise
   MemoryStats nvme;          // offload to nvme: bytes reserved in this rank's swap files
-  std::string host_name;     // that allocator's name ("host", "pinned"); empty without offload
+  std::string host_name;     // that allocator's name ("host", "pinned"); empty without a host tier
   int64_t psi = 0;           // parameters (no padding)
   int64_t psi_padded = 0;    // sum of the units' padded flat sizes
 };
 
+class ActivationOffload;
 class ParamTier;
 class PrecisionPolicy;
 class ShardOptimizer;
@@ -96,6 +98,9 @@ class Engine final : public Residency {
   // ---- Residency: the unit scopes the model opens (stage 3 gathers and frees) ----
   void acquire(Unit& u) override;
   void release(Unit& u) override;
+  // activation_checkpointing.cpu_checkpointing: the checkpoints go to the host tier
+  // (zero/activation_offload.h); null otherwise (they stay on the device).
+  CheckpointStore* checkpoint_store() override;
 
   // ---- state ----
   std::vector<UnitShard> shards();                 // this rank's shards (views), for checkpoints
@@ -110,7 +115,7 @@ class Engine final : public Residency {
   nlohmann::json state_meta() const;
   void load_state_meta(const nlohmann::json& j);
   double loss_scale() const;  // 1 unless fp16
-  MemoryReport memory_report() const;
+  MemoryReport memory_report() const;  // waits for checkpoint copies in flight (settled counters)
   EngineTimes times() const { return cx_.times; }
 
   // Tracing (core/trace.h; null: off): each unit's forward / recompute / backward on the compute
@@ -143,6 +148,7 @@ class Engine final : public Residency {
   std::unique_ptr<ParamTier> param_tier_;
   std::unique_ptr<ShardOptimizer> optimizer_;
   std::unique_ptr<ZeroStage> stage_;
+  std::unique_ptr<ActivationOffload> checkpoints_;  // cpu_checkpointing only
   int64_t micro_ = 0;         // micro-steps since the last step()
   double loss_sum_ = 0;       // this rank's micro-batch losses since the last step()
   bool in_backward_ = false;

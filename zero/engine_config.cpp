@@ -195,16 +195,23 @@ AioConfig parse_aio(const Reader& r, const json& o) {
   return a;
 }
 
-// "activation_checkpointing": our "enabled" plus DeepSpeed's keys, accepted only at their defaults.
-bool parse_activation_checkpointing(const Reader& r, const json& o) {
+// "activation_checkpointing": our "enabled", DeepSpeed's "cpu_checkpointing" (the checkpoints in
+// the host tier: zero/activation_offload.h), and DeepSpeed's other keys, accepted only at their
+// defaults. Sets c.activation_checkpointing and c.cpu_checkpointing.
+void parse_activation_checkpointing(const Reader& r, const json& o, EngineConfig& c) {
   const std::string p = "activation_checkpointing";
   r.check_keys(o, p, {"enabled", "partition_activations", "cpu_checkpointing", "contiguous_memory_optimization",
                       "number_checkpoints", "synchronize_checkpoint_boundary", "profile"});
-  for (const char* k : {"partition_activations", "cpu_checkpointing", "contiguous_memory_optimization",
-                        "synchronize_checkpoint_boundary", "profile"})
+  for (const char* k : {"partition_activations", "contiguous_memory_optimization", "synchronize_checkpoint_boundary",
+                        "profile"})
     r.fixed(o, p, k, false, "DeepSpeed-only option, not supported");
   r.fixed(o, p, "number_checkpoints", nullptr, "DeepSpeed-only option, not supported");
-  return r.boolean(o, p, "enabled", false);
+  c.activation_checkpointing = r.boolean(o, p, "enabled", false);
+  c.cpu_checkpointing = r.boolean(o, p, "cpu_checkpointing", false);
+  // DeepSpeed offloads the checkpoints that checkpointing makes: without it there are none.
+  if (c.cpu_checkpointing && !c.activation_checkpointing)
+    r.fail("activation_checkpointing.cpu_checkpointing = true needs activation_checkpointing.enabled = true "
+           "(it moves the checkpoints that activation checkpointing keeps to host memory), got enabled = false");
 }
 
 // DeepSpeed's batch arithmetic: train_batch_size = micro x accumulation x world; any two given
@@ -294,7 +301,7 @@ EngineConfig parse_engine_config(const json& j, const std::string& source, int w
            "\" needs zero_optimization.offload_optimizer.device \"cpu\" or \"nvme\" (the parameters are updated on "
            "the host), got \"none\"");
   if (j.contains("activation_checkpointing"))
-    c.activation_checkpointing = parse_activation_checkpointing(r, r.section(j, "activation_checkpointing"));
+    parse_activation_checkpointing(r, r.section(j, "activation_checkpointing"), c);
   return c;
 }
 

@@ -103,6 +103,8 @@ struct EngineConfig {
   ZeroOptimization zero;
   AioConfig aio;
   bool activation_checkpointing = false;   // activation_checkpointing.enabled (our key; see docs)
+  bool cpu_checkpointing = false;          // activation_checkpointing.cpu_checkpointing: the checkpoints
+                                           // in the host tier (zero/activation_offload.h); needs enabled
   int64_t steps_per_print = 10;
   bool wall_clock_breakdown = false;       // DeepSpeed's per-phase timing printout (for the caller)
   bool operator==(const EngineConfig&) const = default;

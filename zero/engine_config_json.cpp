@@ -46,7 +46,7 @@ void to_json(json& j, const EngineConfig& c) {
         {"stage3_max_reuse_distance", z.stage3_max_reuse_distance}, {"sub_group_size", z.sub_group_size},
         {"offload_optimizer", offload(z.offload_optimizer)}, {"offload_param", offload(z.offload_param)}}},
       {"aio", {{"block_size", c.aio.block_size}, {"queue_depth", c.aio.queue_depth}}},
-      {"activation_checkpointing", {{"enabled", c.activation_checkpointing}}},
+      {"activation_checkpointing", {{"enabled", c.activation_checkpointing}, {"cpu_checkpointing", c.cpu_checkpointing}}},
   };
   json params = {{"lr", o.lr}, {"weight_decay", o.weight_decay}};
   if (o.type == "SGD") {

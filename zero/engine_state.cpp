@@ -3,6 +3,7 @@
 // the tracer.
 #include "zero/engine.h"
 
+#include "zero/activation_offload.h"  // defines: ActivationOffload (wait_idle)
 #include "zero/precision.h"        // defines: PrecisionPolicy
 #include "zero/shard_optimizer.h"  // defines: ShardOptimizer
 #include "zero/stage.h"            // defines: ZeroStage
@@ -42,8 +43,9 @@ void Engine::load_state_meta(const nlohmann::json& j) { precision_->load_state_m
 
 MemoryReport Engine::memory_report() const {
   MemoryReport m;
+  if (checkpoints_) checkpoints_->wait_idle();  // the checkpoints' copies landed: settled counters
   m.measured = tiers_->device().stats();
-  if (Allocator* host = tiers_->host()) {
+  if (Allocator* host = tiers_->host_tier()) {
     m.host = host->stats();
     m.host_name = host->name();
   }

@@ -65,6 +65,7 @@ struct ShardedUnit {
 struct EngineTimes {
   double offload_step_s = 0;
   double offload_fetch_s = 0;
+  double checkpoint_wait_s = 0;  // cpu_checkpointing: waits for checkpoints coming back (zero/activation_offload.h)
 };
 
 // What every policy object of one engine shares. Owned by the Engine; the policies hold a reference.

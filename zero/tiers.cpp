@@ -37,7 +37,7 @@ void put_rounded(const Tensor& dst, const Tensor& src, Allocator& host) {
 // ---------------------------------------------------------------------------------------------
 // StorageTiers
 
-StorageTiers::StorageTiers(ZeroContext& cx, Device device) : cx_(cx) {
+StorageTiers::StorageTiers(ZeroContext& cx, Device device) : cx_(cx), device_(device) {
   const ZeroOptimization& z = cx.cfg.zero;
   const OffloadConfig& oo = z.offload_optimizer;
   const OffloadConfig& op = z.offload_param;
@@ -65,6 +65,13 @@ StorageTiers::~StorageTiers() = default;
 
 Allocator& StorageTiers::device() const { return default_allocator(); }
 
+Allocator& StorageTiers::activation_host() const { return host_ ? *host_ : backend(device_).host_allocator(true); }
+
+Allocator* StorageTiers::host_tier() const {
+  if (host_) return host_;
+  return cx_.cfg.cpu_checkpointing ? &activation_host() : nullptr;
+}
+
 void StorageTiers::allocate_swap_files() {
   if (opt_swap_) opt_swap_->allocate();
   if (own_param_swap_) own_param_swap_->allocate();
@@ -89,12 +96,12 @@ void StorageTiers::set_tracer(Tracer* t) {
     if (f) f->set_tracer(t);
 }
 
-// The counter tracks: the device allocator by category; with offload the host tier, and the
-// swap files' reserved bytes.
+// The counter tracks: the device allocator by category; with offload or cpu_checkpointing the
+// host tier, and the swap files' reserved bytes.
 void StorageTiers::trace_memory(Tracer* t) const {
   if (!t) return;
   t->memory(std::string("memory: device (") + device().name() + ")", device().stats());
-  if (host_) t->memory(std::string("memory: host (") + host_->name() + ")", host_->stats());
+  if (Allocator* h = host_tier()) t->memory(std::string("memory: host (") + h->name() + ")", h->stats());
   if (opt_swap_ || own_param_swap_) t->memory("memory: nvme (swap files)", nvme_stats());
 }
 

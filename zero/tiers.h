@@ -4,7 +4,9 @@
 //   tier     allocator                       accounting                     holds
 //   device   default_allocator()             its MemoryStats                everything, without offload
 //   host     backend.host_allocator(pinned)  its MemoryStats                offload: optimizer state,
-//                                                                           gradient shards, param shards
+//                                                                           gradient shards, param shards;
+//                                                                           cpu_checkpointing: activation
+//                                                                           checkpoints
 //   nvme     the swap files (zero/aio.h)     bytes reserved per category    offload to nvme
 //
 // StorageTiers owns the host allocator's choice and this rank's swap files (the optimizer's and,
@@ -40,6 +42,12 @@ class StorageTiers {
   ~StorageTiers();
   Allocator& device() const;
   Allocator* host() const { return host_; }          // null without offload
+  // activation_checkpointing.cpu_checkpointing's host memory (zero/activation_offload.h): the
+  // offload's host allocator when there is one (one host tier), else the backend's pinned one.
+  Allocator& activation_host() const;
+  // The host tier the memory report and the trace show: host(), else activation_host() with
+  // cpu_checkpointing, else null.
+  Allocator* host_tier() const;
   SwapFile* optimizer_swap() const { return opt_swap_.get(); }
   SwapFile* param_swap() const { return param_swap_; }
   void allocate_swap_files();  // every region reserved: take the disk space (a full disk fails now)
@@ -49,6 +57,7 @@ class StorageTiers {
 
  private:
   ZeroContext& cx_;
+  Device device_;
   Allocator* host_ = nullptr;
   std::unique_ptr<SwapFile> opt_swap_, own_param_swap_;  // nvme: this rank's swap files
   SwapFile* param_swap_ = nullptr;                        // opt_swap_ when the paths agree
