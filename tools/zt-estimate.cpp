@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   std::string model_name, params_str, precision = "fp32", config_path;
   int stage = 0;
   int64_t world = 1, batch = 0, seq_len = 0, threads = omp_get_max_threads();
-  bool ckpt = false, paper = false, json = false;
+  bool ckpt = false, cpu_ckpt = false, paper = false, json = false;
   ZeroOptimization zero;
   app.add_option("--model", model_name, "a named model config (its exact unit layout is used)");
   app.add_option("--params", params_str, "a parameter count instead of a model: 124000000, 124M, 7.5B, 1T");
@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch,-b", batch, "micro batch per rank B (activations need --model)");
   app.add_option("--seq-len,-t", seq_len, "sequence length T (default: the model's context when --batch is given)");
   app.add_flag("--activation-checkpointing", ckpt, "checkpoint the transformer blocks");
+  app.add_flag("--cpu-checkpointing", cpu_ckpt, "the checkpoints in host memory (needs --activation-checkpointing)");
   app.add_option("--config", config_path, "a DeepSpeed-style JSON config: zero_optimization knobs (and stage, "
                                            "precision, activation_checkpointing unless given here)");
   app.add_option("--reduce-bucket-size", zero.reduce_bucket_size, "elements per gradient reduction call");
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
       if (!app.count("--stage")) stage = ec.zero.stage;
       if (!app.count("--precision")) precision = precision_name(ec.precision);
       if (!app.count("--activation-checkpointing")) ckpt = ec.activation_checkpointing;
+      if (!app.count("--cpu-checkpointing")) cpu_ckpt = ec.cpu_checkpointing;
       if (!app.count("--batch")) batch = ec.train_micro_batch_size_per_gpu;
     }
     if (stage < 0 || stage > 3) ZT_THROW("--stage ", stage, ": expected 0, 1, 2 or 3");
@@ -106,7 +108,9 @@ int main(int argc, char** argv) {
     r.world_size = world;
     r.micro_batch = batch;
     r.seq_len = seq_len;
+    if (cpu_ckpt && !ckpt) ZT_THROW("--cpu-checkpointing moves the activation checkpoints to host memory: it needs --activation-checkpointing");
     r.activation_checkpointing = ckpt;
+    r.cpu_checkpointing = cpu_ckpt;
     r.zero = zero;
     r.threads = threads;
     const Estimate e = estimate(r);
@@ -126,7 +130,8 @@ int main(int argc, char** argv) {
         j["model_state"][category_name(c)] = e.state(c);
         j["peak"][category_name(c)] = e.max(c);
       }
-      for (Category c : {Category::params, Category::grads, Category::optim}) {
+      j["cpu_checkpointing"] = cpu_ckpt;
+      for (Category c : {Category::params, Category::grads, Category::optim, Category::activations}) {
         j["host_state"][category_name(c)] = e.host_state[static_cast<int>(c)];
         j["nvme_state"][category_name(c)] = e.nvme_state[static_cast<int>(c)];
       }
@@ -162,6 +167,9 @@ int main(int argc, char** argv) {
         std::printf("\n");
       }
     }
+    if (cpu_ckpt && e.has_activations)
+      std::printf("\nactivation checkpoints in host memory (cpu_checkpointing): %s\n",
+                  format_bytes(e.host_state[static_cast<int>(Category::activations)]).c_str());
     if (!e.has_activations)
       std::printf("\nactivations: give --model with --batch (and --seq-len) to estimate them.\n");
   } catch (const std::exception& ex) {

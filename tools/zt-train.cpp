@@ -355,6 +355,7 @@ int main(int argc, char** argv) {
     req.micro_batch = tr.config().batch;
     req.seq_len = tr.config().seq_len;
     req.activation_checkpointing = c.activation_checkpointing;
+    req.cpu_checkpointing = c.cpu_checkpointing;
     req.zero = c.zero;
     req.threads = nt;
     const Estimate est = estimate(req);

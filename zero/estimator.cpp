@@ -334,8 +334,11 @@ Estimate estimate(const EstimateRequest& r) {
     // Activations and the attention scratch are float32 on this backend whatever the precision.
     const int64_t ae = r.precision == Precision::f32 || r.float32_compute ? 4 : 2;
     if (r.micro_batch > 0 && r.seq_len > 0) {
+      const bool cpu_ckpt = r.activation_checkpointing && r.cpu_checkpointing;
       est.peak[idx(Category::activations)] =
-          estimate_activations(r.model, r.micro_batch, r.seq_len, r.activation_checkpointing, ae).peak;
+          estimate_activations(r.model, r.micro_batch, r.seq_len, r.activation_checkpointing, ae, cpu_ckpt ? 2 : -1).peak;
+      if (cpu_ckpt)  // every block's input (B, T, C), between its forward and its recompute
+        est.host_state[idx(Category::activations)] = r.model.n_layer * r.micro_batch * r.seq_len * r.model.n_embd * ae;
       est.has_activations = true;
       // The largest scratch of one op's backward: attention's tiles per thread, the P and dS
       // tiles (Br, Bc) and the row vector Dl (T) (core/kernels/attention.h; tiles no larger

@@ -100,6 +100,10 @@ struct EstimateRequest {
   Precision precision = Precision::f32;
   int64_t micro_batch = 0, seq_len = 0;  // 0: no activation estimate (needs a model too)
   bool activation_checkpointing = false;
+  // activation_checkpointing.cpu_checkpointing: the blocks' checkpoints (n_layer x (B, T, C)) live in
+  // the host tier (host_state's activations); the device holds at most two of them at a time
+  // (zero/activation_offload.h: the one recomputing and the one coming back ahead of it).
+  bool cpu_checkpointing = false;
   ZeroOptimization zero;  // bucket sizes, prefetch, persistence, reuse distance, overlap_comm
   int64_t threads = 1;    // OpenMP threads of a rank (attention backward scratch per thread)
   // The run includes the model's construction (partitioned: zero/engine.cpp's load_initial, unit
@@ -119,7 +123,8 @@ struct Estimate {
   std::array<int64_t, kNumCategories> model_state{};  // params, grads, optim: the table above
   std::array<int64_t, kNumCategories> peak{};         // per category, over a training step
   // Offload: the model states that left the device, in the host tier and in the swap file
-  // (zero/offload.h; model_state above is then the device's part only).
+  // (zero/offload.h; model_state above is then the device's part only); with cpu_checkpointing
+  // host_state's activations are the checkpoints (zero/activation_offload.h).
   std::array<int64_t, kNumCategories> host_state{}, nvme_state{};
   bool has_activations = false;
   int64_t state(Category c) const { return model_state[static_cast<int>(c)]; }
@@ -137,8 +142,10 @@ Estimate estimate(const EstimateRequest& req);
 struct ActivationEstimate {
   int64_t saved = 0, peak = 0;
 };
+// device_checkpoints: how many block checkpoints are on the device at once (-1: all n_layer;
+// cpu_checkpointing: 2, the one being recomputed and the one brought back ahead of it).
 ActivationEstimate estimate_activations(const ModelShape& m, int64_t B, int64_t T, bool checkpointing,
-                                        int64_t elem = 4);
+                                        int64_t elem = 4, int64_t device_checkpoints = -1);
 
 // The model-state bytes of `c` (params, grads or optim) times N, exactly (an integer even where
 // Psi/N is not): the formula of the table above, shared by estimate() and the paper's table.

@@ -38,7 +38,8 @@ namespace zt {
 //             outputs (2C) went: 2F - 2C - Vp; llama: down's dx (F), swiglu's d(gate), d(up)
 //             (2F): 3F - 2C - Vp. Checkpointed: the block's recomputed graph plus 2F - C (gpt2)
 //             or 3F - C (llama) (its output stays held by the recompute), less the logits Vp.
-ActivationEstimate estimate_activations(const ModelShape& m, int64_t B, int64_t T, bool ckpt, int64_t e) {
+ActivationEstimate estimate_activations(const ModelShape& m, int64_t B, int64_t T, bool ckpt, int64_t e,
+                                        int64_t device_checkpoints) {
   ZT_CHECK(m.family == "gpt2" || m.family == "llama", "estimate_activations: family ", m.family);
   ZT_CHECK(B >= 1 && T >= 1 && e >= 1, "estimate_activations: B = ", B, ", T = ", T, ", elem = ", e);
   const int64_t C = m.n_embd, F = m.ffn_hidden, H = m.n_head, D = C / H, kv = m.n_kv_head * D;
@@ -56,7 +57,8 @@ ActivationEstimate estimate_activations(const ModelShape& m, int64_t B, int64_t 
     a.saved = embed + L * block + head;
     a.peak = a.saved + std::max({int64_t{0}, head_transient, BT * (mlp_k * F - 2 * C - Vp) * e});
   } else {
-    a.saved = embed + L * BT * C * e + head;
+    const int64_t on_device = device_checkpoints < 0 ? L : std::min(L, device_checkpoints);
+    a.saved = embed + on_device * BT * C * e + head;
     a.peak = a.saved + std::max(head_transient, block + BT * (mlp_k * F - C - Vp) * e);
   }
   return a;
