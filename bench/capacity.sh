@@ -161,9 +161,17 @@ md += ["## Reading the numbers", "",
        "- Stage 3 + offload keeps no optimizer state, no parameters or gradients at rest, and no activation checkpoints on "
        "the device: the device holds one block's working set (the gathered units, one unit's full gradient in its "
        "backward, the recomputed internals, the logits), constant in depth. What grows with depth is in the host tier: "
-       "the cpu tier's model states (16 bytes per parameter: parameter and gradient shards, the fp32 master, m and v) plus "
-       "one (B, T, C) checkpoint per block, and the nvme tier's checkpoints, gradient shards and IO buffers (its "
-       "parameters and optimizer state are in the swap file). The first failure of each tier names what filled which cap.",
+       "the cpu tier's model states (20 bytes per parameter per rank, divided by N: the fp32 parameter shard 4, the "
+       "gradient shard 4, the fp32 master, m and v 12) plus one (B, T, C) checkpoint per block, and the nvme tier's "
+       "gradient shards (4 bytes per parameter / N), checkpoints and IO buffers (its parameters and optimizer state are in "
+       "the swap file). The first failure of each tier names what filled which cap: the host cap in both offload tiers.",
+       "- What would move the limits: the cpu tier keeps a float32 parameter shard beside the float32 master (fp32 "
+       "training: the master is a second copy); sharing them would take it from 20 to 16 bytes per parameter. The nvme "
+       "tier's host is filled by the gradient shards (the reduce-scatter lands and accumulates them in host memory, "
+       "DeepSpeed's design too); streaming them to the swap file as each unit's reduction completes, or bf16 gradients "
+       "(2 bytes), would roughly double it. On 1 rank the cpu and nvme targets (10x, 50x) are missed by those bytes; on 2 "
+       "ranks each rank holds half and both are met, while nvme/cpu (4x) is met on 1 rank and just missed on 2 (3.9x), "
+       "because the checkpoints, which do not shrink with N, are a larger share of the nvme tier's host bytes.",
        "",
        "Raw JSON (one object per trial, and one per search with the largest fit and the first failure): capacity.json.", ""]
 open(sys.argv[2], 'w').write("\n".join(md))
