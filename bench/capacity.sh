@@ -173,6 +173,11 @@ md += ["## Reading the numbers", "",
        "ranks each rank holds half and both are met, while nvme/cpu (4x) is met on 1 rank and just missed on 2 (3.9x), "
        "because the checkpoints, which do not shrink with N, are a larger share of the nvme tier's host bytes.",
        "",
+       "The nvme tier in a trace (`bench/results/capacity-nvme-trace.png`, step 3 of `mpirun -np 2 build/zt-train --config "
+       "configs/zero3-infinity.json --model gpt-micro -t 64 --steps 3 --memory-limit-mib 32 --host-memory-limit-mib 256 "
+       "--trace t.json`, then `python3 scripts/trace_plot.py t.json --step 3`): the io track carries the parameter shards' "
+       "reads, the checkpoints' trips to the host after each block's forward and back before its recompute, and the "
+       "optimizer's swap-file sub-groups at the end of the step.", "",
        "Raw JSON (one object per trial, and one per search with the largest fit and the first failure): capacity.json.", ""]
 open(sys.argv[2], 'w').write("\n".join(md))
 print("\n".join(md))
