@@ -25,7 +25,8 @@ class ParamSource {
   virtual void fill(int unit, int64_t lo, const Tensor& dst) = 0;
 };
 
-// The values already in a model's (materialized) flat buffers.
+// The values already in a model's (materialized) flat buffers: what the whole-model writers
+// (save_hf_weights, save_llmc_checkpoint) read through the same interface as a streamed source.
 class ResidentParams final : public ParamSource {
  public:
   explicit ResidentParams(Model& m) : units_(m.units()) {}
