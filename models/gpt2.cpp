@@ -54,6 +54,4 @@ InitRule GPT2::init_rule(const std::string& name) const {
   return {InitRule::normal, std};  // wpe, c_attn, c_fc
 }
 
-void GPT2::init(Rng& rng) { init_model(*this, rng); }
-
 }  // namespace zt

@@ -46,7 +46,7 @@ struct GPT2Head : Unit {
 
 class GPT2 : public TransformerLM<GPT2Embed, GPT2Block, GPT2Head> {
  public:
-  // Validates cfg (family must be "gpt2") and builds the units (see TransformerLM). Call init() next.
+  // Validates cfg (family must be "gpt2") and builds the units (see TransformerLM). Then init_model (models/init.h).
   explicit GPT2(const ModelConfig& cfg, const ModelOptions& opt = {})
       : TransformerLM(cfg, opt, "gpt2", "GPT2") {}
   std::string family() const override { return "gpt2"; }
@@ -56,7 +56,6 @@ class GPT2 : public TransformerLM<GPT2Embed, GPT2Block, GPT2Head> {
   // on the first V rows and the padded rows [V, Vp) zero. Drawn in a fixed order (units forward,
   // parameters in layout order) by models/init.h's ModelInit.
   InitRule init_rule(const std::string& name) const;
-  void init(Rng& rng);  // the whole model, materialized: init_model(*this, rng)
 };
 
 }  // namespace zt

@@ -75,8 +75,7 @@ void ModelInit::fill(int unit, int64_t lo, const Tensor& dst) {
   int64_t pos = lo;
   for (const Param& p : units_[unit]) {
     const int64_t a = std::max(pos, p.offset), b = std::min(hi, p.offset + p.numel);
-    if (a >= b) continue;
-    for (; pos < a; ++pos) push(0.0);  // (no gaps between parameters today; kept for safety)
+    if (a >= b) continue;  // (parameters are contiguous, ParamSet::add: here pos == a)
     if (p.rule.kind == InitRule::constant) {
       for (; pos < b; ++pos) push(p.rule.value);
       continue;

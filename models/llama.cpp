@@ -47,6 +47,4 @@ InitRule Llama::init_rule(const std::string& name) const {
   return {InitRule::normal, std};  // q/k/v, gate/up
 }
 
-void Llama::init(Rng& rng) { init_model(*this, rng); }
-
 }  // namespace zt

@@ -59,7 +59,6 @@ class Llama : public TransformerLM<LlamaEmbed, LlamaLayer, LlamaHead> {
   // and lm_head zero. Drawn in a fixed order (units forward, parameters in layout order) by
   // models/init.h's ModelInit.
   InitRule init_rule(const std::string& name) const;
-  void init(Rng& rng);  // the whole model, materialized: init_model(*this, rng)
 };
 
 }  // namespace zt

@@ -27,7 +27,7 @@ Good good_gpt2() {
   g.cfg.padded_vocab_size = g.cfg.vocab_size;
   g.model = std::make_unique<GPT2>(g.cfg);
   Rng rng(3);
-  g.model->init(rng);
+  init_model(*g.model, rng);
   g.ts = hf_gpt2_raw(*g.model, "F32");
   return g;
 }

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "formats/hf_weights.h"
+#include "models/init.h"
 #include "tests/hf_test_util.h"
 #include "tests/temp_dir.h"
 
@@ -72,7 +73,7 @@ TEST_CASE("HF weights: an imported Llama attention block computes transformers' 
   // HF tensors of layer 0 drawn here; the other tensors come from a source model.
   Llama src(c);
   Rng rng(21);
-  src.init(rng);
+  init_model(src, rng);
   std::vector<RawTensor> ts = hf_llama_raw(src, "F32");
   Mat wq = random_mat(C * C, rng), wk = random_mat(Hkv * D * C, rng), wv = random_mat(Hkv * D * C, rng),
       wo = random_mat(C * C, rng);

@@ -14,6 +14,7 @@
 #include "formats/llmc_checkpoint.h"
 #include "formats/safetensors.h"
 #include "formats/token_data.h"
+#include "tests/bitwise.h"
 #include "tests/hf_test_util.h"
 #include "tests/temp_dir.h"
 
@@ -40,11 +41,7 @@ Tensor logits_of(Model& m, const Tensor& idx) {
   return l.slice(2, 0, m.vocab_size()).to(DType::f32).contiguous();
 }
 
-bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  const Tensor x = a.contiguous(), y = b.contiguous();
-  return std::memcmp(x.raw(), y.raw(), x.nbytes()) == 0;
-}
+using test::bitwise_equal;
 
 // Every parameter of a and b (same family and layout) bitwise equal.
 void check_params_equal(Model& a, Model& b) {

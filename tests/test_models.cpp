@@ -204,7 +204,7 @@ TEST_CASE("init is deterministic and follows nanoGPT's scheme", "[models]") {
   c.n_layer = 8, c.n_embd = 64, c.n_head = c.n_kv_head = 4, c.ffn_hidden = 256;
   GPT2 a(c), b(c), d(c);
   Rng r1(42), r2(42), r3(43);
-  a.init(r1), b.init(r2), d.init(r3);
+  init_model(a, r1), init_model(b, r2), init_model(d, r3);
   for (size_t u = 0; u < a.units().size(); ++u)
     CHECK(a.units()[u]->params().flat().to_vector() == b.units()[u]->params().flat().to_vector());
   CHECK(a.embed().params().flat().to_vector() != d.embed().params().flat().to_vector());
@@ -227,7 +227,7 @@ TEST_CASE("init is deterministic and follows nanoGPT's scheme", "[models]") {
 
   Llama l(tiny_llama());
   Rng r4(1);
-  l.init(r4);
+  init_model(l, r4);
   ParamSet& hp = l.head().params();
   CHECK(hp.value(hp.find("norm.weight")).to_vector() == std::vector<double>(8, 1.0));
   CHECK(hp.value(hp.find("lm_head.weight")).slice(0, 11, 16).to_vector() == std::vector<double>(40, 0.0));
@@ -237,7 +237,7 @@ TEST_CASE("GPT-2 float64 gradients match finite differences", "[models][gradchec
   const ModelConfig c = tiny_gpt2();
   GPT2 m(c, ModelOptions{.dtype = DType::f64});
   Rng rng(5);
-  m.init(rng);
+  init_model(m, rng);
   perturb(m, c.vocab_size, 6);
   check_model_gradients(m, c);
 }
@@ -248,7 +248,7 @@ TEST_CASE("Llama float64 gradients match finite differences (untied and tied)", 
     const ModelConfig c = tiny_llama(tied);
     Llama m(c, ModelOptions{.dtype = DType::f64});
     Rng rng(7);
-    m.init(rng);
+    init_model(m, rng);
     perturb(m, c.vocab_size, 8);
     check_model_gradients(m, c);
   }

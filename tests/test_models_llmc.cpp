@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/gpt2.h"
+#include "models/init.h"
 #include "formats/llmc_checkpoint.h"
 #include "formats/token_data.h"
 #include "tests/temp_dir.h"
@@ -51,7 +52,7 @@ TEST_CASE("llm.c checkpoint: float32 round trip is exact and the layout is llm.c
   const ModelConfig c = small_gpt2();
   GPT2 a(c);
   Rng rng(1);
-  a.init(rng);
+  init_model(a, rng);
   const std::string path = tmp.file("model.bin");
   save_llmc_checkpoint(path, a, 3);
   CHECK_FALSE(fs::exists(path + ".tmp"));
@@ -81,7 +82,7 @@ TEST_CASE("llm.c checkpoint: float32 round trip is exact and the layout is llm.c
   CHECK(read_llmc_version(path) == 3);
   GPT2 m(c);
   Rng other(2);
-  m.init(other);
+  init_model(m, other);
   load_llmc_checkpoint(path, m);
   for (size_t u = 0; u < a.units().size(); ++u)
     CHECK(m.units()[u]->params().flat().to_vector() == a.units()[u]->params().flat().to_vector());
@@ -96,7 +97,7 @@ TEST_CASE("llm.c checkpoint: bfloat16 round trip rounds to nearest even", "[mode
   const ModelConfig c = small_gpt2();
   GPT2 a(c);
   Rng rng(3);
-  a.init(rng);
+  init_model(a, rng);
   const std::string path = tmp.file("model_bf16.bin");
   save_llmc_checkpoint(path, a, 5);
   REQUIRE(static_cast<int64_t>(fs::file_size(path)) == 1024 + 2 * c.num_params());
@@ -125,7 +126,7 @@ TEST_CASE("llm.c checkpoint: bad files give errors naming the file and the fact"
   const ModelConfig c = small_gpt2();
   GPT2 m(c);
   Rng rng(4);
-  m.init(rng);
+  init_model(m, rng);
   const std::string good = tmp.file("good.bin");
   save_llmc_checkpoint(good, m, 3);
   const std::vector<char> bytes = read_bytes(good);

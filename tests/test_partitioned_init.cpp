@@ -4,11 +4,10 @@
 // every checkpoint and reference number of the project was made with).
 #include <catch2/catch.hpp>
 
-#include <cstring>
-
 #include "models/gpt2.h"
 #include "models/init.h"
 #include "models/llama.h"
+#include "tests/bitwise.h"
 
 using namespace zt;
 
@@ -33,11 +32,6 @@ void sequential_init(Model& m, Rng& rng) {
       if (rows < w.size(0)) w.slice(0, rows, w.size(0)).zero_();
     }
   }
-}
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.numel() == b.numel() && a.dtype() == b.dtype() &&
-         std::memcmp(a.raw(), b.raw(), static_cast<size_t>(a.numel()) * dtype_size(a.dtype())) == 0;
 }
 
 ModelConfig small(const std::string& family) {
@@ -71,7 +65,7 @@ TEST_CASE("init_model equals the sequential initialization bit for bit", "[parti
       sequential_init(*b, rb);
       CHECK(ra.state() == rb.state());  // the stream continues where the whole model's draws end
       for (size_t u = 0; u < a->units().size(); ++u)
-        CHECK(same_bytes(a->units()[u]->params().flat(), b->units()[u]->params().flat()));
+        CHECK(test::bitwise_equal(a->units()[u]->params().flat(), b->units()[u]->params().flat()));
     }
 }
 
@@ -98,13 +92,13 @@ TEST_CASE("each rank's shard drawn alone equals its slice of the whole model", "
         for (int64_t r = 0; r < N; ++r) {
           Tensor shard = Tensor::empty({S}, DType::f32, Category::params);
           init.fill(static_cast<int>(u), r * S, shard);
-          CHECK(same_bytes(shard, whole->units()[u]->params().flat().flat_view(r * S, {S})));
+          CHECK(test::bitwise_equal(shard, whole->units()[u]->params().flat().flat_view(r * S, {S})));
         }
         // and an arbitrary odd range crossing parameter boundaries
         const int64_t lo = P / 3 | 1, n = std::min<int64_t>(P - lo, 1001);
         Tensor part = Tensor::empty({n}, DType::f32, Category::params);
         init.fill(static_cast<int>(u), lo, part);
-        CHECK(same_bytes(part, whole->units()[u]->params().flat().flat_view(lo, {n})));
+        CHECK(test::bitwise_equal(part, whole->units()[u]->params().flat().flat_view(lo, {n})));
       }
     }
 }

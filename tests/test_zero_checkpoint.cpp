@@ -16,7 +16,9 @@
 #include "formats/llmc_checkpoint.h"
 #include "formats/safetensors.h"
 #include "temp_dir.h"
+#include "tests/bitwise.h"
 #include "zero/checkpoint.h"
+#include "zero/checkpoint_source.h"
 
 using namespace zt;
 namespace fs = std::filesystem;
@@ -151,15 +153,7 @@ struct Toy {
     return out;
   }
 };
-bool bitwise_equal(const std::vector<UnitShard>& a, const std::vector<UnitShard>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t u = 0; u < a.size(); ++u)
-    for (size_t t = 0; t < a[u].tensors.size(); ++t) {
-      const Tensor &x = a[u].tensors[t].second, &y = b[u].tensors[t].second;
-      if (x.nbytes() != y.nbytes() || std::memcmp(x.raw(), y.raw(), x.nbytes()) != 0) return false;
-    }
-  return true;
-}
+using test::bitwise_equal;
 std::string slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(f), {});
@@ -238,7 +232,19 @@ TEST_CASE("zero checkpoint: resharding between world sizes 1 to 4", "[zero_check
   }
 }
 
-TEST_CASE("zero checkpoint: consolidate_params gathers every unit in full", "[zero_checkpoint]") {
+namespace {
+// One unit's full tensor of a checkpoint, float32, read through the streaming source.
+Tensor unit_values(CheckpointParams& src, int u) {
+  Tensor flat = Tensor::empty({src.unit_numel(u)}, DType::f32, Category::workspace, cpu_allocator());
+  src.fill(u, 0, flat);
+  return flat;
+}
+const nlohmann::json& unit_params(const CheckpointParams& src, int u) {
+  return src.meta().meta.at("units").at(u).at("params");
+}
+}  // namespace
+
+TEST_CASE("zero checkpoint: CheckpointParams reads every unit in full", "[zero_checkpoint]") {
   test::TempDir tmp("zckpt_consolidate");
   const std::string dir = tmp.file("ck");
   nlohmann::json caller = {{"units", nlohmann::json::array()}};
@@ -247,16 +253,17 @@ TEST_CASE("zero checkpoint: consolidate_params gathers every unit in full", "[ze
   require_ok(run_ranks(3, [&](ProcessGroup& g) { save_sharded_checkpoint(g, dir, 9, caller, kToy.shards(3, g.rank())); }));
   for (const std::string tensor : {"param", "exp_avg_sq"}) {
     const size_t t = tensor == "param" ? 0 : 2;
-    std::vector<ConsolidatedUnit> cu = consolidate_params(dir, tensor);
-    REQUIRE(cu.size() == kToy.units.size());
-    for (size_t u = 0; u < cu.size(); ++u) {
-      CHECK(cu[u].name == kToy.units[u].first);
-      REQUIRE(cu[u].flat.numel() == kToy.units[u].second);
-      CHECK(std::memcmp(cu[u].flat.raw(), kToy.full[u][t].data(), cu[u].flat.nbytes()) == 0);
-      CHECK(cu[u].params[0]["shape"][0] == kToy.units[u].second);
+    CheckpointParams src(dir, tensor);
+    REQUIRE(src.units() == static_cast<int>(kToy.units.size()));
+    for (int u = 0; u < src.units(); ++u) {
+      CHECK(src.unit_name(u) == kToy.units[u].first);
+      const Tensor flat = unit_values(src, u);
+      REQUIRE(flat.numel() == kToy.units[u].second);
+      CHECK(std::memcmp(flat.raw(), kToy.full[u][t].data(), flat.nbytes()) == 0);
+      CHECK(unit_params(src, u)[0]["shape"][0] == kToy.units[u].second);
     }
   }
-  CHECK_THROWS_WITH(consolidate_params(dir, "momentum"), Catch::Contains("has no tensor 'momentum'"));
+  CHECK_THROWS_WITH(CheckpointParams(dir, "momentum"), Catch::Contains("has no tensor 'momentum'"));
   // A caller layout that does not match the shards is refused before anything is published.
   caller["units"][1]["numel"] = 36;
   std::vector<std::string> errs = run_ranks(3, [&](ProcessGroup& g) {
@@ -398,17 +405,19 @@ std::unique_ptr<Model> save_model(const std::string& name, const std::string& di
 TEST_CASE("zero checkpoint: a GPT-2 model consolidates with its layout", "[zero_checkpoint]") {
   test::TempDir tmp("zckpt_gpt2");
   std::unique_ptr<Model> m = save_model("gpt2-nano", tmp.file("ck"), 2);
-  std::vector<ConsolidatedUnit> cu = consolidate_params(tmp.file("ck"));
+  CheckpointParams src(tmp.file("ck"));
   std::vector<Unit*> units = m->units();
-  REQUIRE(cu.size() == units.size());
-  for (size_t i = 0; i < cu.size(); ++i) {
+  REQUIRE(src.units() == static_cast<int>(units.size()));
+  for (int i = 0; i < src.units(); ++i) {
     const ParamSet& ps = units[i]->params();
-    CHECK(cu[i].name == ps.unit_name());
-    REQUIRE(cu[i].numel == ps.numel());
-    CHECK(std::memcmp(cu[i].flat.raw(), ps.flat().raw(), static_cast<size_t>(ps.numel()) * 4) == 0);
-    REQUIRE(cu[i].params.size() == ps.infos().size());
-    CHECK(cu[i].params[0]["name"] == ps.infos()[0].name);
-    CHECK(cu[i].params[0]["shape"] == nlohmann::json(ps.infos()[0].shape));
+    CHECK(src.unit_name(i) == ps.unit_name());
+    REQUIRE(src.unit_numel(i) == ps.numel());
+    const Tensor flat = unit_values(src, i);
+    CHECK(std::memcmp(flat.raw(), ps.flat().raw(), static_cast<size_t>(ps.numel()) * 4) == 0);
+    const nlohmann::json& params = unit_params(src, i);
+    REQUIRE(params.size() == ps.infos().size());
+    CHECK(params[0]["name"] == ps.infos()[0].name);
+    CHECK(params[0]["shape"] == nlohmann::json(ps.infos()[0].shape));
   }
 }
 

@@ -1,5 +1,5 @@
 // defines: save_sharded_checkpoint, load_sharded_checkpoint, read_sharded_meta, units_meta,
-//          ConsolidatedUnit, consolidate_params, checkpoint_file_hash — ZeRO sharded checkpoints
+//          checkpoint_file_hash — ZeRO sharded checkpoints
 //          (docs/architecture.md "Formats", step 7 of "The life of one parameter"; docs/formats.md).
 //
 //   <dir>/
@@ -74,18 +74,5 @@ ShardedMeta read_sharded_meta(const std::string& path);
 
 // FNV-1a 64 of a whole file, read in chunks; throws naming the file if it cannot be read.
 uint64_t checkpoint_file_hash(const std::string& file);
-
-// One unit's full parameters, gathered from every rank file (single process).
-struct ConsolidatedUnit {
-  std::string name;
-  int64_t numel = 0;
-  Tensor flat;            // (numel,) float32
-  nlohmann::json params;  // the unit's "params" layout from meta.json, or null when absent
-};
-// Tensor `tensor` ("param" unless the caller asks for e.g. a master copy) of every unit, full,
-// converted to float32. Verifies every file's size and checksum. Every unit is in memory at once:
-// for tests and inspection; consolidation and loading stream through zero/checkpoint_source.h's
-// CheckpointParams instead (one parameter or one unit at a time).
-std::vector<ConsolidatedUnit> consolidate_params(const std::string& path, const std::string& tensor = "param");
 
 }  // namespace zt

@@ -2,7 +2,6 @@
 // from any world size), and one tensor of every unit consolidated.
 #include "zero/checkpoint.h"
 #include "zero/checkpoint_files.h"   // defines: FileLayout, RankFiles, read_elements, ...
-#include "zero/checkpoint_source.h"  // defines: CheckpointParams
 
 namespace fs = std::filesystem;
 
@@ -88,18 +87,6 @@ nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path,
     }
   });
   return m.meta;
-}
-
-std::vector<ConsolidatedUnit> consolidate_params(const std::string& path, const std::string& tensor) {
-  CheckpointParams src(path, tensor);
-  std::vector<ConsolidatedUnit> out;
-  for (int u = 0; u < src.units(); ++u) {
-    Tensor flat = Tensor::empty({src.unit_numel(u)}, DType::f32, Category::workspace, cpu_allocator());
-    src.fill(u, 0, flat);
-    const nlohmann::json& ju = src.meta().meta.at("units").at(u);
-    out.push_back({src.unit_name(u), src.unit_numel(u), flat, ju.contains("params") ? ju.at("params") : nlohmann::json()});
-  }
-  return out;
 }
 
 }  // namespace zt

@@ -81,8 +81,8 @@ std::unique_ptr<Engine> initialize(Model& model, const EngineConfig& cfg, Proces
 // Partitioned construction (DeepSpeed's zero.Init): the unit's initial values, only as much as
 // its stage keeps (ZeroStage::initial_range). Stages 0-2: the whole unit, in the model's own
 // buffer (created here when the model was built without bytes). Stage 3: this rank's shard in a
-// setup buffer — in the host tier when the shard lives off the device (offload_param), so the
-// device never holds it — and nothing else of the unit. A model already filled in memory (built
+// setup buffer where the parameter tier makes its shards (ParamTier::shard_memory: the host tier
+// with offload_param, so the device never holds it), and nothing else of the unit. A model already filled in memory (built
 // with materialize = true) is its own source.
 void Engine::load_initial(ShardedUnit& s, ParamSource* source) {
   const Tensor& flat = s.ps->flat();
@@ -98,8 +98,7 @@ void Engine::load_initial(ShardedUnit& s, ParamSource* source) {
     flat.storage()->materialize();
     s.initial = flat;
   } else {
-    Allocator& where = cfg_.zero.offload_param.enabled() && tiers_->host() ? *tiers_->host() : tiers_->device();
-    s.initial = Tensor::empty({b - a}, flat.dtype(), Category::params, where);
+    s.initial = Tensor::empty({b - a}, flat.dtype(), Category::params, param_tier_->shard_memory());
     s.initial_lo = a;
   }
   source->fill(s.index, a, s.initial);

@@ -359,17 +359,6 @@ Estimate estimate(const EstimateRequest& r) {
           std::max(mixed_workspace, est.peak[idx(Category::workspace)] + mixed_workspace_in_backward);
   }
   est.peak[idx(Category::comm)] = comm;
-  if (r.include_construction && r.has_model) {
-    // The largest unit being placed (the others hold their model state, counted above).
-    int64_t piece = 0;
-    for (const UnitSize& u : r.model.units) {
-      if (r.stage == 3) piece = std::max(piece, 4 * (u.padded_numel / N));  // the shard's setup buffer
-      else if (r.precision != Precision::f32 && r.float32_compute) piece = std::max(piece, 4 * u.padded_numel);
-    }
-    est.peak[idx(Category::params)] = std::max(est.peak[idx(Category::params)], est.model_state[idx(Category::params)] + piece);
-    // ModelInit converts through a float32 chunk of 2^14 elements (workspace)
-    est.peak[idx(Category::workspace)] = std::max<int64_t>(est.peak[idx(Category::workspace)], 4 << 14);
-  }
   return est;
 }
 

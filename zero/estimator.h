@@ -36,6 +36,10 @@
 //                float32 backend also the units' float32 parameter copies and gradients
 //   (mixed precision: stage 3's 2-byte gather buffers count as params, stages 2-3's 2-byte
 //   gradient copies being reduced as comm)
+// Construction is partitioned (zero/engine.cpp's load_initial) and stays below these peaks: it
+// holds the model states of the units placed so far plus one unit being placed (stage 3: one
+// shard, below the gathered units of a step; stages 0-2 mixed: one unit's float32 values, below
+// the float32 compute copies of a step).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -106,11 +110,6 @@ struct EstimateRequest {
   bool cpu_checkpointing = false;
   ZeroOptimization zero;  // bucket sizes, prefetch, persistence, reuse distance, overlap_comm
   int64_t threads = 1;    // OpenMP threads of a rank (attention backward scratch per thread)
-  // The run includes the model's construction (partitioned: zero/engine.cpp's load_initial, unit
-  // by unit): the model states of the units placed so far, plus the unit being placed — stage 3
-  // this rank's shard of it in a setup buffer (model dtype), stages 0-2 with mixed precision the
-  // unit's float32 values beside their 2-byte copy. zt-train's setup peak includes it.
-  bool include_construction = false;
   // Mixed precision computes in float32 on this CPU backend (zero/engine.h): activations are
   // 4 bytes, and each unit in use has float32 parameter and gradient workspaces. false: a
   // backend that computes in the 2-byte type (activations 2 bytes, no float32 copies).

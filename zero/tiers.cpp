@@ -129,7 +129,8 @@ class ShardInMemory : public ParamTier {
 class DeviceParams final : public ShardInMemory {
  public:
   using ShardInMemory::ShardInMemory;
-  Tensor new_shard(ShardedUnit& s, DType dt) override { return Tensor::empty({s.S}, dt, Category::params); }
+  Allocator& shard_memory() const override { return tiers_.device(); }
+  Tensor new_shard(ShardedUnit& s, DType dt) override { return Tensor::empty({s.S}, dt, Category::params, shard_memory()); }
   void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) override { gather(s, s.param_shard, q); }
 };
 
@@ -138,9 +139,8 @@ class DeviceParams final : public ShardInMemory {
 class HostParams : public ShardInMemory {
  public:
   HostParams(ZeroContext& cx, StorageTiers& tiers, DType working) : ShardInMemory(tiers), cx_(cx), working_(working) {}
-  Tensor new_shard(ShardedUnit& s, DType dt) override {
-    return Tensor::empty({s.S}, dt, Category::params, *tiers_.host());
-  }
+  Allocator& shard_memory() const override { return *tiers_.host(); }
+  Tensor new_shard(ShardedUnit& s, DType dt) override { return Tensor::empty({s.S}, dt, Category::params, shard_memory()); }
   void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) override {
     to_device_and_gather(s, s.param_shard, q, gather);
   }
@@ -183,7 +183,7 @@ class NvmeParams final : public HostParams {
     const auto [offset, bytes] = regions_.at(s.index);
     s.param_offset = offset;
     s.param_bytes = bytes;
-    Tensor buf = Tensor::zeros({bytes / static_cast<int64_t>(dtype_size(dt))}, dt, Category::params, *tiers_.host());
+    Tensor buf = Tensor::zeros({bytes / static_cast<int64_t>(dtype_size(dt))}, dt, Category::params, shard_memory());
     return range(buf, 0, s.S);
   }
   void park(ShardedUnit& s) override {

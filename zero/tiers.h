@@ -69,6 +69,10 @@ class ParamTier {
   // A new S-element shard of dtype dt for unit s, in this tier (nvme: a host buffer the size of
   // the file region, written out by park()).
   virtual Tensor new_shard(ShardedUnit& s, DType dt) = 0;
+  // Where this tier makes a shard's bytes: the device's allocator, or the host tier's (offload:
+  // nvme shards are staged there before they are parked). The engine builds a stage-3 shard's
+  // initial values there too, so an offloaded shard never touches the device.
+  virtual Allocator& shard_memory() const = 0;
   // After the shard was filled at setup: nvme writes it to its region and drops the buffer.
   virtual void park(ShardedUnit&) {}
   // Makes a device copy of the shard and calls gather(s, device_shard, q), which issues the

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/rng.h"
+#include "tests/bitwise.h"
 #include "zero/checkpoint.h"
 
 using namespace zt;
@@ -42,14 +43,7 @@ std::vector<UnitShard> shards(int N, int r, bool zeros) {
   return out;
 }
 
-bool bitwise_equal(const std::vector<UnitShard>& a, const std::vector<UnitShard>& b) {
-  for (size_t u = 0; u < a.size(); ++u)
-    for (size_t t = 0; t < a[u].tensors.size(); ++t) {
-      const Tensor &x = a[u].tensors[t].second, &y = b[u].tensors[t].second;
-      if (x.nbytes() != y.nbytes() || std::memcmp(x.raw(), y.raw(), x.nbytes()) != 0) return false;
-    }
-  return true;
-}
+using test::bitwise_equal;
 
 // A scratch directory every rank sees: rank 0's pid names it.
 fs::path shared_dir(ProcessGroup& g, const std::string& tag) {

@@ -5,10 +5,10 @@
 // parameters than its shards plus the units being computed.
 #include <catch2/catch.hpp>
 
-#include <cstring>
 #include <filesystem>
 
 #include "models/init.h"
+#include "tests/bitwise.h"
 #include "train/trainer.h"
 
 using namespace zt;
@@ -37,12 +37,6 @@ EngineConfig engine_config(int stage, Precision p, const std::string& offload, c
     }
   }
   return c.engine_config();
-}
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  Tensor ha = a.to(Device::cpu()), hb = b.to(Device::cpu());
-  return ha.numel() == hb.numel() && ha.dtype() == hb.dtype() &&
-         std::memcmp(ha.raw(), hb.raw(), static_cast<size_t>(ha.numel()) * dtype_size(ha.dtype())) == 0;
 }
 
 double train_step(Engine& e, DataLoader& data) {
@@ -86,15 +80,7 @@ TEST_CASE("partitioned construction equals building the whole model, then shardi
       auto b = initialize(*lazy, engine_config(k.stage, k.precision, k.offload, dir + "_b"), g, &init);
       CHECK(r1.state() == r2.state());
 
-      const std::vector<UnitShard> sa = a->shards(), sb = b->shards();
-      REQUIRE(sa.size() == sb.size());
-      for (size_t u = 0; u < sa.size(); ++u) {
-        REQUIRE(sa[u].tensors.size() == sb[u].tensors.size());
-        for (size_t t = 0; t < sa[u].tensors.size(); ++t) {
-          INFO("unit " << sa[u].unit << " tensor " << sa[u].tensors[t].first);
-          CHECK(same_bytes(sa[u].tensors[t].second, sb[u].tensors[t].second));
-        }
-      }
+      CHECK(test::bitwise_equal(a->shards(), b->shards()));
       std::vector<uint16_t> tokens = load_tokens(kCorpus);
       DataLoader da(tokens, 2, 32, g.rank(), N), db(tokens, 2, 32, g.rank(), N);
       for (int step = 0; step < 2; ++step) CHECK(train_step(*a, da) == train_step(*b, db));
