@@ -168,13 +168,24 @@ double ProcessGroup::all_reduce_sum(double v) {
 
 // ---- SingleProcessGroup ----
 
+// One rank: reduce-scatter and all-gather are copies (in and out have the same numel). Through
+// Tensor::copy_, so the buffers may sit on any device (on a GPU at stages 2-3 they do; a memcpy
+// there would dereference device pointers: gpu-preflight.md #2).
+namespace {
+void copy_whole(const Tensor& in, const Tensor& out) {
+  if (in.raw() == out.raw()) return;  // in place
+  Tensor dst = out;
+  dst.copy_(in.view(out.shape()));
+}
+}  // namespace
+
 WorkPtr SingleProcessGroup::do_reduce_scatter(const Tensor& in, const Tensor& out) {
-  if (in.raw() != out.raw()) std::memcpy(out.raw(), in.raw(), out.nbytes());
+  copy_whole(in, out);
   return completed_work();
 }
 
 WorkPtr SingleProcessGroup::do_all_gather(const Tensor& in, const Tensor& out) {
-  if (in.raw() != out.raw()) std::memcpy(out.raw(), in.raw(), out.nbytes());
+  copy_whole(in, out);
   return completed_work();
 }
 

@@ -15,6 +15,7 @@ pkgs=(
   pkg-config liburing-dev        # io_uring: the NVMe tier's asynchronous IO (zero/aio.cpp), found by pkg-config
   fio                            # the reference for bench/nvme.sh (NVMe bandwidth through io_uring)
   gnuplot-nox                    # bench/paper.sh: the plots of bench/results/zero_paper.md (PNG)
+  patchelf                       # scripts/gpu-pack.sh: the packed binaries and libraries find each other ($ORIGIN)
 )
 
 missing=()

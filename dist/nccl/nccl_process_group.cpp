@@ -54,9 +54,11 @@ NcclProcessGroup::NcclProcessGroup(ProcessGroup& bootstrap, int device, cudaStre
   ncclUniqueId id;
   std::memset(&id, 0, sizeof id);
   if (rank_ == 0) ZT_NCCL_CHECK(ncclGetUniqueId(&id));
-  // 128 bytes as 128 exact doubles 0..255 (no bit pattern games through MPI's float types)
+  // 128 bytes as 128 exact doubles 0..255 (no bit pattern games through MPI's float types).
+  // On the host by name: the default device is the GPU once --device cuda is set, and the loop
+  // below writes the buffer from the CPU (gpu-preflight.md #1).
   const int64_t nb = static_cast<int64_t>(sizeof id.internal);
-  Tensor bytes = Tensor::zeros({nb}, DType::f64, Category::comm);
+  Tensor bytes = Tensor::zeros({nb}, DType::f64, Category::comm, cpu_allocator());
   double* b = bytes.data<double>();
   for (int64_t i = 0; i < nb; ++i) b[i] = static_cast<unsigned char>(id.internal[i]);
   bootstrap_.broadcast(bytes, 0);

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "cuda/check.h"
+#include "core/backend.h"
+#include "cuda/backend.h"
 #include "dist/nccl/nccl_process_group.h"
 
 using namespace zt;
@@ -23,7 +25,7 @@ struct DeviceFloats {
     ZT_CUDA_CHECK(cudaMemcpy(p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
   }
   ~DeviceFloats() { cudaFree(p); }
-  Tensor tensor() const { return Tensor::borrow(p, {n}, DType::f32); }
+  Tensor tensor() const { return Tensor::borrow(p, {n}, DType::f32, Device::cuda(0)); }
   std::vector<float> read() const {
     std::vector<float> h(static_cast<size_t>(n));
     ZT_CUDA_CHECK(cudaMemcpy(h.data(), p, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
@@ -56,4 +58,32 @@ TEST_CASE("NCCL group of one rank: collectives, host staging, byte counters", "[
   g.all_reduce(host);
   CHECK(host.to_vector() == std::vector<double>{1.0, 2.0, 3.0});
   CHECK(g.counters().total() == 0);  // one rank moves nothing (ring convention)
+}
+
+// gpu-preflight.md #1: zt-train --device cuda sets the default device before it builds the group,
+// so a buffer the constructor makes without naming an allocator lands on the GPU, and the host
+// loop that fills the unique id from it would fault. Built here the same way.
+TEST_CASE("NCCL group built while the default device is the GPU", "[nccl]") {
+  register_cuda_backend();
+  DefaultDeviceScope gpu_default(Device::cuda(0));
+  SingleProcessGroup boot;
+  NcclProcessGroup g(boot, 0);
+  CHECK(g.all_reduce_sum(1.5) == 1.5);  // a default-device (GPU) tensor through NCCL
+  g.barrier();
+}
+
+// gpu-preflight.md #2: with one rank, reduce-scatter and all-gather are copies. At ZeRO stages 2-3
+// on one GPU both sides are device buffers; the copy must not dereference them on the host.
+TEST_CASE("one-rank group: reduce-scatter and all-gather of device buffers", "[nccl]") {
+  register_cuda_backend();
+  SingleProcessGroup g;
+  std::vector<float> v(777);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * static_cast<float>(i) - 100.0f;
+  DeviceFloats x(v);
+  DeviceFloats shard(std::vector<float>(v.size(), -7.0f));
+  g.reduce_scatter(x.tensor(), shard.tensor());
+  CHECK(shard.read() == v);
+  DeviceFloats full(std::vector<float>(v.size(), -7.0f));
+  g.all_gather(shard.tensor(), full.tensor());
+  CHECK(full.read() == v);
 }

@@ -12,6 +12,12 @@
 #     CPU run. The bound is tests/mpi/test_zero.cpp's bf16-compute bound (1e-3, from measured
 #     1.4e-4) doubled for the GPU's other summation orders; NOT YET MEASURED on a GPU.
 #  5. TF32 (--f32-matmul high): float32 on cuda:0 within 1e-3 of the CPU (TF32's ~1e-3 per GEMM).
+#  6. NCCL with one rank (no mpirun): stage 3 on cuda:0 through NCCL against the MPI-less one-rank
+#     group (1e-5; the collectives are identities, so this checks the streams and the staging).
+#  7. ZeRO-Offload and ZeRO-Infinity on the GPU path (configs/zero3-offload.json, zero3-nvme.json
+#     with gpt2-nano): parameters and optimizer state in pinned host memory or in files, the
+#     model on cuda:0; against the same config on the CPU (1e-4, as 1.) and nvme against cpu
+#     offload on cuda:0 (1e-5: the same arithmetic, another tier).
 source "$(dirname "$0")/../cli/common.sh"
 if ! "$B/zt-info" --json | python3 -c 'import json,sys; c=json.load(sys.stdin)["cuda"]; sys.exit(0 if any(d["supported"] for d in c.get("devices", [])) else 1)'; then
   echo "SKIP: no usable CUDA device"; exit 77
@@ -77,3 +83,26 @@ compare "$TMP/bf16gpu.jsonl" "$TMP/cpu.jsonl" 2e-3 "gpt2-nano bf16 compute on cu
 "$B/zt-train" "${A[@]}" --device cuda:0 --f32-matmul high --log "$TMP/tf32.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
 grep -q "float32 matmul high" "$TMP/err" || { echo "FAIL: the banner does not say TF32 (high)"; cat "$TMP/err"; exit 1; }
 compare "$TMP/tf32.jsonl" "$TMP/cpu.jsonl" 1e-3 "gpt2-nano float32 with TF32 GEMMs on cuda:0 vs cpu"
+
+# 6. NCCL, one rank
+"$B/zt-train" "${A[@]}" --zero-stage 3 --device cuda:0 --dist nccl --log "$TMP/nccl1.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+compare "$TMP/nccl1.jsonl" "$TMP/s3.np1.jsonl" 1e-5 "stage 3 over NCCL, 1 rank vs the one-rank group"
+
+# 7. offload on the GPU path
+for cfg in zero3-offload zero3-nvme; do
+  python3 - "$S/configs/$cfg.json" "$TMP/$cfg.json" "$TMP/nvme" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["model"] = "gpt2-nano"
+c["train_micro_batch_size_per_gpu"] = 4
+for k in ("offload_optimizer", "offload_param"):
+    if c["zero_optimization"].get(k, {}).get("device") == "nvme":
+        c["zero_optimization"][k]["nvme_path"] = sys.argv[3]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+  O=(--train "$S/data/corpus/train.txt" -t 64 --steps 10 --threads 1 --config "$TMP/$cfg.json")
+  "$B/zt-train" "${O[@]}" --device cpu --log "$TMP/$cfg.cpu.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+  "$B/zt-train" "${O[@]}" --device cuda:0 --log "$TMP/$cfg.gpu.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+  compare "$TMP/$cfg.gpu.jsonl" "$TMP/$cfg.cpu.jsonl" 1e-4 "$cfg (gpt2-nano), cuda:0 vs cpu"
+done
+compare "$TMP/zero3-nvme.gpu.jsonl" "$TMP/zero3-offload.gpu.jsonl" 1e-5 "nvme offload vs cpu offload, both on cuda:0"

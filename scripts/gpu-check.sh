@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# gpu-check.sh [PACK] [OUTDIR]: the GPU check of issue 19, one command on a bare GPU machine.
+#
+# PACK: the folder scripts/gpu-pack.sh made, or its .tar.xz (unpacked into /tmp); default: the
+# folder this script sits in when it is inside a pack, else ./gpu-pack.tar.xz. OUTDIR: where
+# everything goes (default $OUT, else ./gpu-out): gpu-check.log (all output), gpu.md and gpu.json
+# (one row per part: status, seconds; the libraries used; the benchmark numbers) and parts.tar.gz
+# (one log per part).
+#
+# Each part runs under its own time limit (timeout), so a failure or a hang loses nothing else.
+# ZT_CHECK_BUDGET_S (default 3600) bounds the whole check: a part's limit is cut to what is left,
+# and a part with no time left is recorded as "not run (budget)", so the summary is always written
+# (a lent GPU runs one command for at most 10 minutes). ZT_CHECK_ONLY=REGEX runs only the parts
+# whose names match (info and ldd always run). The parts:
+#   info        nvidia-smi, the CUDA libraries found, zt-info
+#   ldd         every packed program resolves every library (bundled ones inside the pack)
+#   gpu.<tag>   the Catch2 GPU tests, one part per tag of tests/gpu/tests.cmake
+#   mpi_gpu_buffers.np2/np4, train_gpu   the multi-rank GPU tests and whole training runs vs the CPU
+#   bench_gpu_kernels   GEMMs vs cuBLASLt, attention vs cuDNN, element-wise bandwidth
+#   bench_train_step    GPT-2 124M bf16, B x 1024 for the largest B of 64, 32, 16, 8 that fits
+#
+# CUDA's libraries are not packed. They are looked for in the CUDA toolkit's library folders and
+# in the Python wheels' nvidia/*/lib folders (PyTorch's cuDNN and NCCL); the check says which it
+# uses. A library missing there is reported; the parts that need it then fail with the loader's
+# message, and the others still run.
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [ $# -ge 1 ]; then PACK_ARG="$1"; elif [ -f "$HERE/MANIFEST" ]; then PACK_ARG="$HERE"; else PACK_ARG="$PWD/gpu-pack.tar.xz"; fi
+OUTDIR="${2:-${OUT:-$PWD/gpu-out}}"
+mkdir -p "$OUTDIR"
+OUTDIR="$(cd "$OUTDIR" && pwd)"
+PARTS="$(mktemp -d)/parts"
+mkdir -p "$PARTS"
+LOG="$OUTDIR/gpu-check.log"
+: >"$LOG"
+say() { echo "[gpu-check] $*" | tee -a "$LOG" >&2; }
+
+# ---- the pack ----
+if [ -d "$PACK_ARG" ]; then
+  PACK="$(cd "$PACK_ARG" && pwd)"
+elif [ -f "$PACK_ARG" ]; then
+  dest="/tmp/zt-gpu-pack"
+  rm -rf "$dest" && mkdir -p "$dest"
+  tar -C "$dest" -xJf "$PACK_ARG" || { say "error: cannot unpack $PACK_ARG"; exit 1; }
+  PACK="$(find "$dest" -maxdepth 2 -name MANIFEST -printf '%h\n' | head -1)"
+else
+  say "error: no pack at $PACK_ARG (make one with scripts/gpu-pack.sh)"; exit 1
+fi
+[ -f "$PACK/MANIFEST" ] || { say "error: $PACK is not a pack (no MANIFEST)"; exit 1; }
+# shellcheck source=/dev/null
+source "$PACK/env.sh"
+say "pack: $PACK ($(sed -n 2p "$PACK/MANIFEST"))"
+
+# ---- CUDA's libraries on this machine ----
+# soname -> the folder it is used from. Toolkit folders first for the runtime and cuBLAS (they
+# match nvcc); the wheels first for cuDNN and NCCL (the toolkit has none).
+toolkit_dirs=()
+for d in "${CUDA_HOME:-/usr/local/cuda}"/lib64 "${CUDA_HOME:-/usr/local/cuda}"/targets/x86_64-linux/lib /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu; do
+  [ -d "$d" ] && toolkit_dirs+=("$d")
+done
+wheel_dirs=()
+while read -r d; do [ -n "$d" ] && wheel_dirs+=("$d"); done < <(
+  python3 - 2>/dev/null <<'PY'
+import glob, os
+try:
+    import nvidia
+    roots = list(nvidia.__path__)
+except Exception:
+    roots = []
+for r in roots:
+    for d in sorted(glob.glob(os.path.join(r, "*", "lib"))):
+        print(d)
+PY
+)
+declare -A libdir=()
+find_lib() {  # find_lib soname dirs...
+  local so="$1"; shift
+  local d
+  for d in "$@"; do
+    if [ -e "$d/$so" ]; then libdir[$so]="$d"; return 0; fi
+  done
+  return 1
+}
+missing=()
+for so in libcudart.so.13 libcublasLt.so.13 libcublas.so.13; do
+  find_lib "$so" "${toolkit_dirs[@]}" "${wheel_dirs[@]}" || missing+=("$so")
+done
+for so in libcudnn.so.9 libnccl.so.2; do
+  find_lib "$so" "${wheel_dirs[@]}" "${toolkit_dirs[@]}" || missing+=("$so")
+done
+ld=""
+for so in "${!libdir[@]}"; do
+  case ":$ld:" in *":${libdir[$so]}:"*) ;; *) ld="${ld:+$ld:}${libdir[$so]}" ;; esac
+done
+export LD_LIBRARY_PATH="$ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+LIBS_JSON="$PARTS/libraries.json"
+{
+  echo "{"
+  first=1
+  for so in libcudart.so.13 libcublasLt.so.13 libcublas.so.13 libcudnn.so.9 libnccl.so.2; do
+    if [ -n "${libdir[$so]:-}" ]; then
+      v="$(basename "$(readlink -f "${libdir[$so]}/$so")")"
+      ((first)) || echo ","; first=0
+      printf '  "%s": {"dir": "%s", "file": "%s"}' "$so" "${libdir[$so]}" "$v"
+      say "library $so: ${libdir[$so]}/$v"
+    else
+      ((first)) || echo ","; first=0
+      printf '  "%s": null' "$so"
+      say "library $so: MISSING (looked in: ${toolkit_dirs[*]} ${wheel_dirs[*]})"
+    fi
+  done
+  echo; echo "}"
+} >"$LIBS_JSON"
+
+# ---- parts ----
+# part NAME LIMIT_S cmd...: runs cmd under `timeout`, its output to parts/NAME.log and the main
+# log; the status line (pass, fail (exit N), timeout after LIMIT_S s) goes to parts/NAME.status.
+DEADLINE=$((SECONDS + ${ZT_CHECK_BUDGET_S:-3600}))
+part() {
+  local name="$1" limit="$2"; shift 2
+  if [ -n "${ZT_CHECK_ONLY:-}" ] && [[ ! "$name" =~ ^(info|ldd)$ ]] && [[ ! "$name" =~ $ZT_CHECK_ONLY ]]; then
+    return 0
+  fi
+  local left=$((DEADLINE - SECONDS - 20))
+  if ((left < 10)); then
+    printf '%s\t%s\t%s\n' "$name" "not run (budget)" 0 >"$PARTS/$name.status"; : >"$PARTS/$name.log"
+    say "$name: not run (budget spent)"; return 0
+  fi
+  ((limit > left)) && limit=$left
+  say "---- $name (limit ${limit}s): $*"
+  local t0=$SECONDS rc=0
+  timeout --kill-after=10 "$limit" "$@" >"$PARTS/$name.log" 2>&1 || rc=$?
+  local dt=$((SECONDS - t0)) st
+  if ((rc == 0)); then st="pass"
+  elif ((rc == 77)); then st="skipped"
+  elif ((rc == 124 || rc == 137)); then st="timeout"
+  else st="fail (exit $rc)"; fi
+  printf '%s\t%s\t%s\n' "$name" "$st" "$dt" >"$PARTS/$name.status"
+  tail -n 60 "$PARTS/$name.log" >>"$LOG"
+  say "$name: $st in ${dt}s"
+  return 0
+}
+
+part info 60 bash -c 'nvidia-smi; echo; zt-info; zt-info --json >"'"$PARTS"'/zt-info.json"'
+
+ldd_check() {
+  local bad=0 f
+  for f in "$PACK"/bin/* "$PACK"/lib/*.so*; do
+    local out; out="$(ldd "$f" 2>&1)"
+    if grep -q "not found" <<<"$out"; then echo "$f:"; grep "not found" <<<"$out"; bad=1; fi
+    # every library the pack bundles must come from the pack
+    while read -r name path; do
+      if [ -e "$PACK/lib/$name" ] && [ "$(readlink -f "$path")" != "$(readlink -f "$PACK/lib/$name")" ]; then
+        echo "$f: $name resolves to $path, not the pack's copy"; bad=1
+      fi
+    done < <(awk '/=>/ && $3 ~ /^\// {print $1, $3}' <<<"$out")
+  done
+  ldd "$PACK/bin/zt_gpu_tests"
+  return $bad
+}
+export -f ldd_check
+export PACK
+part ldd 120 bash -c ldd_check
+
+tags=$(sed -n 's/^ *zt_gpu_test(\([a-z0-9_]*\)).*/\1/p' "$PACK/tests/gpu/tests.cmake")
+for tag in $tags; do
+  part "gpu.$tag" 300 "$PACK/bin/zt_gpu_tests" "[$tag]"
+done
+for np in 2 4; do
+  part "gpu.mpi_gpu_buffers.np$np" 300 env OMP_NUM_THREADS=1 bash "$PACK/tests/gpu/run_mpi.sh" "$PACK/bin/zt-info" "$np" \
+    "$PACK/bin/zt_mpi_tests" "[gpu_buffers]"
+done
+part gpu.train_gpu 600 env ZT_BUILD_DIR="$PACK/bin" ZT_SOURCE_DIR="$PACK" bash "$PACK/tests/gpu/test_train_gpu.sh"
+
+part bench_gpu_kernels 300 "$PACK/bin/bench_gpu_kernels"
+
+bench_train() {  # the largest of B = 64, 32, 16, 8 (T = 1024) that fits
+  local b
+  for b in 64 32 16 8; do
+    echo "== GPT-2 124M bf16, B=$b T=1024"
+    if "$PACK/bin/bench_train_step" --model gpt2-124m --batch "$b" --seq 1024 --steps 10 --warmup 3 \
+         --device cuda --precision bf16 --threads 8; then
+      return 0
+    fi
+  done
+  return 1
+}
+export -f bench_train
+part bench_train_step 600 bash -c bench_train
+
+# ---- summary: gpu.md, gpu.json, parts.tar.gz ----
+python3 - "$PARTS" "$OUTDIR" "$PACK/MANIFEST" <<'PY'
+import glob, json, os, sys, datetime
+parts_dir, out, manifest = sys.argv[1:4]
+rows = []
+for f in sorted(glob.glob(os.path.join(parts_dir, "*.status")), key=os.path.getmtime):
+    name, status, secs = open(f).read().rstrip("\n").split("\t")
+    log = open(os.path.join(parts_dir, name + ".log"), errors="replace").read()
+    rows.append({"part": name, "status": status, "seconds": int(secs), "log_tail": log[-3000:]})
+libs = json.load(open(os.path.join(parts_dir, "libraries.json")))
+info = {}
+p = os.path.join(parts_dir, "zt-info.json")
+if os.path.exists(p):
+    try: info = json.load(open(p))
+    except Exception: pass
+doc = {"date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), "pack": open(manifest).readline().strip(),
+       "commit": open(manifest).readlines()[1].strip(), "libraries": libs, "zt_info": info, "parts": rows}
+json.dump(doc, open(os.path.join(out, "gpu.json"), "w"), indent=1)
+with open(os.path.join(out, "gpu.md"), "w") as m:
+    m.write(f"# GPU check, {doc['date']}\n\n{doc['pack']}; {doc['commit']}\n\n")
+    m.write("| part | status | seconds |\n|---|---|---|\n")
+    for r in rows: m.write(f"| {r['part']} | {r['status']} | {r['seconds']} |\n")
+    m.write("\n## CUDA libraries used\n\n")
+    for k, v in libs.items(): m.write(f"- {k}: {v['dir'] + '/' + v['file'] if v else 'MISSING'}\n")
+    for r in rows:
+        if r["part"].startswith("bench") or r["status"] != "pass":
+            m.write(f"\n## {r['part']}: {r['status']}\n\n```\n{r['log_tail'][-2500:]}\n```\n")
+n_pass = sum(r["status"] == "pass" for r in rows)
+print(f"{n_pass}/{len(rows)} parts passed")
+for r in rows: print(f"  {r['part']:32s} {r['status']:18s} {r['seconds']:5d}s")
+PY
+tar -C "$(dirname "$PARTS")" -czf "$OUTDIR/parts.tar.gz" parts
+say "wrote $OUTDIR/{gpu-check.log,gpu.md,gpu.json,parts.tar.gz}"
