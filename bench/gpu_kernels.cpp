@@ -3,8 +3,11 @@
 // our attention kernels (cuda/kernels/attention.h). Built only in CUDA builds (bench/CMakeLists.txt:
 // bench/gpu_*.cpp link zt_cuda and are skipped when ZT_HAVE_CUDA is OFF).
 //
-// STATUS: compiled, NEVER RUN — no GPU was lent to issue 4's sessions. The no-GPU path (exit 2 with
-// cuda_runtime_summary() on stderr) is the only path exercised. Treat the first numbers with care.
+// STATUS: first run on an H100 on 2026-11-25 (issue 19; bench/results/gpu.md). Without a GPU it
+// exits 2 with cuda_runtime_summary() on stderr.
+//
+// Bandwidth part (issue 19): element-wise kernels (cast, add, GELU, AdamW) over 2^26 elements,
+// GB/s from the bytes each must move, against a device-to-device cudaMemcpyAsync.
 //
 // GEMM part. The GPT-2 124M training GEMMs at M = B*T = 8*1024 = 8192 rows (row-major, nn.Linear's
 // W (out, in)): qkv 768->2304, attn proj 768->768, fc 768->3072, fc proj 3072->768, lm head
@@ -64,7 +67,11 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/gemm.h"
+#include "cuda/kernels/activation.h"
+#include "cuda/kernels/adamw.h"
 #include "cuda/kernels/attention.h"
+#include "cuda/kernels/cast.h"
+#include "cuda/kernels/elementwise.h"
 #include "cuda/stream.h"
 #if defined(ZT_HAVE_CUDNN)
 #include "cuda/cudnn_attention.h"
@@ -436,11 +443,56 @@ int run(int device_index, int warmup, int iters) {
   ZT_CUDA_CHECK(cudaStreamSynchronize(s));
   (void)cublasLtDestroy(lt);
 
+  // Element-wise kernels: bytes each must move (every input read once, every output written once)
+  // over the time, against a device-to-device copy (cudaMemcpyAsync) of the same buffers: the
+  // ceiling a memory-bound kernel can reach. n = 2^26 elements (256 MiB of float32 per buffer).
+  nlohmann::json jb = nlohmann::json::array();
+  {
+    const int64_t n = int64_t(1) << 26;
+    DevBuf a32(n, DType::f32, true, 71), b32(n, DType::f32, true, 72), c32(n, DType::f32, true, 73),
+        d32(n, DType::f32, true, 74), a16(n, DType::bf16, true, 75), b16(n, DType::bf16, true, 76);
+    cuda_kernels::AdamWConfig hc{1e-4, 0.9, 0.95, 1e-8, 0.1};
+    ZT_CUDA_CHECK(cudaMemsetAsync(d32.p, 0, d32.bytes, s));  // v >= 0
+    struct Row {
+      const char* name;
+      double bytes_per_elem;
+      std::function<void()> f;
+    };
+    int64_t step = 0;
+    const Row rows[] = {
+        {"device copy (cudaMemcpyAsync), float32", 8,
+         [&] { ZT_CUDA_CHECK(cudaMemcpyAsync(b32.p, a32.p, a32.bytes, cudaMemcpyDeviceToDevice, s)); }},
+        {"cast float32 -> bfloat16", 6, [&] { cuda_kernels::cast(DType::bf16, a16.p, DType::f32, a32.p, n, 1.0f, s); }},
+        {"add, float32", 12, [&] { cuda_kernels::binary(cuda_kernels::EwOp::add, DType::f32, c32.p, a32.p, b32.p, n, s); }},
+        {"add, bfloat16", 6, [&] { cuda_kernels::binary(cuda_kernels::EwOp::add, DType::bf16, b16.p, a16.p, a16.p, n, s); }},
+        {"gelu forward, bfloat16", 4, [&] { cuda_kernels::gelu_forward(DType::bf16, b16.p, a16.p, n, s); }},
+        {"AdamW step (fp32 master, m, v; bf16 copy out)", 30,
+         [&] {
+           cuda_kernels::adamw_step(static_cast<float*>(a32.p), static_cast<const float*>(b32.p),
+                                    static_cast<float*>(c32.p), static_cast<float*>(d32.p), n, hc, ++step, true,
+                                    static_cast<uint16_t*>(b16.p), s);
+         }},
+    };
+    std::printf("\n## Element-wise bandwidth, n = %lld elements; GB/s = bytes moved (inputs read once, outputs written "
+                "once) / time\n\n| kernel | bytes / element | ms | GB/s | of copy |\n|---|---|---|---|---|\n",
+                static_cast<long long>(n));
+    double copy_gbs = 0;
+    for (const Row& r : rows) {
+      const double ms = time_median_ms(r.f, s, warmup, iters);
+      const double gbs = r.bytes_per_elem * double(n) / (ms * 1e-3) / 1e9;
+      if (copy_gbs == 0) copy_gbs = gbs;
+      std::printf("| %s | %.0f | %.3f | %.0f | %.2f |\n", r.name, r.bytes_per_elem, ms, gbs, gbs / copy_gbs);
+      jb.push_back({{"kernel", r.name}, {"bytes_per_elem", r.bytes_per_elem}, {"ms", ms}, {"gb_per_s", gbs},
+                    {"of_copy", gbs / copy_gbs}});
+    }
+    ZT_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+
   nlohmann::json j = {{"bench", "gpu_kernels"}, {"device", dev.name}, {"sm", dev.major * 10 + dev.minor},
                       {"warmup", warmup}, {"iters", iters}, {"timing", "median of per-call CudaEvent pairs"},
                       {"gemm_flops", "2*M*N*K"},
                       {"attention_flops", "fwd 2*2*B*H*T*T*D/2, bwd 2.5*fwd"},
-                      {"cudnn", cudnn_status}, {"gemm", jg}, {"attention", ja}};
+                      {"cudnn", cudnn_status}, {"gemm", jg}, {"attention", ja}, {"bandwidth", jb}};
   std::printf("\n%s\n", j.dump().c_str());
   return 0;
 }

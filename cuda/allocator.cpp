@@ -306,27 +306,43 @@ CudaAllocator& cuda_allocator(int device) {
 // ---------------------------------------------------------------------------------------------
 // PinnedHostAllocator
 
+// cudaHostAlloc's pointers are not always page-aligned (seen on an H100 machine: a 120 KiB
+// allocation at 1024 mod 4096), and the NVMe tier's O_DIRECT transfers need 4096-byte aligned
+// buffers (zero/aio.h, kAioAlignment), as host_allocator() gives on the CPU. So every block is
+// kPinnedAlign bytes larger than asked, the pointer handed out is the first 4096-byte boundary past
+// room for one pointer, and the pointer cudaHostAlloc returned sits just below it. The counters
+// hold the whole block (the padding is memory this allocator holds).
+namespace {
+constexpr size_t kPinnedAlign = 4096;
+}
+
 void* PinnedHostAllocator::allocate(size_t bytes, Category c) {
   if (bytes == 0) return nullptr;
-  account_alloc(bytes, c);  // the cap: throws OutOfMemory (counting nothing) past it
-  void* p = nullptr;
+  const size_t block = bytes + kPinnedAlign;
+  account_alloc(block, c);  // the cap: throws OutOfMemory (counting nothing) past it
+  void* raw = nullptr;
   // cudaHostAllocDefault: page-locked; under unified addressing (64-bit, sm_80+) it is portable
   // to every device of the process anyway.
-  const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
-  if (e == cudaSuccess) return p;
+  const cudaError_t e = cudaHostAlloc(&raw, block, cudaHostAllocDefault);
+  if (e == cudaSuccess) {
+    const uintptr_t r = reinterpret_cast<uintptr_t>(raw);
+    const uintptr_t aligned = (r + sizeof(void*) + kPinnedAlign - 1) / kPinnedAlign * kPinnedAlign;
+    reinterpret_cast<void**>(aligned)[-1] = raw;
+    return reinterpret_cast<void*>(aligned);
+  }
   (void)cudaGetLastError();
-  account_free(bytes, c);
+  account_free(block, c);
   if (e == cudaErrorMemoryAllocation)
-    throw OutOfMemory(detail::concat("out of memory on pinned: cudaHostAlloc of ", format_bytes(i64(bytes)),
+    throw OutOfMemory(detail::concat("out of memory on pinned: cudaHostAlloc of ", format_bytes(i64(block)),
                                      " for category '", category_name(c), "' failed with ", cuda_error_message(e),
                                      ". Held now: ", stats().to_string()));
-  ZT_THROW("cudaHostAlloc(", bytes, " bytes) for category '", category_name(c), "' failed: ", cuda_error_message(e));
+  ZT_THROW("cudaHostAlloc(", block, " bytes) for category '", category_name(c), "' failed: ", cuda_error_message(e));
 }
 
 void PinnedHostAllocator::deallocate(void* p, size_t bytes, Category c) {
   if (!p) return;
-  ZT_CUDA_CHECK(cudaFreeHost(p));
-  account_free(bytes, c);
+  ZT_CUDA_CHECK(cudaFreeHost(static_cast<void**>(p)[-1]));
+  account_free(bytes + kPinnedAlign, c);
 }
 
 PinnedHostAllocator& pinned_allocator() {

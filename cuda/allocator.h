@@ -155,7 +155,9 @@ CudaAllocator& cuda_allocator(int device = 0);
 
 // Page-locked (pinned) host memory from cudaHostAlloc, for host<->device staging (async copies
 // need it) and for offloading optimizer state or parameters to the host. No cache: pinned
-// buffers are few and long-lived. Counts the requested bytes per category, honours the cap.
+// buffers are few and long-lived. Every pointer is 4096-byte aligned (the NVMe tier's O_DIRECT
+// buffers), from a block 4096 bytes larger than asked; counts those blocks per category, honours
+// the cap.
 class PinnedHostAllocator final : public Allocator {
  public:
   void* allocate(size_t bytes, Category c) override;  // bytes == 0 returns nullptr

@@ -252,8 +252,11 @@ void CudaBackend::embedding_backward(const Tensor& dtable, const Tensor& dout, c
   const int64_t V = dtable.size(0), C = dtable.size(1);
   n.numel(dout, "dout", ids.numel() * C);
   DeviceGuard g(index_);
+  // the sort's scratch (sorted ids, token indices, CUB's): workspace, freed on return (stream-ordered)
+  const int64_t ws_bytes = cuda_kernels::embedding_backward_workspace_bytes(ids.numel());
+  Tensor ws = Tensor::empty({(ws_bytes + 3) / 4}, DType::f32, Category::workspace, allocator());
   cuda_kernels::embedding_backward(dtable.dtype(), dtable.raw(), dout.raw(), ids.data<int32_t>(), ids.numel(), V, C,
-                                   stream());
+                                   ws_bytes > 0 ? ws.raw() : nullptr, stream());
 }
 
 void CudaBackend::cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& targets,

@@ -18,6 +18,8 @@
 #   mpi_gpu_buffers.np2/np4, train_gpu   the multi-rank GPU tests and whole training runs vs the CPU
 #   bench_gpu_kernels   GEMMs vs cuBLASLt, attention vs cuDNN, element-wise bandwidth
 #   bench_train_step    GPT-2 124M bf16, B x 1024 for the largest B of 64, 32, 16, 8 that fits
+#   torch_peer          the same step in PyTorch (eager and torch.compile), the MFU to compare with
+#   zero3_memory        ZeRO-3, 2 ranks sharing the GPU: measured peaks beside the estimator's
 #
 # CUDA's libraries are not packed. They are looked for in the CUDA toolkit's library folders and
 # in the Python wheels' nvidia/*/lib folders (PyTorch's cuDNN and NCCL); the check says which it
@@ -159,7 +161,7 @@ ldd_check() {
   return $bad
 }
 export -f ldd_check
-export PACK
+export PACK HERE
 part ldd 120 bash -c ldd_check
 
 tags=$(sed -n 's/^ *zt_gpu_test(\([a-z0-9_]*\)).*/\1/p' "$PACK/tests/gpu/tests.cmake")
@@ -188,6 +190,27 @@ bench_train() {  # the largest of B = 64, 32, 16, 8 (T = 1024) that fits
 export -f bench_train
 part bench_train_step 600 bash -c bench_train
 
+# The peer: the same GPT-2 124M step in PyTorch on this GPU (bench/torch_gpt2_gpu.py), eager and
+# compiled, B 64 x T 1024 (B 32 if 64 does not fit). Needs the machine's python3 with torch.
+torch_peer() {
+  local py="$PACK/bench/torch_gpt2_gpu.py" b mode
+  [ -f "$py" ] || py="$HERE/../bench/torch_gpt2_gpu.py"  # a pack older than the script
+  for mode in "" "--compile"; do
+    for b in 64 32; do
+      python3 "$py" --batch "$b" --seq 1024 $mode && break
+    done
+  done
+}
+export -f torch_peer
+part torch_peer 420 bash -c torch_peer
+
+# ZeRO-3 on GPU memory against the estimator: GPT-2 124M, fp32, 2 ranks sharing the GPU (MPI),
+# B 8 x T 1024 per rank, 3 steps; zt-train prints each rank's measured peaks by category beside
+# zt-estimate's prediction (the "est." row).
+part zero3_memory 300 env OMP_NUM_THREADS=4 mpirun -np 2 --oversubscribe --allow-run-as-root --bind-to none \
+  "$PACK/bin/zt-train" --model gpt2-124m --train "$PACK/data/corpus/train.txt" -b 8 -t 1024 --steps 3 \
+  --zero-stage 3 --device cuda:0 --dist mpi --threads 4
+
 # ---- summary: gpu.md, gpu.json, parts.tar.gz ----
 python3 - "$PARTS" "$OUTDIR" "$PACK/MANIFEST" <<'PY'
 import glob, json, os, sys, datetime
@@ -203,7 +226,7 @@ p = os.path.join(parts_dir, "zt-info.json")
 if os.path.exists(p):
     try: info = json.load(open(p))
     except Exception: pass
-doc = {"date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), "pack": open(manifest).readline().strip(),
+doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "pack": open(manifest).readline().strip(),
        "commit": open(manifest).readlines()[1].strip(), "libraries": libs, "zt_info": info, "parts": rows}
 json.dump(doc, open(os.path.join(out, "gpu.json"), "w"), indent=1)
 with open(os.path.join(out, "gpu.md"), "w") as m:
@@ -213,7 +236,7 @@ with open(os.path.join(out, "gpu.md"), "w") as m:
     m.write("\n## CUDA libraries used\n\n")
     for k, v in libs.items(): m.write(f"- {k}: {v['dir'] + '/' + v['file'] if v else 'MISSING'}\n")
     for r in rows:
-        if r["part"].startswith("bench") or r["status"] != "pass":
+        if r["part"].startswith(("bench", "zero3", "torch")) or r["status"] != "pass":
             m.write(f"\n## {r['part']}: {r['status']}\n\n```\n{r['log_tail'][-2500:]}\n```\n")
 n_pass = sum(r["status"] == "pass" for r in rows)
 print(f"{n_pass}/{len(rows)} parts passed")

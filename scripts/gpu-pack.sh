@@ -9,7 +9,8 @@
 #            liburing, libgomp, libgfortran, ...), RUNPATH $ORIGIN; bin/ has $ORIGIN/../lib
 #   lib/openmpi, lib/pmix: the plugins OpenMPI and PMIx dlopen; share/openmpi: their help texts
 #   etc/openmpi-mca-params.conf, env.sh: the settings that point OpenMPI at this folder
-#   tests/, data/, configs/: the GPU test scripts and the data and configs they use
+#   tests/, data/, configs/: the GPU test scripts and the data and configs they use; bench/: the
+#            PyTorch peer of the training-step benchmark (bench/torch_gpt2_gpu.py)
 #   MANIFEST: what is in it, from where, and the build's commit
 # CUDA's own libraries (cudart, cuBLAS/cuBLASLt, cuDNN, NCCL) and the C/C++ runtime (glibc,
 # libstdc++, libgcc_s) are not packed: gpu-check.sh finds CUDA's on the target (toolkit or wheels)
@@ -105,6 +106,8 @@ export OMPI_MCA_mca_base_component_path="$PACK/lib/openmpi"
 export OMPI_MCA_mca_base_param_files="$PACK/etc/openmpi-mca-params.conf"
 export PMIX_MCA_mca_base_component_path="$PACK/lib/pmix" PMIX_INSTALL_PREFIX="$PACK"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# the pack has no zlib plugin path PMIx accepts; its warning about that says nothing about the runs
+export PMIX_MCA_pcompress_base_silence_warning=1
 EOF
 
 # ---- the shared libraries: everything the programs and plugins load, but CUDA's and the C runtime ----
@@ -144,6 +147,7 @@ for f in "$PACK"/lib/openmpi/*.so "$PACK"/lib/pmix/*.so; do [ -e "$f" ] && patch
 cp "$ROOT"/tests/gpu/*.sh "$ROOT"/tests/gpu/tests.cmake "$PACK/tests/gpu/"
 cp "$ROOT"/tests/cli/common.sh "$PACK/tests/cli/"
 cp -r "$ROOT/data" "$ROOT/configs" "$PACK/"
+mkdir -p "$PACK/bench" && cp "$ROOT/bench/torch_gpt2_gpu.py" "$PACK/bench/"
 cp "$ROOT/scripts/gpu-check.sh" "$PACK/"
 
 du_mib=$(( $(du -sk "$PACK" | cut -f1) / 1024 ))

@@ -29,7 +29,7 @@ PeakFlops peak_flops(const Device& d, int threads, double peak_tflops) {
 void print_memory_table(ProcessGroup& g, const MemoryStats& run_peaks, const Estimate& est) {
   const MemoryStats m = default_allocator().stats();
   const int64_t K = kNumCategories + 1;  // categories + total
-  Tensor mine = Tensor::empty({2 * K}, DType::f64, Category::comm);
+  Tensor mine = Tensor::empty({2 * K}, DType::f64, Category::comm, cpu_allocator());  // written here
   double* v = mine.data<double>();
   for (Category c : kAllCategories) {
     v[static_cast<int>(c)] = static_cast<double>(m.cur(c));
@@ -37,7 +37,7 @@ void print_memory_table(ProcessGroup& g, const MemoryStats& run_peaks, const Est
   }
   v[K - 1] = static_cast<double>(m.total());
   v[2 * K - 1] = static_cast<double>(run_peaks.peak_total);
-  Tensor all = Tensor::empty({2 * K * g.size()}, DType::f64, Category::comm);
+  Tensor all = Tensor::empty({2 * K * g.size()}, DType::f64, Category::comm, cpu_allocator());
   g.all_gather(mine, all);
   if (g.rank() != 0) return;
   const double* a = all.data<double>();
@@ -68,7 +68,7 @@ void print_memory_table(ProcessGroup& g, const MemoryStats& run_peaks, const Est
 // the estimator's model-state bytes beside them (collective; rank 0 prints).
 void print_offload_table(ProcessGroup& g, const MemoryReport& m, const Estimate& est) {
   const Category cats[3] = {Category::params, Category::grads, Category::optim};
-  Tensor mine = Tensor::empty({12}, DType::f64, Category::comm);
+  Tensor mine = Tensor::empty({12}, DType::f64, Category::comm, cpu_allocator());  // written here
   double* v = mine.data<double>();
   for (int k = 0; k < 3; ++k) {
     v[k] = static_cast<double>(m.host.cur(cats[k]));
@@ -76,7 +76,7 @@ void print_offload_table(ProcessGroup& g, const MemoryReport& m, const Estimate&
     v[6 + k] = static_cast<double>(m.nvme.cur(cats[k]));
     v[9 + k] = static_cast<double>(m.nvme.max(cats[k]));
   }
-  Tensor all = Tensor::empty({12 * g.size()}, DType::f64, Category::comm);
+  Tensor all = Tensor::empty({12 * g.size()}, DType::f64, Category::comm, cpu_allocator());
   g.all_gather(mine, all);
   if (g.rank() != 0) return;
   const double* a = all.data<double>();

@@ -1,7 +1,10 @@
 #include "cuda/kernels/embedding_rope.h"
 
 #include <cmath>
+#include <climits>
 #include <type_traits>
+
+#include <cub/device/device_radix_sort.cuh>
 
 #include "cuda/check.h"
 #include "cuda/kernels/cast.h"  // dev::Io, load8 / store8, grid_for
@@ -41,36 +44,57 @@ __global__ void emb_fwd_kernel(Tp<D>* __restrict__ out, const int32_t* __restric
   }
 }
 
-// ---- embedding backward: one block per vocabulary row, tokens in order (see the header) ----
+// ---- embedding backward: the ids sorted (stable), then one block per run of equal ids ----
+__global__ void iota_kernel(int32_t* __restrict__ idx, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    idx[i] = static_cast<int32_t>(i);
+}
+
+// Sorted position p starts a run when its id differs from position p - 1's. The block of a run
+// adds the run's dout rows, in token order (the sort is stable), into float32 accumulators that
+// start from dtable[v]; thread g owns the columns g, g + kThreads, ... Ids outside [0, V) are skipped.
 template <DType D>
 __global__ void __launch_bounds__(kThreads)
-    emb_bwd_kernel(Tp<D>* __restrict__ dtable, const Tp<D>* __restrict__ dout, const int32_t* __restrict__ ids,
-                   int64_t n, int64_t V, int64_t C) {
-  extern __shared__ float acc[];  // (C): column c owned by thread c % kThreads
-  __shared__ unsigned masks[kWarps];
-  for (int64_t v = blockIdx.x; v < V; v += gridDim.x) {
-    bool any = false;  // block-uniform
-    for (int64_t base = 0; base < n; base += kThreads) {
-      const int64_t i = base + threadIdx.x;
-      const bool hit = i < n && ids[i] == v;
-      if (!__syncthreads_or(hit)) continue;
-      const unsigned m = __ballot_sync(0xffffffffu, hit);
-      if ((threadIdx.x & 31) == 0) masks[threadIdx.x / 32] = m;
-      __syncthreads();
-      if (!any) {
-        for (int64_t c = threadIdx.x; c < C; c += kThreads) acc[c] = dev::Io<D>::load(dtable[v * C + c]);
-        any = true;
-      }
-      for (int w = 0; w < kWarps; ++w)
-        for (unsigned mm = masks[w]; mm != 0; mm &= mm - 1) {
-          const int64_t tok = base + w * 32 + (__ffs(static_cast<int>(mm)) - 1);
-          for (int64_t c = threadIdx.x; c < C; c += kThreads) acc[c] += dev::Io<D>::load(dout[tok * C + c]);
-        }
-      __syncthreads();  // masks are rewritten by the next tile
+    emb_bwd_runs_kernel(Tp<D>* __restrict__ dtable, const Tp<D>* __restrict__ dout,
+                        const int32_t* __restrict__ sorted_ids, const int32_t* __restrict__ sorted_tok, int64_t n,
+                        int64_t V, int64_t C) {
+  for (int64_t p = blockIdx.x; p < n; p += gridDim.x) {
+    const int32_t v = sorted_ids[p];
+    if ((p > 0 && sorted_ids[p - 1] == v) || v < 0 || v >= V) continue;  // block-uniform
+    for (int64_t c = threadIdx.x; c < C; c += kThreads) {
+      float acc = dev::Io<D>::load(dtable[v * C + c]);
+      for (int64_t k = p; k < n && sorted_ids[k] == v; ++k)
+        acc += dev::Io<D>::load(dout[static_cast<int64_t>(sorted_tok[k]) * C + c]);
+      dtable[v * C + c] = dev::Io<D>::store(acc);
     }
-    if (any)
-      for (int64_t c = threadIdx.x; c < C; c += kThreads) dtable[v * C + c] = dev::Io<D>::store(acc[c]);
   }
+}
+
+// The workspace's parts: sorted ids, token indices (in order, then sorted), CUB's scratch.
+struct EmbWorkspace {
+  int32_t *sorted_ids, *tok, *sorted_tok;
+  void* cub_tmp;
+  size_t cub_bytes;
+};
+size_t align256(size_t b) { return (b + 255) / 256 * 256; }
+size_t cub_sort_bytes(int64_t n) {
+  size_t bytes = 0;
+  ZT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, static_cast<const int32_t*>(nullptr),
+                                                static_cast<int32_t*>(nullptr), static_cast<const int32_t*>(nullptr),
+                                                static_cast<int32_t*>(nullptr), static_cast<int>(n)));
+  return bytes;
+}
+EmbWorkspace carve(void* ws, int64_t n) {
+  char* b = static_cast<char*>(ws);
+  const size_t ids_bytes = align256(static_cast<size_t>(n) * sizeof(int32_t));
+  EmbWorkspace w;
+  w.sorted_ids = reinterpret_cast<int32_t*>(b);
+  w.tok = reinterpret_cast<int32_t*>(b + ids_bytes);
+  w.sorted_tok = reinterpret_cast<int32_t*>(b + 2 * ids_bytes);
+  w.cub_tmp = b + 3 * ids_bytes;
+  w.cub_bytes = cub_sort_bytes(n);
+  return w;
 }
 
 // ---- RoPE ----
@@ -150,25 +174,29 @@ void embedding_forward(DType t, void* out, const int32_t* ids, const void* table
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
+int64_t embedding_backward_workspace_bytes(int64_t n) {
+  if (n <= 0) return 0;
+  return static_cast<int64_t>(3 * align256(static_cast<size_t>(n) * sizeof(int32_t)) + cub_sort_bytes(n));
+}
+
 void embedding_backward(DType t, void* dtable, const void* dout, const int32_t* ids, int64_t n, int64_t V, int64_t C,
-                        cudaStream_t s) {
+                        void* workspace, cudaStream_t s) {
   const char* who = "embedding_backward";
   check_emb(who, t, n, V, C);
-  if (C > kEmbeddingMaxC)
-    ZT_THROW("cuda_kernels::", who, ": C = ", C, " exceeds kEmbeddingMaxC = ", kEmbeddingMaxC,
-             " (the float32 accumulators of one row live in shared memory)");
+  if (n > INT32_MAX) ZT_THROW("cuda_kernels::", who, ": n = ", n, " tokens; the sort takes at most 2^31 - 1");
   if (n == 0) return;
-  need(who, "dtable", dtable), need(who, "dout", dout), need(who, "ids", ids);
-  const unsigned grid = static_cast<unsigned>(V < (int64_t(1) << 20) ? V : (int64_t(1) << 20));
-  const size_t smem = static_cast<size_t>(C) * sizeof(float);
-  constexpr size_t kDefaultSmem = 48 * 1024;  // more needs the opt-in (sm_80: 163 KiB, sm_90: 227 KiB)
+  need(who, "dtable", dtable), need(who, "dout", dout), need(who, "ids", ids), need(who, "workspace", workspace);
+  EmbWorkspace w = carve(workspace, n);
+  iota_kernel<<<dev::grid_for(n, kThreads), kThreads, 0, s>>>(w.tok, n);
+  ZT_CUDA_CHECK(cudaGetLastError());
+  // stable: equal ids keep token order, so each row's additions run in token order
+  ZT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(w.cub_tmp, w.cub_bytes, ids, w.sorted_ids, w.tok, w.sorted_tok,
+                                                static_cast<int>(n), 0, 32, s));
+  const unsigned grid = static_cast<unsigned>(n < (int64_t(1) << 20) ? n : (int64_t(1) << 20));
   dispatch_compute(t, who, [&](auto d) {
     constexpr DType D = decltype(d)::value;
-    if (smem > kDefaultSmem)
-      ZT_CUDA_CHECK(cudaFuncSetAttribute(emb_bwd_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem)));
-    emb_bwd_kernel<D><<<grid, kThreads, smem, s>>>(static_cast<Tp<D>*>(dtable), static_cast<const Tp<D>*>(dout), ids,
-                                                   n, V, C);
+    emb_bwd_runs_kernel<D><<<grid, kThreads, 0, s>>>(static_cast<Tp<D>*>(dtable), static_cast<const Tp<D>*>(dout),
+                                                     w.sorted_ids, w.sorted_tok, n, V, C);
   });
   ZT_CUDA_CHECK(cudaGetLastError());
 }

@@ -7,15 +7,15 @@
 //   token order, accumulated into dtable (zero it first for a fresh gradient).
 //   Ids outside [0, V) are the caller's error (the autograd op checks them): the forward writes a
 //   NaN row for them and the backward ignores them; nothing is read or written out of bounds.
-//   Backward, deterministic without atomics or a sort: one 256-thread block per vocabulary row v
-//   (strided by the grid) scans the ids 256 at a time; the tokens with id v are found by
-//   __ballot_sync and taken in token order; thread g owns the columns g, g + 256, ... and adds
-//   dout[i, c] into a float32 accumulator (in shared memory, C floats: C <= kEmbeddingMaxC; above
-//   48 KiB the launch opts in to the larger dynamic shared memory of sm_80 / sm_90) that
-//   starts from dtable[v, c]; rows that no token hits are not touched. float32: the same additions
-//   in the same order as the CPU, so bit-identical to it. bfloat16: accumulated in float32 and
-//   rounded once. Cost: every block reads all n ids (V n id reads, from L2): fine for a GPT-2
-//   vocabulary and a few thousand tokens per step.
+//   Backward, deterministic without atomics: the ids are sorted with their token indices (CUB's
+//   radix sort, stable, so equal ids keep token order), then one 256-thread block per run of
+//   equal ids v adds the run's dout rows into float32 accumulators that start from dtable[v, :];
+//   thread g owns the columns g, g + 256, ...; rows that no token hits are not touched. float32:
+//   the same additions in the same order as the CPU, so bit-identical to it. bfloat16: accumulated
+//   in float32 and rounded once. Cost: one sort of n ids plus n C reads (the earlier kernel, one
+//   block per vocabulary row scanning all ids, read V n ids: about 10 ms per GPT-2 step at
+//   B 64 x T 1024, gpu-preflight.md #6). The workspace (embedding_backward_workspace_bytes(n))
+//   holds the sorted ids, the token indices and CUB's scratch.
 //
 // RoPE — core/kernels/rope.h's semantics (Su et al. 2021; HF Llama's rotate_half): within a head
 //   of D elements the pair (x[d], x[d + D/2]), d < D/2, at position t in [0, T) rotates by
@@ -34,15 +34,16 @@
 
 namespace zt::cuda_kernels {
 
-inline constexpr int64_t kEmbeddingMaxC = 32768;  // 128 KiB of float32 accumulators per block
 
 // out (n, C) = table (V, C) [ids (n)]. 128-bit copies when out, table are 16-byte aligned and
 // C % 8 == 0.
 void embedding_forward(DType t, void* out, const int32_t* ids, const void* table, int64_t n, int64_t V, int64_t C,
                        cudaStream_t s);
-// dtable (V, C) += scatter of dout (n, C) by ids (n). C <= kEmbeddingMaxC.
+// dtable (V, C) += scatter of dout (n, C) by ids (n), n < 2^31. workspace: device memory of
+// embedding_backward_workspace_bytes(n) bytes, 256-byte aligned.
+int64_t embedding_backward_workspace_bytes(int64_t n);
 void embedding_backward(DType t, void* dtable, const void* dout, const int32_t* ids, int64_t n, int64_t V, int64_t C,
-                        cudaStream_t s);
+                        void* workspace, cudaStream_t s);
 
 // cos_t, sin_t (T, D/2) float32 device tables for positions 0..T-1; D even >= 2, theta > 0.
 void rope_tables(float* cos_t, float* sin_t, int64_t T, int64_t D, double theta, cudaStream_t s);

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "cuda/backend.h"
 #include "cuda/device.h"
 
 int main(int argc, char** argv) {
@@ -17,5 +18,8 @@ int main(int argc, char** argv) {
     return 77;
   }
   std::printf("GPU tests on %s\n", devs.front().name.c_str());
+  // Every test may reach the device through the backend table; registered once here, so a test
+  // run alone (one tag, as scripts/gpu-check.sh runs them) finds it as well as the whole binary.
+  zt::register_cuda_backend();
   return Catch::Session().run(argc, argv);
 }

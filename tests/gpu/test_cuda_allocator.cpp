@@ -405,7 +405,16 @@ TEST_CASE("pinned host allocator gives page-locked memory, counted and capped", 
   cudaPointerAttributes attr{};
   ZT_CUDA_CHECK(cudaPointerGetAttributes(&attr, src));
   CHECK(attr.type == cudaMemoryTypeHost);
-  CHECK(pa.stats().cur(Category::comm) == int64_t(2 * bytes));  // requested bytes, no rounding
+  // each block is 4096 bytes larger than asked, so the pointers are 4096-byte aligned (O_DIRECT)
+  CHECK(pa.stats().cur(Category::comm) == int64_t(2 * (bytes + 4096)));
+  CHECK(reinterpret_cast<uintptr_t>(src) % 4096 == 0);
+  CHECK(reinterpret_cast<uintptr_t>(dst) % 4096 == 0);
+  for (size_t small : {size_t(1), size_t(1000), size_t(122880)}) {  // small blocks too (seen misaligned)
+    void* q = pa.allocate(small, Category::comm);
+    CHECK(reinterpret_cast<uintptr_t>(q) % 4096 == 0);
+    static_cast<char*>(q)[small - 1] = 1;  // the whole request is usable
+    pa.deallocate(q, small, Category::comm);
+  }
 
   // Async copies host -> device -> host on a stream, as staging does.
   for (size_t i = 0; i < n; ++i) src[i] = static_cast<float>(i % 1000) * 0.5f;
@@ -420,11 +429,11 @@ TEST_CASE("pinned host allocator gives page-locked memory, counted and capped", 
   CHECK(same);
   a.deallocate(d, bytes, Category::comm);
 
-  pa.set_limit(int64_t(2 * bytes + bytes / 2));
+  pa.set_limit(int64_t(2 * (bytes + 4096) + bytes / 2));
   CHECK_THROWS_AS(pa.allocate(bytes, Category::optim), OutOfMemory);
   CHECK_THROWS_WITH(pa.allocate(bytes, Category::optim), Contains("pinned") && Contains("'optim'"));
   pa.deallocate(src, bytes, Category::comm);
   pa.deallocate(dst, bytes, Category::comm);
   CHECK(pa.stats().total() == 0);
-  CHECK(pa.stats().max(Category::comm) == int64_t(2 * bytes));
+  CHECK(pa.stats().max(Category::comm) == int64_t(2 * (bytes + 4096)));
 }

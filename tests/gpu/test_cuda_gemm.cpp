@@ -113,10 +113,14 @@ Ref ref_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const std::vecto
 struct Tol {
   double scale = 0, rel = 0, abs = 0;
 };
-Tol tol_for(DType in, DType out, GemmPrecision p) {
+// two_roundings: a bfloat16 output that cuBLASLt forms from a product already rounded to bfloat16
+// (seen on an H100 with cuBLASLt 13.1: the bias and GELU epilogues, and beta = 1 accumulation,
+// err by up to ~1 ulp of the output): half an ulp of the scale (|A||B| + |C|) comes on top.
+Tol tol_for(DType in, DType out, GemmPrecision p, bool two_roundings = false) {
   Tol t;
   t.scale = in == DType::bf16 ? 1e-4 : (p == GemmPrecision::tf32 ? 2e-3 : 1e-5);
   if (out == DType::bf16) t.rel = std::ldexp(1.0, -8);
+  if (out == DType::bf16 && two_roundings) t.scale += std::ldexp(1.0, -8);
   return t;
 }
 
@@ -193,7 +197,7 @@ void run_linear(CudaGemm& g, const Shape& sh, const Mode& md, bool bias, bool ge
         r.val[size_t(i * N + j)] += b[size_t(j)];
         r.scale[size_t(i * N + j)] += std::fabs(b[size_t(j)]);
       }
-  const Tol tol = tol_for(md.in, md.out, md.prec);
+  const Tol tol = tol_for(md.in, md.out, md.prec, bias || gelu);
   if (!gelu) {
     check_close(dy.download(), r.val, r.scale, tol, what);
     return;
@@ -288,7 +292,7 @@ TEST_CASE("CudaGemm linear_grad_input: dX (=, +=) dY @ W", "[cuda_gemm]") {
         Ref r = ref_gemm(false, false, M, K, N, dy, N, w, K);  // (M, K) = dY (M, N) @ W (N, K)
         if (acc)
           for (size_t i = 0; i < r.val.size(); ++i) r.val[i] += dx0[i], r.scale[i] += std::fabs(dx0[i]);
-        check_close(ddx.download(), r.val, r.scale, tol_for(md.in, md.out, md.prec), what);
+        check_close(ddx.download(), r.val, r.scale, tol_for(md.in, md.out, md.prec, acc), what);
       }
 }
 
@@ -323,7 +327,7 @@ TEST_CASE("CudaGemm linear_grad_weight: dW (=, +=) dY^T @ X, with the bias gradi
           Ref r = ref_gemm(true, false, N, K, M, dy, N, x, K);  // (N, K) = dY^T (N, M) @ X (M, K)
           if (acc)
             for (size_t i = 0; i < r.val.size(); ++i) r.val[i] += dw0[i], r.scale[i] += std::fabs(dw0[i]);
-          const Tol tol = tol_for(md.in, md.out, md.prec);
+          const Tol tol = tol_for(md.in, md.out, md.prec, acc);
           check_close(ddw.download(), r.val, r.scale, tol, what);
           if (with_db) {
             std::vector<double> db(size_t(N), 0.0), dbs(size_t(N), 0.0);

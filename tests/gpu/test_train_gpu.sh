@@ -24,7 +24,8 @@ if ! "$B/zt-info" --json | python3 -c 'import json,sys; c=json.load(sys.stdin)["
 fi
 NGPU=$("$B/zt-info" --json | python3 -c 'import json,sys; print(sum(1 for d in json.load(sys.stdin)["cuda"].get("devices", []) if d["supported"]))')
 MPI=(mpirun --oversubscribe --allow-run-as-root --bind-to none -x OMP_NUM_THREADS=1)
-A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 64 -b 4 --steps 10 --lr 1e-3 --threads 1)
+# the per-rank batch (-b) is given per call: 4 on one rank, 4 / np on np ranks (zt-train takes -b once)
+A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 64 --steps 10 --lr 1e-3 --threads 1)
 
 compare() {  # compare A.jsonl B.jsonl rtol what
   python3 - "$@" <<'PY'
@@ -39,14 +40,14 @@ print(f"ok: {what}: largest relative loss difference {worst:.3e} (<= {rtol:g})")
 PY
 }
 
-"$B/zt-train" "${A[@]}" --device cpu --log "$TMP/cpu.jsonl" 2>"$TMP/cpu.err" || { cat "$TMP/cpu.err"; exit 1; }
-"$B/zt-train" "${A[@]}" --device cuda:0 --log "$TMP/gpu.jsonl" 2>"$TMP/gpu.err" || { cat "$TMP/gpu.err"; exit 1; }
+"$B/zt-train" "${A[@]}" -b 4 --device cpu --log "$TMP/cpu.jsonl" 2>"$TMP/cpu.err" || { cat "$TMP/cpu.err"; exit 1; }
+"$B/zt-train" "${A[@]}" -b 4 --device cuda:0 --log "$TMP/gpu.jsonl" 2>"$TMP/gpu.err" || { cat "$TMP/gpu.err"; exit 1; }
 grep -q "device cuda:0" "$TMP/gpu.err" || { echo "FAIL: the banner does not name the GPU"; cat "$TMP/gpu.err"; exit 1; }
 compare "$TMP/gpu.jsonl" "$TMP/cpu.jsonl" 1e-4 "gpt2-nano float32, 10 steps, cuda:0 vs cpu"
 
 for stage in 0 1 2 3; do
   C=(--zero-stage "$stage" --device cuda:0 --dist mpi)
-  "$B/zt-train" "${A[@]}" "${C[@]}" --log "$TMP/s$stage.np1.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+  "$B/zt-train" "${A[@]}" -b 4 "${C[@]}" --log "$TMP/s$stage.np1.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
   for np in 2 4; do
     # the global batch stays 4 x 64: B = 4 / np per rank
     "${MPI[@]}" -np "$np" "$B/zt-train" "${A[@]}" -b $((4 / np)) "${C[@]}" --log "$TMP/s$stage.np$np.jsonl" \
@@ -80,12 +81,12 @@ compare "$TMP/bf16gpu.jsonl" "$TMP/bf16cpu.jsonl" 2e-3 "gpt2-nano bf16 compute, 
 compare "$TMP/bf16gpu.jsonl" "$TMP/cpu.jsonl" 2e-3 "gpt2-nano bf16 compute on cuda:0 vs float32 on the cpu"
 
 # 5. TF32
-"$B/zt-train" "${A[@]}" --device cuda:0 --f32-matmul high --log "$TMP/tf32.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+"$B/zt-train" "${A[@]}" -b 4 --device cuda:0 --f32-matmul high --log "$TMP/tf32.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
 grep -q "float32 matmul high" "$TMP/err" || { echo "FAIL: the banner does not say TF32 (high)"; cat "$TMP/err"; exit 1; }
 compare "$TMP/tf32.jsonl" "$TMP/cpu.jsonl" 1e-3 "gpt2-nano float32 with TF32 GEMMs on cuda:0 vs cpu"
 
 # 6. NCCL, one rank
-"$B/zt-train" "${A[@]}" --zero-stage 3 --device cuda:0 --dist nccl --log "$TMP/nccl1.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+"$B/zt-train" "${A[@]}" -b 4 --zero-stage 3 --device cuda:0 --dist nccl --log "$TMP/nccl1.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
 compare "$TMP/nccl1.jsonl" "$TMP/s3.np1.jsonl" 1e-5 "stage 3 over NCCL, 1 rank vs the one-rank group"
 
 # 7. offload on the GPU path
