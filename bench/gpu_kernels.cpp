@@ -450,7 +450,8 @@ int run(int device_index, int warmup, int iters) {
   {
     const int64_t n = int64_t(1) << 26;
     DevBuf a32(n, DType::f32, true, 71), b32(n, DType::f32, true, 72), c32(n, DType::f32, true, 73),
-        d32(n, DType::f32, true, 74), a16(n, DType::bf16, true, 75), b16(n, DType::bf16, true, 76);
+        d32(n, DType::f32, true, 74), a16(n, DType::bf16, true, 75), b16(n, DType::bf16, true, 76),
+        c16(n, DType::bf16, true, 77);
     cuda_kernels::AdamWConfig hc{1e-4, 0.9, 0.95, 1e-8, 0.1};
     ZT_CUDA_CHECK(cudaMemsetAsync(d32.p, 0, d32.bytes, s));  // v >= 0
     struct Row {
@@ -464,8 +465,8 @@ int run(int device_index, int warmup, int iters) {
          [&] { ZT_CUDA_CHECK(cudaMemcpyAsync(b32.p, a32.p, a32.bytes, cudaMemcpyDeviceToDevice, s)); }},
         {"cast float32 -> bfloat16", 6, [&] { cuda_kernels::cast(DType::bf16, a16.p, DType::f32, a32.p, n, 1.0f, s); }},
         {"add, float32", 12, [&] { cuda_kernels::binary(cuda_kernels::EwOp::add, DType::f32, c32.p, a32.p, b32.p, n, s); }},
-        {"add, bfloat16", 6, [&] { cuda_kernels::binary(cuda_kernels::EwOp::add, DType::bf16, b16.p, a16.p, a16.p, n, s); }},
-        {"gelu forward, bfloat16", 4, [&] { cuda_kernels::gelu_forward(DType::bf16, b16.p, a16.p, n, s); }},
+        {"add, bfloat16", 6, [&] { cuda_kernels::binary(cuda_kernels::EwOp::add, DType::bf16, c16.p, a16.p, b16.p, n, s); }},
+        {"gelu forward, bfloat16", 4, [&] { cuda_kernels::gelu_forward(DType::bf16, c16.p, a16.p, n, s); }},
         {"AdamW step (fp32 master, m, v; bf16 copy out)", 30,
          [&] {
            cuda_kernels::adamw_step(static_cast<float*>(a32.p), static_cast<const float*>(b32.p),
