@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "dist/mpi_process_group.h"  // defines: MpiProcessGroup, launched_by_mpirun
 

@@ -15,7 +15,6 @@ namespace zt::cuda_kernels {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kWarps = kThreads / 32;
 
 template <DType D>
 using Tp = typename dev::Io<D>::T;

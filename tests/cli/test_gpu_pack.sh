@@ -19,7 +19,7 @@ for f in bin/zt-train bin/zt-info bin/zt_gpu_tests bin/mpirun env.sh MANIFEST te
   [ -e "$P/$f" ] || { echo "FAIL: the pack lacks $f"; exit 1; }
 done
 ls "$P"/lib/libopenblas.so.0 "$P"/lib/libmpi.so.40 "$P"/lib/liburing.so.2 >/dev/null || { echo "FAIL: bundled libraries missing"; exit 1; }
-echo "ok: pack made: $(tail -1 "$P/MANIFEST" 2>/dev/null) $(du -sh "$P" | cut -f1)"
+echo "ok: pack made: $(du -sh "$P" | cut -f1), $(grep -c "^lib/" "$P/MANIFEST") bundled libraries"
 
 # 1. the check's info and ldd parts, with no library path
 env -u LD_LIBRARY_PATH ZT_CHECK_ONLY='^$' bash "$S/scripts/gpu-check.sh" "$P" "$TMP/out" >"$TMP/check.out" 2>&1 \
