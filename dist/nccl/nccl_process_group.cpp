@@ -30,12 +30,20 @@ ncclDataType_t nccl_type(DType t) {
 namespace {
 
 // Completion of one collective: the compute stream waits for `done`, then the host does.
+// Dropped without wait() (an exception path, a barrier nobody waits on), the buffers would go
+// back to the caching allocator, whose free lists belong to the compute stream, while NCCL may
+// still use them on the communication stream: so the destructor makes the compute stream wait
+// for `done` first, and whatever reuses those bytes is ordered after the collective
+// (gpu-preflight.md #4). No host wait there: a destructor must not block or throw.
 struct NcclWork final : Work {
   cudaEvent_t done = nullptr;
   cudaStream_t compute = nullptr;
   std::vector<Tensor> keep;  // the buffers stay alive while NCCL may touch them
   ~NcclWork() override {
-    if (done) cudaEventDestroy(done);
+    if (!done) return;
+    if (!keep.empty()) (void)cudaStreamWaitEvent(compute, done, 0);
+    keep.clear();
+    cudaEventDestroy(done);
   }
   void wait() override {
     if (!done) return;

@@ -87,3 +87,23 @@ TEST_CASE("one-rank group: reduce-scatter and all-gather of device buffers", "[n
   g.all_gather(shard.tensor(), full.tensor());
   CHECK(full.read() == v);
 }
+
+// gpu-preflight.md #4: a Work dropped without wait() must still order the compute stream after
+// the collective (its buffers go back to the compute stream's free lists). Here: many dropped
+// all-reduces on buffers the caching allocator hands out again at once, then a value check.
+TEST_CASE("NCCL work dropped without wait: later work on the compute stream is ordered after it", "[nccl]") {
+  register_cuda_backend();
+  DefaultDeviceScope gpu_default(Device::cuda(0));
+  auto& cb = static_cast<CudaBackend&>(backend(Device::cuda(0)));
+  SingleProcessGroup boot;
+  NcclProcessGroup g(boot, 0, cb.stream());
+  for (int i = 0; i < 50; ++i) {
+    Tensor t = Tensor::full({1 << 16}, static_cast<double>(i), DType::f32, Category::comm);
+    (void)g.all_reduce_async(t);  // dropped at once, t freed while NCCL may still run
+  }
+  Tensor last = Tensor::full({1 << 16}, 7.0, DType::f32, Category::comm);
+  g.all_reduce(last);
+  const auto v = last.to_vector();
+  CHECK(v.front() == 7.0);
+  CHECK(v.back() == 7.0);
+}
