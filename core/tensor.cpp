@@ -1,6 +1,7 @@
 #include "core/tensor.h"
 
 #include "core/backend.h"
+#include "core/checked.h"  // defines: checked_mul, checked_bytes
 
 #include <algorithm>
 #include <cstring>
@@ -16,7 +17,7 @@ std::string shape_str(const Shape& s) {
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s) n = checked_mul(n, d, "shape_numel");  // a shape from a file may wrap
   return n;
 }
 
@@ -80,10 +81,17 @@ void Storage::set_category(Category c) {
 // ---------------------------------------------------------------------------------------------
 // Factories
 
+namespace {
+// The bytes of a contiguous tensor of `shape`, every product checked (core/checked.h).
+size_t tensor_bytes(const Shape& shape, DType dt) {
+  return static_cast<size_t>(checked_bytes(shape_numel(shape), static_cast<int64_t>(dtype_size(dt)), "tensor bytes"));
+}
+}  // namespace
+
 Tensor Tensor::empty(const Shape& shape, DType dt, Category c, Allocator& a) {
   for (int64_t d : shape) ZT_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
   Tensor t;
-  t.storage_ = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dt), c, a);
+  t.storage_ = std::make_shared<Storage>(tensor_bytes(shape, dt), c, a);
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dt;
@@ -93,7 +101,7 @@ Tensor Tensor::empty(const Shape& shape, DType dt, Category c, Allocator& a) {
 Tensor Tensor::released(const Shape& shape, DType dt, Category c, Allocator& a) {
   for (int64_t d : shape) ZT_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
   Tensor t;
-  t.storage_ = Storage::released(static_cast<size_t>(shape_numel(shape)) * dtype_size(dt), c, a);
+  t.storage_ = Storage::released(tensor_bytes(shape, dt), c, a);
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dt;
@@ -114,7 +122,7 @@ Tensor Tensor::full(const Shape& shape, double value, DType dt, Category c) {
 
 Tensor Tensor::borrow(void* data, const Shape& shape, DType dt, Device d) {
   Tensor t;
-  t.storage_ = std::make_shared<Storage>(data, static_cast<size_t>(shape_numel(shape)) * dtype_size(dt), d);
+  t.storage_ = std::make_shared<Storage>(data, tensor_bytes(shape, dt), d);
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dt;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/json.h"  // defines: parse_json
 #include "core/file_io.h"  // defines: AtomicFile
 
 namespace zt {
@@ -34,12 +35,8 @@ void write_trace(const Tracer& t, ProcessGroup& g, const std::string& path, cons
   for (int r = 0; r < N; ++r) {
     const char* at = static_cast<const char*>(all.raw()) + static_cast<size_t>(r) * static_cast<size_t>(words) * 2;
     const std::string text(at, static_cast<size_t>(lens.data<double>()[r]));
-    nlohmann::json rank_events;
-    try {
-      rank_events = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-      ZT_THROW("write_trace '", path, "': rank ", r, "'s events arrived malformed: ", e.what());
-    }
+    nlohmann::json rank_events =
+        parse_json(text, "write_trace '" + path + "': rank " + std::to_string(r) + "'s events");
     for (nlohmann::json& e : rank_events) events.push_back(std::move(e));
   }
   nlohmann::json doc = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};

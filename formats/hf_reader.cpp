@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/json.h"  // defines: parse_json
 #include "core/file_io.h"          // defines: errno_message
 #include "formats/hf_config.h"     // defines: hf_config_from_json
 #include "formats/hf_mapping.h"    // defines: Mapping, mapping, config_of
@@ -68,14 +69,7 @@ HfFiles locate(const std::string& path) {
              "above all) cannot be read from the tensors alone; put Hugging Face's config.json there");
   if (f.index.empty()) return f;
 
-  std::ifstream in(f.index);
-  if (!in) ZT_THROW("HF checkpoint index '", f.index, "': cannot open: ", errno_message());
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    ZT_THROW("HF checkpoint index '", f.index, "' is not valid JSON: ", e.what());
-  }
+  nlohmann::json j = read_json_file(f.index, "HF checkpoint index '" + f.index + "'");
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object() || j["weight_map"].empty())
     ZT_THROW("HF checkpoint index '", f.index, "': expected {\"weight_map\": {\"<tensor>\": \"<shard file>\", ...}}");
   const fs::path dir = fs::path(f.index).parent_path();
@@ -90,13 +84,7 @@ HfFiles locate(const std::string& path) {
 }
 
 nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) ZT_THROW("HF config '", path, "': cannot open: ", errno_message());
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    ZT_THROW("HF config '", path, "' is not valid JSON: ", e.what());
-  }
+  return read_json_file(path, "HF config '" + path + "'");
 }
 
 bool is_float(DType d) { return d == DType::f32 || d == DType::bf16 || d == DType::f16 || d == DType::f64; }

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <vector>
 
+#include "core/checked.h"  // defines: checked_mul, checked_add
 #include "core/file_io.h"
 #include "formats/stream_read.h"  // defines: read_stored_tensor
 
@@ -95,6 +96,27 @@ std::vector<Piece> file_order(GPT2& m) {
   return out;
 }
 
+// The file's size against the header: 256 ints + num_params() values of the version's dtype, all
+// arithmetic checked (config_of has validated the dimensions; num_params() checks its products).
+void check_file_size(const Header& hd, const ModelConfig& fc, const std::string& path) {
+  const int32_t version = hd.h[1];
+  const int64_t es = version == kLlmcVersionBF16 ? 2 : 4;
+  int64_t n = 0, expected = 0;
+  try {
+    n = fc.num_params();
+    expected = checked_add(kHeaderBytes, checked_mul(n, es, "parameter bytes"), "file bytes");
+  } catch (const Error& e) {
+    ZT_THROW("llm.c checkpoint '", path, "': impossible header: ", e.what());
+  }
+  std::error_code ec;
+  const int64_t found = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  if (ec) ZT_THROW("llm.c checkpoint '", path, "': cannot stat: ", ec.message());
+  if (found != expected)
+    ZT_THROW("llm.c checkpoint '", path, "' ", found < expected ? "is truncated" : "has the wrong size", ": expected ",
+             expected, " bytes (", kHeaderBytes, "-byte header + ", n, " parameters x ", es, " bytes, version ",
+             version, "), found ", found);
+}
+
 void check_model_supported(const GPT2& m, const char* what) {
   const ModelConfig& c = m.config();
   if (c.ffn_hidden != 4 * c.n_embd)
@@ -104,7 +126,14 @@ void check_model_supported(const GPT2& m, const char* what) {
 
 }  // namespace
 
-ModelConfig read_llmc_header(const std::string& path) { return config_of(read_header(path), path); }
+// The header's model, checked against the file: a header that asks for more (or fewer) bytes
+// than the file holds is refused here, before any caller builds the model it describes.
+ModelConfig read_llmc_header(const std::string& path) {
+  const Header hd = read_header(path);
+  ModelConfig c = config_of(hd, path);
+  check_file_size(hd, c, path);
+  return c;
+}
 
 int32_t read_llmc_version(const std::string& path) { return read_header(path).h[1]; }
 
@@ -136,18 +165,9 @@ class LlmcReader final : public UnitReader {
         ZT_THROW("llm.c checkpoint '", path, "' does not match the model: ", f.field, " is ", f.file,
                  " in the file but ", f.model, " in the model");
 
-    const int32_t version = hd.h[1];
-    fdt_ = version == kLlmcVersionBF16 ? DType::bf16 : DType::f32;
+    fdt_ = hd.h[1] == kLlmcVersionBF16 ? DType::bf16 : DType::f32;
     const int64_t es = static_cast<int64_t>(dtype_size(fdt_));
-    const int64_t n = fc.num_params();
-    const int64_t expected = kHeaderBytes + n * es;
-    std::error_code ec;
-    const int64_t found = static_cast<int64_t>(std::filesystem::file_size(path, ec));
-    if (ec) ZT_THROW("llm.c checkpoint '", path, "': cannot stat: ", ec.message());
-    if (found != expected)
-      ZT_THROW("llm.c checkpoint '", path, "' ", found < expected ? "is truncated" : "has the wrong size", ": expected ",
-               expected, " bytes (", kHeaderBytes, "-byte header + ", n, " parameters x ", es, " bytes, version ",
-               version, "), found ", found);
+    check_file_size(hd, fc, path);
     // Each parameter's byte offset: the tensors lie back to back in file_order.
     by_unit_.resize(units_.size());
     int64_t offset = kHeaderBytes;

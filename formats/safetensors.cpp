@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json.h"  // defines: parse_json
 #include "core/file_io.h"
 
 namespace zt {
@@ -127,12 +128,7 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
   std::string text(n, '\0');
   in.read(text.data(), static_cast<std::streamsize>(n));
   if (!in) ZT_THROW("safetensors file '", path, "': reading the ", n, "-byte header failed");
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    ZT_THROW("safetensors file '", path, "': the header is not valid JSON: ", e.what());
-  }
+  const nlohmann::json header = parse_json(text, "safetensors file '" + path + "': the header");
   if (!header.is_object()) ZT_THROW("safetensors file '", path, "': the header is not a JSON object");
 
   const uint64_t data_size = size - 8 - n;

@@ -2,7 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <initializer_list>
+
 #include "core/check.h"
+#include "core/checked.h"  // defines: checked_mul, checked_add
 
 namespace zt {
 
@@ -50,17 +53,27 @@ void ModelConfig::validate() const {
 
 int64_t ModelConfig::num_params() const {
   const int64_t C = n_embd, F = ffn_hidden, L = n_layer, Vp = padded_vocab_size;
+  // Checked (core/checked.h): the dimensions may come from a file header, and a product that
+  // wraps must fail here rather than size an allocation or a file check.
+  const char* what = "model config: the parameter count";
+  auto mul = [&](int64_t a, int64_t b) { return checked_mul(a, b, what); };
+  auto add = [&](std::initializer_list<int64_t> xs) {
+    int64_t s = 0;
+    for (int64_t x : xs) s = checked_add(s, x, what);
+    return s;
+  };
   if (family == "gpt2") {
     // wte + wpe; per block: ln_1, c_attn (3C, C) + 3C, c_proj (C, C) + C, ln_2, c_fc (F, C) + F,
     // c_proj (C, F) + C; ln_f. With F = 4C a block is 12C^2 + 13C.
-    const int64_t block = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (F * C + F) + (C * F + C);
-    return Vp * C + max_seq_len * C + L * block + 2 * C;
+    const int64_t CC = mul(C, C), FC = mul(F, C);
+    const int64_t block = add({mul(2, C), mul(3, CC), mul(3, C), CC, C, mul(2, C), FC, F, FC, C});
+    return add({mul(Vp, C), mul(max_seq_len, C), mul(L, block), mul(2, C)});
   }
   // embed_tokens; per layer: two RMSNorm gains, q (C, C), k and v (kv, C), o (C, C), gate/up (F, C),
   // down (C, F); final norm; lm_head (Vp, C) unless tied.
-  const int64_t kv = n_kv_head * head_dim();
-  const int64_t layer = 2 * C + 2 * C * C + 2 * kv * C + 3 * C * F;
-  return Vp * C + L * layer + C + (tie_embeddings ? 0 : Vp * C);
+  const int64_t kv = mul(n_kv_head, head_dim());
+  const int64_t layer = add({mul(2, C), mul(2, mul(C, C)), mul(2, mul(kv, C)), mul(3, mul(C, F))});
+  return add({mul(Vp, C), mul(L, layer), C, tie_embeddings ? 0 : mul(Vp, C)});
 }
 
 namespace {

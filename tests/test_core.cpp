@@ -1,6 +1,11 @@
 // core: tensors, views, dtypes, allocators, RNG.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <limits>
+
+#include "core/checked.h"
+#include "core/json.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 
@@ -85,4 +90,32 @@ TEST_CASE("rng is deterministic and roughly normal", "[core]") {
   m /= 10000; s = s / 10000 - m * m;
   CHECK(std::abs(m) < 0.05);
   CHECK(std::abs(s - 1) < 0.05);
+}
+
+TEST_CASE("size arithmetic is checked: products that wrap 64 bits are errors", "[core]") {
+  const int64_t big = int64_t(1) << 40;
+  CHECK(zt::checked_mul(big, 1 << 20, "x") == int64_t(1) << 60);
+  CHECK_THROWS_WITH(zt::checked_mul(big, big, "tensor 'w' numel"),
+                    Catch::Contains("tensor 'w' numel") && Catch::Contains("overflows a 64-bit size"));
+  CHECK_THROWS_WITH(zt::checked_add(std::numeric_limits<int64_t>::max(), 1, "offset"), Catch::Contains("offset"));
+  CHECK_THROWS_WITH(zt::checked_bytes(-3, 4, "header"), Catch::Contains("negative element count -3"));
+  // a shape from a file whose product wraps: numel and the factories refuse it, nothing allocated
+  const zt::Shape wraps{int64_t(1) << 33, int64_t(1) << 33};
+  CHECK_THROWS_WITH(zt::shape_numel(wraps), Catch::Contains("overflows"));
+  CHECK_THROWS_WITH(zt::Tensor::empty(wraps), Catch::Contains("overflows"));
+  // bytes wrap even where the element count does not
+  CHECK_THROWS_WITH(zt::Tensor::empty({int64_t(1) << 62}, zt::DType::f32), Catch::Contains("tensor bytes"));
+}
+
+TEST_CASE("parse_json bounds nesting and names the source", "[core]") {
+  CHECK(zt::parse_json("{\"a\": [1, [2, {\"b\": 3}]]}", "x")["a"][1][1]["b"] == 3);
+  const std::string ok = std::string(63, '[') + std::string(63, ']');  // 63 levels: the top is 0
+  CHECK_NOTHROW(zt::parse_json(ok, "ok"));
+  const std::string deep = std::string(65, '[') + std::string(65, ']');
+  CHECK_THROWS_WITH(zt::parse_json(deep, "header of 'f'"),
+                    Catch::Contains("header of 'f' nests JSON deeper than 64 levels"));
+  CHECK_THROWS_WITH(zt::parse_json(std::string(1000000, '['), "config 'c'"), Catch::Contains("config 'c' nests JSON"));
+  CHECK_THROWS_WITH(zt::parse_json("{\"a\": }", "config 'c'"),
+                    Catch::Contains("config 'c' is not valid JSON") && Catch::Contains("line 1"));
+  CHECK_THROWS_WITH(zt::read_json_file("/nonexistent/zt.json", "config 'z'"), Catch::Contains("config 'z': cannot open"));
 }

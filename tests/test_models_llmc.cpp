@@ -163,6 +163,21 @@ TEST_CASE("llm.c checkpoint: bad files give errors naming the file and the fact"
   write_bytes(tmp.file("short.bin"), std::vector<char>(bytes.begin(), bytes.begin() + 10));
   CHECK_THROWS_WITH(read_llmc_header(tmp.file("short.bin")),
                     Catch::Contains("truncated: expected at least 1024 bytes (the header), found 10"));
+  // Sizes from the header are checked against the file before anything is built (issue 17): a
+  // header whose parameter count wraps 64 bits, and one asking for ~3 TB from this small file.
+  {
+    std::vector<char> b = bytes;
+    const int32_t huge[] = {1 << 30, 1 << 10, 1 << 30};  // n_layer, n_head, n_embd (header[4..6])
+    std::memcpy(b.data() + 16, huge, sizeof huge);
+    write_bytes(tmp.file("wrap.bin"), b);
+    CHECK_THROWS_WITH(read_llmc_header(tmp.file("wrap.bin")),
+                      Catch::Contains("wrap.bin': impossible header") && Catch::Contains("overflows a 64-bit size"));
+    const int32_t big[] = {4096, 64, 8192};
+    std::memcpy(b.data() + 16, big, sizeof big);
+    write_bytes(tmp.file("big.bin"), b);
+    CHECK_THROWS_WITH(read_llmc_header(tmp.file("big.bin")),
+                      Catch::Contains("big.bin' is truncated") && Catch::Contains("parameters x 4 bytes"));
+  }
   // A float32 file whose header says version 5 (bfloat16): the size disagrees.
   CHECK_THROWS_WITH(load_llmc_checkpoint(patched("v3.bin", 1, 5), m), Catch::Contains("has the wrong size"));
 

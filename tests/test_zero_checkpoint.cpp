@@ -482,6 +482,8 @@ TEST_CASE("safetensors: malformed files are errors naming the file and the probl
   CHECK_THROWS_WITH(load_safetensors(p), Catch::Contains("runs past the end of the file"));
   write("{not json", 0);
   CHECK_THROWS_WITH(load_safetensors(p), Catch::Contains(p) && Catch::Contains("not valid JSON"));
+  write("{\"a\": " + std::string(50000, '[') + std::string(50000, ']') + "}", 0);  // bounded nesting
+  CHECK_THROWS_WITH(load_safetensors(p), Catch::Contains(p) && Catch::Contains("nests JSON deeper than 64 levels"));
   write(R"({"a": {"dtype": "Q8", "shape": [2], "data_offsets": [0, 2]}})", 2);
   CHECK_THROWS_WITH(load_safetensors(p), Catch::Contains("tensor 'a'") && Catch::Contains("unknown dtype 'Q8'"));
   write(R"({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 8]}})", 8);

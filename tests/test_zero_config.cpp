@@ -344,9 +344,17 @@ TEST_CASE("file errors name the file", "[config]") {
     std::ofstream f(bad);
     f << "{\n  \"zero_optimization\": {\"stage\": 3,}\n}\n";
   }
-  CHECK_THROWS_WITH(engine_config_from_file(bad, 1), Contains("config '" + bad + "': invalid JSON") && Contains("line 2"));
+  CHECK_THROWS_WITH(engine_config_from_file(bad, 1), Contains("config '" + bad + "' is not valid JSON") && Contains("line 2"));
   CHECK_THROWS_WITH(engine_config_from_file(tmp.file("missing.json"), 1),
                     Contains("config '" + tmp.file("missing.json") + "': cannot open"));
+  // nesting is bounded while parsing (core/json.h): 100000 levels, once a stack overflow
+  const std::string deep = tmp.file("deep.json");
+  {
+    std::ofstream f(deep);
+    f << "{\"a\": " << std::string(100000, '[') << std::string(100000, ']') << "}";
+  }
+  CHECK_THROWS_WITH(engine_config_from_file(deep, 1),
+                    Contains("config '" + deep + "' nests JSON deeper than 64 levels"));
   const std::string wrong = tmp.file("wrong.json");
   {
     std::ofstream f(wrong);

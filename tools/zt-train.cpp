@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/backend.h"             // defines: backend, parse_f32_matmul (--f32-matmul)
+#include "core/json.h"                // defines: parse_json, read_json_file
 #include "core/parallel.h"            // defines: set_num_threads
 #include "tools/run_device.h"         // defines: select_run_device (--device, --dist)
 #include "dist/process_group.h"       // defines: init_process_group, ProcessGroup
@@ -177,7 +178,7 @@ int main(int argc, char** argv) {
       run_config_from_json(config_path, group.size(), from_file);
       // The host cap is a run setting either place may give, but not both (which would win is a guess).
       if (app.count("--host-memory-limit-mib") &&
-          nlohmann::json::parse(std::ifstream(config_path)).contains("host_memory_limit_mib"))
+          read_json_file(config_path, "config '" + config_path + "'").contains("host_memory_limit_mib"))
         ZT_THROW("--host-memory-limit-mib cannot be combined with --config '", config_path,
                  "', which sets host_memory_limit_mib: give it in one place");
       if (app.count("--host-memory-limit-mib"))
@@ -234,8 +235,9 @@ int main(int argc, char** argv) {
         std::ifstream old(log_path);
         for (std::string line; std::getline(old, line);) {
           try {
-            if (nlohmann::json::parse(line).at("step").get<int64_t>() <= tr.step_count()) kept.push_back(line);
-          } catch (const nlohmann::json::exception&) {  // a torn last line of a killed run
+            if (parse_json(line, "log '" + log_path + "'").at("step").get<int64_t>() <= tr.step_count())
+              kept.push_back(line);
+          } catch (const std::exception&) {  // a torn last line of a killed run (or no "step")
           }
         }
       }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/check.h"
+#include "core/json.h"  // defines: read_json_file
 
 namespace zt {
 
@@ -68,8 +69,7 @@ void run_config_from_json(const std::string& path, int world_size, RunConfig& c)
                                                   "seed", "eval_interval", "eval_batches", "compute_dtype",
                                                   "host_memory_limit_mib"};
   const EngineConfig e = engine_config_from_file(path, world_size, run_keys);
-  std::ifstream f(path);
-  const nlohmann::json j = nlohmann::json::parse(f);  // parsed once already: cannot fail here
+  const nlohmann::json j = read_json_file(path, "config '" + path + "'");  // parsed once already
   auto run = [&](const char* key, auto& field) {
     if (!j.contains(key)) return;
     try {

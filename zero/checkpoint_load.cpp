@@ -1,6 +1,7 @@
 // Reading a sharded checkpoint (zero/checkpoint.h): meta.json, this rank's shards (resharded
 // from any world size), and one tensor of every unit consolidated.
 #include "zero/checkpoint.h"
+#include "core/json.h"  // defines: parse_json
 #include "zero/checkpoint_files.h"   // defines: FileLayout, RankFiles, read_elements, ...
 
 namespace fs = std::filesystem;
@@ -24,11 +25,7 @@ ShardedMeta read_sharded_meta(const std::string& path) {
   const fs::path meta_path = fs::path(m.dir) / "meta.json";
   if (!fs::exists(meta_path))
     ZT_THROW("checkpoint: '", m.dir, "' is not a checkpoint directory (no meta.json, no latest)");
-  try {
-    m.meta = nlohmann::json::parse(read_text(meta_path));
-  } catch (const nlohmann::json::exception& e) {
-    ZT_THROW("checkpoint: '", meta_path.string(), "' is not valid JSON: ", e.what());
-  }
+  m.meta = parse_json(read_text(meta_path), "checkpoint: '" + meta_path.string() + "'");
   if (!m.meta.is_object() || m.meta.value("format", "") != kShardedCheckpointFormat)
     ZT_THROW("checkpoint: '", meta_path.string(), "' has format '",
              m.meta.is_object() ? m.meta.value("format", "(missing)") : "(not an object)", "', expected '",

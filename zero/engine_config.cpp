@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/json.h"  // defines: parse_json
 #include "core/check.h"
 #include "zero/config_reader.h"  // defines: Reader (the checked reads), join
 
@@ -307,14 +308,7 @@ EngineConfig parse_engine_config(const json& j, const std::string& source, int w
 
 EngineConfig engine_config_from_file(const std::string& path, int world_size,
                                      const std::set<std::string>& caller_keys) {
-  std::ifstream f(path);
-  if (!f) ZT_THROW("config '", path, "': cannot open the file for reading");
-  json j;
-  try {
-    j = json::parse(f);
-  } catch (const json::parse_error& e) {
-    ZT_THROW("config '", path, "': invalid JSON: ", e.what());
-  }
+  const json j = read_json_file(path, "config '" + path + "'");
   return parse_engine_config(j, path, world_size, caller_keys);
 }
 

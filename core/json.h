@@ -1,0 +1,24 @@
+// defines: parse_json, read_json_file, kMaxJsonDepth — every JSON document ZeroTensor reads (configs, checkpoint
+//          meta.json, safetensors headers, Hugging Face config.json and index files, trace
+//          events), parsed in one place with its nesting bounded (issue 17).
+//
+// A document nested thousands of levels deep is not a config or a header anyone writes, and
+// building (then destroying) such a tree can exhaust the stack: parse_json refuses depth
+// > kMaxJsonDepth while parsing, before the tree exists. Errors name the source:
+//   "<what> is not valid JSON: <nlohmann's message, with line and column>"
+//   "<what> nests JSON deeper than 64 levels"
+// `what` is how the caller names the source, e.g. "config 'run.json'".
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace zt {
+
+inline constexpr int kMaxJsonDepth = 64;
+
+nlohmann::json parse_json(const std::string& text, const std::string& what);
+// The file at `path`, read whole and parsed as parse_json does ("<what>: cannot open ..." when
+// it cannot be read).
+nlohmann::json read_json_file(const std::string& path, const std::string& what);
+
+}  // namespace zt
