@@ -1,6 +1,7 @@
 #include "formats/safetensors.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checked.h"  // defines: checked_bytes
 #include "core/json.h"  // defines: parse_json
 #include "core/file_io.h"
 
@@ -154,14 +156,20 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
       ZT_THROW(where, ": ", e.what());
     }
     for (const nlohmann::json& d : v["shape"]) {
-      if (!d.is_number_unsigned()) ZT_THROW(where, " has shape ", v["shape"].dump(), ": dimensions must be integers >= 0");
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+        ZT_THROW(where, " has shape ", v["shape"].dump(), ": dimensions must be integers in [0, 2^63)");
       it.shape.push_back(d.get<int64_t>());
     }
     for (const nlohmann::json& d : v["data_offsets"])
       if (!d.is_number_unsigned()) ZT_THROW(where, " has data_offsets ", v["data_offsets"].dump(), ": expected integers >= 0");
     it.begin = v["data_offsets"][0].get<uint64_t>();
     it.end = v["data_offsets"][1].get<uint64_t>();
-    const uint64_t want = static_cast<uint64_t>(shape_numel(it.shape)) * dtype_size(it.dtype);
+    uint64_t want = 0;  // the shape's bytes, every product checked (core/checked.h)
+    try {
+      want = static_cast<uint64_t>(checked_bytes(shape_numel(it.shape), static_cast<int64_t>(dtype_size(it.dtype)), "bytes"));
+    } catch (const Error& e) {
+      ZT_THROW(where, " has shape ", v["shape"].dump(), ": ", e.what());
+    }
     if (it.end < it.begin || it.end - it.begin != want)
       ZT_THROW(where, " has data_offsets [", it.begin, ", ", it.end, "], but its shape ", v["shape"].dump(), " of ",
                v["dtype"].get<std::string>(), " needs ", want, " bytes");

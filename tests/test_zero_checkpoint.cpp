@@ -484,6 +484,11 @@ TEST_CASE("safetensors: malformed files are errors naming the file and the probl
   CHECK_THROWS_WITH(load_safetensors(p), Catch::Contains(p) && Catch::Contains("not valid JSON"));
   write("{\"a\": " + std::string(50000, '[') + std::string(50000, ']') + "}", 0);  // bounded nesting
   CHECK_THROWS_WITH(load_safetensors(p), Catch::Contains(p) && Catch::Contains("nests JSON deeper than 64 levels"));
+  // a shape whose byte count wraps 64 bits, and a dimension past int64: refused by name
+  write(R"({"a": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 8]}})", 8);
+  CHECK_THROWS_WITH(load_safetensors(p), Catch::Contains("tensor 'a' has shape") && Catch::Contains("overflows"));
+  write(R"({"a": {"dtype": "F32", "shape": [18446744073709551615], "data_offsets": [0, 8]}})", 8);
+  CHECK_THROWS_WITH(load_safetensors(p), Catch::Contains("tensor 'a' has shape") && Catch::Contains("[0, 2^63)"));
   write(R"({"a": {"dtype": "Q8", "shape": [2], "data_offsets": [0, 2]}})", 2);
   CHECK_THROWS_WITH(load_safetensors(p), Catch::Contains("tensor 'a'") && Catch::Contains("unknown dtype 'Q8'"));
   write(R"({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 8]}})", 8);
