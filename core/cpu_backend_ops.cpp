@@ -327,7 +327,8 @@ void CpuBackend::softmax(const Tensor& out, const Tensor& x) {
     return f.store({&out});
   }
   need_contiguous("softmax", {&out, &x});
-  const auto [R, N] = rows_cols(x);
+  const auto rc = rows_cols(x);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const int64_t R = rc.first, N = rc.second;
   dispatch_float(x.dtype(), "cpu backend ", "softmax", [&](auto tag) {
     using T = decltype(tag);
     softmax_forward(out.data<T>(), x.data<T>(), R, N);
@@ -340,7 +341,8 @@ void CpuBackend::softmax_backward(const Tensor& dx, const Tensor& dout, const Te
     return f.store({&dx});
   }
   need_contiguous("softmax_backward", {&dx, &dout, &out});
-  const auto [R, N] = rows_cols(out);
+  const auto rc = rows_cols(out);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const int64_t R = rc.first, N = rc.second;
   dispatch_float(out.dtype(), "cpu backend ", "softmax_backward", [&](auto tag) {
     using T = decltype(tag);
     zt::softmax_backward(dx.data<T>(), dout.data<T>(), out.data<T>(), R, N);
@@ -385,7 +387,8 @@ void CpuBackend::cross_entropy(const Tensor& loss, const Tensor& lse, const Tens
     return f.store({&loss, &lse});
   }
   need_contiguous("cross_entropy", {&loss, &lse, &logits, &targets});
-  const auto [N, V] = rows_cols(logits);
+  const auto rc = rows_cols(logits);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const int64_t N = rc.first, V = rc.second;
   ZT_CHECK(targets.numel() == N && lse.numel() == N && loss.numel() == 1 && valid_vocab >= 1 && valid_vocab <= V,
            "cpu backend cross_entropy: logits ", logits.str(), ", targets ", targets.str(), ", valid_vocab ",
            valid_vocab);
@@ -406,7 +409,8 @@ void CpuBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& log
     return f.store({&dlogits});
   }
   need_contiguous("cross_entropy_backward", {&dlogits, &logits, &lse, &targets});
-  const auto [N, V] = rows_cols(logits);
+  const auto rc = rows_cols(logits);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const int64_t N = rc.first, V = rc.second;
   ZT_CHECK(targets.numel() == N && lse.numel() == N && dloss.numel() == 1 && dlogits.numel() == logits.numel(),
            "cpu backend cross_entropy_backward: logits ", logits.str(), ", targets ", targets.str());
   const double scale = count ? dloss.item() / static_cast<double>(count) : 0.0;
@@ -427,7 +431,8 @@ void CpuBackend::layernorm(const Tensor& out, const Tensor& mean, const Tensor& 
     return f.store({&out, &mean, &rstd});
   }
   need_contiguous("layernorm", {&out, &mean, &rstd, &x, &w, &b});
-  const auto [N, C] = rows_cols(x);
+  const auto rc = rows_cols(x);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const int64_t N = rc.first, C = rc.second;
   ZT_CHECK(C >= 1 && w.numel() == C && mean.numel() == N && rstd.numel() == N, "cpu backend layernorm: x ", x.str(),
            ", w ", w.str());
   dispatch_float(x.dtype(), "cpu backend ", "layernorm", [&](auto tag) {
@@ -444,7 +449,8 @@ void CpuBackend::layernorm_backward(const Tensor& dx, const Tensor& dw, const Te
     return f.store({&dx, &dw, &db});
   }
   need_contiguous("layernorm_backward", {&dx, &dw, &db, &dout, &x, &w, &mean, &rstd});
-  const auto [N, C] = rows_cols(x);
+  const auto rc = rows_cols(x);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const int64_t N = rc.first, C = rc.second;
   ZT_CHECK(C >= 1 && w.numel() == C && mean.numel() == N && rstd.numel() == N, "cpu backend layernorm_backward: x ",
            x.str(), ", w ", w.str());
   dispatch_float(x.dtype(), "cpu backend ", "layernorm_backward", [&](auto tag) {
@@ -460,7 +466,8 @@ void CpuBackend::rmsnorm(const Tensor& out, const Tensor& rstd, const Tensor& x,
     return f.store({&out, &rstd});
   }
   need_contiguous("rmsnorm", {&out, &rstd, &x, &w});
-  const auto [N, C] = rows_cols(x);
+  const auto rc = rows_cols(x);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const int64_t N = rc.first, C = rc.second;
   ZT_CHECK(C >= 1 && w.numel() == C && rstd.numel() == N, "cpu backend rmsnorm: x ", x.str(), ", w ", w.str());
   dispatch_float(x.dtype(), "cpu backend ", "rmsnorm", [&](auto tag) {
     using T = decltype(tag);
@@ -475,7 +482,8 @@ void CpuBackend::rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tens
     return f.store({&dx, &dw});
   }
   need_contiguous("rmsnorm_backward", {&dx, &dw, &dout, &x, &w, &rstd});
-  const auto [N, C] = rows_cols(x);
+  const auto rc = rows_cols(x);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const int64_t N = rc.first, C = rc.second;
   ZT_CHECK(C >= 1 && w.numel() == C && rstd.numel() == N, "cpu backend rmsnorm_backward: x ", x.str(), ", w ",
            w.str());
   dispatch_float(x.dtype(), "cpu backend ", "rmsnorm_backward", [&](auto tag) {

@@ -16,6 +16,7 @@ pkgs=(
   fio                            # the reference for bench/nvme.sh (NVMe bandwidth through io_uring)
   gnuplot-nox                    # bench/paper.sh: the plots of bench/results/zero_paper.md (PNG)
   patchelf                       # scripts/gpu-pack.sh: the packed binaries and libraries find each other ($ORIGIN)
+  clang libclang-rt-14-dev libomp-dev  # scripts/fuzz.sh: libFuzzer, ASan, UBSan and OpenMP under clang
 )
 
 missing=()

@@ -1,0 +1,60 @@
+// make_seeds OUT: the fuzz targets' seed corpora, written by ZeroTensor's own writers (issue 17:
+// "seed corpora made by our own writers"), one folder per target: OUT/<target>/...
+// (fuzz_config's seeds are configs/*.json, copied by scripts/fuzz.sh.)
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "formats/hf_config.h"
+#include "formats/llmc_checkpoint.h"
+#include "formats/safetensors.h"
+#include "formats/token_data.h"
+#include "models/gpt2.h"
+#include "models/init.h"
+#include "models/model_config.h"
+
+namespace fs = std::filesystem;
+using namespace zt;
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_seeds OUT\n");
+    return 2;
+  }
+  const fs::path out = argv[1];
+  for (const char* t : {"safetensors", "llmc", "tokens", "hf_config"}) fs::create_directories(out / t);
+
+  // safetensors: float32 and bfloat16 tensors, metadata
+  Rng rng(1);
+  Tensor a = Tensor::from_vector({1.0, -2.0, 3.5, 0.25, 8.0, -1.0}, {2, 3}, DType::f32, Category::workspace);
+  Tensor b = a.to(DType::bf16);
+  save_safetensors((out / "safetensors" / "two.safetensors").string(), {{"a", a}, {"b.weight", b}}, {{"format", "pt"}});
+  save_safetensors((out / "safetensors" / "one.safetensors").string(), {{"x", a.view({6})}});
+
+  // llm.c: a tiny GPT-2 in float32 (v3) and bfloat16 (v5)
+  ModelConfig c = model_config("gpt2-nano");
+  GPT2 m(c);
+  init_model(m, rng);
+  save_llmc_checkpoint((out / "llmc" / "nano_v3.bin").string(), m, kLlmcVersionF32);
+  save_llmc_checkpoint((out / "llmc" / "nano_v5.bin").string(), m, kLlmcVersionBF16);
+
+  // tokens: a shard and a text file
+  std::vector<uint16_t> toks;
+  for (int i = 0; i < 200; ++i) toks.push_back(static_cast<uint16_t>((i * 37) % 256));
+  write_token_shard((out / "tokens" / "shard.bin").string(), toks);
+  std::ofstream((out / "tokens" / "text.txt").string()) << "The quick brown fox jumps over the lazy dog.\n";
+
+  // Hugging Face config.json for GPT-2 and Llama
+  for (const char* name : {"gpt2-nano", "llama-nano"}) {
+    const auto names = model_config_names();
+    if (std::find(names.begin(), names.end(), name) == names.end()) continue;
+    std::ofstream((out / "hf_config" / (std::string(name) + ".json")).string())
+        << hf_config_to_json(model_config(name), DType::f32).dump(2);
+  }
+  std::printf("seeds written under %s\n", out.string().c_str());
+  return 0;
+}
