@@ -42,6 +42,8 @@ void need_contiguous(const char* entry, std::initializer_list<const Tensor*> ts)
 }
 
 // (R, N) of a row layout: N the last dimension, R the rows (0 when N == 0: nothing to do).
+// Callers copy the pair into named ints, not a structured binding: the kernels' lambdas capture
+// them, which clang before 16 refuses for bindings (the fuzz build, scripts/fuzz.sh, is clang 14).
 std::pair<int64_t, int64_t> rows_cols(const Tensor& t) {
   const int64_t N = t.dim() ? t.size(-1) : 1;
   return {N ? t.numel() / N : 0, N};
@@ -327,7 +329,7 @@ void CpuBackend::softmax(const Tensor& out, const Tensor& x) {
     return f.store({&out});
   }
   need_contiguous("softmax", {&out, &x});
-  const auto rc = rows_cols(x);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const auto rc = rows_cols(x);
   const int64_t R = rc.first, N = rc.second;
   dispatch_float(x.dtype(), "cpu backend ", "softmax", [&](auto tag) {
     using T = decltype(tag);
@@ -341,7 +343,7 @@ void CpuBackend::softmax_backward(const Tensor& dx, const Tensor& dout, const Te
     return f.store({&dx});
   }
   need_contiguous("softmax_backward", {&dx, &dout, &out});
-  const auto rc = rows_cols(out);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const auto rc = rows_cols(out);
   const int64_t R = rc.first, N = rc.second;
   dispatch_float(out.dtype(), "cpu backend ", "softmax_backward", [&](auto tag) {
     using T = decltype(tag);
@@ -387,7 +389,7 @@ void CpuBackend::cross_entropy(const Tensor& loss, const Tensor& lse, const Tens
     return f.store({&loss, &lse});
   }
   need_contiguous("cross_entropy", {&loss, &lse, &logits, &targets});
-  const auto rc = rows_cols(logits);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const auto rc = rows_cols(logits);
   const int64_t N = rc.first, V = rc.second;
   ZT_CHECK(targets.numel() == N && lse.numel() == N && loss.numel() == 1 && valid_vocab >= 1 && valid_vocab <= V,
            "cpu backend cross_entropy: logits ", logits.str(), ", targets ", targets.str(), ", valid_vocab ",
@@ -409,7 +411,7 @@ void CpuBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& log
     return f.store({&dlogits});
   }
   need_contiguous("cross_entropy_backward", {&dlogits, &logits, &lse, &targets});
-  const auto rc = rows_cols(logits);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const auto rc = rows_cols(logits);
   const int64_t N = rc.first, V = rc.second;
   ZT_CHECK(targets.numel() == N && lse.numel() == N && dloss.numel() == 1 && dlogits.numel() == logits.numel(),
            "cpu backend cross_entropy_backward: logits ", logits.str(), ", targets ", targets.str());
@@ -431,7 +433,7 @@ void CpuBackend::layernorm(const Tensor& out, const Tensor& mean, const Tensor& 
     return f.store({&out, &mean, &rstd});
   }
   need_contiguous("layernorm", {&out, &mean, &rstd, &x, &w, &b});
-  const auto rc = rows_cols(x);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const auto rc = rows_cols(x);
   const int64_t N = rc.first, C = rc.second;
   ZT_CHECK(C >= 1 && w.numel() == C && mean.numel() == N && rstd.numel() == N, "cpu backend layernorm: x ", x.str(),
            ", w ", w.str());
@@ -449,7 +451,7 @@ void CpuBackend::layernorm_backward(const Tensor& dx, const Tensor& dw, const Te
     return f.store({&dx, &dw, &db});
   }
   need_contiguous("layernorm_backward", {&dx, &dw, &db, &dout, &x, &w, &mean, &rstd});
-  const auto rc = rows_cols(x);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const auto rc = rows_cols(x);
   const int64_t N = rc.first, C = rc.second;
   ZT_CHECK(C >= 1 && w.numel() == C && mean.numel() == N && rstd.numel() == N, "cpu backend layernorm_backward: x ",
            x.str(), ", w ", w.str());
@@ -466,7 +468,7 @@ void CpuBackend::rmsnorm(const Tensor& out, const Tensor& rstd, const Tensor& x,
     return f.store({&out, &rstd});
   }
   need_contiguous("rmsnorm", {&out, &rstd, &x, &w});
-  const auto rc = rows_cols(x);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const auto rc = rows_cols(x);
   const int64_t N = rc.first, C = rc.second;
   ZT_CHECK(C >= 1 && w.numel() == C && rstd.numel() == N, "cpu backend rmsnorm: x ", x.str(), ", w ", w.str());
   dispatch_float(x.dtype(), "cpu backend ", "rmsnorm", [&](auto tag) {
@@ -482,7 +484,7 @@ void CpuBackend::rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tens
     return f.store({&dx, &dw});
   }
   need_contiguous("rmsnorm_backward", {&dx, &dw, &dout, &x, &w, &rstd});
-  const auto rc = rows_cols(x);  // named ints, not a structured binding: the kernels below capture them (clang 14)
+  const auto rc = rows_cols(x);
   const int64_t N = rc.first, C = rc.second;
   ZT_CHECK(C >= 1 && w.numel() == C && rstd.numel() == N, "cpu backend rmsnorm_backward: x ", x.str(), ", w ",
            w.str());
