@@ -39,15 +39,21 @@ AtomicFile::~AtomicFile() {
 void AtomicFile::write(const void* data, size_t n) {
   ZT_CHECK(fd_ >= 0, what_, " '", path_, "': write after commit");
   const char* p = static_cast<const char*>(data);
+  const size_t total = n;
   while (n > 0) {
     const ssize_t w = ::write(fd_, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      ZT_THROW(what_, " '", tmp_, "': write failed: ", errno_message());
+      const int e = errno;
+      ZT_THROW(what_, " '", tmp_, "': writing ", total, " bytes at offset ", written_,
+               " failed after ", total - n, " of them: ", std::strerror(e),
+               e == ENOSPC ? " (ENOSPC: the disk is full; free space or write elsewhere)"
+               : e == EFBIG ? " (EFBIG: over the file-size limit, ulimit -f)" : "");
     }
     p += w;
     n -= static_cast<size_t>(w);
   }
+  written_ += total;
 }
 
 void AtomicFile::commit() {

@@ -20,13 +20,16 @@ class AtomicFile {
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
-  void write(const void* data, size_t n);  // throws naming the file (disk full, I/O error)
+  // Throws naming the file, the bytes and the offset (disk full: "... (ENOSPC: the disk is full)";
+  // a file-size limit: EFBIG); the unfinished file is removed when the AtomicFile goes.
+  void write(const void* data, size_t n);
   void commit();                           // makes the file visible under its final name
   const std::string& path() const { return path_; }
 
  private:
   std::string path_, tmp_, what_;
   int fd_ = -1;
+  uint64_t written_ = 0;  // bytes in the file so far
 };
 
 // fsync of a directory, so that a rename inside it survives a crash. Throws naming `what`.

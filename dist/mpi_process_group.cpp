@@ -134,7 +134,14 @@ MpiProcessGroup::MpiProcessGroup() {
     MPI_Op_create(&bf16_sum, /*commute=*/1, &g_bf16_sum);
     MPI_Op_create(&f16_sum, /*commute=*/1, &g_f16_sum);
   }
+  watchdog_ = std::make_unique<CollectiveWatchdog>(rank_, size_);
   thread_ = std::thread([this] { loop(); });
+}
+
+bool MpiProcessGroup::set_collective_timeout(double seconds) {
+  ProcessGroup::set_collective_timeout(seconds);  // checks the value
+  watchdog_->set_timeout(seconds);
+  return true;
 }
 
 MpiProcessGroup::~MpiProcessGroup() {
@@ -147,6 +154,7 @@ MpiProcessGroup::~MpiProcessGroup() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) {
+    watchdog_.reset();  // collective: frees the progress board
     MPI_Op_free(&g_bf16_sum);
     MPI_Op_free(&g_f16_sum);
     MPI_Finalize();
@@ -174,20 +182,26 @@ WorkPtr MpiProcessGroup::submit(std::function<void()> fn, std::vector<Tensor> ke
   w->keep = std::move(keep);
   // The collective's run is timed here, on this thread, not at the call (ProcessGroup::CommOp).
   std::shared_ptr<CommOp> op;
+  Collective kind = Collective::barrier;
   if (issuing_) {
     op = std::make_shared<CommOp>(*issuing_);
     issuing_->claimed = true;
+    kind = issuing_->kind;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back([this, fn = std::move(fn), promise, op]() mutable {
+    queue_.push_back([this, fn = std::move(fn), promise, op, kind, label = label()]() mutable {
+      const int64_t seq = ++seq_;
+      watchdog_->started(seq, kind, label);  // from here the collective timeout runs
       try {
         const auto t0 = std::chrono::steady_clock::now();
         fn();
         fn = nullptr;  // drop the captured buffers before the waiter wakes (memory is exact then)
+        watchdog_->finished(seq);
         if (op) record_run(*op, t0, std::chrono::steady_clock::now());
         promise->set_value();
       } catch (...) {
+        watchdog_->finished(seq);
         promise->set_exception(std::current_exception());
       }
     });

@@ -3,19 +3,24 @@
 // One process per rank (mpirun -np N). Collectives run on a communication thread of their own,
 // in the order they were issued (every rank issues the same sequence), so a Work returned by an
 // async collective completes while the caller computes: ZeRO's overlap_comm. Only that thread
-// calls MPI after initialization (MPI_THREAD_SERIALIZED is all we ask for).
+// calls MPI after initialization (MPI_THREAD_SERIALIZED is all we ask for), apart from the
+// MPI_Abort of abort() and of the watchdog, which end the job.
 //
 // Failure: MPI's default handler (MPI_ERRORS_ARE_FATAL) stops the whole job on a communication
 // error, and mpirun kills every rank when one of them dies, printing which rank it was. abort()
 // is the path for a rank that raises an error: it prints the message with the rank and calls
-// MPI_Abort, so the others never wait in a collective for it.
+// MPI_Abort, so the others never wait in a collective for it. A rank that stops answering
+// without dying is the watchdog's (dist/mpi_watchdog.h): a collective that waits longer than the
+// collective timeout aborts the job, naming the collective and the ranks it waits for.
 #pragma once
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
+#include "dist/mpi_watchdog.h"  // defines: CollectiveWatchdog
 #include "dist/process_group.h"
 
 namespace zt {
@@ -31,6 +36,7 @@ class MpiProcessGroup final : public ProcessGroup {
   int size() const override { return size_; }
   std::string backend() const override { return "mpi"; }
   [[noreturn]] void abort(const std::string& message, int code) override;
+  bool set_collective_timeout(double seconds) override;
 
  protected:
   WorkPtr do_all_reduce(const Tensor& x) override;
@@ -51,6 +57,8 @@ class MpiProcessGroup final : public ProcessGroup {
   std::deque<std::function<void()>> queue_;
   bool stop_ = false;
   std::thread thread_;
+  std::unique_ptr<CollectiveWatchdog> watchdog_;  // created before the thread, destroyed after it
+  int64_t seq_ = 0;  // collectives run so far (the communication thread's count)
 };
 
 }  // namespace zt

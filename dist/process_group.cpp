@@ -1,5 +1,8 @@
 #include "dist/process_group.h"
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
 #include <cstdio>
 #include <cstdlib>
 
@@ -43,6 +46,12 @@ CommCounters CommCounters::operator-(const CommCounters& o) const {
     d.calls[i] = calls[i] - o.calls[i];
   }
   return d;
+}
+
+bool ProcessGroup::set_collective_timeout(double seconds) {
+  ZT_CHECK(std::isfinite(seconds) && seconds >= 0, "collective_timeout_s = ", seconds,
+           " is invalid: expected a number of seconds >= 0 (0 = no timeout)");
+  return false;
 }
 
 namespace {
@@ -163,6 +172,34 @@ double ProcessGroup::all_reduce_sum(double v) {
   Tensor t = Tensor::full({1}, v, DType::f64, Category::comm);
   all_reduce(t);
   return t.item();
+}
+
+std::string ProcessGroup::first_error(const std::string& mine) {
+  // Who failed: one flag per rank (an all-gather); then the lowest failing rank broadcasts its
+  // text, one byte per float32 element (exact for 0..255). Nothing more moves when none failed.
+  const int N = size();
+  Tensor flag = Tensor::full({1}, mine.empty() ? 0.0 : 1.0, DType::f32, Category::comm);
+  Tensor flags = Tensor::empty({N}, DType::f32, Category::comm);
+  all_gather(flag, flags);
+  const Tensor fh = flags.to(Device::cpu(), Category::comm);
+  int q = -1;
+  for (int r = 0; r < N && q < 0; ++r)
+    if (fh.data<float>()[r] != 0.0f) q = r;
+  if (q < 0) return "";
+  constexpr int64_t kMax = 4000;
+  std::vector<double> text(kMax + 1, 0.0);  // [0]: the length
+  if (q == rank()) {
+    const int64_t n = std::min<int64_t>(static_cast<int64_t>(mine.size()), kMax);
+    text[0] = static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) text[static_cast<size_t>(i) + 1] = static_cast<unsigned char>(mine[static_cast<size_t>(i)]);
+  }
+  Tensor t = Tensor::from_vector(text, {kMax + 1}, DType::f32, Category::comm);  // on the default device
+  broadcast(t, q);
+  const Tensor th = t.to(Device::cpu(), Category::comm);
+  const float* p = th.data<float>();
+  std::string msg(static_cast<size_t>(p[0]), ' ');
+  for (size_t i = 0; i < msg.size(); ++i) msg[i] = static_cast<char>(static_cast<unsigned char>(p[i + 1]));
+  return "rank " + std::to_string(q) + ": " + msg;
 }
 
 // ---- SingleProcessGroup ----

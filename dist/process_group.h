@@ -88,10 +88,21 @@ class ProcessGroup {
   void broadcast(const Tensor& x, int root) { broadcast_async(x, root)->wait(); }
   void barrier() { barrier_async()->wait(); }
   double all_reduce_sum(double v);  // one double (a loss, a squared norm): sum over ranks
+  // Collective. Every rank passes its own error message ("" = it succeeded). Returns "" when no
+  // rank failed, else "rank q: <message>" of the lowest failing rank (its first 4000 bytes), so
+  // that a rank whose own part succeeded reports the cause, not only that a peer failed (and the
+  // cause is printed even when that peer is killed by the abort before it prints).
+  std::string first_error(const std::string& mine);
 
   // Stops the whole job: every rank exits, the message names this rank (a rank that cannot go on
   // must never leave the others waiting in a collective).
   [[noreturn]] virtual void abort(const std::string& message, int code = 1) = 0;
+
+  // The longest one collective may wait before the job is aborted with a report of the ranks it
+  // waits for (dist/mpi_watchdog.h; 0 = no limit; throws for a negative value). Returns whether
+  // this backend enforces it: the MPI backend does; one rank has no peer to wait for; the NCCL
+  // backend does not yet (docs/faults.md).
+  virtual bool set_collective_timeout(double seconds);
 
   const CommCounters& counters() const { return counters_; }
   void reset_counters() { counters_ = CommCounters{}; }

@@ -131,6 +131,10 @@ int main(int argc, char** argv) {
   app.add_option("--host-memory-limit-mib", host_memory_limit_mib,
                  "cap the host tier (offloaded model states, staging buffers, offloaded activations) from process "
                  "start (MiB; 0 = none; config key host_memory_limit_mib)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--collective-timeout-s", c.collective_timeout_s,
+                 "abort the job when one collective waits longer than this, naming the ranks it waits for "
+                 "(seconds; 0 = never; config key collective_timeout_s)")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   c.compute_dtype = "auto";  // resolved once the device is known (below)
   app.add_option("--compute-dtype", c.compute_dtype,
                  "dtype the model is built and computes in: auto (bf16 on a GPU with bf16 enabled, else f32), f32, "
@@ -193,6 +197,7 @@ int main(int argc, char** argv) {
       if (app.count("--eval-interval")) from_file.eval_interval = c.eval_interval;
       if (app.count("--eval-batches")) from_file.eval_batches = c.eval_batches;
       if (app.count("--compute-dtype")) from_file.compute_dtype = c.compute_dtype;
+      if (app.count("--collective-timeout-s")) from_file.collective_timeout_s = c.collective_timeout_s;
       c = from_file;
     }
     c.memory_limit = static_cast<int64_t>(memory_limit_mib * 1024 * 1024);
@@ -201,6 +206,11 @@ int main(int argc, char** argv) {
     // allocate on the default device (core/backend.h). Collectives of training go through
     // run.group (MPI, or NCCL between GPUs); `group` (MPI) stays for the banner and the abort.
     const RunDevice run = select_run_device(device_text, dist_text, group);
+    // The collective timeout (dist/mpi_watchdog.h) guards the MPI group; NCCL's own is not wired yet.
+    group.set_collective_timeout(c.collective_timeout_s);
+    if (run.group != &group && !run.group->set_collective_timeout(c.collective_timeout_s) && lead && group.size() > 1)
+      std::fprintf(stderr, "zt-train: note: the %s backend does not enforce collective_timeout_s (docs/faults.md)\n",
+                   run.group->backend().c_str());
     backend(run.device).set_f32_matmul_precision(parse_f32_matmul(f32_matmul));  // high on the cpu: an error
     // auto: a GPU computes bf16 runs in bf16 (its kernels take bf16; DeepSpeed's bf16 mode); the
     // cpu computes in float32, faster there than bf16 through float32 stand-ins (core/cpu_bf16.h).

@@ -3,6 +3,7 @@
 #include "train/run_config.h"
 
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -30,6 +31,8 @@ void RunConfig::validate() const {
   need(!resume || !ckpt_dir.empty(), "resume", "true", "a ckpt_dir to resume from");
   need(memory_limit >= 0, "memory_limit", memory_limit, ">= 0");
   need(host_memory_limit >= 0, "host_memory_limit", host_memory_limit, ">= 0 (0 = no cap)");
+  need(std::isfinite(collective_timeout_s) && collective_timeout_s >= 0, "collective_timeout_s", collective_timeout_s,
+       "a number of seconds >= 0 (0 = no timeout)");
   need(!cpu_checkpointing || activation_checkpointing, "cpu_checkpointing", "true",
        "activation_checkpointing too (zt-train: --cpu-checkpointing needs --activation-checkpointing: it moves "
        "the checkpoints that activation checkpointing keeps to host memory)");
@@ -67,7 +70,7 @@ EngineConfig RunConfig::engine_config() const {
 void run_config_from_json(const std::string& path, int world_size, RunConfig& c) {
   static const std::set<std::string> run_keys = {"model", "train_data", "val_data", "seq_len", "steps",
                                                   "seed", "eval_interval", "eval_batches", "compute_dtype",
-                                                  "host_memory_limit_mib"};
+                                                  "host_memory_limit_mib", "collective_timeout_s"};
   const EngineConfig e = engine_config_from_file(path, world_size, run_keys);
   const nlohmann::json j = read_json_file(path, "config '" + path + "'");  // parsed once already
   auto run = [&](const char* key, auto& field) {
@@ -87,6 +90,7 @@ void run_config_from_json(const std::string& path, int world_size, RunConfig& c)
   run("eval_interval", c.eval_interval);
   run("eval_batches", c.eval_batches);
   run("compute_dtype", c.compute_dtype);
+  run("collective_timeout_s", c.collective_timeout_s);
   // The host tier's cap (train/memory_caps.h): a process setting beside the engine's keys, in MiB
   // as zt-train's flag (DeepSpeed has no such key; docs/config.md says why it is top-level).
   if (j.contains("host_memory_limit_mib")) {
@@ -135,7 +139,8 @@ void to_json(nlohmann::json& j, const RunConfig& c) {
        {"eps", c.eps}, {"momentum", c.momentum}, {"grad_clip", c.grad_clip}, {"seed", c.seed},
        {"eval_interval", c.eval_interval}, {"eval_batches", c.eval_batches},
        {"activation_checkpointing", c.activation_checkpointing}, {"cpu_checkpointing", c.cpu_checkpointing},
-       {"memory_limit", c.memory_limit}, {"host_memory_limit", c.host_memory_limit}, {"zero_stage", c.zero.stage},
+       {"memory_limit", c.memory_limit}, {"host_memory_limit", c.host_memory_limit},
+       {"collective_timeout_s", c.collective_timeout_s}, {"zero_stage", c.zero.stage},
        {"precision", precision_name(c.precision)}, {"compute_dtype", c.compute_dtype},
        {"config_file", c.config_file}};
   nlohmann::json e = c.engine_config();

@@ -41,6 +41,10 @@ struct RunConfig {
   // bytes; 0 = no cap on the host tier's allocators, from process start (train/memory_caps.h).
   // JSON: top-level "host_memory_limit_mib" (MiB); zt-train --host-memory-limit-mib.
   int64_t host_memory_limit = 0;
+  // seconds one collective may wait before the job is aborted with a report of the ranks it waits
+  // for (dist/mpi_watchdog.h; PyTorch's NCCL default of 10 minutes; 0 = no limit).
+  // JSON: top-level "collective_timeout_s"; zt-train --collective-timeout-s.
+  double collective_timeout_s = 600;
   // ZeRO (zero_optimization.* of a DeepSpeed-style config; stage 0 = plain data parallelism)
   ZeroOptimization zero;
   AioConfig aio;  // aio.*: the NVMe tier's IO (offload to nvme)
@@ -60,7 +64,8 @@ void to_json(nlohmann::json& j, const RunConfig& c);
 // Reads a DeepSpeed-style JSON config (zero/engine_config.h; docs/config.md) into `c`: the engine
 // keys (batch, accumulation, clipping, optimizer, scheduler, zero_optimization, precision,
 // activation checkpointing) and the run keys beside them ("model", "train_data", "val_data", "seq_len",
-// "steps", "seed", "eval_interval", "eval_batches", "compute_dtype", "host_memory_limit_mib").
+// "steps", "seed", "eval_interval", "eval_batches", "compute_dtype", "host_memory_limit_mib",
+// "collective_timeout_s").
 // Errors name the file and the key.
 void run_config_from_json(const std::string& path, int world_size, RunConfig& c);
 

@@ -7,10 +7,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 
+#include "core/fault_point.h"
 #include "core/file_io.h"
 #include "zero/checkpoint_files.h"  // defines: FileLayout, layout_of, on_every_rank, ...
 
@@ -23,15 +23,18 @@ namespace {
 using namespace checkpoint_detail;
 
 // Writes this rank's file; returns its FNV-1a 64.
-uint64_t write_rank_file(const std::string& file, const std::vector<UnitShard>& shards) {
+uint64_t write_rank_file(const std::string& file, const std::vector<UnitShard>& shards, int rank) {
   AtomicFile f(file, "checkpoint rank file");
   uint64_t hash = fnv1a64(nullptr, 0);
-  for (const UnitShard& s : shards)
+  for (size_t u = 0; u < shards.size(); ++u) {
+    const UnitShard& s = shards[u];
+    if (u == shards.size() / 2) fault_point("checkpoint.mid_file", rank);  // half the units written
     for (const auto& [name, t] : s.tensors) {
       Tensor c = t.to(Device::cpu(), Category::workspace);  // a GPU shard is copied to the host
       f.write(c.raw(), c.nbytes());
       hash = fnv1a64(c.raw(), c.nbytes(), hash);
     }
+  }
   f.commit();
   return hash;
 }
@@ -126,26 +129,21 @@ std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int
     if (ec) ZT_THROW("checkpoint: cannot create directory '", tmp_dir.string(), "': ", ec.message());
   });
 
-  // Every rank writes and fsyncs its file; (ok, bytes, hash halves) reach every rank. Each
-  // 32-bit half of the hash and the byte count (< 2^53) are exact in a double.
+  // Every rank writes and fsyncs its file (a failure, such as a full disk, reaches every rank
+  // with its message); then (bytes, hash halves) reach every rank. Each 32-bit half of the hash
+  // and the byte count (< 2^53) are exact in a double.
   uint64_t hash = 0;
-  std::exception_ptr err;
-  try {
-    hash = write_rank_file((tmp_dir / rank_file_name(r)).string(), shards);
-  } catch (...) {
-    err = std::current_exception();
-  }
-  Tensor mine = Tensor::from_vector({err ? 0.0 : 1.0, static_cast<double>(L.file_bytes),
-                                     static_cast<double>(hash >> 32), static_cast<double>(hash & 0xffffffffull)},
-                                    {4}, DType::f64, Category::workspace);
-  Tensor all = Tensor::empty({4 * N}, DType::f64, Category::workspace);
+  fault_point("checkpoint.before_data", r);  // step_X.tmp/ exists, no rank file yet
+  on_every_rank(g, what, [&] { hash = write_rank_file((tmp_dir / rank_file_name(r)).string(), shards, r); });
+  Tensor mine = Tensor::from_vector({static_cast<double>(L.file_bytes), static_cast<double>(hash >> 32),
+                                     static_cast<double>(hash & 0xffffffffull)},
+                                    {3}, DType::f64, Category::workspace);
+  Tensor all = Tensor::empty({3 * N}, DType::f64, Category::workspace);
   g.all_gather(mine, all);
   const Tensor all_host = all.to(Device::cpu(), Category::workspace);
   const double* a = all_host.data<double>();
-  if (err) std::rethrow_exception(err);
-  for (int q = 0; q < N; ++q)
-    if (a[4 * q] != 1.0) ZT_THROW(what, ": rank ", q, " could not write its file; see its error");
 
+  fault_point("checkpoint.before_meta", r);  // every rank file is durable, meta.json is not written
   on_every_rank(g, what, [&] {
     if (r != 0) return;
     nlohmann::json meta = caller_meta.is_null() ? nlohmann::json::object() : caller_meta;
@@ -168,10 +166,10 @@ std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int
     nlohmann::json dtypes = nlohmann::json::object(), files = nlohmann::json::array();
     for (size_t t = 0; t < L.tensors.size(); ++t) dtypes[L.tensors[t]] = dtype_name(L.dtypes[t]);
     for (int q = 0; q < N; ++q) {
-      if (static_cast<int64_t>(a[4 * q + 1]) != L.file_bytes)
-        ZT_THROW(what, ": rank ", q, " wrote ", static_cast<int64_t>(a[4 * q + 1]), " bytes, rank 0 expected ",
+      if (static_cast<int64_t>(a[3 * q]) != L.file_bytes)
+        ZT_THROW(what, ": rank ", q, " wrote ", static_cast<int64_t>(a[3 * q]), " bytes, rank 0 expected ",
                  L.file_bytes, " (the ranks' unit layouts differ)");
-      const uint64_t h = (static_cast<uint64_t>(a[4 * q + 2]) << 32) | static_cast<uint64_t>(a[4 * q + 3]);
+      const uint64_t h = (static_cast<uint64_t>(a[3 * q + 1]) << 32) | static_cast<uint64_t>(a[3 * q + 2]);
       files.push_back({{"rank", q}, {"name", rank_file_name(q)}, {"bytes", L.file_bytes}, {"fnv1a64", hex64(h)}});
     }
     meta["format"] = kShardedCheckpointFormat;
@@ -191,6 +189,7 @@ std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int
     // Publish: the step directory, then `latest`. Each rename is atomic; fsync makes it durable.
     publish_step_dir(root, tmp_dir, final_dir);
     fsync_directory(root.string(), "checkpoint");
+    fault_point("checkpoint.before_latest", r);  // step_X/ is complete, `latest` still names the previous one
     AtomicFile latest((root / "latest").string(), "checkpoint latest");
     const std::string line = name + "\n";
     latest.write(line.data(), line.size());

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/checked.h"
 #include "core/file_io.h"
 
 namespace zt::checkpoint_detail {
@@ -46,20 +47,26 @@ inline std::string read_text(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-// Runs fn on this rank; then every rank learns whether any rank failed (one all-reduce), so a
-// failure never leaves the others waiting in the next collective. This rank's own error is
-// rethrown as is; a rank that succeeded throws naming how many others failed.
+// Runs fn on this rank; then every rank learns whether any rank failed, and why
+// (ProcessGroup::first_error), so a failure never leaves the others waiting in the next
+// collective. This rank's own error is rethrown as is; a rank that succeeded throws with the
+// first failing rank's message.
 template <class F>
 inline void on_every_rank(ProcessGroup& g, const std::string& what, F&& fn) {
   std::exception_ptr err;
+  std::string mine;
   try {
     fn();
+  } catch (const std::exception& e) {
+    err = std::current_exception();
+    mine = e.what();
   } catch (...) {
     err = std::current_exception();
+    mine = "unknown error";
   }
-  const double failed = g.all_reduce_sum(err ? 1.0 : 0.0);
+  const std::string first = g.first_error(mine);
   if (err) std::rethrow_exception(err);
-  if (failed > 0) ZT_THROW(what, ": failed on ", static_cast<int64_t>(failed), " other rank(s); see their errors");
+  if (!first.empty()) ZT_THROW(what, ": failed on ", first);
 }
 
 // The geometry of one checkpoint's rank files (all files share it).
@@ -80,9 +87,9 @@ struct FileLayout {
     for (DType d : dtypes) elem_bytes += static_cast<int64_t>(dtype_size(d));
     unit_base.clear();
     file_bytes = 0;
-    for (U& u : units) {
+    for (U& u : units) {  // sizes from a meta.json: checked (core/checked.h)
       unit_base.push_back(file_bytes);
-      file_bytes += u.S * elem_bytes;
+      file_bytes = checked_add(file_bytes, checked_mul(u.S, elem_bytes, "checkpoint unit bytes"), "checkpoint rank file bytes");
     }
   }
   // Byte offset in every rank file of element `local` of tensor t of unit u.

@@ -26,12 +26,12 @@ ShardedMeta read_sharded_meta(const std::string& path) {
   if (!fs::exists(meta_path))
     ZT_THROW("checkpoint: '", m.dir, "' is not a checkpoint directory (no meta.json, no latest)");
   m.meta = parse_json(read_text(meta_path), "checkpoint: '" + meta_path.string() + "'");
-  if (!m.meta.is_object() || m.meta.value("format", "") != kShardedCheckpointFormat)
-    ZT_THROW("checkpoint: '", meta_path.string(), "' has format '",
-             m.meta.is_object() ? m.meta.value("format", "(missing)") : "(not an object)", "', expected '",
-             kShardedCheckpointFormat, "'");
-  if (m.meta.value("version", -1) != kShardedCheckpointVersion)
-    ZT_THROW("checkpoint: '", meta_path.string(), "' has version ", m.meta.value("version", -1), ", this build reads ",
+  const auto field = [&](const char* key) { return m.meta.is_object() && m.meta.contains(key) ? m.meta.at(key).dump() : "(missing)"; };
+  if (!m.meta.is_object() || field("format") != nlohmann::json(kShardedCheckpointFormat).dump())
+    ZT_THROW("checkpoint: '", meta_path.string(), "' has format ",
+             m.meta.is_object() ? field("format") : "(not an object)", ", expected \"", kShardedCheckpointFormat, "\"");
+  if (field("version") != std::to_string(kShardedCheckpointVersion))
+    ZT_THROW("checkpoint: '", meta_path.string(), "' has version ", field("version"), ", this build reads ",
              kShardedCheckpointVersion);
   try {
     layout_of(m);  // every field the files need is present and consistent

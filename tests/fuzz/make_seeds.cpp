@@ -16,6 +16,7 @@
 #include "models/gpt2.h"
 #include "models/init.h"
 #include "models/model_config.h"
+#include "tests/fuzz/fuzz_checkpoint.h"
 
 namespace fs = std::filesystem;
 using namespace zt;
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path out = argv[1];
-  for (const char* t : {"safetensors", "llmc", "tokens", "hf_config"}) fs::create_directories(out / t);
+  for (const char* t : {"safetensors", "llmc", "tokens", "hf_config", "ckpt_meta"}) fs::create_directories(out / t);
 
   // safetensors: float32 and bfloat16 tensors, metadata
   Rng rng(1);
@@ -55,6 +56,10 @@ int main(int argc, char** argv) {
     std::ofstream((out / "hf_config" / (std::string(name) + ".json")).string())
         << hf_config_to_json(model_config(name), DType::f32).dump(2);
   }
+  // ZeRO sharded checkpoint: the meta.json of the fixture fuzz_ckpt_meta reads beside its rank file
+  const std::string step = fuzz::write_toy_checkpoint((out / "ckpt_fixture").string());
+  fs::copy_file(fs::path(step) / "meta.json", out / "ckpt_meta" / "meta.json", fs::copy_options::overwrite_existing);
+  fs::remove_all(out / "ckpt_fixture");
   std::printf("seeds written under %s\n", out.string().c_str());
   return 0;
 }

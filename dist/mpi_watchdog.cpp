@@ -1,0 +1,177 @@
+#include "dist/mpi_watchdog.h"
+
+#define OMPI_SKIP_MPICXX 1
+#include <mpi.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>  // std::_Exit
+#include <ctime>
+#include <sstream>
+#include <vector>
+
+#include "core/check.h"
+
+namespace zt {
+
+namespace {
+
+// CLOCK_MONOTONIC in nanoseconds: one clock for every process of the machine (steady_clock is
+// not promised to be machine-wide; this is).
+int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+constexpr int64_t kBeatNs = 100'000'000;       // the watchdog thread wakes (and beats) every 100 ms
+constexpr int64_t kSilentNs = 2'000'000'000;   // a peer that has not beaten for 2 s is not answering
+
+}  // namespace
+
+// One rank's line on the board. Lock-free 64-bit atomics are address-free, so they work in memory
+// that several processes map (the shared window).
+struct SlotFields {
+  std::atomic<int64_t> world_rank{-1};
+  std::atomic<int64_t> pid{0};
+  std::atomic<int64_t> heartbeat_ns{0};
+  std::atomic<int64_t> entered{0};  // seq of the last collective started (0: none yet)
+  std::atomic<int64_t> left{0};     // seq of the last collective finished
+  std::atomic<int64_t> kind{0};     // the Collective of `entered`
+};
+static_assert(std::atomic<int64_t>::is_always_lock_free, "the progress board needs lock-free 64-bit atomics");
+
+struct CollectiveWatchdog::Board {
+  MPI_Comm node = MPI_COMM_NULL;  // the ranks of this machine
+  MPI_Win win = MPI_WIN_NULL;
+  int node_rank = 0;
+  std::vector<SlotFields*> slots;  // node-rank order
+  SlotFields* mine() const { return slots[static_cast<size_t>(node_rank)]; }
+};
+
+CollectiveWatchdog::CollectiveWatchdog(int rank, int size) : rank_(rank), size_(size), board_(std::make_unique<Board>()) {
+  Board& b = *board_;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &b.node);
+  int node_size = 1;
+  MPI_Comm_rank(b.node, &b.node_rank);
+  MPI_Comm_size(b.node, &node_size);
+  void* base = nullptr;
+  MPI_Win_allocate_shared(sizeof(SlotFields), 1, MPI_INFO_NULL, b.node, &base, &b.win);
+  new (base) SlotFields();  // this rank's slot; the others construct theirs
+  SlotFields* me = static_cast<SlotFields*>(base);
+  me->world_rank.store(rank);
+  me->pid.store(static_cast<int64_t>(::getpid()));
+  me->heartbeat_ns.store(monotonic_ns());
+  // A passive-target epoch open for the group's lifetime: loads and stores into the window need
+  // no further MPI call (MPI-3.1 section 11.5.5, the unified memory model of shared windows).
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, b.win);
+  MPI_Barrier(b.node);  // every slot is constructed before anyone reads it
+  b.slots.resize(static_cast<size_t>(node_size));
+  for (int q = 0; q < node_size; ++q) {
+    MPI_Aint bytes = 0;
+    int disp = 0;
+    void* p = nullptr;
+    MPI_Win_shared_query(b.win, q, &bytes, &disp, &p);
+    b.slots[static_cast<size_t>(q)] = static_cast<SlotFields*>(p);
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+CollectiveWatchdog::~CollectiveWatchdog() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;  // MPI took the window with it
+  Board& b = *board_;
+  MPI_Win_unlock_all(b.win);
+  MPI_Win_free(&b.win);
+  MPI_Comm_free(&b.node);
+}
+
+void CollectiveWatchdog::set_timeout(double seconds) { timeout_s_.store(seconds); }
+
+void CollectiveWatchdog::started(int64_t seq, Collective kind, const std::string& label) {
+  {
+    std::lock_guard<std::mutex> lock(label_mu_);
+    running_label_ = label;
+  }
+  running_kind_.store(static_cast<int>(kind));
+  running_since_ns_.store(monotonic_ns());
+  running_seq_.store(seq);
+  SlotFields* me = board_->mine();
+  me->kind.store(static_cast<int64_t>(kind));
+  me->entered.store(seq);
+}
+
+void CollectiveWatchdog::finished(int64_t seq) {
+  running_seq_.store(0);
+  board_->mine()->left.store(seq);
+}
+
+std::string CollectiveWatchdog::report(int64_t seq, double waited_s) const {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(1);
+  std::string label;
+  {
+    std::lock_guard<std::mutex> lock(label_mu_);
+    label = running_label_;
+  }
+  s << "collective timeout: " << collective_name(static_cast<Collective>(running_kind_.load())) << " #" << seq;
+  if (!label.empty()) s << " (" << label << ")";
+  s << " has waited " << waited_s << " s, longer than collective_timeout_s = " << timeout_s_.load()
+    << " (zt-train --collective-timeout-s)";
+  const int64_t now = monotonic_ns();
+  std::vector<int64_t> suspects;
+  for (const SlotFields* p : board_->slots) {
+    const int64_t q = p->world_rank.load();
+    if (q == rank_) continue;
+    const int64_t silent = now - p->heartbeat_ns.load(), entered = p->entered.load(), left = p->left.load();
+    s << "\n  rank " << q << " (pid " << p->pid.load() << ")";
+    const bool mute = silent > kSilentNs;
+    if (mute) s << " has not answered for " << silent / 1e9 << " s (stopped or hung)";
+    else s << " is alive";
+    if (entered >= seq) {
+      s << " and is in this collective too";
+    } else {
+      s << " and has not reached this collective: its last is #" << entered << " "
+        << collective_name(static_cast<Collective>(p->kind.load())) << (left == entered ? ", finished" : ", running");
+    }
+    if (mute || entered < seq) suspects.push_back(q);
+  }
+  const int on_board = static_cast<int>(board_->slots.size());
+  if (on_board < size_)
+    s << "\n  " << size_ - on_board << " rank(s) on other machines: not visible from here (their watchdogs report there)";
+  if (!suspects.empty()) {
+    s << "\n  suspect: rank";
+    for (size_t i = 0; i < suspects.size(); ++i) s << (i ? ", " : " ") << suspects[i];
+  }
+  return s.str();
+}
+
+void CollectiveWatchdog::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!cv_.wait_for(lock, std::chrono::nanoseconds(kBeatNs), [this] { return stop_; })) {
+    const int64_t now = monotonic_ns();
+    board_->mine()->heartbeat_ns.store(now);
+    const int64_t seq = running_seq_.load();
+    const double limit = timeout_s_.load();
+    if (seq == 0 || limit <= 0) continue;
+    const double waited = static_cast<double>(now - running_since_ns_.load()) / 1e9;
+    if (waited <= limit || running_seq_.load() != seq) continue;
+    const std::string msg = report(seq, waited);
+    std::fprintf(stderr, "error on rank %d of %d: %s\n", rank_, size_, msg.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::_Exit(1);  // MPI_Abort does not return
+  }
+}
+
+}  // namespace zt

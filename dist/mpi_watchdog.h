@@ -1,0 +1,80 @@
+// defines: CollectiveWatchdog — the MPI backend's guard against a rank that stops answering.
+//
+// A rank that dies is mpirun's business: it notices the exit and kills the job, naming the rank.
+// A rank that stops answering (SIGSTOP, a deadlock, a livelock in a kernel, a swapped-out node)
+// does not exit, and every other rank would wait in its next collective forever. The watchdog
+// turns that wait into an error: when one collective has run longer than the collective timeout
+// (config key `collective_timeout_s`, zt-train --collective-timeout-s; default 600 s, PyTorch's
+// NCCL default; 0 = none), the rank prints what it waits for and which ranks it suspects, and
+// calls MPI_Abort, which ends every rank of the job.
+//
+// Naming the culprit: the ranks of one machine share a small progress board, one slot per rank
+// (MPI_Win_allocate_shared over MPI_COMM_TYPE_SHARED, plain atomic loads and stores afterwards):
+//   heartbeat_ns  written every 100 ms by the rank's watchdog thread (CLOCK_MONOTONIC, which is
+//                 machine-wide) — a stopped process stops writing it;
+//   entered/left  the sequence number of the last collective the rank started / finished (every
+//                 rank issues the same sequence, so #57 is the same collective on every rank).
+// The timed-out rank reports, for every other rank of its machine, whether it still beats and
+// whether it reached this collective: "rank 1 (pid 4242) has not answered for 5.1 s (stopped or
+// hung) and has not reached it: its last collective is #56 all_gather, finished". Ranks on other
+// machines are not on the board; their own watchdogs report from there.
+//
+// Threads: the board is created and freed by the thread that creates the group (collective over
+// MPI_COMM_WORLD); started()/finished() are called by the communication thread; the watchdog's
+// own thread reads the board and, on a timeout, calls MPI_Abort — the one MPI call made outside
+// the communication thread: it asks the runtime to end the job and does not touch the
+// communicator the communication thread is blocked in.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "dist/process_group.h"  // defines: Collective
+
+namespace zt {
+
+inline constexpr double kDefaultCollectiveTimeoutS = 600.0;
+
+class CollectiveWatchdog {
+ public:
+  // Collective over MPI_COMM_WORLD (every rank, MPI initialized, before any collective).
+  CollectiveWatchdog(int rank, int size);
+  // Collective too: stops the thread and frees the board (call before MPI_Finalize, on every rank).
+  ~CollectiveWatchdog();
+  CollectiveWatchdog(const CollectiveWatchdog&) = delete;
+  CollectiveWatchdog& operator=(const CollectiveWatchdog&) = delete;
+
+  void set_timeout(double seconds);  // 0 = never time out (checked by ProcessGroup::set_collective_timeout)
+  double timeout() const { return timeout_s_.load(); }
+
+  // The communication thread, around each blocking MPI collective. `seq` counts from 1.
+  void started(int64_t seq, Collective kind, const std::string& label);
+  void finished(int64_t seq);
+
+ private:
+  struct Board;  // the shared window and this machine's slots (mpi_watchdog.cpp)
+  void loop();
+  // The report of a timed-out collective: what this rank waits for, and every peer's state.
+  std::string report(int64_t seq, double waited_s) const;
+
+  int rank_, size_;
+  std::unique_ptr<Board> board_;
+
+  std::atomic<double> timeout_s_{kDefaultCollectiveTimeoutS};
+  std::atomic<int64_t> running_seq_{0};       // 0: no collective in progress
+  std::atomic<int64_t> running_since_ns_{0};  // CLOCK_MONOTONIC at its start
+  std::atomic<int> running_kind_{0};
+  mutable std::mutex label_mu_;
+  std::string running_label_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace zt
