@@ -3,7 +3,8 @@
 # or $ZT_FUZZ_SECONDS) from seed corpora our own writers make (issue 17).
 #
 # Build: ${FUZZ_BUILD_DIR:-build-fuzz}, clang with libFuzzer, ASan and UBSan on every object
-# (CMake option ZT_FUZZ), CPU only. Seeds: make_seeds (safetensors, llm.c v3/v5, token shard and
+# (CMake option ZT_FUZZ), CPU only: scripts/sanitizer-build.sh, shared with scripts/sanitize.sh.
+# Seeds: make_seeds (safetensors, llm.c v3/v5, token shard and
 # text, HF config.json) and configs/*.json for the config target. Each target runs with
 # -rss_limit_mb=2048 (a reader that allocates what a header asks for is a finding) and
 # -timeout=10 (a hang is a finding). Findings (crash inputs) are written to
@@ -23,11 +24,8 @@ for f in "$ROOT"/tests/fuzz/fuzz_*.cpp; do targets+=("$(basename "$f" .cpp)"); d
 [ -n "${FUZZ_TARGETS:-}" ] && read -r -a targets <<<"$FUZZ_TARGETS"
 seeds="$BUILD/seeds"
 if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
-  command -v clang++ >/dev/null || { say "error: clang++ is missing (scripts/install-deps.sh installs it)"; exit 1; }
-  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZT_FUZZ=ON \
-    -DZT_CUDA=OFF -DZT_BUILD_TESTS=OFF -DZT_BUILD_BENCH=OFF -DZT_NATIVE=OFF >/dev/null
   say "building ${targets[*]} in $BUILD"
-  cmake --build "$BUILD" -j"$(nproc)" --target make_seeds "${targets[@]}"
+  FUZZ_BUILD_DIR="$BUILD" bash "$ROOT/scripts/sanitizer-build.sh" make_seeds "${targets[@]}"
   rm -rf "$seeds"
   mkdir -p "$seeds/config"
   "$BUILD/make_seeds" "$seeds" >/dev/null

@@ -7,6 +7,11 @@ bash "$ROOT/scripts/install-deps.sh"
 # ZT_TEST_GLOB is reset so a build dir configured for one part still builds every test.
 bash "$ROOT/scripts/build.sh" -DZT_TEST_GLOB='test_*.cpp'
 (cd "$BUILD_DIR" && ctest --output-on-failure -j"$(nproc)" --timeout 600)
+# The CPU test suite again under ASan + UBSan (issue 17; scripts/sanitize.sh says what runs),
+# in the sanitizer build the fuzz targets share. ZT_SANITIZE=0 skips it.
+if [ "${ZT_SANITIZE:-1}" != 0 ]; then
+  bash "$ROOT/scripts/sanitize.sh"
+fi
 # The readers under libFuzzer + ASan + UBSan, a short run per target (issue 17; bench/results/fuzz.md
 # holds the long runs). ZT_FUZZ_SECONDS=0 skips it.
 if [ "${ZT_FUZZ_SECONDS:-15}" != 0 ]; then

@@ -147,7 +147,10 @@ TEST_CASE("the memory report shows the model states leaving the device", "[offlo
   base.zero.stage3_param_persistence_threshold = 0;  // nothing stays gathered: params at rest are the shards
   const MemoryReport none = report(base);
   int64_t max_shard = 0;  // the largest unit's shard: one staging buffer
-  for (Unit* u : Trainer(base, g).model().units()) max_shard = std::max(max_shard, u->params().padded_numel() / g.size());
+  {
+    Trainer t(base, g);  // named: a temporary in the range-for would die before the loop body (UBSan)
+    for (Unit* u : t.model().units()) max_shard = std::max(max_shard, u->params().padded_numel() / g.size());
+  }
   for (const char* opt : {"cpu", "nvme"}) {
     RunConfig c = base;
     c.zero.offload_optimizer = tier(opt, dir);
