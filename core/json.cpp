@@ -33,4 +33,19 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what) 
   return parse_json(text, what);
 }
 
+int64_t json_integer(const nlohmann::json& j, const std::string& what, int64_t lo, int64_t hi) {
+  const bool too_big = j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
+  if (!j.is_number_integer() || too_big || j.get<int64_t>() < lo || j.get<int64_t>() > hi)
+    ZT_THROW(what, " = ", j.dump(), " is invalid: expected an integer in [", lo, ", ", hi, "]");
+  return j.get<int64_t>();
+}
+
+std::vector<int64_t> json_shape(const nlohmann::json& j, const std::string& what) {
+  if (!j.is_array()) ZT_THROW(what, " = ", j.dump(), " is invalid: expected an array of integers (a shape)");
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < j.size(); ++i)
+    shape.push_back(json_integer(j[i], what + "[" + std::to_string(i) + "]", 0));
+  return shape;
+}
+
 }  // namespace zt

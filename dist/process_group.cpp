@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "dist/mpi_process_group.h"  // defines: MpiProcessGroup, launched_by_mpirun
 

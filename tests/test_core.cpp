@@ -107,6 +107,19 @@ TEST_CASE("size arithmetic is checked: products that wrap 64 bits are errors", "
   CHECK_THROWS_WITH(zt::Tensor::empty({int64_t(1) << 62}, zt::DType::f32), Catch::Contains("tensor bytes"));
 }
 
+TEST_CASE("json_integer refuses floats and out-of-range values before converting", "[core]") {
+  CHECK(zt::json_integer(nlohmann::json(42), "n") == 42);
+  CHECK(zt::json_integer(nlohmann::json(-3), "n", -5, 5) == -3);
+  CHECK_THROWS_WITH(zt::json_integer(nlohmann::json(1.66667e46), "meta.json world_size"),
+                    Catch::Contains("meta.json world_size = 1.66667e+46 is invalid: expected an integer"));
+  CHECK_THROWS_WITH(zt::json_integer(nlohmann::json(2.0), "n"), Catch::Contains("expected an integer"));
+  CHECK_THROWS_WITH(zt::json_integer(nlohmann::json(18446744073709551615ull), "n"), Catch::Contains("n = 18446744073709551615"));
+  CHECK_THROWS_WITH(zt::json_integer(nlohmann::json(7), "n", 0, 5), Catch::Contains("in [0, 5]"));
+  CHECK_THROWS_WITH(zt::json_integer(nlohmann::json("7"), "n"), Catch::Contains("n = \"7\" is invalid"));
+  CHECK(zt::json_shape(nlohmann::json::array({2, 3}), "s") == std::vector<int64_t>{2, 3});
+  CHECK_THROWS_WITH(zt::json_shape(nlohmann::json::array({2, -1}), "s"), Catch::Contains("s[1] = -1 is invalid"));
+}
+
 TEST_CASE("parse_json bounds nesting and names the source", "[core]") {
   CHECK(zt::parse_json("{\"a\": [1, [2, {\"b\": 3}]]}", "x")["a"][1][1]["b"] == 3);
   const std::string ok = std::string(63, '[') + std::string(63, ']');  // 63 levels: the top is 0

@@ -2,6 +2,7 @@
 // Several ranks run in one process as threads (ThreadGroup below), so saving on N ranks and
 // loading on N' ranks (resharding) is tested without mpirun; tests/mpi/test_checkpoint.cpp runs
 // the same paths under real MPI ranks.
+#include <algorithm>
 #include <barrier>
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -335,6 +336,15 @@ TEST_CASE("zero checkpoint: damaged or foreign checkpoints are refused naming th
   meta.erase("dtype");
   spit(step / "meta.json", meta.dump());
   CHECK_THROWS_WITH(load_sharded_checkpoint(one, dir, back), Catch::Contains("lacks or mistypes a field"));
+  // fuzz_ckpt_meta's finding (UBSan: a float out of int's range converted by get<int>): every
+  // integer of meta.json is checked as an integer first.
+  for (const char* key : {"world_size", "numel"}) {
+    meta = nlohmann::json::parse(meta_text);
+    (std::string(key) == "world_size" ? meta["world_size"] : meta["units"][0]["numel"]) = 1.66667e46;
+    spit(step / "meta.json", meta.dump());
+    CHECK_THROWS_WITH(load_sharded_checkpoint(one, dir, back),
+                      Catch::Contains(std::string(key) + " = 1.66667e+46 is invalid: expected an integer"));
+  }
 }
 
 TEST_CASE("zero checkpoint: an interrupted or failed save leaves the previous one loadable", "[zero_checkpoint]") {
@@ -501,4 +511,22 @@ TEST_CASE("safetensors: malformed files are errors naming the file and the probl
   CHECK_THROWS_WITH(load_safetensors(p), Catch::Contains("needs \"dtype\""));
   write(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "__metadata__": {"k": 1}})", 4);
   CHECK_THROWS_WITH(load_safetensors(p), Catch::Contains("__metadata__ value 'k' is not a string"));
+}
+
+TEST_CASE("zero checkpoint: prune keeps the newest, latest's and saves in progress", "[zero_checkpoint]") {
+  test::TempDir tmp("zckpt_prune");
+  const fs::path root = tmp.file("ck");
+  for (const char* d : {"step_00000001", "step_00000002", "step_00000003", "step_00000010", "step_00000004",
+                        "step_00000011.tmp", "notes"})
+    fs::create_directories(root / d);
+  std::ofstream(root / "latest") << "step_00000002\n";
+  // Newest two by step number (10 and 4, not by name order), latest's 2; 11.tmp and notes untouched.
+  CHECK(prune_checkpoints(root.string(), 2) == std::vector<std::string>{"step_00000001", "step_00000003"});
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(root)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"latest", "notes", "step_00000002", "step_00000004", "step_00000010",
+                                         "step_00000011.tmp"});
+  CHECK(prune_checkpoints(root.string(), 5).empty());
+  CHECK_THROWS_WITH(prune_checkpoints(root.string(), 0), Catch::Contains("keep_last = 0 is invalid"));
 }

@@ -120,6 +120,9 @@ int main(int argc, char** argv) {
   app.add_option("--ckpt-dir", c.ckpt_dir, "checkpoint directory (saved at the end and every --ckpt-interval)");
   app.add_option("--ckpt-interval", c.ckpt_interval, "save every N steps (0 = only at the end)")->capture_default_str();
   app.add_flag("--resume", c.resume, "continue from --ckpt-dir/latest");
+  app.add_option("--keep-last", c.keep_last,
+                 "after each save, remove all but the newest N step directories (never the one latest names; "
+                 "0 = keep all)")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_flag("--activation-checkpointing", c.activation_checkpointing, "recompute each block's forward in backward");
   app.add_flag("--cpu-checkpointing", c.cpu_checkpointing,
                "with --activation-checkpointing: keep each block's checkpointed input in host memory between its "

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "core/json.h"                 // defines: json_shape, json_integer
 #include "formats/hf_weights.h"       // defines: save_hf_weights
 #include "formats/llmc_checkpoint.h"  // defines: save_llmc_checkpoint
 #include "formats/safetensors.h"      // defines: SafetensorsWriter
@@ -54,8 +55,9 @@ int64_t write_safetensors(CheckpointParams& src, const std::string& out, DType d
   for (int u = 0; u < src.units(); ++u)
     for (const nlohmann::json& p : layouts[u]) {
       const std::string name = p.at("name").get<std::string>();
-      const Shape shape = p.at("shape").get<Shape>();
-      const int64_t off = p.at("offset").get<int64_t>();
+      const std::string pw = "checkpoint '" + m.dir + "': parameter '" + src.unit_name(u) + "." + name + "'";
+      const Shape shape = json_shape(p.at("shape"), pw + " shape");
+      const int64_t off = json_integer(p.at("offset"), pw + " offset", 0);
       if (off < 0 || off + shape_numel(shape) > src.unit_numel(u))
         ZT_THROW("checkpoint '", m.dir, "': parameter '", src.unit_name(u), ".", name, "' at offset ", off,
                  " with shape ", shape_str(shape), " lies outside the unit's ", src.unit_numel(u), " elements");

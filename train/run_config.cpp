@@ -6,9 +6,10 @@
 #include <cmath>
 #include <fstream>
 #include <set>
+#include <type_traits>
 
 #include "core/check.h"
-#include "core/json.h"  // defines: read_json_file
+#include "core/json.h"  // defines: read_json_file, json_integer
 
 namespace zt {
 
@@ -28,6 +29,7 @@ void RunConfig::validate() const {
   need(eval_interval >= 0, "eval_interval", eval_interval, ">= 0");
   need(eval_batches >= 1, "eval_batches", eval_batches, ">= 1");
   need(ckpt_interval >= 0, "ckpt_interval", ckpt_interval, ">= 0");
+  need(keep_last >= 0, "keep_last", keep_last, ">= 0 (0 = keep every checkpoint)");
   need(!resume || !ckpt_dir.empty(), "resume", "true", "a ckpt_dir to resume from");
   need(memory_limit >= 0, "memory_limit", memory_limit, ">= 0");
   need(host_memory_limit >= 0, "host_memory_limit", host_memory_limit, ">= 0 (0 = no cap)");
@@ -75,8 +77,13 @@ void run_config_from_json(const std::string& path, int world_size, RunConfig& c)
   const nlohmann::json j = read_json_file(path, "config '" + path + "'");  // parsed once already
   auto run = [&](const char* key, auto& field) {
     if (!j.contains(key)) return;
+    using T = std::decay_t<decltype(field)>;
     try {
-      j.at(key).get_to(field);
+      if constexpr (std::is_integral_v<T>)  // checked: a float such as 1e46 is refused (core/json.h)
+        field = static_cast<T>(json_integer(j.at(key), "config '" + path + "': " + key,
+                                            std::is_signed_v<T> ? INT64_MIN : 0, INT64_MAX));
+      else
+        j.at(key).get_to(field);
     } catch (const nlohmann::json::exception&) {
       ZT_THROW("config '", path, "': ", key, " has the wrong type: ", j.at(key).dump());
     }

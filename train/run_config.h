@@ -35,6 +35,7 @@ struct RunConfig {
   std::string ckpt_dir;
   int64_t ckpt_interval = 0;  // 0 = save only at the end (when ckpt_dir is set)
   bool resume = false;        // continue from ckpt_dir/latest
+  int64_t keep_last = 0;      // after each save keep the newest N step directories (and latest's); 0 = all
   bool activation_checkpointing = false;
   bool cpu_checkpointing = false;  // the checkpoints in the host tier (needs activation_checkpointing)
   int64_t memory_limit = 0;  // bytes; 0 = no cap on the device allocator (from the first byte: train/memory_caps.h)

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/backend.h"             // defines: default_device
+#include "core/json.h"                // defines: json_integer
 #include "formats/hf_weights.h"       // defines: pretrained_config, pretrained_source (HF or llm.c)
 #include "models/init.h"              // defines: make_model, ModelInit
 #include "optim/schedule.h"           // defines: LrSchedule (warmup + cosine)
@@ -156,7 +157,9 @@ std::string Trainer::save() {
   meta["zero_stage"] = cfg_.zero.stage;
   meta["units"] = units_meta(*model_);
   meta["engine"] = engine_->state_meta();  // the fp16 loss scaler
-  return save_sharded_checkpoint(group_, cfg_.ckpt_dir, step_, meta, engine_->shards());
+  const std::string saved = save_sharded_checkpoint(group_, cfg_.ckpt_dir, step_, meta, engine_->shards());
+  if (cfg_.keep_last > 0 && group_.rank() == 0) prune_checkpoints(cfg_.ckpt_dir, cfg_.keep_last);
+  return saved;
 }
 
 std::unique_ptr<Model> load_trained_model(const std::string& path) {
@@ -205,16 +208,18 @@ void Trainer::resume_from(const std::string& dir) {
                  ", this run has ", key, " = ", now_tr.at(key).dump(), ": resume with the same value");
     }
     const int64_t global_batch = cfg_.batch * group_.size();
-    if (meta.at("global_batch").get<int64_t>() != global_batch)
-      ZT_THROW("checkpoint in '", dir, "' was trained with a global batch of ", meta.at("global_batch").get<int64_t>(),
+    const std::string where = "checkpoint in '" + dir + "': meta.json";
+    const int64_t saved_batch = json_integer(meta.at("global_batch"), where + " global_batch", 1);
+    if (saved_batch != global_batch)
+      ZT_THROW("checkpoint in '", dir, "' was trained with a global batch of ", saved_batch,
                " sequences (batch x world size), this run has ", cfg_.batch, " x ", group_.size(), " = ", global_batch,
                ": choose --batch so that the global batch stays the same");
     engine_->shards_loaded(shards);
-    step_ = meta.at("step").get<int64_t>();
-    engine_->set_optimizer_steps(meta.at("optimizer_steps").get<int64_t>());
+    step_ = json_integer(meta.at("step"), where + " step", 0);
+    engine_->set_optimizer_steps(json_integer(meta.at("optimizer_steps"), where + " optimizer_steps", 0));
     if (meta.contains("engine")) engine_->load_state_meta(meta.at("engine"));
     rng_.set_state(std::stoull(meta.at("rng_state").get<std::string>()));
-    train_->set_position(meta.at("data_position").get<int64_t>());
+    train_->set_position(json_integer(meta.at("data_position"), where + " data_position", 0));
   } catch (const nlohmann::json::exception& e) {
     ZT_THROW("checkpoint in '", dir, "': meta.json lacks or mistypes a field: ", e.what());
   }

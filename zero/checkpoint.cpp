@@ -4,6 +4,7 @@
 #include <stdio.h>  // renameat2 (glibc >= 2.28)
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -196,6 +197,35 @@ std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int
     latest.commit();
   });
   return final_dir.string();
+}
+
+std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep_last) {
+  ZT_CHECK(keep_last >= 1, "keep_last = ", keep_last, " is invalid: expected >= 1 (0 keeps everything: do not prune)");
+  const fs::path root(dir);
+  std::string latest;
+  if (fs::exists(root / "latest")) {
+    latest = read_text(root / "latest");
+    while (!latest.empty() && (latest.back() == '\n' || latest.back() == ' ')) latest.pop_back();
+  }
+  std::vector<std::pair<int64_t, std::string>> steps;  // (step, name) of every complete step directory
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory() || name.rfind("step_", 0) != 0 || name.size() == 5 || name.size() > 24 ||
+        name.find_first_not_of("0123456789", 5) != std::string::npos)
+      continue;  // step_X.tmp/ (a save in progress or a crashed one) and anything else: not ours to remove
+    steps.emplace_back(std::stoll(name.substr(5)), name);
+  }
+  if (ec) ZT_THROW("checkpoint: cannot list '", dir, "': ", ec.message());
+  std::sort(steps.begin(), steps.end());
+  std::vector<std::string> removed;
+  for (size_t i = 0; i + static_cast<size_t>(keep_last) < steps.size(); ++i) {
+    if (steps[i].second == latest) continue;
+    fs::remove_all(root / steps[i].second, ec);
+    if (ec) ZT_THROW("checkpoint: cannot remove the old '", (root / steps[i].second).string(), "': ", ec.message());
+    removed.push_back(steps[i].second);
+  }
+  return removed;
 }
 
 }  // namespace zt

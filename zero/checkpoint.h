@@ -75,4 +75,11 @@ ShardedMeta read_sharded_meta(const std::string& path);
 // FNV-1a 64 of a whole file, read in chunks; throws naming the file if it cannot be read.
 uint64_t checkpoint_file_hash(const std::string& file);
 
+// Keeps the `keep_last` (>= 1) newest step directories of `dir` (by step number) and the one
+// `latest` names, and removes the other step_<digits>/ directories; a step_X.tmp/ being written
+// is never touched (zt-train --keep-last, HF Trainer's save_total_limit). Single process: rank 0
+// after a save (the others never read old steps). Returns the removed directories' names, oldest
+// first. Throws naming the directory if one cannot be removed.
+std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep_last);
+
 }  // namespace zt

@@ -18,6 +18,7 @@
 
 #include "core/checked.h"
 #include "core/file_io.h"
+#include "core/json.h"  // defines: json_integer
 
 namespace zt::checkpoint_detail {
 
@@ -217,8 +218,8 @@ inline FileLayout layout_of(const ShardedMeta& m) {
   const nlohmann::json& j = m.meta;
   const std::string where = "checkpoint '" + m.dir + "': meta.json";
   FileLayout L;
-  L.N = j.at("world_size").get<int>();
-  if (L.N < 1) ZT_THROW(where, " has world_size ", L.N, ", expected >= 1");
+  // Every integer through json_integer (core/json.h): a float where an integer belongs is refused.
+  L.N = static_cast<int>(json_integer(j.at("world_size"), where + " world_size", 1, INT32_MAX));
   for (const nlohmann::json& t : j.at("tensors")) {
     const std::string name = t.get<std::string>();
     if (!j.at("dtype").contains(name)) ZT_THROW(where, " gives no dtype for tensor '", name, "'");
@@ -227,7 +228,9 @@ inline FileLayout layout_of(const ShardedMeta& m) {
     L.dtypes.push_back(dtype_from_name(j.at("dtype").at(name).get<std::string>()));
   }
   for (const nlohmann::json& u : j.at("units")) {
-    FileLayout::U U{u.at("name").get<std::string>(), u.at("numel").get<int64_t>(), u.at("padded_numel").get<int64_t>(), 0};
+    const std::string uw = where + " unit '" + u.at("name").get<std::string>() + "'";
+    FileLayout::U U{u.at("name").get<std::string>(), json_integer(u.at("numel"), uw + " numel", 0),
+                    json_integer(u.at("padded_numel"), uw + " padded_numel", 0), 0};
     if (U.numel < 0 || U.numel > U.padded || U.padded % L.N != 0)
       ZT_THROW(where, " unit '", U.name, "' has numel ", U.numel, " and padded_numel ", U.padded,
                ", which world_size ", L.N, " cannot shard");
@@ -240,11 +243,13 @@ inline FileLayout layout_of(const ShardedMeta& m) {
   L.finish();
   for (int q = 0; q < L.N; ++q) {
     const std::string name = files.at(q).at("name").get<std::string>();
-    if (files.at(q).at("rank").get<int>() != q || name.empty() || name.find('/') != std::string::npos)
+    if (json_integer(files.at(q).at("rank"), where + " files[" + std::to_string(q) + "].rank") != q || name.empty() ||
+        name.find('/') != std::string::npos)
       ZT_THROW(where, " files[", q, "] is rank ", files.at(q).at("rank").dump(), " '", name,
                "', expected rank ", q, " with a plain file name");
-    if (files.at(q).at("bytes").get<int64_t>() != L.file_bytes)
-      ZT_THROW(where, " says rank file '", name, "' holds ", files.at(q).at("bytes").get<int64_t>(),
+    const int64_t bytes = json_integer(files.at(q).at("bytes"), where + " files[" + std::to_string(q) + "].bytes");
+    if (bytes != L.file_bytes)
+      ZT_THROW(where, " says rank file '", name, "' holds ", bytes,
                " bytes, but its units and tensors need ", L.file_bytes);
     files.at(q).at("fnv1a64").get<std::string>();
   }

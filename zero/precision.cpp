@@ -2,6 +2,7 @@
 // master representations of a unit's parameters and gradient.
 #include "zero/precision.h"
 
+#include "core/json.h"  // defines: json_integer
 #include "core/kernels/accumulate.h"  // defines: accumulate_ (dst += alpha * src)
 #include "core/kernels/cast.h"        // defines: cast_, accumulate_cast_
 #include "core/kernels/shard_norm.h"  // defines: scale_
@@ -163,10 +164,10 @@ void PrecisionPolicy::load_state_meta(const nlohmann::json& j) {
   const nlohmann::json& l = j.at("loss_scaler");
   LossScaler::State st;
   st.scale = l.at("scale").get<double>();
-  st.iter = l.at("iter").get<int64_t>();
-  st.last_overflow_iter = l.at("last_overflow_iter").get<int64_t>();
-  st.hysteresis_left = l.at("hysteresis_left").get<int>();
-  st.skipped = l.at("skipped").get<int64_t>();
+  st.iter = json_integer(l.at("iter"), "checkpoint loss_scaler.iter");
+  st.last_overflow_iter = json_integer(l.at("last_overflow_iter"), "checkpoint loss_scaler.last_overflow_iter");
+  st.hysteresis_left = static_cast<int>(json_integer(l.at("hysteresis_left"), "checkpoint loss_scaler.hysteresis_left", INT32_MIN, INT32_MAX));
+  st.skipped = json_integer(l.at("skipped"), "checkpoint loss_scaler.skipped");
   scaler_->load_state(st);
 }
 

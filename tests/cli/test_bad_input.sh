@@ -73,6 +73,8 @@ expect_fail "generate without a checkpoint" "meta.json" "$B/zt-generate" --ckpt 
 # DeepSpeed-style configs (every invalid case is in tests/test_zero_config.cpp; here: through zt-train).
 echo '{"zero_optimization": {"stage": 4}}' > "$TMP/stage4.json"
 expect_fail "config with stage 4" "zero_optimization.stage" "$B/zt-train" --config "$TMP/stage4.json" --train "$T" --steps 1
+echo '{"train_micro_batch_size_per_gpu": 2, "seq_len": 1e46}' > "$TMP/float_int.json"
+expect_fail "a run key's integer given as a huge float" "seq_len = 1e+46 is invalid: expected an integer" "$B/zt-train" --config "$TMP/float_int.json" --train "$T" --steps 1
 echo '{"zero_optimisation": {"stage": 1}}' > "$TMP/typo.json"
 expect_fail "config with an unknown key" "zero_optimisation" "$B/zt-train" --config "$TMP/typo.json" --train "$T" --steps 1
 expect_fail "a flag that contradicts --config" "--lr cannot be combined with --config" "$B/zt-train" --config "$S/configs/zero1.json" --lr 1e-2 --train "$T" --steps 1

@@ -45,7 +45,7 @@ for k in 3 9 15; do
   done
   wait "$pid" 2>/dev/null || true
   at=$(cat "$TMP/k/latest")
-  [ "$at" != step_00000024 ] && mid=$((mid + 1))
+  [ "$at" != step_00000008 ] && mid=$((mid + 1))
   "$B/zt-train" "${A[@]}" --ckpt-dir "$TMP/k" --resume 2>/dev/null
   cmp "$TMP/full/step_00000024/rank_00000.bin" "$TMP/k/step_00000024/rank_00000.bin"
   echo "ok: kill -9 after step $k's save (latest = $at), resumed: final state bitwise identical"
@@ -59,3 +59,12 @@ cp "$TMP/full.jsonl" "$TMP/L.jsonl"  # as if a run had logged all 24 steps, then
 "$B/zt-train" "${A[@]}" --ckpt-dir "$TMP/L" --resume --log "$TMP/L.jsonl" 2>/dev/null
 diff <(losses "$TMP/full.jsonl") <(losses "$TMP/L.jsonl") >/dev/null || { echo "FAIL: resumed log differs from the uninterrupted one"; exit 1; }
 echo "ok: the resumed --log has each step once and equals the uninterrupted log's losses"
+
+# --keep-last 2: after every save only the two newest step directories remain.
+K=(--model gpt2-nano --train "$S/data/corpus/train.txt" -b 4 -t 32 --steps 8 --seed 7 --threads 2)
+"$B/zt-train" "${K[@]}" --ckpt-dir "$TMP/keep" --ckpt-interval 2 --keep-last 2 2>/dev/null
+[ "$(cd "$TMP/keep" && ls -d step_* | tr '\n' ' ')" = "step_00000006 step_00000008 " ] ||
+  { echo "FAIL: --keep-last 2 left: $(ls "$TMP/keep")"; exit 1; }
+[ "$(cat "$TMP/keep/latest")" = step_00000008 ] || { echo "FAIL: latest is $(cat "$TMP/keep/latest")"; exit 1; }
+expect_fail "--keep-last -1" "--keep-last" "$B/zt-train" "${K[@]}" --keep-last -1
+echo "ok: --keep-last 2 keeps step_00000006 and step_00000008 of four saves"

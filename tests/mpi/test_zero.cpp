@@ -90,7 +90,7 @@ TEST_CASE("ZeRO with accumulation and checkpointing, without overlap, matches on
 }
 
 // Mixed precision rounds parameters and gradients to 2 bytes, so it cannot match fp32 bitwise.
-// The tolerances (relative, every one of the 20 losses; README "How it is checked") against the fp32 run on one
+// The tolerances (relative, every one of the 20 losses; docs/testing.md) against the fp32 run on one
 // rank, and against the same precision at stage 0 on one rank (the runs differ only in how the
 // N-rank gradient sum rounds). Measured on 2 and 4 ranks, gpt2-nano and llama-nano, 2026-11-21,
 // at most: bf16 2.3e-4 and 1.4e-4, fp16 3.0e-5 and 2.0e-5; the bounds leave 3-5x.
