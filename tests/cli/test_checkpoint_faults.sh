@@ -5,7 +5,6 @@
 # uninterrupted one. Then checkpoint directories that do not belong to the run: clear errors.
 # Real processes: zt-train under mpirun, a real SIGKILL.
 source "$(dirname "$0")/common.sh"
-MPI=(mpirun --oversubscribe --allow-run-as-root --bind-to none -x OMP_NUM_THREADS=1)
 A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 32 -b 2 --steps 8 --seed 7 --zero-stage 3 --threads 1)
 
 "${MPI[@]}" -np 2 "$B/zt-train" "${A[@]}" --ckpt-dir "$TMP/full" --ckpt-interval 2 --log "$TMP/full.jsonl" 2>/dev/null

@@ -3,15 +3,7 @@
 # timeout (dist/mpi_watchdog.h) aborts it, and the message names the collective and the rank.
 # Real processes: zt-train under mpirun, a real SIGSTOP.
 source "$(dirname "$0")/common.sh"
-MPI=(mpirun --oversubscribe --allow-run-as-root --bind-to none -x OMP_NUM_THREADS=1)
 A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 32 -b 2 --seed 7 --zero-stage 3 --threads 1)
-
-# The pid of rank $1 of a running job (its environment names the rank).
-rank_pid() {
-  for p in $(pgrep -f "$B/zt-train"); do
-    if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then echo "$p"; return; fi
-  done
-}
 
 # Values the timeout refuses.
 expect_fail "negative --collective-timeout-s" "collective-timeout-s" "$B/zt-train" "${A[@]}" --steps 1 --collective-timeout-s -1

@@ -8,7 +8,6 @@
 #     bytes needed and free; a disk that another writer fills during the run does not disturb it
 #     (the swap space is preallocated with fallocate at setup: zero/aio.h), losses bitwise.
 source "$(dirname "$0")/common.sh"
-MPI=(mpirun --oversubscribe --allow-run-as-root --bind-to none -x OMP_NUM_THREADS=1)
 A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 32 -b 2 --steps 8 --seed 7 --zero-stage 3 --threads 1)
 disk="$TMP/disk"
 mkdir -p "$disk"

@@ -3,7 +3,6 @@
 # configs train; an fp16 run whose first loss scale is far too large logs its skipped steps and
 # the falling scale, then trains; the memory table shows 2-byte parameters and gradients.
 source "$(dirname "$0")/common.sh"
-MPI=(mpirun --oversubscribe --allow-run-as-root --bind-to none -x OMP_NUM_THREADS=1)
 A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 32 --threads 1)
 
 "${MPI[@]}" -np 2 "$B/zt-train" --config "$S/configs/zero3-bf16.json" "${A[@]}" --steps 12 --log "$TMP/bf16.jsonl" 2>"$TMP/bf16.err"

@@ -5,7 +5,6 @@
 # a directory and a disk that is full (a file-size limit) are errors before the first step,
 # naming the path; the swap files are gone after the run.
 source "$(dirname "$0")/common.sh"
-MPI=(mpirun --oversubscribe --allow-run-as-root --bind-to none -x OMP_NUM_THREADS=1)
 A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 32 --threads 1 --steps 8)
 
 # The ready configs with the swap directory in $TMP.

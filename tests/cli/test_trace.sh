@@ -10,7 +10,6 @@
 #   (MFU, memory), the end-of-run tables (their calls and bytes per collective against the
 #   trace's), and a trace path in a missing directory.
 source "$(dirname "$0")/common.sh"
-MPI=(mpirun --oversubscribe --allow-run-as-root --bind-to none -x OMP_NUM_THREADS=1)
 A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 32 --threads 1 --steps 4)
 
 python3 - "$S/configs" "$TMP" <<'PY'

@@ -4,18 +4,10 @@
 # whole job down within 60 s with a message naming it; a checkpoint resumes on another world size
 # (resharded) within float32 tolerance.
 source "$(dirname "$0")/common.sh"
-MPI=(mpirun --oversubscribe --allow-run-as-root --bind-to none -x OMP_NUM_THREADS=1)
 A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 32 --steps 16 --seed 7 --zero-stage 3 --threads 1)
 
 "${MPI[@]}" -np 2 "$B/zt-train" "${A[@]}" -b 4 --log "$TMP/full.jsonl" --ckpt-dir "$TMP/full" --ckpt-interval 8 2>/dev/null
 [ "$(losses "$TMP/full.jsonl" | wc -l)" = 16 ] || { echo "FAIL: the uninterrupted run logged $(wc -l < "$TMP/full.jsonl") steps"; exit 1; }
-
-# The pid of rank $1 of a running job (its environment names the rank).
-rank_pid() {
-  for p in $(pgrep -f "$B/zt-train"); do
-    if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then echo "$p"; return; fi
-  done
-}
 
 for k in 3 10; do
   rm -rf "$TMP/k" "$TMP/k.jsonl"
