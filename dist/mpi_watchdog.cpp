@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>  // std::_Exit
 #include <ctime>
@@ -38,6 +38,7 @@ struct SlotFields {
   std::atomic<int64_t> pid{0};
   std::atomic<int64_t> heartbeat_ns{0};
   std::atomic<int64_t> entered{0};  // seq of the last collective started (0: none yet)
+  std::atomic<int64_t> entered_ns{0};  // CLOCK_MONOTONIC when it started
   std::atomic<int64_t> left{0};     // seq of the last collective finished
   std::atomic<int64_t> kind{0};     // the Collective of `entered`
 };
@@ -76,15 +77,11 @@ CollectiveWatchdog::CollectiveWatchdog(int rank, int size) : rank_(rank), size_(
     MPI_Win_shared_query(b.win, q, &bytes, &disp, &p);
     b.slots[static_cast<size_t>(q)] = static_cast<SlotFields*>(p);
   }
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
 }
 
 CollectiveWatchdog::~CollectiveWatchdog() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
+  thread_.request_stop();
   thread_.join();
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -102,18 +99,13 @@ void CollectiveWatchdog::started(int64_t seq, Collective kind, const std::string
     std::lock_guard<std::mutex> lock(label_mu_);
     running_label_ = label;
   }
-  running_kind_.store(static_cast<int>(kind));
-  running_since_ns_.store(monotonic_ns());
-  running_seq_.store(seq);
   SlotFields* me = board_->mine();
   me->kind.store(static_cast<int64_t>(kind));
-  me->entered.store(seq);
+  me->entered_ns.store(monotonic_ns());
+  me->entered.store(seq);  // last: a reader that sees seq sees its start time and kind
 }
 
-void CollectiveWatchdog::finished(int64_t seq) {
-  running_seq_.store(0);
-  board_->mine()->left.store(seq);
-}
+void CollectiveWatchdog::finished(int64_t seq) { board_->mine()->left.store(seq); }
 
 std::string CollectiveWatchdog::report(int64_t seq, double waited_s) const {
   std::ostringstream s;
@@ -124,7 +116,7 @@ std::string CollectiveWatchdog::report(int64_t seq, double waited_s) const {
     std::lock_guard<std::mutex> lock(label_mu_);
     label = running_label_;
   }
-  s << "collective timeout: " << collective_name(static_cast<Collective>(running_kind_.load())) << " #" << seq;
+  s << "collective timeout: " << collective_name(static_cast<Collective>(board_->mine()->kind.load())) << " #" << seq;
   if (!label.empty()) s << " (" << label << ")";
   s << " has waited " << waited_s << " s, longer than collective_timeout_s = " << timeout_s_.load()
     << " (zt-train --collective-timeout-s)";
@@ -156,16 +148,19 @@ std::string CollectiveWatchdog::report(int64_t seq, double waited_s) const {
   return s.str();
 }
 
-void CollectiveWatchdog::loop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, std::chrono::nanoseconds(kBeatNs), [this] { return stop_; })) {
+void CollectiveWatchdog::loop(std::stop_token stop) {
+  std::mutex mu;  // the wait's own: nothing else shares it
+  std::condition_variable_any cv;
+  std::unique_lock<std::mutex> lock(mu);
+  SlotFields* me = board_->mine();
+  while (!cv.wait_for(lock, stop, std::chrono::nanoseconds(kBeatNs), [&stop] { return stop.stop_requested(); })) {
     const int64_t now = monotonic_ns();
-    board_->mine()->heartbeat_ns.store(now);
-    const int64_t seq = running_seq_.load();
+    me->heartbeat_ns.store(now);
+    const int64_t seq = me->entered.load();
     const double limit = timeout_s_.load();
-    if (seq == 0 || limit <= 0) continue;
-    const double waited = static_cast<double>(now - running_since_ns_.load()) / 1e9;
-    if (waited <= limit || running_seq_.load() != seq) continue;
+    if (me->left.load() == seq || limit <= 0) continue;  // no collective running, or no limit
+    const double waited = static_cast<double>(now - me->entered_ns.load()) / 1e9;
+    if (waited <= limit || me->left.load() == seq) continue;  // in time, or it ended meanwhile
     const std::string msg = report(seq, waited);
     std::fprintf(stderr, "error on rank %d of %d: %s\n", rank_, size_, msg.c_str());
     std::fflush(stderr);

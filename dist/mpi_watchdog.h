@@ -13,7 +13,8 @@
 //   heartbeat_ns  written every 100 ms by the rank's watchdog thread (CLOCK_MONOTONIC, which is
 //                 machine-wide) — a stopped process stops writing it;
 //   entered/left  the sequence number of the last collective the rank started / finished (every
-//                 rank issues the same sequence, so #57 is the same collective on every rank).
+//                 rank issues the same sequence, so #57 is the same collective on every rank),
+//                 entered_ns when it started: the rank's own timeout reads its own slot.
 // The timed-out rank reports, for every other rank of its machine, whether it still beats and
 // whether it reached this collective: "rank 1 (pid 4242) has not answered for 5.1 s (stopped or
 // hung) and has not reached it: its last collective is #56 all_gather, finished". Ranks on other
@@ -26,11 +27,11 @@
 // communicator the communication thread is blocked in.
 #pragma once
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <stop_token>
 #include <thread>
 
 #include "dist/process_group.h"  // defines: Collective
@@ -57,7 +58,7 @@ class CollectiveWatchdog {
 
  private:
   struct Board;  // the shared window and this machine's slots (mpi_watchdog.cpp)
-  void loop();
+  void loop(std::stop_token stop);
   // The report of a timed-out collective: what this rank waits for, and every peer's state.
   std::string report(int64_t seq, double waited_s) const;
 
@@ -65,16 +66,11 @@ class CollectiveWatchdog {
   std::unique_ptr<Board> board_;
 
   std::atomic<double> timeout_s_{kDefaultCollectiveTimeoutS};
-  std::atomic<int64_t> running_seq_{0};       // 0: no collective in progress
-  std::atomic<int64_t> running_since_ns_{0};  // CLOCK_MONOTONIC at its start
-  std::atomic<int> running_kind_{0};
+  // The running collective itself is this rank's slot on the board (entered, left, its start);
+  // only its label, for the report, is kept here.
   mutable std::mutex label_mu_;
   std::string running_label_;
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
+  std::jthread thread_;  // loop(); the destructor's request_stop() ends it
 };
 
 }  // namespace zt

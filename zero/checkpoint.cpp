@@ -56,15 +56,10 @@ void publish_step_dir(const fs::path& root, const fs::path& tmp, const fs::path&
     return;
   }
   const std::string why = errno_message();
-  const fs::path latest = root / "latest";
-  if (fs::exists(latest)) {
-    std::string name = read_text(latest);
-    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-    if (name == final_dir.filename().string())
-      ZT_THROW("checkpoint: '", final_dir.string(), "' exists and '", latest.string(),
-               "' names it; this file system cannot swap directories atomically (", why,
-               "), so it is not replaced: save into another directory or remove it");
-  }
+  if (latest_name(root) == final_dir.filename().string())
+    ZT_THROW("checkpoint: '", final_dir.string(), "' exists and '", (root / "latest").string(),
+             "' names it; this file system cannot swap directories atomically (", why,
+             "), so it is not replaced: save into another directory or remove it");
   fs::remove_all(final_dir, ec);
   if (ec) ZT_THROW("checkpoint: cannot remove the old '", final_dir.string(), "': ", ec.message());
   fs::rename(tmp, final_dir, ec);
@@ -202,17 +197,12 @@ std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int
 std::vector<std::string> prune_checkpoints(const std::string& dir, int64_t keep_last) {
   ZT_CHECK(keep_last >= 1, "keep_last = ", keep_last, " is invalid: expected >= 1 (0 keeps everything: do not prune)");
   const fs::path root(dir);
-  std::string latest;
-  if (fs::exists(root / "latest")) {
-    latest = read_text(root / "latest");
-    while (!latest.empty() && (latest.back() == '\n' || latest.back() == ' ')) latest.pop_back();
-  }
+  const std::string latest = latest_name(root);
   std::vector<std::pair<int64_t, std::string>> steps;  // (step, name) of every complete step directory
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(root, ec)) {
     const std::string name = e.path().filename().string();
-    if (!e.is_directory() || name.rfind("step_", 0) != 0 || name.size() == 5 || name.size() > 24 ||
-        name.find_first_not_of("0123456789", 5) != std::string::npos)
+    if (!e.is_directory() || !is_step_name(name))
       continue;  // step_X.tmp/ (a save in progress or a crashed one) and anything else: not ours to remove
     steps.emplace_back(std::stoll(name.substr(5)), name);
   }

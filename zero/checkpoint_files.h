@@ -1,5 +1,5 @@
 // defines: checkpoint_detail::{FileLayout, layout_of, RankFiles, read_elements, on_every_rank,
-//          step_name, rank_file_name, read_text, hex64} — the layout of a sharded checkpoint's
+//          step_name, is_step_name, latest_name, rank_file_name, read_text, hex64} — the layout of a sharded checkpoint's
 //          rank files and their verified reading, shared by the save (zero/checkpoint.cpp) and
 //          the load (zero/checkpoint_load.cpp, zero/checkpoint_source.cpp). Private to those files.
 #pragma once
@@ -46,6 +46,21 @@ inline std::string read_text(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   if (!f) ZT_THROW("checkpoint: cannot open '", p.string(), "'");
   return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// "step_<digits>": the name of a complete step directory (not step_X.tmp, not anything else).
+inline bool is_step_name(const std::string& name) {
+  return name.rfind("step_", 0) == 0 && name.size() > 5 && name.size() <= 24 &&
+         name.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
+// What <root>/latest names, trailing whitespace cut ("" when there is no `latest`).
+inline std::string latest_name(const fs::path& root) {
+  const fs::path latest = root / "latest";
+  if (!fs::exists(latest)) return "";
+  std::string name = read_text(latest);
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\r' || name.back() == ' ')) name.pop_back();
+  return name;
 }
 
 // Runs fn on this rank; then every rank learns whether any rank failed, and why

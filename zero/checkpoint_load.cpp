@@ -15,9 +15,8 @@ ShardedMeta read_sharded_meta(const std::string& path) {
   m.dir = path;
   const fs::path latest = fs::path(path) / "latest";
   if (fs::exists(latest)) {
-    std::string name = read_text(latest);
-    while (!name.empty() && (name.back() == '\n' || name.back() == '\r' || name.back() == ' ')) name.pop_back();
-    if (name.rfind("step_", 0) != 0 || name.size() == 5 || name.find_first_not_of("0123456789", 5) != std::string::npos)
+    const std::string name = latest_name(path);
+    if (!is_step_name(name))
       ZT_THROW("checkpoint: '", latest.string(), "' does not name a step directory (holds '", name, "')");
     m.dir = (fs::path(path) / name).string();
     if (!fs::is_directory(m.dir)) ZT_THROW("checkpoint: '", latest.string(), "' names '", name, "', which does not exist");
@@ -26,11 +25,14 @@ ShardedMeta read_sharded_meta(const std::string& path) {
   if (!fs::exists(meta_path))
     ZT_THROW("checkpoint: '", m.dir, "' is not a checkpoint directory (no meta.json, no latest)");
   m.meta = parse_json(read_text(meta_path), "checkpoint: '" + meta_path.string() + "'");
-  const auto field = [&](const char* key) { return m.meta.is_object() && m.meta.contains(key) ? m.meta.at(key).dump() : "(missing)"; };
-  if (!m.meta.is_object() || field("format") != nlohmann::json(kShardedCheckpointFormat).dump())
-    ZT_THROW("checkpoint: '", meta_path.string(), "' has format ",
-             m.meta.is_object() ? field("format") : "(not an object)", ", expected \"", kShardedCheckpointFormat, "\"");
-  if (field("version") != std::to_string(kShardedCheckpointVersion))
+  // json == value compares type and value and never throws (value() would, for another type).
+  const auto field = [&](const char* key) { return m.meta.contains(key) ? m.meta.at(key).dump() : "(missing)"; };
+  if (!m.meta.is_object())
+    ZT_THROW("checkpoint: '", meta_path.string(), "' holds ", m.meta.type_name(), ", expected an object");
+  if (!m.meta.contains("format") || m.meta.at("format") != kShardedCheckpointFormat)
+    ZT_THROW("checkpoint: '", meta_path.string(), "' has format ", field("format"), ", expected \"",
+             kShardedCheckpointFormat, "\"");
+  if (!m.meta.contains("version") || m.meta.at("version") != kShardedCheckpointVersion)
     ZT_THROW("checkpoint: '", meta_path.string(), "' has version ", field("version"), ", this build reads ",
              kShardedCheckpointVersion);
   try {
