@@ -39,17 +39,19 @@ int64_t file_size(const std::string& path) {
   return static_cast<int64_t>(st.st_size);
 }
 
-// Header + tokens, written atomically (core/file_io.h).
-void write_shard_bytes(const std::string& path, const uint16_t* tokens, size_t n) {
+// Header + tokens (uint16 or uint32: the header kind follows), written atomically (core/file_io.h).
+template <class T>
+void write_shard_bytes(const std::string& path, const T* tokens, size_t n) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4);
   if (n > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
     ZT_THROW("token file '", path, "': ", n, " tokens do not fit the shard header's int32 count");
   int32_t header[kTokenShardHeaderInts] = {};
-  header[0] = kTokenShardMagic;
-  header[1] = kTokenShardVersion;
+  header[0] = sizeof(T) == 2 ? kTokenShardMagic : kTokenShardMagic32;
+  header[1] = sizeof(T) == 2 ? kTokenShardVersion : kTokenShardVersion32;
   header[2] = static_cast<int32_t>(n);
   AtomicFile f(path, "token file");
   f.write(header, sizeof(header));
-  f.write(tokens, n * sizeof(uint16_t));
+  f.write(tokens, n * sizeof(T));
   f.commit();
 }
 
@@ -70,6 +72,19 @@ void write_token_shard(const std::string& path, const std::vector<int32_t>& toke
   write_shard_bytes(path, t.data(), t.size());
 }
 
+int write_token_shard_for_vocab(const std::string& path, const std::vector<int32_t>& tokens, int64_t vocab_size) {
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= vocab_size)
+      ZT_THROW("token file '", path, "': token id ", tokens[i], " at index ", i, " is outside the vocabulary [0, ", vocab_size, ")");
+  if (vocab_size <= 65536) {
+    write_token_shard(path, tokens);
+    return 2;
+  }
+  std::vector<uint32_t> t(tokens.begin(), tokens.end());
+  write_shard_bytes(path, t.data(), t.size());
+  return 4;
+}
+
 std::vector<uint16_t> read_token_shard(const std::string& path) {
   InFile in(path);
   const int64_t size = file_size(path);
@@ -79,21 +94,36 @@ std::vector<uint16_t> read_token_shard(const std::string& path) {
   int32_t header[kTokenShardHeaderInts];
   if (std::fread(header, 1, sizeof(header), in.f) != sizeof(header))
     ZT_THROW("token file '", path, "': truncated header: could not read ", kTokenShardHeaderBytes, " bytes");
-  if (header[0] != kTokenShardMagic)
-    ZT_THROW("token file '", path, "': bad magic ", header[0], " (expected ", kTokenShardMagic,
-             "): not an llm.c token shard");
-  if (header[1] != kTokenShardVersion)
-    ZT_THROW("token file '", path, "': unsupported version ", header[1], " (expected ", kTokenShardVersion, ")");
+  if (header[0] != kTokenShardMagic && header[0] != kTokenShardMagic32)
+    ZT_THROW("token file '", path, "': bad magic ", header[0], " (expected ", kTokenShardMagic, " for uint16 tokens or ",
+             kTokenShardMagic32, " for uint32): not an llm.c token shard");
+  const bool wide = header[0] == kTokenShardMagic32;
+  const int32_t version = wide ? kTokenShardVersion32 : kTokenShardVersion;
+  if (header[1] != version)
+    ZT_THROW("token file '", path, "': unsupported version ", header[1], " (expected ", version, " with magic ", header[0], ")");
+  const int64_t width = wide ? 4 : 2;
   const int64_t count = header[2];
   if (count < 0) ZT_THROW("token file '", path, "': negative token count ", count, " in the header");
-  const int64_t expected = kTokenShardHeaderBytes + 2 * count;
+  const int64_t expected = kTokenShardHeaderBytes + width * count;
   if (size != expected)
-    ZT_THROW("token file '", path, "': the header says ", count, " tokens (file size ", expected,
-             " bytes) but the file has ", size, " bytes (", (size - kTokenShardHeaderBytes) / 2,
+    ZT_THROW("token file '", path, "': the header says ", count, " tokens of ", width, " bytes (file size ", expected,
+             " bytes) but the file has ", size, " bytes (", (size - kTokenShardHeaderBytes) / width,
              " tokens): truncated or corrupt");
   std::vector<uint16_t> tokens(static_cast<size_t>(count));
-  if (count > 0 && std::fread(tokens.data(), sizeof(uint16_t), tokens.size(), in.f) != tokens.size())
+  if (!wide) {
+    if (count > 0 && std::fread(tokens.data(), sizeof(uint16_t), tokens.size(), in.f) != tokens.size())
+      ZT_THROW("token file '", path, "': read of ", count, " tokens failed");
+    return tokens;
+  }
+  std::vector<uint32_t> wide_tokens(static_cast<size_t>(count));
+  if (count > 0 && std::fread(wide_tokens.data(), sizeof(uint32_t), wide_tokens.size(), in.f) != wide_tokens.size())
     ZT_THROW("token file '", path, "': read of ", count, " tokens failed");
+  for (size_t i = 0; i < wide_tokens.size(); ++i) {
+    if (wide_tokens[i] > 65535)
+      ZT_THROW("token file '", path, "': token id ", wide_tokens[i], " at index ", i,
+               " is past 65535: the training path holds uint16 ids (vocabularies up to 65536 tokens)");
+    tokens[i] = static_cast<uint16_t>(wide_tokens[i]);
+  }
   return tokens;
 }
 
@@ -101,10 +131,10 @@ bool is_token_shard(const std::string& path) {
   InFile in(path);
   int32_t magic = 0;
   if (std::fread(&magic, 1, sizeof(magic), in.f) != sizeof(magic)) return false;  // < 4 bytes: text
-  return magic == kTokenShardMagic;
+  return magic == kTokenShardMagic || magic == kTokenShardMagic32;
 }
 
-std::vector<uint16_t> load_tokens(const std::string& path) {
+std::vector<uint16_t> load_tokens(const std::string& path, const Tokenizer* tokenizer) {
   // A ".bin" file is a shard (llm.c's extension): read it as one, so a wrong magic is an error
   // naming the value found, never a silent fall-back to training on its raw bytes.
   if (is_token_shard(path) || std::string_view(path).ends_with(".bin")) return read_token_shard(path);
@@ -117,8 +147,17 @@ std::vector<uint16_t> load_tokens(const std::string& path) {
   if (nul != std::string::npos)
     ZT_THROW("token file '", path, "': neither a token shard (its first 4 bytes are not the magic ", kTokenShardMagic,
              ") nor text (a NUL byte at offset ", nul, ")");
-  const std::vector<int32_t> ids = ByteTokenizer().encode(text);
-  return std::vector<uint16_t>(ids.begin(), ids.end());  // ids are bytes: [0, 256)
+  const ByteTokenizer bytes;
+  const Tokenizer& tok = tokenizer ? *tokenizer : bytes;
+  const std::vector<int32_t> ids = tok.encode(text);
+  std::vector<uint16_t> out(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] > 65535)
+      ZT_THROW("token file '", path, "': tokenizer '", tok.source(), "' gave id ", ids[i], " at index ", i,
+               ": the training path holds uint16 ids (vocabularies up to 65536 tokens)");
+    out[i] = static_cast<uint16_t>(ids[i]);
+  }
+  return out;
 }
 
 int32_t max_token_id(const std::vector<uint16_t>& tokens) {

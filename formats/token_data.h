@@ -3,16 +3,22 @@
 //          Layer formats/.
 //
 // Token shard format (llm.c, dev/data/data_common.py write_datafile): a header of 256 int32
-// (little-endian) — header[0] = magic 20240520, header[1] = version 1, header[2] = number of
-// tokens N, the rest zero — followed by N tokens as uint16. File size = 1024 + 2*N bytes.
+// (little-endian) — header[0] = magic, header[1] = version, header[2] = number of tokens N, the
+// rest zero — followed by N tokens. llm.c has two kinds (its HEADERS_INFO):
+//   "gpt-2":   magic 20240520, version 1, tokens uint16: file size = 1024 + 2*N bytes
+//   "llama-3": magic 20240801, version 7, tokens uint32: file size = 1024 + 4*N bytes
+// write_token_shard_for_vocab picks uint16 for vocabularies up to 65536 tokens, else uint32.
+// The training path (DataLoader) holds uint16 ids: a uint32 shard is read when every id < 65536,
+// and refused naming the first larger id otherwise (vocabularies past 65536 cannot train yet).
 //
-// load_tokens(path) takes either kind of token source. A file whose name ends in ".bin" or whose
-// first 4 bytes are the shard magic 20240520 as a little-endian int32 (bytes C8 D7 34 01) is read
+// load_tokens(path[, tokenizer]) takes either kind of token source. A file whose name ends in
+// ".bin" or whose first 4 bytes are a shard magic as a little-endian int32 (20240520: bytes
+// 88 D8 34 01; 20240801: A1 D9 34 01) is read
 // as a shard (and must then be a valid one: a wrong magic is an error, never a fallback to
-// text); any other file is text, encoded with ByteTokenizer — and must hold no NUL byte (binary
-// data is refused rather than trained on).
-// No UTF-8 text can be mistaken for a shard: C8 opens a two-byte sequence and D7 is not a
-// continuation byte.
+// text); any other file is text, encoded with the tokenizer given (ByteTokenizer when none) — and
+// must hold no NUL byte (binary data is refused rather than trained on). The whole file is one
+// document: no end-of-text is added (zt-tokenize adds one before each document, as llm.c does).
+// No UTF-8 text can be mistaken for a shard: it never starts with a continuation byte (88, A1).
 //
 // DataLoader follows llm.c's llmc/dataloader.h with shuffling off, on one token source:
 //   S = num_processes * B * T tokens per global batch; batches per pass K = (N - 1) / S
@@ -30,8 +36,12 @@
 
 namespace zt {
 
-inline constexpr int32_t kTokenShardMagic = 20240520;
+class Tokenizer;
+
+inline constexpr int32_t kTokenShardMagic = 20240520;  // llm.c "gpt-2": uint16 tokens
 inline constexpr int32_t kTokenShardVersion = 1;
+inline constexpr int32_t kTokenShardMagic32 = 20240801;  // llm.c "llama-3": uint32 tokens
+inline constexpr int32_t kTokenShardVersion32 = 7;
 inline constexpr int64_t kTokenShardHeaderInts = 256;
 inline constexpr int64_t kTokenShardHeaderBytes = kTokenShardHeaderInts * 4;  // 1024
 
@@ -42,18 +52,25 @@ void write_token_shard(const std::string& path, const std::vector<uint16_t>& tok
 // Same, from int32 ids (the tokenizer's output); every id must be in [0, 65535] (error names the
 // first one that is not, and its index).
 void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens);
+// The shard for a tokenizer of `vocab_size` tokens: uint16 (magic 20240520, version 1) when
+// vocab_size <= 65536, else uint32 (magic 20240801, version 7). Every id must be in
+// [0, vocab_size) (the error names the first that is not). Returns the bytes per token (2 or 4).
+int write_token_shard_for_vocab(const std::string& path, const std::vector<int32_t>& tokens, int64_t vocab_size);
 
-// Reads and validates a shard. Throws zt::Error naming the file and the problem: cannot open,
-// header shorter than 1024 bytes, wrong magic (found vs 20240520), wrong version (found vs 1),
-// negative count, or a file size that disagrees with header[2] (both numbers printed).
+// Reads and validates a shard of either kind. Throws zt::Error naming the file and the problem:
+// cannot open, header shorter than 1024 bytes, wrong magic (found vs 20240520 / 20240801), wrong
+// version for the magic, negative count, a file size that disagrees with header[2] (both numbers
+// printed), or (uint32 shards) an id >= 65536, which the uint16 training path cannot hold.
 std::vector<uint16_t> read_token_shard(const std::string& path);
 
-// True when the file's first 4 bytes are the shard magic (see the top of this file). Throws if
+// True when the file's first 4 bytes are either shard magic (see the top of this file). Throws if
 // the file cannot be opened.
 bool is_token_shard(const std::string& path);
 
-// A shard if is_token_shard(path) or path ends in ".bin", else text (no NUL bytes) through ByteTokenizer.
-std::vector<uint16_t> load_tokens(const std::string& path);
+// A shard if is_token_shard(path) or path ends in ".bin", else text (no NUL bytes) through
+// `tokenizer` (ByteTokenizer when null). Ids of the tokenizer past 65535 are an error naming the
+// file (the uint16 training path).
+std::vector<uint16_t> load_tokens(const std::string& path, const Tokenizer* tokenizer = nullptr);
 
 // The largest id in `tokens`, or -1 when empty.
 int32_t max_token_id(const std::vector<uint16_t>& tokens);

@@ -29,4 +29,11 @@ std::string ByteTokenizer::decode_token(int32_t id) const {
   return std::string(1, static_cast<char>(static_cast<unsigned char>(id)));
 }
 
+void check_tokenizer_fits_model(const Tokenizer& tok, int64_t model_vocab_size, const std::string& model_what) {
+  if (tok.vocab_size() > model_vocab_size)
+    ZT_THROW("tokenizer '", tok.source(), "' (", tok.kind(), ") has ", tok.vocab_size(), " tokens but ", model_what,
+             " has a vocabulary of ", model_vocab_size,
+             ": its ids would not fit the model (was the model made with another tokenizer?)");
+}
+
 }  // namespace zt

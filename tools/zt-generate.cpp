@@ -4,8 +4,11 @@
 //   zt-generate --llmc gpt2_124M.bin --prompt-ids 15496,11 --tokens 20
 //   zt-generate --hf gpt2/ --prompt-ids 15496,11 --tokens 20 --temperature 0   (Hugging Face directory)
 //
-// Models with a 256-token vocabulary use the byte tokenizer (text in, text out); for other
-// vocabularies (GPT-2's BPE is not part of ZeroTensor) give --prompt-ids and read ids back.
+//   zt-generate --ckpt runs/bpe --tokenizer runs/tok --prompt "int main(" --tokens 100
+//
+// Text in, text out through --tokenizer (formats/tokenizer.h's load_tokenizer: tokenizer.json,
+// vocab.json + merges.txt, a SentencePiece .model, a directory), or through the byte tokenizer
+// for models with a 256-token vocabulary; otherwise give --prompt-ids and read ids back.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -36,7 +39,11 @@ int main(int argc, char** argv) {
                             "(or its .index.json shards), or a .safetensors file with config.json beside it");
   o1->excludes(o2)->excludes(o3);
   o2->excludes(o3);
-  app.add_option("--prompt", prompt, "prompt text (byte-tokenized; 256-token models)");
+  std::string tokenizer_path;
+  app.add_option("--prompt", prompt, "prompt text (through --tokenizer, or bytes for 256-token models)");
+  app.add_option("--tokenizer", tokenizer_path,
+                 "tokenizer for --prompt and the output: tokenizer.json, vocab.json (merges.txt beside it), "
+                 "SentencePiece .model, or a directory");
   app.add_option("--prompt-ids", prompt_ids, "prompt as comma-separated token ids (any vocabulary)");
   app.add_option("-n,--tokens", tokens, "tokens to generate")->capture_default_str();
   app.add_option("--temperature", temperature, "softmax temperature (0 = greedy)")->capture_default_str();
@@ -59,8 +66,13 @@ int main(int argc, char** argv) {
       model = make_model(read_llmc_header(llmc));
       load_llmc_checkpoint(llmc, dynamic_cast<GPT2&>(*model));
     }
-    const bool bytes = model->vocab_size() == ByteTokenizer::kVocabSize;
-    ByteTokenizer tok;
+    std::unique_ptr<Tokenizer> tok;  // null: ids in, ids out
+    if (!tokenizer_path.empty()) {
+      tok = load_tokenizer(tokenizer_path);
+      check_tokenizer_fits_model(*tok, model->vocab_size(), "the model");
+    } else if (model->vocab_size() == ByteTokenizer::kVocabSize) {
+      tok = std::make_unique<ByteTokenizer>();
+    }
     std::vector<int32_t> ids;
     if (!prompt_ids.empty()) {
       std::stringstream ss(prompt_ids);
@@ -72,10 +84,10 @@ int main(int argc, char** argv) {
         }
       }
     } else {
-      if (!bytes)
+      if (!tok)
         ZT_THROW("this model's vocabulary has ", model->vocab_size(),
-                 " tokens, not 256: the byte tokenizer does not apply; give --prompt-ids");
-      ids = tok.encode(prompt);
+                 " tokens, not 256: the byte tokenizer does not apply; give --tokenizer or --prompt-ids");
+      ids = tok->encode(prompt);
     }
     for (int32_t id : ids)
       if (id < 0 || id >= model->vocab_size())
@@ -83,8 +95,8 @@ int main(int argc, char** argv) {
     if (ids.empty()) ZT_THROW("the prompt is empty");
     Rng rng(seed);
     std::vector<int32_t> out = generate(*model, ids, tokens, temperature, top_k, rng);
-    if (bytes) {
-      std::cout << tok.decode(out) << std::endl;
+    if (tok) {
+      std::cout << tok->decode(out) << std::endl;
     } else {
       for (size_t i = 0; i < out.size(); ++i) std::cout << (i ? "," : "") << out[i];
       std::cout << std::endl;

@@ -99,6 +99,9 @@ int main(int argc, char** argv) {
   app.add_option("--zero-stage", c.zero.stage, "ZeRO stage 0-3 (without --config)")->capture_default_str();
   app.add_option("--train", c.train_data, "training tokens: an llm.c token shard or a text file (byte tokens)");
   app.add_option("--val", c.val_data, "validation tokens (same formats)");
+  app.add_option("--tokenizer", c.tokenizer,
+                 "tokenizer of text --train/--val (default: bytes): a tokenizer.json, vocab.json (merges.txt beside "
+                 "it), a SentencePiece .model, or a directory; a named --model takes its vocabulary size");
   app.add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
   app.add_option("-b,--batch", c.batch, "micro-batch size B")->capture_default_str();
   app.add_option("-t,--seq-len", c.seq_len, "sequence length T (0 = the model's context length)")->capture_default_str();
@@ -194,6 +197,7 @@ int main(int argc, char** argv) {
       if (app.count("--model")) from_file.model = c.model;
       if (app.count("--train")) from_file.train_data = c.train_data;
       if (app.count("--val")) from_file.val_data = c.val_data;
+      if (app.count("--tokenizer")) from_file.tokenizer = c.tokenizer;
       if (app.count("--steps")) from_file.steps = c.steps;
       if (app.count("--seq-len")) from_file.seq_len = c.seq_len;
       if (app.count("--seed")) from_file.seed = c.seed;
@@ -220,6 +224,11 @@ int main(int argc, char** argv) {
     if (c.compute_dtype == "auto")
       c.compute_dtype = !run.device.is_cpu() && c.precision == Precision::bf16 ? "bf16" : "f32";
     Trainer tr(c, *run.group);
+    if (lead && tr.tokenizer())
+      std::fprintf(stderr, "zt-train: tokenizer '%s' (%s, %d tokens); the model's vocabulary: %lld (padded %lld)\n",
+                   tr.tokenizer()->source().c_str(), tr.tokenizer()->kind().c_str(), tr.tokenizer()->vocab_size(),
+                   static_cast<long long>(tr.model_config().vocab_size),
+                   static_cast<long long>(tr.model_config().padded_vocab_size));
     if (!trace_path.empty()) {  // a trace that cannot be written is an error now, not after the run
       const std::filesystem::path dir = std::filesystem::absolute(trace_path).parent_path();
       if (!std::filesystem::is_directory(dir))

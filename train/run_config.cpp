@@ -72,7 +72,7 @@ EngineConfig RunConfig::engine_config() const {
 void run_config_from_json(const std::string& path, int world_size, RunConfig& c) {
   static const std::set<std::string> run_keys = {"model", "train_data", "val_data", "seq_len", "steps",
                                                   "seed", "eval_interval", "eval_batches", "compute_dtype",
-                                                  "host_memory_limit_mib", "collective_timeout_s"};
+                                                  "host_memory_limit_mib", "collective_timeout_s", "tokenizer"};
   const EngineConfig e = engine_config_from_file(path, world_size, run_keys);
   const nlohmann::json j = read_json_file(path, "config '" + path + "'");  // parsed once already
   auto run = [&](const char* key, auto& field) {
@@ -91,6 +91,7 @@ void run_config_from_json(const std::string& path, int world_size, RunConfig& c)
   run("model", c.model);
   run("train_data", c.train_data);
   run("val_data", c.val_data);
+  run("tokenizer", c.tokenizer);
   run("seq_len", c.seq_len);
   run("steps", c.steps);
   run("seed", c.seed);
@@ -140,6 +141,7 @@ void run_config_from_json(const std::string& path, int world_size, RunConfig& c)
 
 void to_json(nlohmann::json& j, const RunConfig& c) {
   j = {{"model", c.model}, {"init_from", c.init_from}, {"train_data", c.train_data}, {"val_data", c.val_data},
+       {"tokenizer", c.tokenizer},
        {"batch", c.batch}, {"seq_len", c.seq_len}, {"grad_accum", c.grad_accum}, {"steps", c.steps},
        {"optimizer", c.optimizer}, {"lr", c.lr}, {"min_lr_frac", c.min_lr_frac}, {"warmup", c.warmup},
        {"schedule", c.schedule}, {"weight_decay", c.weight_decay}, {"beta1", c.beta1}, {"beta2", c.beta2},

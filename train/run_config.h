@@ -20,6 +20,10 @@ struct RunConfig {
   std::string model = "gpt-mini";  // a named config (models/model_config.h), ignored with init_from
   std::string init_from;           // weights to start from (optional): llm.c .bin or HF dir/.safetensors
   std::string train_data, val_data;  // token shard or text file (val optional)
+  // The tokenizer of text data (formats/tokenizer.h's load_tokenizer: "bytes", a tokenizer.json,
+  // vocab.json + merges.txt, a SentencePiece .model, or a directory); empty: bytes. A named model
+  // takes its vocabulary size; pretrained weights must have room for it. JSON: "tokenizer".
+  std::string tokenizer;
   int64_t batch = 8, seq_len = 0, grad_accum = 1;  // batch: sequences per rank per micro-step
                                                     // (DeepSpeed's train_micro_batch_size_per_gpu);
                                                     // seq_len 0: the model's context length
@@ -64,7 +68,7 @@ void to_json(nlohmann::json& j, const RunConfig& c);
 
 // Reads a DeepSpeed-style JSON config (zero/engine_config.h; docs/config.md) into `c`: the engine
 // keys (batch, accumulation, clipping, optimizer, scheduler, zero_optimization, precision,
-// activation checkpointing) and the run keys beside them ("model", "train_data", "val_data", "seq_len",
+// activation checkpointing) and the run keys beside them ("model", "train_data", "val_data", "tokenizer", "seq_len",
 // "steps", "seed", "eval_interval", "eval_batches", "compute_dtype", "host_memory_limit_mib",
 // "collective_timeout_s").
 // Errors name the file and the key.

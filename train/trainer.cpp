@@ -26,6 +26,18 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   // this rank's stage keeps, unit by unit, from the ParamSource (stage 3: this rank's shard of
   // each unit; the whole model never exists on any rank).
   mcfg_ = cfg_.init_from.empty() ? zt::model_config(cfg_.model) : pretrained_config(cfg_.init_from);
+  // The tokenizer of text data: a named model takes its vocabulary (padded to a multiple of 128,
+  // as llm.c pads GPT-2's); pretrained weights must have room for every id it makes.
+  if (!cfg_.tokenizer.empty()) {
+    tokenizer_ = load_tokenizer(cfg_.tokenizer);
+    if (cfg_.init_from.empty()) {
+      mcfg_.vocab_size = tokenizer_->vocab_size();
+      mcfg_.padded_vocab_size = (mcfg_.vocab_size + 127) / 128 * 128;
+      mcfg_.validate();
+    } else {
+      check_tokenizer_fits_model(*tokenizer_, mcfg_.vocab_size, "the model of --init-from '" + cfg_.init_from + "'");
+    }
+  }
   if (cfg_.seq_len == 0) cfg_.seq_len = mcfg_.max_seq_len;
   if (cfg_.seq_len > mcfg_.max_seq_len)
     ZT_THROW("seq_len ", cfg_.seq_len, " exceeds the model's context length ", mcfg_.max_seq_len);
@@ -43,11 +55,11 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   }
 
   // Data: llm.c's loader, no shuffling; rank r reads its B rows of each global batch of N*B.
-  std::vector<uint16_t> tokens = load_tokens(cfg_.train_data);
+  std::vector<uint16_t> tokens = load_tokens(cfg_.train_data, tokenizer_.get());
   check_tokens_fit_vocab(tokens, mcfg_.vocab_size, cfg_.train_data);
   train_ = std::make_unique<DataLoader>(std::move(tokens), cfg_.batch, cfg_.seq_len, rank, N);
   if (!cfg_.val_data.empty()) {
-    std::vector<uint16_t> vt = load_tokens(cfg_.val_data);
+    std::vector<uint16_t> vt = load_tokens(cfg_.val_data, tokenizer_.get());
     check_tokens_fit_vocab(vt, mcfg_.vocab_size, cfg_.val_data);
     val_ = std::make_unique<DataLoader>(std::move(vt), cfg_.batch, cfg_.seq_len, rank, N);
   }
@@ -196,12 +208,14 @@ void Trainer::resume_from(const std::string& dir) {
     // recomputes bitwise the same values, the ZeRO stage and the world size may change: the
     // checkpoint's shards are resharded. The global batch N x B must stay.)
     const nlohmann::json saved_tr = meta.at("training"), now_tr = cfg_;
-    for (const char* key : {"model", "init_from", "train_data", "seq_len", "grad_accum", "steps", "optimizer",
-                            "lr", "min_lr_frac", "warmup", "schedule", "weight_decay", "beta1", "beta2", "eps",
-                            "momentum", "grad_clip", "seed", "precision", "compute_dtype"}) {
-      // compute_dtype: checkpoints written before it existed computed in float32
+    for (const char* key : {"model", "init_from", "train_data", "tokenizer", "seq_len", "grad_accum", "steps",
+                            "optimizer", "lr", "min_lr_frac", "warmup", "schedule", "weight_decay", "beta1", "beta2",
+                            "eps", "momentum", "grad_clip", "seed", "precision", "compute_dtype"}) {
+      // compute_dtype: checkpoints written before it existed computed in float32; tokenizer:
+      // before it existed every run read text as bytes ("")
       const nlohmann::json was = saved_tr.contains(key)                 ? saved_tr.at(key)
                                  : std::string(key) == "compute_dtype" ? nlohmann::json("f32")
+                                 : std::string(key) == "tokenizer"     ? nlohmann::json("")
                                                                        : nlohmann::json();
       if (was.is_null() || was != now_tr.at(key))
         ZT_THROW("checkpoint in '", dir, "' was trained with ", key, " = ", was.is_null() ? "(missing)" : was.dump(),

@@ -19,6 +19,7 @@
 
 #include "core/rng.h"
 #include "formats/token_data.h"
+#include "formats/tokenizer.h"
 #include "models/model_config.h"
 #include "nn/model.h"
 #include "train/memory_caps.h"
@@ -55,6 +56,7 @@ class Trainer {
   ProcessGroup& group() { return group_; }
   const ModelConfig& model_config() const { return mcfg_; }
   const RunConfig& config() const { return cfg_; }
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }  // null: text is read as bytes
   int64_t step_count() const { return step_; }
   double lr_at(int64_t step) const;  // learning rate used for optimizer step `step` (0-based)
 
@@ -68,6 +70,7 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<DataLoader> train_, val_;
+  std::unique_ptr<Tokenizer> tokenizer_;  // of text data (RunConfig::tokenizer); null: bytes
   Rng rng_;
   int64_t step_ = 0;
   Tensor idx_, targets_;

@@ -1,0 +1,158 @@
+#include "formats/gpt2_pretokenizer.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <array>
+#include <cstdio>
+#include <mutex>
+
+#include "core/check.h"
+
+namespace zt {
+
+namespace {
+
+std::string pcre2_message(int code) {
+  PCRE2_UCHAR buf[256];
+  pcre2_get_error_message(code, buf, sizeof(buf));
+  return std::string(reinterpret_cast<const char*>(buf));
+}
+
+// UTF-8 of one code point below U+0800 (all the map needs: at most U+0143).
+std::string utf8(uint32_t cp) {
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+struct ByteMap {
+  std::array<std::string, 256> to_unicode;  // byte -> UTF-8 of its character
+  std::array<int, 0x144> from_cp;           // code point -> byte, -1 if none
+  std::vector<uint8_t> order;               // GPT-2's id order of the 256 bytes
+  ByteMap() {
+    from_cp.fill(-1);
+    auto printable = [](int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); };
+    for (int b = 0; b < 256; ++b)
+      if (printable(b)) order.push_back(static_cast<uint8_t>(b));
+    int n = 0;
+    for (int b = 0; b < 256; ++b) {
+      const uint32_t cp = printable(b) ? static_cast<uint32_t>(b) : 256u + static_cast<uint32_t>(n++);
+      to_unicode[b] = utf8(cp);
+      from_cp[cp] = b;
+      if (!printable(b)) order.push_back(static_cast<uint8_t>(b));
+    }
+  }
+};
+
+const ByteMap& byte_map() {
+  static const ByteMap m;
+  return m;
+}
+
+}  // namespace
+
+const char* Gpt2Pretokenizer::pattern() {
+  return R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+}
+
+Gpt2Pretokenizer::Gpt2Pretokenizer() {
+  int err = 0;
+  PCRE2_SIZE at = 0;
+  pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern()), PCRE2_ZERO_TERMINATED,
+                                 PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &at, nullptr);
+  if (!re) ZT_THROW("GPT-2 pre-tokenizer: PCRE2 cannot compile the pattern at offset ", at, ": ", pcre2_message(err));
+  code_ = re;
+  jit_ = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0;
+  if (!jit_) {
+    static std::once_flag said;
+    std::call_once(said, [] {
+      std::fprintf(stderr, "zt: PCRE2 has no JIT here: GPT-2 pre-tokenization runs in PCRE2's slower interpreter\n");
+    });
+  }
+}
+
+Gpt2Pretokenizer::~Gpt2Pretokenizer() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }
+
+std::vector<std::string_view> Gpt2Pretokenizer::split(std::string_view text) const {
+  std::vector<std::string_view> pieces;
+  auto* re = static_cast<pcre2_code*>(code_);
+  pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
+  if (!md) ZT_THROW("GPT-2 pre-tokenizer: out of memory for PCRE2 match data");
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const int rc = pcre2_match(re, subject, text.size(), pos, 0, md, nullptr);
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) {
+      pcre2_match_data_free(md);
+      ZT_THROW("GPT-2 pre-tokenizer: PCRE2 match failed at byte ", pos, ": ", pcre2_message(rc));
+    }
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+    const size_t start = ov[0], end = ov[1];
+    if (start > pos) pieces.push_back(text.substr(pos, start - pos));  // invalid UTF-8 between matches
+    if (end == start) {  // the pattern cannot match empty; guard the loop anyway
+      pos = start + 1;
+      continue;
+    }
+    pieces.push_back(text.substr(start, end - start));
+    pos = end;
+  }
+  if (pos < text.size()) pieces.push_back(text.substr(pos));
+  pcre2_match_data_free(md);
+  return pieces;
+}
+
+std::vector<std::string_view> gpt2_safe_chunks(std::string_view text, size_t target) {
+  std::vector<std::string_view> chunks;
+  target = target == 0 ? 1 : target;
+  auto printable = [](char c) { return c > ' ' && c < 0x7F; };
+  size_t start = 0;
+  while (text.size() - start > target) {
+    size_t cut = std::string_view::npos;
+    for (size_t nl = text.find('\n', start + target - 1); nl != std::string_view::npos; nl = text.find('\n', nl + 1)) {
+      if (nl > 0 && nl + 1 < text.size() && printable(text[nl - 1]) && printable(text[nl + 1])) {
+        cut = nl + 1;
+        break;
+      }
+    }
+    if (cut == std::string_view::npos) break;
+    chunks.push_back(text.substr(start, cut - start));
+    start = cut;
+  }
+  if (start < text.size() || chunks.empty()) chunks.push_back(text.substr(start));
+  return chunks;
+}
+
+const std::string& gpt2_byte_to_unicode(uint8_t b) { return byte_map().to_unicode[b]; }
+
+const std::vector<uint8_t>& gpt2_byte_order() { return byte_map().order; }
+
+bool gpt2_unicode_to_bytes(std::string_view token, std::string& bytes) {
+  const ByteMap& m = byte_map();
+  bytes.clear();
+  for (size_t i = 0; i < token.size();) {
+    const auto c0 = static_cast<unsigned char>(token[i]);
+    uint32_t cp;
+    if (c0 < 0x80) {
+      cp = c0;
+      i += 1;
+    } else if ((c0 & 0xE0) == 0xC0 && i + 1 < token.size() && (static_cast<unsigned char>(token[i + 1]) & 0xC0) == 0x80) {
+      cp = ((c0 & 0x1Fu) << 6) | (static_cast<unsigned char>(token[i + 1]) & 0x3Fu);
+      i += 2;
+      if (cp < 0x80) return false;  // an overlong encoding is not valid UTF-8
+    } else {
+      return false;  // not a two-byte sequence: outside U+0000..U+07FF, so outside the map
+    }
+    if (cp >= m.from_cp.size() || m.from_cp[cp] < 0) return false;
+    bytes += static_cast<char>(static_cast<unsigned char>(m.from_cp[cp]));
+  }
+  return true;
+}
+
+}  // namespace zt
