@@ -19,6 +19,7 @@ pkgs=(
   clang libclang-rt-14-dev libomp-dev  # scripts/fuzz.sh: libFuzzer, ASan, UBSan and OpenMP under clang
   libpcre2-dev                   # PCRE2: GPT-2's pre-tokenization regex, Unicode properties (formats/bpe_tokenizer.cpp)
   libsentencepiece-dev sentencepiece  # SentencePiece models (formats/sentencepiece_tokenizer.cpp); spm_train for tests
+  python3-regex                  # tests/bpe_reference.py: the independent BPE reference (\p{L} in Python)
 )
 
 missing=()

@@ -9,6 +9,8 @@
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "formats/bpe_tokenizer.h"
+#include "formats/bpe_trainer.h"
 #include "formats/hf_config.h"
 #include "formats/llmc_checkpoint.h"
 #include "formats/safetensors.h"
@@ -27,7 +29,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path out = argv[1];
-  for (const char* t : {"safetensors", "llmc", "tokens", "hf_config", "ckpt_meta"}) fs::create_directories(out / t);
+  for (const char* t : {"safetensors", "llmc", "tokens", "hf_config", "ckpt_meta", "tokenizer"}) fs::create_directories(out / t);
 
   // safetensors: float32 and bfloat16 tensors, metadata
   Rng rng(1);
@@ -55,6 +57,20 @@ int main(int argc, char** argv) {
     if (std::find(names.begin(), names.end(), name) == names.end()) continue;
     std::ofstream((out / "hf_config" / (std::string(name) + ".json")).string())
         << hf_config_to_json(model_config(name), DType::f32).dump(2);
+  }
+  // tokenizer: byte-level BPE vocabularies trained here, as tokenizer.json and as
+  // "vocab.json NUL merges.txt" (fuzz_tokenizer reads both from one input)
+  for (int vocab : {260, 320}) {
+    BpeTrainOptions opt;
+    opt.vocab_size = vocab;
+    const BpeModel bpe = train_bpe({"hug hug hug pug pug bun", "int main() {\n  return 0;\n}\n// it's 1234 \xC3\xA9t\xC3\xA9\n"}, opt);
+    const fs::path dir = out / ("tokenizer_files_" + std::to_string(vocab));
+    save_gpt2_files(bpe, dir.string());
+    save_tokenizer_json(bpe, (out / "tokenizer" / ("tokenizer_" + std::to_string(vocab) + ".json")).string());
+    std::ifstream v(dir / "vocab.json", std::ios::binary), m(dir / "merges.txt", std::ios::binary);
+    std::ofstream pair((out / "tokenizer" / ("vocab_merges_" + std::to_string(vocab))).string(), std::ios::binary);
+    pair << v.rdbuf() << '\0' << m.rdbuf();
+    fs::remove_all(dir);
   }
   // ZeRO sharded checkpoint: the meta.json of the fixture fuzz_ckpt_meta reads beside its rank file
   const std::string step = fuzz::write_toy_checkpoint((out / "ckpt_fixture").string());
