@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
       // zt-train's own top-level keys (train/run_config.cpp) may sit in the same file
       const EngineConfig ec = engine_config_from_file(
           config_path, static_cast<int>(world < 1 ? 1 : world),
-          {"model", "train_data", "val_data", "seq_len", "steps", "seed", "eval_interval", "eval_batches"});
+          {"model", "train_data", "val_data", "tokenizer", "seq_len", "steps", "seed", "eval_interval", "eval_batches"});
       const ZeroOptimization cli = zero;
       zero = ec.zero;  // the file's knobs, then whatever the command line set explicitly
       if (app.count("--reduce-bucket-size")) zero.reduce_bucket_size = cli.reduce_bucket_size;
