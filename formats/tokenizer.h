@@ -59,7 +59,7 @@ class ByteTokenizer final : public Tokenizer {
 
 // The tokenizer at `path`, its kind detected from what is there:
 //   "bytes"                                    ByteTokenizer (the default tokenizer, by name)
-//   a file named *.json holding a "model" key  tokenizer.json (Hugging Face; BPE models only)
+//   a file named *.json (not vocab.json)       a Hugging Face tokenizer.json (BPE models only)
 //   vocab.json (a file named so)               with merges.txt beside it (GPT-2's files)
 //   a directory                                its tokenizer.json, else its vocab.json + merges.txt,
 //                                              else its tokenizer.model (SentencePiece)
