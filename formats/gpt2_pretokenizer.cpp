@@ -5,7 +5,6 @@
 
 #include <array>
 #include <cstdio>
-#include <mutex>
 
 #include "core/check.h"
 
@@ -61,23 +60,35 @@ const char* Gpt2Pretokenizer::pattern() {
   return R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 }
 
-Gpt2Pretokenizer::Gpt2Pretokenizer() {
-  int err = 0;
-  PCRE2_SIZE at = 0;
-  pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern()), PCRE2_ZERO_TERMINATED,
-                                 PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &at, nullptr);
-  if (!re) ZT_THROW("GPT-2 pre-tokenizer: PCRE2 cannot compile the pattern at offset ", at, ": ", pcre2_message(err));
-  code_ = re;
-  jit_ = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0;
-  if (!jit_) {
-    static std::once_flag said;
-    std::call_once(said, [] {
+namespace {
+
+// The pattern, compiled (and JIT-compiled) once per process: a compiled pcre2_code is read-only
+// while matching, so every tokenizer and thread shares it; each split() has its own match data.
+struct Compiled {
+  pcre2_code* re = nullptr;
+  bool jit = false;
+  Compiled() {
+    int err = 0;
+    PCRE2_SIZE at = 0;
+    re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(Gpt2Pretokenizer::pattern()), PCRE2_ZERO_TERMINATED,
+                       PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &at, nullptr);
+    if (!re) ZT_THROW("GPT-2 pre-tokenizer: PCRE2 cannot compile the pattern at offset ", at, ": ", pcre2_message(err));
+    jit = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0;
+    if (!jit)
       std::fprintf(stderr, "zt: PCRE2 has no JIT here: GPT-2 pre-tokenization runs in PCRE2's slower interpreter\n");
-    });
   }
+  ~Compiled() { pcre2_code_free(re); }
+};
+
+}  // namespace
+
+Gpt2Pretokenizer::Gpt2Pretokenizer() {
+  static const Compiled compiled;  // said once, loudly, when there is no JIT
+  code_ = compiled.re;
+  jit_ = compiled.jit;
 }
 
-Gpt2Pretokenizer::~Gpt2Pretokenizer() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }
+Gpt2Pretokenizer::~Gpt2Pretokenizer() = default;
 
 std::vector<std::string_view> Gpt2Pretokenizer::split(std::string_view text) const {
   std::vector<std::string_view> pieces;

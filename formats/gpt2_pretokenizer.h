@@ -23,7 +23,7 @@ namespace zt {
 
 class Gpt2Pretokenizer {
  public:
-  Gpt2Pretokenizer();  // compiles the pattern (throws zt::Error with PCRE2's message if it cannot)
+  Gpt2Pretokenizer();  // the pattern, compiled once per process (zt::Error with PCRE2's message if it cannot)
   ~Gpt2Pretokenizer();
   Gpt2Pretokenizer(const Gpt2Pretokenizer&) = delete;
   Gpt2Pretokenizer& operator=(const Gpt2Pretokenizer&) = delete;
@@ -35,7 +35,7 @@ class Gpt2Pretokenizer {
   static const char* pattern();
 
  private:
-  void* code_ = nullptr;  // pcre2_code_8* (kept out of this header)
+  void* code_ = nullptr;  // the process's one compiled pcre2_code_8* (kept out of this header; not owned)
   bool jit_ = false;
 };
 
