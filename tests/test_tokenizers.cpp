@@ -233,6 +233,13 @@ TEST_CASE("BPE files: vocab.json + merges.txt and tokenizer.json written, read b
   }
   write_text(tmp.file("pairs.json"), j.dump());
   CHECK(read_tokenizer_json(tmp.file("pairs.json"))->model().merges == m.merges);
+  // An added token absent from model.vocab takes its id from added_tokens (as Hugging Face's do).
+  j["model"]["vocab"].erase("<|endoftext|>");
+  write_text(tmp.file("added.json"), j.dump());
+  const auto c = read_tokenizer_json(tmp.file("added.json"));
+  CHECK(c->vocab_size() == 300);
+  CHECK(c->eot_id() == 299);
+  CHECK(c->encode("<|endoftext|>") == Ids{299});
 }
 
 TEST_CASE("BPE files: malformed, wrong kind and too large are refused naming the file and the problem", "[tokenizer]") {
