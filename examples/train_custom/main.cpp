@@ -18,15 +18,15 @@ constexpr int64_t V = 64, C = 64, T = 16, kBlocks = 3;  // vocabulary, width, se
 // Each layer adds its parameters to the ParamSet of the unit it is built in (params_).
 struct Embed : zt::Unit {
   Embed() : Unit("embed") {}
-  zt::Embedding wte{params_, "wte", V, C};
+  zt::Embedding wte{params_, "wte", V, C};  // (B, T) ids -> (B, T, C)
 };
-struct Block : zt::Unit {  // x + mlp(x)
+struct Block : zt::Unit {
   explicit Block(int i) : Unit("block." + std::to_string(i)) {}
-  zt::GeluMLP mlp{params_, "mlp", C, 4 * C};
+  zt::GeluMLP mlp{params_, "mlp", C, 4 * C};  // x + mlp(x): (B, T, C) -> (B, T, C)
 };
 struct Head : zt::Unit {
   Head() : Unit("head") {}
-  zt::Linear proj{params_, "proj", C, V, /*bias=*/false};
+  zt::Linear proj{params_, "proj", C, V, /*bias=*/false};  // (B, T, C) -> (B, T, V)
 };
 
 class ChainModel final : public zt::Model {
@@ -66,21 +66,18 @@ class ChainModel final : public zt::Model {
   Head head_;
 };
 
-void train(zt::ProcessGroup& group) {
+int main() {
+  zt::ProcessGroup& group = zt::init_process_group();  // MPI under mpirun; one process without
   ChainModel model(group.size());
   zt::Rng init(1234);  // the same seed on every rank: the same initial model
   for (zt::Unit* u : model.units())
     for (int i = 0; i < u->params().size(); ++i)
-      if (u->params().infos()[i].decay) {  // the 2-D weights; biases stay 0
-        zt::Tensor w = u->params().value(i);
-        init.fill_normal(w, 0.0, 0.02);
-      }
-  // A DeepSpeed-style config (docs/config.md): the engine keeps this rank's 1/N of everything.
+      if (zt::Tensor w = u->params().value(i); u->params().infos()[i].decay) init.fill_normal(w, 0.0, 0.02);
+  // A DeepSpeed-style config (docs/config.md); threshold 0: no unit stays gathered.
   const zt::EngineConfig cfg = zt::parse_engine_config(nlohmann::json::parse(R"({
       "train_micro_batch_size_per_gpu": 8, "gradient_clipping": 1.0,
       "optimizer": {"type": "AdamW", "params": {"lr": 0.003, "weight_decay": 0.0}},
-      "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0}})"), "train_custom",
-      group.size());
+      "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0}})"), "train_custom", group.size());
   std::unique_ptr<zt::Engine> engine = zt::initialize(model, cfg, group);
 
   const int64_t B = cfg.train_micro_batch_size_per_gpu;
@@ -100,16 +97,6 @@ void train(zt::ProcessGroup& group) {
   std::printf("rank %d holds %lld bytes of parameters: its shard of %lld (padded) on %d ranks\n", group.rank(),
               static_cast<long long>(mem.measured.cur(zt::Category::params)),
               static_cast<long long>(mem.psi_padded), group.size());
-}
-
-int main() {
-  zt::ProcessGroup& group = zt::init_process_group();  // MPI under mpirun; one process without
-  try {
-    train(group);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_custom: error: %s\n", e.what());
-    return 1;
-  }
+  engine.reset();  // the engine's collectives end before MPI does
   zt::finalize_process_group();
-  return 0;
 }
