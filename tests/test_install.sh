@@ -22,6 +22,10 @@ for f in lib/cmake/ZeroTensor/ZeroTensorConfig.cmake lib/cmake/ZeroTensor/ZeroTe
          bin/zt-train bin/zt-generate bin/zt-estimate share/ZeroTensor/configs/zero3.json; do
   [ -f "$P/$f" ] || { echo "FAIL: $f is not installed"; exit 1; }
 done
+# the installed tools load the OpenMP OpenBLAS the build linked (their run path keeps its folder)
+readelf -d "$P/bin/zt-train" | grep -q "R.*PATH.*openblas-openmp" ||
+  { echo "FAIL: the installed zt-train's run path lacks OpenBLAS's folder:"; readelf -d "$P/bin/zt-train" | grep PATH; exit 1; }
+echo "ok: the installed zt-train's run path keeps OpenBLAS's OpenMP build"
 # private headers stay private (cmake/install.cmake: the kernels and ZT_PRIVATE_HEADERS)
 for f in core/kernels zero/stage.h zero/aio_engine.h autograd/op_util.h tools tests bench; do
   [ ! -e "$P/include/zt/$f" ] || { echo "FAIL: include/zt/$f is installed: it is private"; exit 1; }
