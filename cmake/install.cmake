@@ -22,6 +22,7 @@ include(CMakePackageConfigHelpers)
 set(ZT_PRIVATE_HEADERS
   autograd/op_util.h          # shared helpers of autograd/ops_*.cpp
   core/cpu_bf16.h             # the CPU backend's bf16 conversion loops
+  cuda/cublaslt_api.h         # cuBLASLt loaded by dlopen, behind cuda/gemm.h
   formats/hf_mapping.h        # Hugging Face name tables of formats/hf_*.cpp
   zero/activation_offload.h   # the engine's policies and tiers, behind zero/engine.h:
   zero/aio_engine.h           #   io_uring (includes liburing.h), behind zero/aio.h
