@@ -5,7 +5,8 @@
 # Build: scripts/sanitizer-build.sh (build-fuzz: clang, every object with ASan + UBSan, no CUDA).
 # Runs: every CTest test of that build except the labels gpu and pack (no GPU there), layers and
 # docs (they read the sources, not the build) and footprint (peak RSS: ASan's shadow memory is not
-# ours): the Catch2 unit tests, the multi-rank tests under mpirun and the command-line tests (zt-train, zt-ckpt, ... as sanitized programs).
+# ours): the Catch2 unit tests, the multi-rank tests under mpirun and the command-line tests
+# (zt-train, zt-ckpt, ... as sanitized programs).
 # A sanitizer report fails the test that triggered it: UBSan halts on the first error
 # (-fno-sanitize-recover=undefined), ASan on its first report. Leak checking (LeakSanitizer) is on
 # for the unit tests and off for the multi-rank and command-line tests: OpenMPI's runtime keeps
