@@ -2,7 +2,7 @@
 // (train/sampling.h's generate, use_cache true / false), on the CPU.
 //
 //   bench_generate [--models gpt-mini@1024,gpt-mini,llama-mini@1024] [--tokens 512]
-//                  [--prompt 16] [--threads 0] [--out table.md]
+//                  [--prompt 16] [--threads 0] [--out table.md] [--cache-only]
 //
 // A model is a named config (models/model_config.cpp) or llama-mini (gpt-mini's shape as a Llama
 // with grouped-query attention: 6 layers, C 384, 6 query heads over 2 kv heads, SwiGLU 1024,
@@ -64,6 +64,8 @@ int main(int argc, char** argv) {
   std::string models = "gpt-mini@1024,gpt-mini,llama-mini@1024", out;
   int64_t tokens = 512, prompt_len = 16;
   int threads = 0;
+  bool cache_only = false;
+  app.add_flag("--cache-only", cache_only, "only the cached run (for profiling the decode step)");
   app.add_option("--models", models, "comma-separated NAME[@MAX_SEQ_LEN]")->capture_default_str();
   app.add_option("--tokens", tokens, "tokens to generate")->capture_default_str();
   app.add_option("--prompt", prompt_len, "prompt length (byte ids)")->capture_default_str();
@@ -87,7 +89,7 @@ int main(int argc, char** argv) {
       GenerationOptions o;
       o.temperature = 0;
       GenerationResult r[2];
-      for (int mode = 0; mode < 2; ++mode) {
+      for (int mode = 0; mode < (cache_only ? 1 : 2); ++mode) {
         o.use_cache = mode == 0;
         o.max_new_tokens = 8;
         generate(*m, prompt, o);  // warmup
@@ -97,6 +99,7 @@ int main(int argc, char** argv) {
         const GenerationStats& s = r[mode].stats;
         std::fprintf(stderr, "  %.2f s, %.1f tokens/s\n", s.total_s(), s.tokens_per_s());
       }
+      if (cache_only) continue;
       size_t same = 0;
       while (prompt.size() + same < r[0].tokens.size() && prompt.size() + same < r[1].tokens.size() &&
              r[0].tokens[prompt.size() + same] == r[1].tokens[prompt.size() + same])
