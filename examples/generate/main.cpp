@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
       throw std::runtime_error("the model's vocabulary has " + std::to_string(model->vocab_size()) +
                                " tokens, not the byte tokenizer's 256");
     zt::Rng rng(1337);
-    // Each new token recomputes the logits of the last max_seq_len tokens (no KV cache yet).
+    // A prefill over the prompt, then one token per step through the model's KV cache.
     const std::vector<int32_t> out = zt::generate(*model, tok.encode(prompt), tokens, temperature, top_k, rng);
     std::cout << tok.decode(out) << std::endl;
   } catch (const std::exception& e) {  // zt::Error: a bad checkpoint, named with what was expected
