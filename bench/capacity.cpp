@@ -68,6 +68,7 @@
 #include "models/init.h"            // defines: make_model, ModelInit
 #include "models/model_config.h"    // defines: ModelConfig, from_json
 #include "zero/engine.h"            // defines: Engine, initialize, MemoryReport
+#include "zero/estimator.h"         // defines: estimate, model_shape
 
 using namespace zt;
 using Clock = std::chrono::steady_clock;
@@ -141,6 +142,37 @@ EngineConfig engine_config(const Tier& t, const FamilyShape& sh, const std::stri
   return e;
 }
 
+// What zt-estimate predicts for this trial (zero/estimator.h), per rank: the device's peak per
+// category over a step, and the bytes that left it for the host tier and the swap file. The
+// bench prints it beside the measurement (issue 16: within 5%).
+nlohmann::json estimate_json(const ModelConfig& mc, Model& layout, const EngineConfig& ec, int64_t world_size,
+                             int threads) {
+  EstimateRequest q;
+  q.has_model = true;
+  q.model = model_shape(mc, layout, world_size);
+  q.stage = ec.zero.stage;
+  q.world_size = world_size;
+  q.micro_batch = ec.train_micro_batch_size_per_gpu;
+  q.seq_len = mc.max_seq_len;
+  q.activation_checkpointing = ec.activation_checkpointing;
+  q.cpu_checkpointing = ec.cpu_checkpointing;
+  q.zero = ec.zero;
+  q.threads = threads;
+  const Estimate e = estimate(q);
+  nlohmann::json peak, host, nvme;
+  int64_t host_total = 0, nvme_total = 0;
+  for (Category c : kAllCategories) {
+    const int i = static_cast<int>(c);
+    peak[category_name(c)] = e.peak[i];
+    host[category_name(c)] = e.host_state[i];
+    nvme[category_name(c)] = e.nvme_state[i];
+    host_total += e.host_state[i];
+    nvme_total += e.nvme_state[i];
+  }
+  return {{"device_peak", peak}, {"device_peak_sum", e.peak_sum()}, {"host", host}, {"host_total", host_total},
+          {"nvme", nvme}, {"nvme_total", nvme_total}};
+}
+
 nlohmann::json stats_json(const MemoryStats& m) {
   nlohmann::json cur, peak;
   for (Category c : kAllCategories) {
@@ -195,7 +227,8 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
     check_tokens_fit_vocab(tokens, mc.vocab_size, data);
     DataLoader loader(std::move(tokens), sh.batch, sh.seq_len, g.rank(), g.size());
     phase = "setup";
-    std::unique_ptr<Engine> engine = initialize(*model, engine_config(t, sh, nvme_dir), g, &init);
+    const EngineConfig ec = engine_config(t, sh, nvme_dir);
+    std::unique_ptr<Engine> engine = initialize(*model, ec, g, &init);
     r["setup_peak_total"] = default_allocator().stats().peak_total;
     r["setup_host_peak_total"] = host_allocator().stats().peak_total;
     const MemoryReport rest = engine->memory_report();
@@ -226,6 +259,7 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
     r["losses"] = losses;
     r["train"] = {{"device", stats_json(m.measured)}, {"host", stats_json(m.host)}, {"nvme", stats_json(m.nvme)}};
     r["host_name"] = m.host_name;
+    r["estimate"] = estimate_json(mc, *model, ec, g.size(), threads);
     r["rss_peak"] = peak_rss_bytes();  // the whole trial, setup included
     r["trial_s"] = std::chrono::duration<double>(Clock::now() - t_start).count();
     engine.reset();  // removes the swap file

@@ -109,6 +109,23 @@ def table(N):
                   f"{MiB(d['peak_total'])} | " + " / ".join(MiB(d['peak'][c]) for c in cats) + " | "
                   f"{MiB(h['peak_total'])} | {MiB(n['current_total'])} | {MiB(f['setup_peak_total'])} / "
                   f"{MiB(f['setup_host_peak_total'])} | {MiB(f['rss_peak'])} | {MiB(f['rss_peak'] - alloc)} |")
+    md += ["", "Estimate beside measurement at each tier's largest fit (`zt-estimate`'s model, `zero/estimator.h`, "
+           "called with the trial's model, stage, knobs and batch): bytes per rank as the sum of the categories' peaks over "
+           "the training steps (each category's peak, added; the estimator predicts per category), MiB. Target: within 5%.", "",
+           "| tier | device: estimated / measured | host: estimated / measured | nvme: estimated / measured | within 5% |",
+           "|---|---|---|---|---|"]
+    for r in bs:
+        f = r.get('fit')
+        if not f or 'estimate' not in f: continue
+        e, tr = f['estimate'], f['train']
+        pairs = [(e['device_peak_sum'], sum(tr['device']['peak'].values())),
+                 (e['host_total'], sum(tr['host']['peak'].values())),
+                 (e['nvme_total'], tr['nvme']['current_total'])]
+        def cell(est, meas):
+            if est == meas == 0: return "0 / 0"
+            return f"{MiB(est)} / {MiB(meas)} ({(est - meas) / max(meas, 1) * 100:+.1f}%)"
+        ok = all(abs(a - b) <= 0.05 * max(b, 1) for a, b in pairs)
+        md.append(f"| {label(r)} | " + " | ".join(cell(a, b) for a, b in pairs) + f" | {'yes' if ok else '**no**'} |")
     md += ["", "What stopped the next size (the first failing n_layer; the out-of-memory message: the allocation "
            "that passed a cap, and what each category held then):", ""]
     md += [f"- {label(r)}: {limit(r)}" for r in bs]
@@ -138,7 +155,7 @@ md = ["# Capacity: the ZeRO-Infinity ladder under a device cap and a host cap, f
       "(Engine::memory_report().measured); host: the host tier's peak; nvme: the swap file's reserved bytes; peak RSS: the "
       "rank-0 process's `getrusage` maximum over the whole trial. The last column is RSS minus the two allocators' peaks: "
       "the process's fixed base (code, libraries, MPI, OpenBLAS buffers) and the C library's retained heap, the bytes no "
-      "cap counts (a one-step gpt2-nano zt-train peaks at 218 MiB of RSS: bench/results/rss.md).", ""]
+      "cap counts (bench/results/rss.md).", ""]
 
 for N in (1, 2):
     t, bs, s0_psi = table(N)

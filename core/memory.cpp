@@ -1,5 +1,7 @@
 #include "core/memory.h"
 
+#include <sys/mman.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -84,7 +86,14 @@ void* CpuAllocator::allocate(size_t bytes, Category c) {
   account_alloc(bytes, c);
   if (bytes == 0) return nullptr;
   const size_t rounded = (bytes + alignment_ - 1) / alignment_ * alignment_;
-  void* p = std::aligned_alloc(alignment_, rounded);
+  void* p = nullptr;
+  if (rounded >= kMapBytes) {  // page-aligned, which covers any alignment_ up to 4096
+    p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) p = nullptr;
+    else (void)madvise(p, rounded, MADV_HUGEPAGE);  // a hint: refused where THP is off, harmless
+  } else {
+    p = std::aligned_alloc(alignment_, rounded);
+  }
   if (!p) {
     account_free(bytes, c);
     throw OutOfMemory(detail::concat("out of memory on ", name_, ": the system refused ", format_bytes(static_cast<int64_t>(bytes)),
@@ -94,7 +103,9 @@ void* CpuAllocator::allocate(size_t bytes, Category c) {
 }
 
 void CpuAllocator::deallocate(void* p, size_t bytes, Category c) {
-  std::free(p);
+  const size_t rounded = (bytes + alignment_ - 1) / alignment_ * alignment_;
+  if (p && rounded >= kMapBytes) munmap(p, rounded);
+  else std::free(p);
   account_free(bytes, c);
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "cuda/check.h"
+#include "cuda/cublaslt_api.h"  // defines: cublaslt() (the library, loaded on first use)
 #include "cuda/device.h"  // defines: DeviceGuard
 
 namespace zt {
@@ -15,8 +16,8 @@ namespace {
 
 // "CUBLAS_STATUS_NOT_SUPPORTED (the functionality requested is not supported)"
 std::string cublas_status_message(cublasStatus_t st) {
-  const char* name = cublasLtGetStatusName(st);
-  const char* text = cublasLtGetStatusString(st);
+  const char* name = cublaslt().GetStatusName(st);
+  const char* text = cublaslt().GetStatusString(st);
   return detail::concat(name ? name : "unknown cublasStatus_t", " (", text ? text : "?", ", code ",
                         static_cast<int>(st), ")");
 }
@@ -34,19 +35,19 @@ std::string cublas_status_message(cublasStatus_t st) {
 struct MatmulDesc {
   cublasLtMatmulDesc_t d = nullptr;
   ~MatmulDesc() {
-    if (d) (void)cublasLtMatmulDescDestroy(d);
+    if (d) (void)cublaslt().MatmulDescDestroy(d);
   }
 };
 struct Layout {
   cublasLtMatrixLayout_t d = nullptr;
   ~Layout() {
-    if (d) (void)cublasLtMatrixLayoutDestroy(d);
+    if (d) (void)cublaslt().MatrixLayoutDestroy(d);
   }
 };
 struct Preference {
   cublasLtMatmulPreference_t d = nullptr;
   ~Preference() {
-    if (d) (void)cublasLtMatmulPreferenceDestroy(d);
+    if (d) (void)cublaslt().MatmulPreferenceDestroy(d);
   }
 };
 
@@ -159,7 +160,7 @@ void check_common(const std::string& what, int64_t M, int64_t N, int64_t K, DTyp
 
 CudaGemm::CudaGemm(CudaAllocator& alloc, size_t workspace_bytes) : alloc_(alloc), workspace_bytes_(workspace_bytes) {
   DeviceGuard guard(alloc_.device().index);
-  ZT_CUBLASLT_CHECK(cublasLtCreate(&handle_), "CudaGemm constructor");
+  ZT_CUBLASLT_CHECK(cublaslt().Create(&handle_), "CudaGemm constructor");
 }
 
 CudaGemm::~CudaGemm() {
@@ -169,7 +170,7 @@ CudaGemm::~CudaGemm() {
     } catch (...) {  // a destructor must not throw (the runtime may be gone at exit)
     }
   }
-  if (handle_) (void)cublasLtDestroy(handle_);
+  if (handle_) (void)cublaslt().Destroy(handle_);
 }
 
 void* CudaGemm::workspace_for(cudaStream_t s) {
@@ -269,22 +270,22 @@ void CudaGemm::run(const Problem& p, cudaStream_t s) {
   const char* ctx = "CudaGemm";  // cheap context for descriptor calls; the matmul gets describe()
 
   MatmulDesc op;
-  ZT_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&op.d, compute, CUDA_R_32F), ctx);
+  ZT_CUBLASLT_CHECK(cublaslt().MatmulDescCreate(&op.d, compute, CUDA_R_32F), ctx);
   const int32_t ta = p.trans_a, tb = p.trans_b;  // cublasOperation_t, int32_t attributes
-  ZT_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)), ctx);
-  ZT_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)), ctx);
+  ZT_CUBLASLT_CHECK(cublaslt().MatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)), ctx);
+  ZT_CUBLASLT_CHECK(cublaslt().MatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)), ctx);
   const uint32_t epi = static_cast<uint32_t>(p.epilogue);  // uint32_t attribute
-  ZT_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ctx);
+  ZT_CUBLASLT_CHECK(cublaslt().MatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ctx);
   if (p.bias) {
     const void* bias = p.bias;
-    ZT_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), ctx);
+    ZT_CUBLASLT_CHECK(cublaslt().MatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), ctx);
   }
   if (p.aux) {
     void* aux = p.aux;
     const int64_t aux_ld = p.aux_ld;
-    ZT_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)),
+    ZT_CUBLASLT_CHECK(cublaslt().MatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)),
                       ctx);
-    ZT_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)),
+    ZT_CUBLASLT_CHECK(cublaslt().MatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)),
                       ctx);
   }
 
@@ -292,17 +293,17 @@ void CudaGemm::run(const Problem& p, cudaStream_t s) {
   // B is (k, n) when op N, (n, k) when op T; C = D is (m, n).
   Layout la, lb, ld;
   const bool a_n = p.trans_a == CUBLAS_OP_N, b_n = p.trans_b == CUBLAS_OP_N;
-  ZT_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&la.d, ab_type, a_n ? p.m : p.k, a_n ? p.k : p.m, p.lda), ctx);
-  ZT_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&lb.d, ab_type, b_n ? p.k : p.n, b_n ? p.n : p.k, p.ldb), ctx);
-  ZT_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&ld.d, cd_type, p.m, p.n, p.ldd), ctx);
+  ZT_CUBLASLT_CHECK(cublaslt().MatrixLayoutCreate(&la.d, ab_type, a_n ? p.m : p.k, a_n ? p.k : p.m, p.lda), ctx);
+  ZT_CUBLASLT_CHECK(cublaslt().MatrixLayoutCreate(&lb.d, ab_type, b_n ? p.k : p.n, b_n ? p.n : p.k, p.ldb), ctx);
+  ZT_CUBLASLT_CHECK(cublaslt().MatrixLayoutCreate(&ld.d, cd_type, p.m, p.n, p.ldd), ctx);
   if (p.batch > 1) {  // the same count on every layout; C = D shares ld's
     const int32_t count = static_cast<int32_t>(p.batch);
     const int64_t strides[3] = {p.stride_a, p.stride_b, p.stride_d};
     const cublasLtMatrixLayout_t layouts[3] = {la.d, lb.d, ld.d};
     for (int i = 0; i < 3; ++i) {
       ZT_CUBLASLT_CHECK(
-          cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), ctx);
-      ZT_CUBLASLT_CHECK(cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+          cublaslt().MatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), ctx);
+      ZT_CUBLASLT_CHECK(cublaslt().MatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                                                          &strides[i], sizeof(strides[i])),
                         ctx);
     }
@@ -332,9 +333,9 @@ void CudaGemm::run(const Problem& p, cudaStream_t s) {
   auto it = algos_.find(key);
   if (it == algos_.end()) {
     Preference pref;
-    ZT_CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref.d), ctx);
+    ZT_CUBLASLT_CHECK(cublaslt().MatmulPreferenceCreate(&pref.d), ctx);
     const uint64_t max_ws = workspace_bytes_;
-    ZT_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.d, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
+    ZT_CUBLASLT_CHECK(cublaslt().MatmulPreferenceSetAttribute(pref.d, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws,
                                                            sizeof(max_ws)),
                       ctx);
     const uint32_t aligns[4] = {key.align_a, key.align_b, key.align_c, key.align_d};
@@ -342,12 +343,12 @@ void CudaGemm::run(const Problem& p, cudaStream_t s) {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     for (int i = 0; i < 4; ++i)
-      ZT_CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.d, align_attrs[i], &aligns[i], sizeof(aligns[i])), ctx);
+      ZT_CUBLASLT_CHECK(cublaslt().MatmulPreferenceSetAttribute(pref.d, align_attrs[i], &aligns[i], sizeof(aligns[i])), ctx);
 
     cublasLtMatmulHeuristicResult_t result{};
     int count = 0;
     const cublasStatus_t st =
-        cublasLtMatmulAlgoGetHeuristic(handle_, op.d, la.d, lb.d, ld.d, ld.d, pref.d, 1, &result, &count);
+        cublaslt().MatmulAlgoGetHeuristic(handle_, op.d, la.d, lb.d, ld.d, ld.d, pref.d, 1, &result, &count);
     ++heuristic_queries_;
     if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && (count < 1 || result.state != CUBLAS_STATUS_SUCCESS)))
       ZT_THROW(p.describe(), ": cuBLASLt has no algorithm for this combination (cublasLtMatmulAlgoGetHeuristic: ",
@@ -362,7 +363,7 @@ void CudaGemm::run(const Problem& p, cudaStream_t s) {
   const float alpha = p.kind == Problem::Kind::gemm ? p.alpha : 1.0f;
   const float beta = p.kind == Problem::Kind::gemm ? p.beta : (p.accumulate ? 1.0f : 0.0f);
   // C = D (in place): with beta = 0 cuBLASLt does not read C.
-  const cublasStatus_t st = cublasLtMatmul(handle_, op.d, &alpha, p.A, la.d, p.B, lb.d, &beta, p.D, ld.d, p.D, ld.d,
+  const cublasStatus_t st = cublaslt().Matmul(handle_, op.d, &alpha, p.A, la.d, p.B, lb.d, &beta, p.D, ld.d, p.D, ld.d,
                                            &it->second, ws, workspace_bytes_, s);
   if (st != CUBLAS_STATUS_SUCCESS) ZT_THROW(p.describe(), ": cublasLtMatmul failed: ", cublas_status_message(st));
   last_algo_ = it->second;

@@ -11,14 +11,14 @@ namespace zt {
 GPT2Embed::GPT2Embed(const ModelConfig& c, DType dt)
     : Unit("embed", dt), wte(params_, "wte", c.padded_vocab_size, c.n_embd), wpe(params_, "wpe", c.max_seq_len, c.n_embd) {}
 
-Var GPT2Embed::forward(const Tensor& idx) const {
+Var GPT2Embed::forward(const Tensor& idx, int64_t pos0) const {
   const int64_t B = idx.size(0), T = idx.size(1);
   // Positions as a (B, T) id tensor, so wpe's rows add to wte's without a broadcast op. Built on
   // the host, like the token ids: embedding() moves ids to the table's device.
   Tensor pos = Tensor::empty({B, T}, DType::i32, Category::activations, cpu_allocator());
   int32_t* pp = pos.data<int32_t>();
   for (int64_t b = 0; b < B; ++b)
-    for (int64_t t = 0; t < T; ++t) pp[b * T + t] = static_cast<int32_t>(t);
+    for (int64_t t = 0; t < T; ++t) pp[b * T + t] = static_cast<int32_t>(pos0 + t);
   return add(wte.forward(idx), wpe.forward(pos));  // (B, T, C)
 }
 
@@ -33,6 +33,11 @@ GPT2Block::GPT2Block(int64_t i, const ModelConfig& c, DType dt)
 
 Var GPT2Block::forward(const Var& x) const {
   Var h = add(x, attn.forward(ln_1.forward(x)));  // (B, T, C)
+  return add(h, mlp.forward(ln_2.forward(h)));
+}
+
+Var GPT2Block::forward_cached(const Var& x, KVCache& cache, int64_t layer) const {
+  Var h = add(x, attn.forward_cached(ln_1.forward(x), cache, layer));  // (B, T, C)
   return add(h, mlp.forward(ln_2.forward(h)));
 }
 

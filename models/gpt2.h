@@ -13,6 +13,10 @@
 //   x = x + attn(ln_1(x)); x = x + mlp(ln_2(x))       (B, T, C)      unit "h.i", i = 0..L-1
 //   logits = ln_f(x) wte^T                            (B, T, Vp)     unit "head" (reads "embed")
 //   loss = cross_entropy over the first V columns (llm.c: padded columns take no part)
+//
+// Cached inference (TransformerLM::logits_cached): the tokens at positions [p, p + T) take wpe's
+// rows p .. p + T - 1 (learned absolute positions: a cache cannot be shifted to new positions, a
+// generation that slides its window recomputes it); each block appends c_attn's k, v (B, T, H, D).
 #pragma once
 #include <memory>
 #include <vector>
@@ -27,12 +31,15 @@ namespace zt {
 
 struct GPT2Embed : Unit {
   GPT2Embed(const ModelConfig& c, DType dt);
-  Var forward(const Tensor& idx) const;  // int32 (B, T) -> (B, T, C)
+  // int32 (B, T), the tokens at positions [pos0, pos0 + T) -> (B, T, C); wpe's rows pos0 + t.
+  Var forward(const Tensor& idx, int64_t pos0 = 0) const;
   Embedding wte, wpe;
 };
 struct GPT2Block : Unit {
   GPT2Block(int64_t i, const ModelConfig& c, DType dt);
   Var forward(const Var& x) const;  // (B, T, C) -> (B, T, C)
+  // The same with the KV cache (nn/kv_cache.h): x holds positions [p, p + T) of layer `layer`.
+  Var forward_cached(const Var& x, KVCache& cache, int64_t layer) const;
   LayerNorm ln_1;
   CausalSelfAttention attn;
   LayerNorm ln_2;

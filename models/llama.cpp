@@ -11,7 +11,7 @@ namespace zt {
 LlamaEmbed::LlamaEmbed(const ModelConfig& c, DType dt)
     : Unit("embed", dt), embed_tokens(params_, "embed_tokens", c.padded_vocab_size, c.n_embd) {}
 
-Var LlamaEmbed::forward(const Tensor& idx) const { return embed_tokens.forward(idx); }  // (B, T, C)
+Var LlamaEmbed::forward(const Tensor& idx, int64_t) const { return embed_tokens.forward(idx); }  // (B, T, C)
 
 LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt)
     : Unit("layers." + std::to_string(i), dt),
@@ -24,6 +24,11 @@ LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt)
 
 Var LlamaLayer::forward(const Var& x) const {
   Var h = add(x, self_attn.forward(input_layernorm.forward(x)));  // (B, T, C)
+  return add(h, mlp.forward(post_attention_layernorm.forward(h)));
+}
+
+Var LlamaLayer::forward_cached(const Var& x, KVCache& cache, int64_t layer) const {
+  Var h = add(x, self_attn.forward_cached(input_layernorm.forward(x), cache, layer));  // (B, T, C)
   return add(h, mlp.forward(post_attention_layernorm.forward(h)));
 }
 

@@ -14,6 +14,11 @@
 //   x = x + attn(rmsnorm(x)); x = x + mlp(rmsnorm(x))              per layer, RoPE on q and k
 //   logits = norm(x) lm_head^T                                     (B, T, Vp)
 //   loss = cross_entropy over the first V columns
+//
+// Cached inference (TransformerLM::logits_cached): q and k rotate by RoPE at their absolute
+// positions [p, p + T) (nn/kv_cache.h's rope_at); the cache keeps the rotated k and v of the
+// n_kv_head heads only (grouped-query attention: the n_head / n_kv_head query heads of a group
+// read the same cached rows).
 #pragma once
 #include <memory>
 #include <vector>
@@ -28,12 +33,15 @@ namespace zt {
 
 struct LlamaEmbed : Unit {
   LlamaEmbed(const ModelConfig& c, DType dt);
-  Var forward(const Tensor& idx) const;  // int32 (B, T) -> (B, T, C)
+  // int32 (B, T) -> (B, T, C). pos0 is unused: Llama's positions enter through RoPE.
+  Var forward(const Tensor& idx, int64_t pos0 = 0) const;
   Embedding embed_tokens;
 };
 struct LlamaLayer : Unit {
   LlamaLayer(int64_t i, const ModelConfig& c, DType dt);
   Var forward(const Var& x) const;  // (B, T, C) -> (B, T, C)
+  // The same with the KV cache (nn/kv_cache.h): x holds positions [p, p + T) of layer `layer`.
+  Var forward_cached(const Var& x, KVCache& cache, int64_t layer) const;
   RMSNorm input_layernorm;
   CausalSelfAttention self_attn;
   RMSNorm post_attention_layernorm;

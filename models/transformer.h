@@ -6,8 +6,15 @@
 //   logits = head(x)                  (B, T, Vp)   unit "head" (also reads "embed" when tied)
 //   loss = cross_entropy over the first V columns (llm.c: padded columns take no part)
 //
-// A family supplies the three unit types: Embed(cfg, dtype) with forward(idx), Block(i, cfg,
-// dtype) with forward(x), Head(cfg, dtype) with forward(x, const Embed&).
+// A family supplies the three unit types: Embed(cfg, dtype) with forward(idx, pos0 = 0) (the
+// tokens at positions [pos0, pos0 + T)), Block(i, cfg, dtype) with forward(x) and, for cached
+// inference, forward_cached(x, cache, i) (nn/kv_cache.h; what differs for decode is written in
+// the family's file), Head(cfg, dtype) with forward(x, const Embed&).
+//
+// Cached inference (logits_cached) walks the same units in the same residency scopes:
+//   x = embed(idx, p)                 (B, T, C)    positions [p, p + T), p = cache.length()
+//   x = block_i.forward_cached(x)     (B, T, C)    appends block i's K, V to the cache
+//   logits = head(x)                  (B, T, Vp);  then cache.advance(T)
 #pragma once
 #include <memory>
 #include <string>
@@ -42,6 +49,37 @@ class TransformerLM : public Model {
       ZT_THROW(name_, "::loss: targets must have the shape of idx ", shape_str(idx.shape()), ", got ",
                targets.defined() ? shape_str(targets.shape()) : std::string("undefined"));
     return cross_entropy(forward_logits(idx), targets, cfg_.vocab_size);
+  }
+  KVCache make_kv_cache() const override {
+    return KVCache(cfg_.n_layer, cfg_.n_kv_head, cfg_.n_embd / cfg_.n_head, cfg_.max_seq_len);
+  }
+  Var logits_cached(const Tensor& idx, KVCache& cache) override {
+    NoGradGuard no_grad;
+    check_token_batch(idx, cfg_.vocab_size, cfg_.max_seq_len, name_);
+    ZT_CHECK(embed_->params().finalized(), name_, " built with allocate = false (layout only) cannot run forward");
+    if (cache.n_layer() != cfg_.n_layer || cache.n_kv_head() != cfg_.n_kv_head ||
+        cache.head_dim() != cfg_.n_embd / cfg_.n_head || cache.capacity() > cfg_.max_seq_len)
+      ZT_THROW(name_, "::logits_cached: the KV cache (", cache.n_layer(), " layers, ", cache.n_kv_head(), " kv heads, head dim ",
+               cache.head_dim(), ", capacity ", cache.capacity(), ") was not made for this model (", cfg_.n_layer,
+               ", ", cfg_.n_kv_head, ", ", cfg_.n_embd / cfg_.n_head, ", <= ", cfg_.max_seq_len, "): use make_kv_cache()");
+    const int64_t T = idx.size(1), p = cache.length();
+    if (p + T > cache.capacity())
+      ZT_THROW(name_, "::logits_cached: ", T, " new token(s) after ", p, " cached positions exceed max_seq_len ",
+               cache.capacity(), ": reset() the cache and prefill a shorter context");
+    Residency& r = *residency_;
+    Embed* e = embed_.get();
+    Var x = run_unit(r, *e, Var(), [e, idx, p](const Var&) { return e->forward(idx, p); });
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      Block* b = blocks_[i].get();
+      const int64_t li = static_cast<int64_t>(i);
+      x = run_unit(r, *b, x, [b, &cache, li](const Var& in) { return b->forward_cached(in, cache, li); });
+    }
+    Head* h = head_.get();
+    std::vector<Unit*> also;
+    if (cfg_.tie_embeddings) also.push_back(e);
+    Var logits = run_unit(r, *h, x, [h, e](const Var& in) { return h->forward(in, *e); }, also);
+    cache.advance(T);
+    return logits;
   }
   int64_t vocab_size() const override { return cfg_.vocab_size; }
   int64_t max_seq_len() const override { return cfg_.max_seq_len; }

@@ -55,10 +55,10 @@ CausalSelfAttention::CausalSelfAttention(ParamSet& ps, const std::string& prefix
   }
 }
 
-Var CausalSelfAttention::forward(const Var& x) const {
+// q (B, T, Hq, D), k and v (B, T, Hkv, D): the three projections of x (B, T, C), before RoPE.
+void CausalSelfAttention::project_qkv(const Var& x, Var& q, Var& k, Var& v) const {
   const int64_t B = x.size(0), T = x.size(1), C = cfg.n_embd, D = head_dim;
   const int64_t Hq = cfg.n_head, Hkv = cfg.n_kv_head, kv = Hkv * D;
-  Var q, k, v;
   if (cfg.fused_qkv) {
     // c_attn's rows are [q (C) ; k (kv) ; v (kv)]: three GEMMs on row views of one parameter.
     auto rows = [&](int idx, int64_t r0, int64_t n) { return idx >= 0 ? ps_->var_rows(idx, r0, n) : Var(); };
@@ -73,13 +73,36 @@ Var CausalSelfAttention::forward(const Var& x) const {
   q = reshape(q, {B, T, Hq, D});  // (B, T, Hq, D)
   k = reshape(k, {B, T, Hkv, D});
   v = reshape(v, {B, T, Hkv, D});
+}
+
+// y (B, T, Hq, D) -> (B, T, C) through c_proj / o_proj.
+Var CausalSelfAttention::project_out(const Var& y) const {
+  Var yc = reshape(y, {y.size(0), y.size(1), cfg.n_embd});  // (B, T, C)
+  if (cfg.fused_qkv) return linear(yc, p(c_proj_w), c_proj_b >= 0 ? p(c_proj_b) : Var());
+  return linear(yc, p(o_w), Var());
+}
+
+Var CausalSelfAttention::forward(const Var& x) const {
+  Var q, k, v;
+  project_qkv(x, q, k, v);
   if (cfg.use_rope) {
     q = rope(q, cfg.rope_theta);
     k = rope(k, cfg.rope_theta);
   }
-  Var y = reshape(causal_attention(q, k, v), {B, T, C});  // (B, T, C)
-  if (cfg.fused_qkv) return linear(y, p(c_proj_w), c_proj_b >= 0 ? p(c_proj_b) : Var());
-  return linear(y, p(o_w), Var());
+  return project_out(causal_attention(q, k, v));
+}
+
+Var CausalSelfAttention::forward_cached(const Var& x, KVCache& cache, int64_t layer) const {
+  if (grad_enabled()) ZT_THROW("attention '", prefix_, "': forward_cached is inference only: run it under NoGradGuard");
+  Var q, k, v;
+  project_qkv(x, q, k, v);
+  Tensor qt = q.value(), kt = k.value(), vt = v.value();
+  if (cfg.use_rope) {  // at the step's absolute positions [p, p + T), p = cache.length()
+    qt = rope_at(qt, cache.length(), cfg.rope_theta, cache);
+    kt = rope_at(kt, cache.length(), cfg.rope_theta, cache);
+  }
+  cache.append(layer, kt, vt);  // the cache keeps Hkv heads (GQA)
+  return project_out(Var(attend_cached(qt, kt, vt, cache, layer)));
 }
 
 GeluMLP::GeluMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden)

@@ -5,6 +5,7 @@
 // Weights use PyTorch nn.Linear's layout (out, in), as llm.c's checkpoint does.
 #pragma once
 #include "autograd/ops.h"
+#include "nn/kv_cache.h"
 #include "nn/unit.h"
 
 namespace zt {
@@ -53,11 +54,19 @@ class CausalSelfAttention : public Module {
  public:
   CausalSelfAttention(ParamSet& ps, const std::string& prefix, const AttentionConfig& cfg);
   Var forward(const Var& x) const;
+  // Inference with a KV cache (nn/kv_cache.h), under no_grad: x (B, T, C) holds the tokens at
+  // positions [p, p + T), p = cache.length(); RoPE at those positions; k, v appended to the
+  // cache's layer `layer`; attention over positions [0, p + T). The caller advances the cache.
+  Var forward_cached(const Var& x, KVCache& cache, int64_t layer) const;
   AttentionConfig cfg;
   int64_t head_dim;
   // fused_qkv: c_attn (3C, C) [+ (3C)], c_proj. Otherwise q_proj, k_proj, v_proj, o_proj.
   int c_attn_w = -1, c_attn_b = -1, c_proj_w = -1, c_proj_b = -1;
   int q_w = -1, k_w = -1, v_w = -1, o_w = -1;
+
+ private:
+  void project_qkv(const Var& x, Var& q, Var& k, Var& v) const;  // (B, T, C) -> q, k, v by head
+  Var project_out(const Var& y) const;                            // (B, T, Hq, D) -> (B, T, C)
 };
 
 // GPT-2 MLP: c_proj(gelu(c_fc(x))), hidden 4C.

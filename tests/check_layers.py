@@ -9,7 +9,7 @@
 #   nn/unit.h:18: #include "zero/engine.h": nn -> zero points up (nn may include: nn autograd core)
 #
 # A file's layer is the longest layer folder that holds it (dist/nccl/x.cpp: dist/nccl);
-# tools/, tests/ and bench/ sit above every layer and may include anything. A folder with sources
+# tools/, tests/, bench/ and examples/ sit above every layer and may include anything. A folder with sources
 # that is in no layer is an error too (a new folder needs its row in layers.txt).
 #
 #   python3 tests/check_layers.py [ROOT]      check ROOT (default: the repository of this script)
@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-TOP = ("tools", "tests", "bench")  # above every layer: may include any of them
+TOP = ("tools", "tests", "bench", "examples")  # above every layer: may include any of them
 SOURCE_EXT = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 

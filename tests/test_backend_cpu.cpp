@@ -204,24 +204,30 @@ TEST_CASE("cpu backend: elementwise and reductions", "[backend]") {
 
 TEST_CASE("cpu backend: gemm, every transpose, batched with strides", "[backend]") {
   CpuBackend& be = cpu_backend();
-  const int64_t M = 5, N = 6, K = 7, P = 3;
-  for (bool ta : {false, true})
-    for (bool tb : {false, true})
-      for (int64_t batch : {int64_t(1), P}) {
-        INFO("trans_a " << ta << " trans_b " << tb << " batch " << batch);
-        Tensor A = rnd({batch, M * K}, 15, DType::f64), B = rnd({K * N}, 16, DType::f64);  // B shared: stride 0
-        Tensor C = rnd({batch, M * N}, 17, DType::f64);
-        const Vec a = A.to_vector(), b = B.to_vector(), c0 = C.to_vector();
-        GemmShape g;
-        g.trans_a = ta, g.trans_b = tb, g.M = M, g.N = N, g.K = K, g.alpha = 0.5, g.beta = 2.0;
-        g.batch = batch, g.stride_a = M * K, g.stride_b = 0, g.stride_c = M * N;
-        be.gemm(g, A, B, C);
-        const Vec c = C.to_vector();
-        for (int64_t p = 0; p < batch; ++p) {
-          const Vec want = ref_gemm(ta, tb, M, N, K, 0.5, a.data() + p * M * K, b.data(), 2.0, c0.data() + p * M * N);
-          check_close(Vec(c.begin() + p * M * N, c.begin() + (p + 1) * M * N), want, 1e-12, 1e-12);
-        }
-      }
+  const int64_t N = 6, K = 7, P = 3;
+  // M = 1 is the GEMV path (core/kernels/gemm.cpp: a decode step's linear); beta = 0 must ignore
+  // C's old contents, NaN included.
+  for (int64_t M : {int64_t(5), int64_t(1)})
+    for (double beta : {2.0, 0.0})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true})
+          for (int64_t batch : {int64_t(1), P}) {
+            INFO("M " << M << " beta " << beta << " trans_a " << ta << " trans_b " << tb << " batch " << batch);
+            Tensor A = rnd({batch, M * K}, 15, DType::f64), B = rnd({K * N}, 16, DType::f64);  // B shared: stride 0
+            Tensor C = rnd({batch, M * N}, 17, DType::f64);
+            if (beta == 0) C.fill_(NAN);
+            const Vec a = A.to_vector(), b = B.to_vector(), c0 = C.to_vector();
+            GemmShape g;
+            g.trans_a = ta, g.trans_b = tb, g.M = M, g.N = N, g.K = K, g.alpha = 0.5, g.beta = beta;
+            g.batch = batch, g.stride_a = M * K, g.stride_b = 0, g.stride_c = M * N;
+            be.gemm(g, A, B, C);
+            const Vec c = C.to_vector();
+            for (int64_t p = 0; p < batch; ++p) {
+              const Vec want = ref_gemm(ta, tb, M, N, K, 0.5, a.data() + p * M * K, b.data(), beta,
+                                        beta == 0 ? nullptr : c0.data() + p * M * N);
+              check_close(Vec(c.begin() + p * M * N, c.begin() + (p + 1) * M * N), want, 1e-12, 1e-12);
+            }
+          }
 }
 
 TEST_CASE("cpu backend: linear and linear_backward", "[backend]") {

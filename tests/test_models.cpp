@@ -377,11 +377,15 @@ TEST_CASE("generate crops the context - is reproducible and greedy matches argma
     REQUIRE(s1.size() == 15);
     CHECK(std::vector<int32_t>(s1.begin(), s1.begin() + 3) == prompt);
     for (int32_t t : s1) CHECK((t >= 0 && t < c.vocab_size));
-    // Greedy: each new token is the argmax of the valid logits of the last 8 tokens.
+    // Greedy: each new token is the argmax of the valid logits of the window context_start
+    // keeps (train/sampling.h: at most 8 tokens; when a 9th would not fit, the newest 4).
     Rng r3(0);
     const auto g = generate(*m, prompt, 10, 0.0, 0, r3);
+    int64_t start = -1;
     for (size_t n = 3; n < g.size(); ++n) {
-      const size_t T = std::min<size_t>(n, 8);
+      start = context_start(static_cast<int64_t>(n), start, 8);
+      const size_t T = n - static_cast<size_t>(start);
+      CHECK(T <= 8);
       Tensor idx = Tensor::empty({1, static_cast<int64_t>(T)}, DType::i32);
       for (size_t t = 0; t < T; ++t) idx.data<int32_t>()[t] = g[n - T + t];
       NoGradGuard ng;

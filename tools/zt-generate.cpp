@@ -3,12 +3,18 @@
 //   zt-generate --ckpt runs/mini --prompt "int main(" --tokens 200 --temperature 0.8 --top-k 40
 //   zt-generate --llmc gpt2_124M.bin --prompt-ids 15496,11 --tokens 20
 //   zt-generate --hf gpt2/ --prompt-ids 15496,11 --tokens 20 --temperature 0   (Hugging Face directory)
+//   zt-generate --ckpt runs/mini --prompt "a" --top-p 0.9 --stop-id 10 --no-cache
 //
 //   zt-generate --ckpt runs/bpe --tokenizer runs/tok --prompt "int main(" --tokens 100
 //
 // Text in, text out through --tokenizer (formats/tokenizer.h's load_tokenizer: tokenizer.json,
 // vocab.json + merges.txt, a SentencePiece .model, a directory), or through the byte tokenizer
 // for models with a 256-token vocabulary; otherwise give --prompt-ids and read ids back.
+// The prompt is printed, then each token as soon as it is sampled (flushed); a last line on
+// stderr gives the prompt and generated token counts, the prefill time and tokens/s. Generation
+// uses a KV cache (train/sampling.h); --no-cache recomputes the whole window for every token.
+// A tokenizer's end-of-text token (BPE's <|endoftext|>, SentencePiece's </s>) stops a generation
+// (kept in the output), as does any --stop-id; the byte tokenizer has none.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -29,7 +35,9 @@ int main(int argc, char** argv) {
   CLI::App app{"zt-generate: sample from a ZeroTensor checkpoint, an llm.c GPT-2 checkpoint or Hugging Face weights"};
   std::string ckpt, llmc, hf, prompt = "\n", prompt_ids;
   int64_t tokens = 200, top_k = 0;
-  double temperature = 1.0;
+  double temperature = 1.0, top_p = 1.0;
+  std::vector<int32_t> stop_ids;
+  bool no_cache = false;
   uint64_t seed = 1337;
   int threads = 0;
   auto* o1 = app.add_option("--ckpt", ckpt, "training checkpoint directory (or a step directory in it)");
@@ -48,7 +56,11 @@ int main(int argc, char** argv) {
   app.add_option("-n,--tokens", tokens, "tokens to generate")->capture_default_str();
   app.add_option("--temperature", temperature, "softmax temperature (0 = greedy)")->capture_default_str();
   app.add_option("--top-k", top_k, "sample among the k most likely tokens (0 = all)")->capture_default_str();
+  app.add_option("--top-p", top_p, "nucleus sampling: the most likely tokens holding this much probability, in (0, 1]")
+      ->capture_default_str();
   app.add_option("--seed", seed, "sampling seed")->capture_default_str();
+  app.add_option("--stop-id", stop_ids, "stop when this token id is generated (repeat for several)");
+  app.add_flag("--no-cache", no_cache, "recompute the whole context for every token (no KV cache; to compare)");
   app.add_option("--threads", threads, "threads (0 = all cores)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -93,14 +105,43 @@ int main(int argc, char** argv) {
       if (id < 0 || id >= model->vocab_size())
         ZT_THROW("prompt token id ", id, " is outside the vocabulary [0, ", model->vocab_size(), ")");
     if (ids.empty()) ZT_THROW("the prompt is empty");
-    Rng rng(seed);
-    std::vector<int32_t> out = generate(*model, ids, tokens, temperature, top_k, rng);
+    GenerationOptions opts;
+    opts.max_new_tokens = tokens;
+    opts.temperature = temperature;
+    opts.top_k = top_k;
+    opts.top_p = top_p;
+    opts.seed = seed;
+    opts.stop_ids = stop_ids;
+    if (tok && tok->eot_id() >= 0) opts.stop_ids.push_back(tok->eot_id());
+    opts.use_cache = !no_cache;
+    // Streamed: the prompt, then each token as it is made (ids comma-separated without a tokenizer).
     if (tok) {
-      std::cout << tok->decode(out) << std::endl;
+      std::cout << tok->decode(ids);
     } else {
-      for (size_t i = 0; i < out.size(); ++i) std::cout << (i ? "," : "") << out[i];
-      std::cout << std::endl;
+      for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? "," : "") << ids[i];
     }
+    std::cout << std::flush;
+    const GenerationResult r = generate(*model, ids, opts, [&](int32_t t) {
+      if (tok)
+        std::cout << tok->decode_token(t);
+      else
+        std::cout << "," << t;
+      std::cout << std::flush;
+    });
+    std::cout << std::endl;
+    const GenerationStats& st = r.stats;
+    std::fprintf(stderr,
+                 "zt-generate: prompt %lld tokens, generated %lld tokens in %.3f s: prefill %.1f ms, %.1f tokens/s "
+                 "(decode %.1f tokens/s), %s",
+                 static_cast<long long>(st.prompt_tokens), static_cast<long long>(st.generated_tokens), st.total_s(),
+                 st.prefill_s * 1e3, st.tokens_per_s(), st.decode_tokens_per_s(),
+                 opts.use_cache ? "KV cache" : "no cache");
+    if (opts.use_cache) std::fprintf(stderr, " %.2f MiB", static_cast<double>(st.kv_cache_bytes) / (1 << 20));
+    if (st.context_slides)
+      std::fprintf(stderr, ", window slid %lld times at max_seq_len %lld", static_cast<long long>(st.context_slides),
+                   static_cast<long long>(model->max_seq_len()));
+    if (st.stopped_by_stop_id) std::fprintf(stderr, ", stopped at stop id %d", r.tokens.back());
+    std::fprintf(stderr, "\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "zt-generate: error: %s\n", e.what());
     return 1;

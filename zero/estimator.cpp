@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/kernels/attention.h"
+#include "zero/aio.h"  // defines: kAioAlignment
 
 namespace zt {
 
@@ -84,11 +85,17 @@ struct Stage3Sim {
       ahead += P[t];
     }
   }
+  // ParameterSharded::acquire's order: this unit's own gather is issued first, then the
+  // prefetches (bounded by what is gathered, this unit included), then this one is waited for.
   void acquire(size_t i) {
+    bool prefetch = false;
+    size_t at = 0;
     if (tracing) trace.push_back(static_cast<int>(i));
-    else if (pos < trace.size() && trace[pos] == static_cast<int>(i)) prefetch_after(pos++);
+    else if (pos < trace.size() && trace[pos] == static_cast<int>(i)) prefetch = true, at = pos++;
     else pos = trace.size();
     ++refs[i];
+    gather(i, false);
+    if (prefetch) prefetch_after(at);
     gather(i, true);
   }
   void release(size_t i) {
@@ -264,6 +271,25 @@ Estimate estimate(const EstimateRequest& r) {
     est.model_state[idx(Category::params)] = 0;
     (op.device == "nvme" ? est.nvme_state : est.host_state)[idx(Category::params)] = pe * shard;
   }
+  // The nvme tier's host buffers (zero/offload.cpp, zero/tiers.cpp's NvmeParams), sized from the
+  // largest unit shard: the optimizer's min(buffer_count, sub-groups) sub-group buffers (master,
+  // m, v: 12 bytes per element, rounded up to O_DIRECT's 4096); the parameters' staging buffers
+  // of the writes in flight (at most buffer_count) plus the bounce buffer of a read (measured:
+  // bench/results/capacity.md). Upper bounds of what a step holds at once.
+  if (r.has_model && (oo.device == "nvme" || op.device == "nvme")) {
+    int64_t largest = 0, sub_groups = 0;
+    const int64_t sg = std::max<int64_t>(1, r.zero.sub_group_size);
+    for (const UnitSize& u : r.model.units) {
+      largest = std::max(largest, u.padded_numel / N);
+      sub_groups += ceil_div(u.padded_numel / N, sg);
+    }
+    const auto aio = [](int64_t bytes) { return ceil_div(bytes, kAioAlignment) * kAioAlignment; };
+    const int64_t n_units = static_cast<int64_t>(r.model.units.size());
+    if (oo.device == "nvme")
+      est.host_state[idx(Category::optim)] = std::min(oo.buffer_count, sub_groups) * aio(12 * std::min(sg, largest));
+    if (op.device == "nvme")
+      est.host_state[idx(Category::params)] = (std::min(op.buffer_count, n_units) + 1) * aio(pe * largest);
+  }
   est.peak = est.model_state;
   int64_t mixed_workspace = 0, mixed_workspace_in_backward = 0;
   int64_t comm = 8;  // the step's scalar all-reduces (loss, gradient norm): one float64 at a time
@@ -289,9 +315,17 @@ Estimate estimate(const EstimateRequest& r) {
         if (sim.persistent[i]) persistent += units[i].padded_numel;
       gathered = persistent + sim.peak_live;
       gather_comm = sim.peak_comm;
-      // offload_param: each unit being brought in also has a shard-sized device buffer the
-      // all-gather reads from (at most the gathered units' shards at once)
-      if (op.enabled()) est.peak[idx(Category::params)] += ceil_div(gathered, N) * pe;
+      // offload_param: a unit's shard reaches the device in a shard-sized buffer that lives until
+      // its gather landed (zero/tiers.cpp's HostParams). cpu: one per gathered non-persistent unit
+      // (a prefetch issues its copy with its gather); nvme: one at a time (a unit's copy is issued
+      // when its read lands, which is processed at its acquire, after the unit before landed).
+      // The persistent units' copies come at the step's end, outside the blocks' peak.
+      if (op.enabled()) {
+        int64_t largest_shard = 0;
+        for (size_t i = 0; i < units.size(); ++i)
+          if (!sim.persistent[i]) largest_shard = std::max(largest_shard, units[i].padded_numel / N);
+        est.peak[idx(Category::params)] += (op.device == "nvme" ? largest_shard : ceil_div(sim.peak_live, N)) * pe;
+      }
       if (!mixed) {
         est.peak[idx(Category::params)] += gathered * pe;
       } else {

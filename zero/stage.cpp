@@ -37,7 +37,7 @@ void ZeroStage::gather(ShardedUnit& s, bool wait) {
   if (!s.gathered) {
     s.ps->flat().storage()->materialize();
     s.gathered = true;
-    live_elements_ += s.P;
+    if (!s.persistent) live_elements_ += s.P;  // persistent units stay for the run: not "live" ones
     if (Tracer* t = cx_.active_tracer())
       t->instant(TraceTrack::compute, "gather " + s.unit->name(), "gather",
                  {{"unit", s.unit->name()}, {"elements", s.P}, {"prefetch", !wait}});

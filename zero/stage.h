@@ -108,7 +108,7 @@ class ZeroStage {
   ShardOptimizer& opt_;
   Units& units_;
   bool compute_copy_ = false;  // acquire / release move a compute copy
-  int64_t live_elements_ = 0;  // elements of compute copies currently resident
+  int64_t live_elements_ = 0;  // elements of non-persistent compute copies resident (the prefetch bound)
 };
 
 class Replicated : public ZeroStage {  // stage 0: zero/stage0_replicated.cpp

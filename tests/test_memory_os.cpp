@@ -1,0 +1,81 @@
+// What the operating system sees of our memory: large CPU blocks go back to the OS when freed
+// (core/memory.h's CpuAllocator: mmap / munmap from kMapBytes on), and a CUDA build does not map
+// cuBLASLt until a GEMM on a GPU asks for it (cuda/cublaslt_api.h). Both were found measuring
+// peak RSS (bench/results/rss.md). Each TEST_CASE runs in its own process under CTest.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/memory.h"
+#include "core/tensor.h"
+#ifdef ZT_HAVE_CUDA
+#include "cuda/cublaslt_api.h"
+#endif
+
+using namespace zt;
+
+namespace {
+
+int64_t resident_bytes() {  // /proc/self/statm: size resident ... (pages)
+  std::ifstream f("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  f >> size >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+bool mapped(const std::string& needle) {
+  std::ifstream f("/proc/self/maps");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str().find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("a large CPU block leaves the resident set when it is freed", "[memory]") {
+  const int64_t n = (int64_t{64} << 20) / 4;  // 64 MiB of float32, well above kMapBytes
+  const int64_t before = resident_bytes();
+  {
+    Tensor t = Tensor::empty({n}, DType::f32, Category::workspace, cpu_allocator());
+    float* p = t.data<float>();
+    for (int64_t i = 0; i < n; i += 1024) p[i] = 1.0f;  // touch every page
+    const int64_t held = resident_bytes();
+    INFO("resident before " << before << ", while held " << held);
+    CHECK(held - before >= (int64_t{60} << 20));
+    CHECK(reinterpret_cast<uintptr_t>(p) % 4096 == 0);
+  }
+  const int64_t after = resident_bytes();
+  INFO("resident before " << before << ", after the free " << after);
+  CHECK(after - before < (int64_t{4} << 20));  // glibc's heap would have kept the 64 MiB
+}
+
+TEST_CASE("small and large CPU blocks keep the allocator's alignment and accounting", "[memory]") {
+  CpuAllocator host("host-test", 4096);
+  for (size_t bytes : {size_t{1}, size_t{4095}, CpuAllocator::kMapBytes - 1, CpuAllocator::kMapBytes,
+                       CpuAllocator::kMapBytes + 1}) {
+    void* p = host.allocate(bytes, Category::optim);
+    CHECK(reinterpret_cast<uintptr_t>(p) % 4096 == 0);
+    static_cast<char*>(p)[bytes - 1] = 1;
+    CHECK(host.stats().cur(Category::optim) == static_cast<int64_t>(bytes));
+    host.deallocate(p, bytes, Category::optim);
+    CHECK(host.stats().cur(Category::optim) == 0);
+  }
+  CHECK_THROWS_WITH(CpuAllocator("odd", 48), Catch::Contains("alignment 48"));
+}
+
+#ifdef ZT_HAVE_CUDA
+TEST_CASE("cuBLASLt is mapped only once a GPU GEMM asks for it", "[memory]") {
+  CHECK_FALSE(mapped("libcublasLt"));  // linked at build time it would be here from the start
+  const CublasLtApi& lt = cublaslt();  // dlopen needs no GPU, only the library
+  CHECK(mapped(cublaslt_library_name()));
+  for (const void* fn : {reinterpret_cast<const void*>(lt.Create), reinterpret_cast<const void*>(lt.Matmul),
+                         reinterpret_cast<const void*>(lt.MatmulAlgoGetHeuristic),
+                         reinterpret_cast<const void*>(lt.MatrixLayoutSetAttribute)})
+    CHECK(fn != nullptr);
+  CHECK(std::string(lt.GetStatusName(CUBLAS_STATUS_SUCCESS)) == "CUBLAS_STATUS_SUCCESS");
+}
+#endif
