@@ -50,9 +50,9 @@
 // The P-saving kernel this one replaced (softmax over whole rows, P (B, Hq, T, T) kept for the
 // backward) was deleted from core: bench/attention.cpp carries a copy as the measured baseline.
 // bench/results/attention.md (gpt-mini's heads): forward + backward 2.6x faster at T = 1024 and
-// 1.4-2.7x at T = 4096, with 0.2 MiB instead of 192-768 MiB saved; at T = 256 up to ~10% slower
-// (the backward multiplies 5 tile products where the P-saving one multiplied 4; writing P
-// costs little at that size). The tests compare against a naive float64 implementation. There
+// 1.4-2.7x at T = 4096, with 0.2 MiB instead of 192-768 MiB saved; at T = 256 slower (0.86x on
+// 1 thread, 0.94x on 2: the backward multiplies 5 tile products where the P-saving one
+// multiplied 4 whole-row ones, at ~55 against ~90 GFLOP/s; writing P costs little at that size). The tests compare against a naive float64 implementation. There
 // is one CPU attention path.
 #pragma once
 #include <cstdint>
