@@ -82,12 +82,19 @@ void Allocator::account_free(size_t bytes, Category c) {
   stats_.current[static_cast<int>(c)] -= static_cast<int64_t>(bytes);
 }
 
+namespace {
+// CpuAllocator's rule (core/memory.h): model states and collectives of kMapBytes and more are mapped.
+bool mapped(size_t rounded, Category c) {
+  return rounded >= CpuAllocator::kMapBytes && c != Category::activations && c != Category::workspace;
+}
+}  // namespace
+
 void* CpuAllocator::allocate(size_t bytes, Category c) {
   account_alloc(bytes, c);
   if (bytes == 0) return nullptr;
   const size_t rounded = (bytes + alignment_ - 1) / alignment_ * alignment_;
   void* p = nullptr;
-  if (rounded >= kMapBytes) {  // page-aligned, which covers any alignment_ up to 4096
+  if (mapped(rounded, c)) {  // page-aligned, which covers any alignment_ up to 4096
     p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) p = nullptr;
     else (void)madvise(p, rounded, MADV_HUGEPAGE);  // a hint: refused where THP is off, harmless
@@ -104,7 +111,7 @@ void* CpuAllocator::allocate(size_t bytes, Category c) {
 
 void CpuAllocator::deallocate(void* p, size_t bytes, Category c) {
   const size_t rounded = (bytes + alignment_ - 1) / alignment_ * alignment_;
-  if (p && rounded >= kMapBytes) munmap(p, rounded);
+  if (p && mapped(rounded, c)) munmap(p, rounded);
   else std::free(p);
   account_free(bytes, c);
 }
