@@ -29,6 +29,7 @@
 #include "zero/engine.h"
 #include "zero/param_layout.h"
 #include "core/backend.h"
+#include "core/kernels/gemm_libs.h"
 #include "tools/run_device.h"
 
 using namespace zt;
@@ -46,6 +47,9 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup)->capture_default_str();
   app.add_option("--threads", threads)->capture_default_str();
   app.add_flag("--activation-checkpointing", ckpt);
+  std::string gemm_lib_text = gemm_lib_name(gemm_lib());
+  app.add_option("--gemm-lib", gemm_lib_text, "CPU float32 GEMM library (core/kernels/gemm_libs.h): openblas, blis, "
+                 "onednn or eigen, where built")->capture_default_str();
   std::string device_text = "cpu";
   double peak_tflops = 989.0;
   app.add_option("--device", device_text, "cpu, cuda or cuda:N")->capture_default_str();
@@ -58,6 +62,12 @@ int main(int argc, char** argv) {
   const bool bf16 = precision == "bf16";
 
   set_num_threads(threads);
+  try {
+    set_gemm_lib(parse_gemm_lib(gemm_lib_text));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_train_step: --gemm-lib: %s\n", e.what());
+    return 2;
+  }
   SingleProcessGroup single;
   const RunDevice run = select_run_device(device_text, "mpi", single);
   Backend& dev = backend(run.device);
@@ -138,7 +148,7 @@ int main(int argc, char** argv) {
   const MemoryStats mem = default_allocator().stats();
   nlohmann::json j = {{"impl", "zerotensor"}, {"model", model}, {"params", m->num_params()},
                       {"config", {{"layers", cfg.n_layer}, {"embd", cfg.n_embd}, {"heads", cfg.n_head}, {"seq", T}, {"batch", B}, {"vocab", cfg.vocab_size}, {"steps", steps}, {"warmup", warmup}}},
-                      {"threads", threads}, {"activation_checkpointing", ckpt},
+                      {"threads", threads}, {"activation_checkpointing", ckpt}, {"gemm_lib", gemm_lib_name(gemm_lib())},
                       {"ms_per_step_median", median}, {"ms_per_step_min", min},
                       {"ms_forward_median", median_of(fwd_ms)}, {"ms_backward_median", median_of(bwd_ms)},
                       {"ms_optimizer_median", median_of(opt_ms)}, {"tokens_per_s", tokens / (median / 1000)},

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "core/check.h"
+#include "core/kernels/gemm_libs.h"
 
 namespace zt {
 
@@ -23,10 +24,10 @@ void check_dims(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64
   ZT_CHECK(ldc >= N || N == 0, "gemm: ldc=", ldc, " < N=", N);
 }
 
-// One BLAS call on the calling thread's share (inside a parallel region OpenBLAS's OpenMP build
-// runs single-threaded).
+// One BLAS call: on the calling thread inside a parallel region (every library of gemm_libs.h
+// runs single-threaded there), on the library's own `threads` threads outside one.
 template <class T>
-void blas_call(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+void blas_call(int threads, bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
                const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
   const auto ta = transA ? CblasTrans : CblasNoTrans, tb = transB ? CblasTrans : CblasNoTrans;
   const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
@@ -47,8 +48,8 @@ void blas_call(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alph
       cblas_dgemv(CblasRowMajor, gt, rows, cols, alpha, B, lb, A, inc, beta, C, 1);
     return;
   }
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, A, la, B, lb, beta, C, static_cast<int>(ldc));
+  if constexpr (std::is_same_v<T, float>)  // the build's float32 library (core/kernels/gemm_libs.h)
+    sgemm_threaded(gemm_lib(), threads, transA, transB, M, N, K, alpha, A, la, B, lb, beta, C, ldc);
   else
     cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, A, la, B, lb, beta, C, static_cast<int>(ldc));
 }
@@ -70,7 +71,7 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, co
   const bool split_rows = M >= N;
   const int64_t extent = split_rows ? M : N;
   if (nt <= 1 || static_cast<double>(M) * N * K < kParallelMacs || extent < 16 * nt) {
-    blas_call(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    blas_call(nt, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
 #pragma omp parallel num_threads(nt)
@@ -82,10 +83,10 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, co
     if (hi > lo) {
       if (split_rows) {  // C rows [lo, hi) = A rows [lo, hi) @ B
         const T* a = transA ? A + lo : A + lo * lda;
-        blas_call(transA, transB, hi - lo, N, K, alpha, a, lda, B, ldb, beta, C + lo * ldc, ldc);
+        blas_call(1, transA, transB, hi - lo, N, K, alpha, a, lda, B, ldb, beta, C + lo * ldc, ldc);
       } else {  // C columns [lo, hi) = A @ B columns [lo, hi)
         const T* b = transB ? B + lo * ldb : B + lo;
-        blas_call(transA, transB, M, hi - lo, K, alpha, A, lda, b, ldb, beta, C + lo, ldc);
+        blas_call(1, transA, transB, M, hi - lo, K, alpha, A, lda, b, ldb, beta, C + lo, ldc);
       }
     }
   }
