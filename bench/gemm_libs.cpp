@@ -21,7 +21,6 @@
 // Every library's result is checked against a float64 dot product on sampled entries: a library
 // wired with a wrong transpose cannot post a fast row.
 #include <CLI/CLI.hpp>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
@@ -123,13 +122,6 @@ std::string loadavg() {
   return (f >> a >> b >> c) ? a + " " + b + " " + c : "unknown";
 }
 
-// The file that provides cblas_sgemm to this process (OpenBLAS is linked first; BLIS has one too).
-std::string cblas_provider() {
-  Dl_info info{};
-  void* sym = dlsym(RTLD_DEFAULT, "cblas_sgemm");
-  return sym && dladdr(sym, &info) && info.dli_fname ? info.dli_fname : "unknown";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,7 +156,7 @@ int main(int argc, char** argv) {
   const ModelConfig cfg = model_config(model);
   const std::vector<GemmCase> shapes = step_shapes(cfg, B, T);
   const GemmLib build_default = gemm_lib();
-  const std::string load_before = loadavg(), provider = cblas_provider();
+  const std::string load_before = loadavg(), provider = cblas_sgemm_provider();
   std::fprintf(stderr, "cblas_sgemm from %s\n", provider.c_str());
 
   int64_t maxA = 0, maxB = 0, maxC = 0;

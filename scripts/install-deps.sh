@@ -7,6 +7,7 @@ pkgs=(
   cmake g++ make ccache          # toolchain (ccache keeps rebuilds fast)
   libeigen3-dev                  # Eigen 3.4
   libopenblas-openmp-dev         # OpenBLAS, OpenMP build (GEMMs; see CMakeLists.txt)
+  libblis-openmp-dev libdnnl-dev # BLIS and oneDNN: the other float32 GEMM libraries (core/kernels/gemm_libs.h, CMake ZT_GEMM)
   nlohmann-json3-dev             # JSON (configs, checkpoint meta, logs)
   libcli11-dev                   # command lines
   catch2                         # unit tests (Catch2 v2)

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/kernels/gemm_libs.h"  // defines: gemm_lib, gemm_libs_built, cblas_sgemm_provider
 #include "dist/mpi_process_group.h"  // defines: launched_by_mpirun
 #ifdef ZT_HAVE_CUDA
 #include "cuda/device.h"  // defines: cuda_devices, cuda_runtime_summary
@@ -24,6 +25,10 @@ int main(int argc, char** argv) {
 
   nlohmann::json j;
   j["cpu"] = {{"hardware_threads", std::thread::hardware_concurrency()}, {"omp_max_threads", omp_get_max_threads()}};
+  nlohmann::json built = nlohmann::json::array();
+  for (zt::GemmLib l : zt::gemm_libs_built()) built.push_back(zt::gemm_lib_name(l));
+  j["gemm"] = {{"float32", zt::gemm_lib_name(zt::gemm_lib())}, {"built", built},
+               {"cblas_sgemm_from", zt::cblas_sgemm_provider()}};
   j["mpi"] = {{"launched_by_mpirun", zt::launched_by_mpirun()}};
 #ifdef ZT_HAVE_CUDA
   std::string reason;
@@ -43,6 +48,13 @@ int main(int argc, char** argv) {
   }
   std::printf("CPU: %u hardware threads, OpenMP max threads %d\n", std::thread::hardware_concurrency(),
               omp_get_max_threads());
+  std::printf("GEMM: float32 through %s (built: %s); cblas_sgemm from %s\n", zt::gemm_lib_name(zt::gemm_lib()),
+              [&] {
+                std::string s;
+                for (const auto& b : built) s += (s.empty() ? "" : ", ") + b.get<std::string>();
+                return s;
+              }().c_str(),
+              zt::cblas_sgemm_provider().c_str());
   std::printf("MPI: %s\n", zt::launched_by_mpirun() ? "started by mpirun" : "single process (no mpirun)");
 #ifdef ZT_HAVE_CUDA
   std::printf("CUDA: built (sm_80, sm_90); %s\n", zt::cuda_runtime_summary().c_str());

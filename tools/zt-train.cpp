@@ -24,6 +24,7 @@
 
 #include "core/backend.h"             // defines: backend, parse_f32_matmul (--f32-matmul)
 #include "core/json.h"                // defines: parse_json, read_json_file
+#include "core/kernels/gemm_libs.h"   // defines: gemm_lib, gemm_lib_name (the banner)
 #include "core/parallel.h"            // defines: set_num_threads
 #include "tools/run_device.h"         // defines: select_run_device (--device, --dist)
 #include "dist/process_group.h"       // defines: init_process_group, ProcessGroup
@@ -268,12 +269,12 @@ int main(int argc, char** argv) {
       for (const std::string& line : kept) log << line << "\n";
     }
     if (lead)
-      std::fprintf(stderr, "zt-train: %s, %lld parameters, %d rank%s, ZeRO stage %d, %s, B=%lld per rank, T=%lld, %d threads per rank, %lld steps%s\n",
+      std::fprintf(stderr, "zt-train: %s, %lld parameters, %d rank%s, ZeRO stage %d, %s, B=%lld per rank, T=%lld, %d threads per rank (float32 GEMM: %s), %lld steps%s\n",
                    c.init_from.empty() ? c.model.c_str() : c.init_from.c_str(), static_cast<long long>(tr.model().num_params()),
                    group.size(), group.size() > 1 ? "s" : "", c.zero.stage,
                    (std::string(precision_name(c.precision)) + (c.precision == Precision::f32 ? "" : " (compute " + c.compute_dtype + ")")).c_str(),
                    static_cast<long long>(tr.config().batch),
-                   static_cast<long long>(tr.config().seq_len), nt, static_cast<long long>(c.steps),
+                   static_cast<long long>(tr.config().seq_len), nt, gemm_lib_name(gemm_lib()), static_cast<long long>(c.steps),
                    tr.step_count() ? (" (resumed at step " + std::to_string(tr.step_count()) + ")").c_str() : "");
     if (lead && c.zero.offload_optimizer.enabled()) {
       auto where = [](const OffloadConfig& o) {

@@ -1,5 +1,7 @@
 #include "core/kernels/gemm_libs.h"
 
+#include <dlfcn.h>
+
 #include "core/check.h"
 
 namespace zt {
@@ -79,6 +81,12 @@ GemmLib gemm_lib() { return current(); }
 void set_gemm_lib(GemmLib lib) {
   need(lib);
   current() = lib;
+}
+
+std::string cblas_sgemm_provider() {
+  Dl_info info{};
+  void* sym = dlsym(RTLD_DEFAULT, "cblas_sgemm");
+  return sym && dladdr(sym, &info) && info.dli_fname ? info.dli_fname : "unknown";
 }
 
 void sgemm_serial(GemmLib lib, bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,

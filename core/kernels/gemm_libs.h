@@ -30,6 +30,10 @@ std::vector<GemmLib> gemm_libs_built();
 GemmLib gemm_lib();
 void set_gemm_lib(GemmLib lib);
 
+// The file that provides cblas_sgemm to this process: OpenBLAS is linked first, and BLIS carries
+// a cblas_sgemm of its own, so zt-info and bench_gemm_libs print which one the loader bound.
+std::string cblas_sgemm_provider();
+
 // One sgemm on the calling thread only (zt::gemm's per-thread blocks, attention's tiles).
 void sgemm_serial(GemmLib lib, bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
                   const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
