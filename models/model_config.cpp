@@ -124,6 +124,9 @@ const std::vector<Named>& named_configs() {
       // (124,439,808 in Hugging Face's unpadded count).
       {"gpt2-124m", gpt2_shape(12, 768, 12, 1024, 50257, 50304)},
       {"llama-nano", llama_shape(2, 32, 4, 2, 96, 64, 256)},  // SwiGLU 96 = 8C/3 rounded up to 32
+      // gpt-mini's Llama twin for CPU speed (bench/train_step.sh): 6 layers, 384 wide, 6 heads over
+      // 2 KV heads, SwiGLU 1024 (8C/3 rounded up to 256), T 256, byte vocab.
+      {"llama-mini", llama_shape(6, 384, 6, 2, 1024, 256, 256)},
       // 99,496,704 parameters = embed 24,576,000 + 8 layers x 6,292,992 + norm 768 + lm_head
       // 24,576,000. (12 layers of this width would be 124,668,672: half of a 768-wide model
       // with an untied 32000 vocabulary is its two embedding matrices.)

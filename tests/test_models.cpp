@@ -116,6 +116,10 @@ TEST_CASE("named configs - their parameter counts and the built models agree", "
   CHECK(hf.num_params() == 124439808);
   CHECK(model_config("gpt-mini").num_params() == 10844160);
   CHECK(model_config("llama-100m").num_params() == 99496704);
+  // llama-mini by hand: per layer 2 norms (2C) + q, o (C^2 each) + k, v (128 C each: 2 KV heads
+  // of 64) + gate, up, down (C F each), C = 384, F = 1024; then embed + lm_head (256 C) + norm C.
+  CHECK(model_config("llama-mini").num_params() ==
+        6 * (2 * 384 + 2 * 384 * 384 + 2 * 128 * 384 + 3 * 384 * 1024) + 2 * 256 * 384 + 384);
   // The formula against the models themselves (layout only: no 500 MB buffers in a unit test).
   for (const std::string& name : model_config_names()) {
     INFO(name);

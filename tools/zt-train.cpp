@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   std::string log_path, save_llmc;
   int save_llmc_version = 3;
   double memory_limit_mib = 0, host_memory_limit_mib = 0;
-  app.add_option("--model", c.model, "named model config: gpt2-nano, gpt-micro, gpt-mini, gpt2-124m, llama-nano, llama-100m")->capture_default_str();
+  app.add_option("--model", c.model, "named model config: gpt2-nano, gpt-micro, gpt-mini, gpt2-124m, llama-nano, llama-mini, llama-100m")->capture_default_str();
   app.add_option("--init-from", c.init_from, "start from pretrained weights instead of a fresh init: an llm.c GPT-2 checkpoint (.bin) or a Hugging Face GPT-2 / Llama directory (config.json + model.safetensors) or .safetensors file");
   std::string config_path;
   app.add_option("--config", config_path, "DeepSpeed-style JSON config (docs/config.md): batch, optimizer, scheduler, zero_optimization, ...");
