@@ -75,5 +75,10 @@ Var rope(const Var& x, double theta = 10000.0);
 // q (B, T, Hq, D), k and v (B, T, Hkv, D), Hq % Hkv == 0 (query head h reads kv head
 // h / (Hq / Hkv)); scale 1/sqrt(D). Returns (B, T, Hq, D).
 Var causal_attention(const Var& q, const Var& k, const Var& v);
+// The same on one fused projection (llm.c's layout): qkv (B, T, (Hq + 2 Hkv) D) holds per row the
+// query heads, then the key heads, then the value heads. Returns (B, T, Hq, D). One GEMM of
+// width (Hq + 2 Hkv) D feeds it instead of three narrower ones; the op copies the three column
+// blocks out (and the gradients back in), the attention itself is causal_attention's.
+Var causal_attention_packed(const Var& qkv, int64_t Hq, int64_t Hkv);
 
 }  // namespace zt

@@ -1,10 +1,11 @@
-// The "nn" half of autograd/ops.h: layernorm, rmsnorm, rope, causal_attention.
+// The "nn" half of autograd/ops.h: layernorm, rmsnorm, rope, causal_attention(_packed).
 //
 // Each op checks its inputs at the boundary (one device; messages name the op, the argument and
 // what was expected), allocates its outputs on the inputs' device, calls one entry of that
 // device's Backend on contiguous tensors, and records a GradFn that captures only Tensors (the
 // contiguous inputs and the statistics the forward saved, in the backend's stats dtype).
 #include <cmath>
+#include <functional>
 
 #include "autograd/op_util.h"
 #include "autograd/ops.h"
@@ -130,6 +131,40 @@ Var rope(const Var& x, double theta) {
 // ---------------------------------------------------------------------------------------------
 // Causal attention: q (B, T, Hq, D), k, v (B, T, Hkv, D) -> (B, T, Hq, D).
 
+namespace {
+// The attention node shared by causal_attention and causal_attention_packed. `inputs` are the
+// node's Vars; `qkv_of` gives the contiguous q (B, T, Hq, D), k, v (B, T, Hkv, D) from them (for
+// the forward, and again in the backward: the packed op's copies are not kept alive, the packed
+// input already is); the backward hands dq, dk, dv to `deliver`, which adds them to the inputs.
+struct AttentionInputs {
+  Tensor q, k, v;
+};
+using AttentionInputsOf = std::function<AttentionInputs(const std::vector<Tensor>& values)>;
+using DeliverAttentionGrads =
+    std::function<void(std::vector<Var>& in, Backend& be, const Tensor& dq, const Tensor& dk, const Tensor& dv)>;
+Var attention_node(Backend& be, std::vector<Var> inputs, bool keep, AttentionInputsOf qkv_of,
+                   DeliverAttentionGrads deliver, const char* name) {
+  std::vector<Tensor> values;
+  for (const Var& v : inputs) values.push_back(v.value());
+  const AttentionInputs a = qkv_of(values);
+  Tensor out = new_output(be, a.q.shape(), a.q.dtype());
+  // What the backward needs (the row log-sum-exp (B, Hq, T)) is kept only when a backward can follow.
+  Tensor saved = be.attention(out, a.q, a.k, a.v, keep);
+  return Var::make(
+      out, std::move(inputs),
+      [values, out, saved, qkv_of = std::move(qkv_of), deliver = std::move(deliver), &be = be](
+          std::vector<Var>& in, const Tensor& grad) {
+        const AttentionInputs a = qkv_of(values);
+        Tensor g = grad.contiguous();
+        Tensor dq = new_output(be, a.q.shape(), a.q.dtype()), dk = new_output(be, a.k.shape(), a.k.dtype()),
+               dv = new_output(be, a.v.shape(), a.v.dtype());
+        be.attention_backward(dq, dk, dv, g, a.q, a.k, a.v, out, saved);
+        deliver(in, be, dq, dk, dv);
+      },
+      name);
+}
+}  // namespace
+
 Var causal_attention(const Var& q, const Var& k, const Var& v) {
   const char* op = "causal_attention";
   Backend& be = op_backend(op, {{"q", &q}, {"k", &k}, {"v", &v}});
@@ -152,25 +187,57 @@ Var causal_attention(const Var& q, const Var& k, const Var& v) {
     ZT_THROW(op, ": query heads Hq = ", Hq, " must be a multiple of kv heads Hkv = ", Hkv, " (q ",
              shape_str(q.shape()), ", k ", shape_str(k.shape()), ")");
 
-  const DType dt = q.dtype();
-  Tensor qc = q.value().contiguous(), kc = k.value().contiguous(), vc = v.value().contiguous();
-  Tensor out = new_output(be, q.shape(), dt);
-  // What the backward needs (the row log-sum-exp (B, Hq, T)) is kept only when a backward can follow.
   const bool keep = grad_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
-  Tensor saved = be.attention(out, qc, kc, vc, keep);
-  return Var::make(
-      out, {q, k, v},
-      [qc, kc, vc, out, saved, &be = be](std::vector<Var>& in, const Tensor& grad) {
-        const DType dt = qc.dtype();
-        Tensor g = grad.contiguous();
-        Tensor dq = new_output(be, qc.shape(), dt), dk = new_output(be, kc.shape(), dt),
-               dv = new_output(be, vc.shape(), dt);
-        be.attention_backward(dq, dk, dv, g, qc, kc, vc, out, saved);
+  // contiguous() of a contiguous input is the input itself: nothing is copied or kept twice
+  Tensor qc = q.value().contiguous(), kc = k.value().contiguous(), vc = v.value().contiguous();
+  return attention_node(
+      be, {q, k, v}, keep, [qc, kc, vc](const std::vector<Tensor>&) { return AttentionInputs{qc, kc, vc}; },
+      [](std::vector<Var>& in, Backend&, const Tensor& dq, const Tensor& dk, const Tensor& dv) {
         in[0].add_grad(dq);
         in[1].add_grad(dk);
         in[2].add_grad(dv);
       },
       "causal_attention");
+}
+
+Var causal_attention_packed(const Var& qkv, int64_t Hq, int64_t Hkv) {
+  const char* op = "causal_attention_packed";
+  Backend& be = op_backend(op, {{"qkv", &qkv}});
+  need_compute(op, "qkv", qkv, be);
+  if (qkv.dim() != 3) ZT_THROW(op, ": qkv: expected shape (B, T, (Hq + 2 Hkv) D), got ", shape_str(qkv.shape()));
+  if (Hq < 1 || Hkv < 1 || Hq % Hkv != 0)
+    ZT_THROW(op, ": heads Hq = ", Hq, ", Hkv = ", Hkv, ": expected Hkv >= 1 dividing Hq");
+  const int64_t B = qkv.size(0), T_len = qkv.size(1), W = qkv.size(2), H = Hq + 2 * Hkv;
+  if (W % H != 0 || W / H < 1)
+    ZT_THROW(op, ": qkv: the last dim ", W, " is not (Hq + 2 Hkv) = ", H, " heads of one head dim, in shape ",
+             shape_str(qkv.shape()));
+  const int64_t D = W / H, nq = Hq * D, nkv = Hkv * D;
+  const DType dt = qkv.dtype();
+  // The three column blocks [q | k | v] of each row, copied out contiguous: (B, T, H*, D). Made
+  // for the forward and made again in the backward from the packed input (which the graph keeps
+  // anyway), so the copies never outlive one call.
+  auto blocks = [B, T_len, nq, nkv, Hq, Hkv, D, dt, &be](const std::vector<Tensor>& values) {
+    const Tensor& X = values[0];
+    auto block = [&](int64_t c0, int64_t n, int64_t heads) {
+      Tensor t = new_output(be, {B, T_len, heads, D}, dt);
+      be.copy(t.view({B, T_len, n}), X.slice(2, c0, c0 + n));
+      return t;
+    };
+    return AttentionInputs{block(0, nq, Hq), block(nq, nkv, Hkv), block(nq + nkv, nkv, Hkv)};
+  };
+  const bool keep = grad_enabled() && qkv.requires_grad();
+  return attention_node(
+      be, {qkv}, keep, blocks,
+      [B, T_len, W, nq, nkv, dt](std::vector<Var>& in, Backend& be, const Tensor& dq, const Tensor& dk,
+                                 const Tensor& dv) {
+        // dqkv (B, T, W) = [dq | dk | dv] along the last dim: three strided copies, no zero fill.
+        Tensor dqkv = new_output(be, {B, T_len, W}, dt);
+        be.copy(dqkv.slice(2, 0, nq), dq.view({B, T_len, nq}));
+        be.copy(dqkv.slice(2, nq, nq + nkv), dk.view({B, T_len, nkv}));
+        be.copy(dqkv.slice(2, nq + nkv, W), dv.view({B, T_len, nkv}));
+        in[0].add_grad(dqkv);
+      },
+      "causal_attention_packed");
 }
 
 }  // namespace zt

@@ -59,8 +59,16 @@ CausalSelfAttention::CausalSelfAttention(ParamSet& ps, const std::string& prefix
 void CausalSelfAttention::project_qkv(const Var& x, Var& q, Var& k, Var& v) const {
   const int64_t B = x.size(0), T = x.size(1), C = cfg.n_embd, D = head_dim;
   const int64_t Hq = cfg.n_head, Hkv = cfg.n_kv_head, kv = Hkv * D;
-  if (cfg.fused_qkv) {
-    // c_attn's rows are [q (C) ; k (kv) ; v (kv)]: three GEMMs on row views of one parameter.
+  if (cfg.fused_qkv && !grad_enabled()) {
+    // Inference (forward_cached): c_attn as the one GEMM forward() runs, its column blocks
+    // [q (C) | k (kv) | v (kv)] cut out (no gradient to carry back).
+    const Tensor qkv = fused_qkv(x).value();  // (B, T, C + 2 kv)
+    q = Var(qkv.slice(2, 0, C).contiguous());
+    k = Var(qkv.slice(2, C, C + kv).contiguous());
+    v = Var(qkv.slice(2, C + kv, C + 2 * kv).contiguous());
+  } else if (cfg.fused_qkv) {
+    // Training with RoPE on a fused projection: c_attn's rows are [q (C) ; k (kv) ; v (kv)], three
+    // GEMMs on row views of one parameter, so RoPE can take q and k apart.
     auto rows = [&](int idx, int64_t r0, int64_t n) { return idx >= 0 ? ps_->var_rows(idx, r0, n) : Var(); };
     q = linear(x, rows(c_attn_w, 0, C), rows(c_attn_b, 0, C));
     k = linear(x, rows(c_attn_w, C, kv), rows(c_attn_b, C, kv));
@@ -82,7 +90,15 @@ Var CausalSelfAttention::project_out(const Var& y) const {
   return linear(yc, p(o_w), Var());
 }
 
+// (B, T, C) -> (B, T, C + 2 kv): c_attn as one GEMM (one wide GEMM runs nearer the machine's
+// peak than three narrow ones: bench/results/gemm_libs.md).
+Var CausalSelfAttention::fused_qkv(const Var& x) const {
+  return linear(x, p(c_attn_w), c_attn_b >= 0 ? p(c_attn_b) : Var());
+}
+
 Var CausalSelfAttention::forward(const Var& x) const {
+  if (cfg.fused_qkv && !cfg.use_rope)  // GPT-2: attention reads the packed projection (llm.c's layout)
+    return project_out(causal_attention_packed(fused_qkv(x), cfg.n_head, cfg.n_kv_head));
   Var q, k, v;
   project_qkv(x, q, k, v);
   if (cfg.use_rope) {

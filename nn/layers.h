@@ -66,6 +66,7 @@ class CausalSelfAttention : public Module {
 
  private:
   void project_qkv(const Var& x, Var& q, Var& k, Var& v) const;  // (B, T, C) -> q, k, v by head
+  Var fused_qkv(const Var& x) const;                               // (B, T, C) -> (B, T, C + 2 kv)
   Var project_out(const Var& y) const;                            // (B, T, Hq, D) -> (B, T, C)
 };
 

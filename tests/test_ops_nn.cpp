@@ -334,3 +334,43 @@ TEST_CASE("causal_attention: shape and dtype errors", "[ops][nn][attention][erro
   CHECK_THROWS_WITH(causal_attention(q, Var(randn({2, 5, 2, 8}, 8)), Var(randn({2, 5, 2, 8}, 9))),
                     Catch::Contains("causal_attention: q, k, v must share one dtype"));
 }
+
+TEST_CASE("causal_attention_packed: float64 gradients - GQA and MHA", "[ops][nn][attention]") {
+  SECTION("GQA Hq=4 Hkv=2, D=3, T=5") {
+    gradcheck([](const std::vector<Var>& v) { return causal_attention_packed(v[0], 4, 2); },
+              {randn({2, 5, (4 + 2 * 2) * 3}, 81)});
+  }
+  SECTION("MHA H=2, D=4, T=70: two query and key tiles") {
+    gradcheck([](const std::vector<Var>& v) { return causal_attention_packed(v[0], 2, 2); },
+              {randn({1, 70, 6 * 4}, 82)});
+  }
+}
+
+TEST_CASE("causal_attention_packed: the same bits as causal_attention on the cut-out blocks", "[ops][nn][attention]") {
+  const int64_t B = 2, T = 67, Hq = 4, Hkv = 2, D = 8, W = (Hq + 2 * Hkv) * D;
+  Tensor qkv = randn32({B, T, W}, 83), g = randn32({B, T, Hq, D}, 84);
+  Var packed(qkv.clone(), true);
+  Var y = causal_attention_packed(packed, Hq, Hkv);
+  y.backward(g);
+  auto cut = [&](int64_t c0, int64_t heads) {
+    return Var(qkv.slice(2, c0, c0 + heads * D).contiguous().view({B, T, heads, D}), true);
+  };
+  Var q = cut(0, Hq), k = cut(Hq * D, Hkv), v = cut((Hq + Hkv) * D, Hkv);
+  Var y_ref = causal_attention(q, k, v);
+  y_ref.backward(g);
+  CHECK(y.value().to_vector() == y_ref.value().to_vector());
+  // the packed gradient is [dq | dk | dv] along the last dim
+  const Tensor dqkv = packed.grad();
+  CHECK(dqkv.slice(2, 0, Hq * D).contiguous().to_vector() == q.grad().view({B, T, Hq * D}).to_vector());
+  CHECK(dqkv.slice(2, Hq * D, (Hq + Hkv) * D).contiguous().to_vector() == k.grad().view({B, T, Hkv * D}).to_vector());
+  CHECK(dqkv.slice(2, (Hq + Hkv) * D, W).contiguous().to_vector() == v.grad().view({B, T, Hkv * D}).to_vector());
+}
+
+TEST_CASE("causal_attention_packed: shape errors name the op", "[ops][nn][attention][errors]") {
+  CHECK_THROWS_WITH(causal_attention_packed(Var(randn32({2, 5, 4, 8}, 1)), 2, 1),
+                    Catch::Contains("causal_attention_packed: qkv: expected shape (B, T, (Hq + 2 Hkv) D)"));
+  CHECK_THROWS_WITH(causal_attention_packed(Var(randn32({2, 5, 30}, 2)), 4, 2),
+                    Catch::Contains("the last dim 30 is not (Hq + 2 Hkv) = 8 heads"));
+  CHECK_THROWS_WITH(causal_attention_packed(Var(randn32({2, 5, 24}, 3)), 3, 2),
+                    Catch::Contains("expected Hkv >= 1 dividing Hq"));
+}
