@@ -13,10 +13,12 @@
 // to the device; ids already on the device are first copied to the host to be validated (a
 // host sync each call).
 //
-// Implementations: ops_basic.cpp (shape, elementwise, reductions, matmul/linear, activations,
-// softmax, embedding, cross-entropy) and ops_nn.cpp (norms, RoPE, attention).
+// Implementations: ops_basic.cpp (shape, elementwise, reductions, matmul/linear, activations
+// with bias_gelu, softmax, embedding, cross-entropy) and ops_nn.cpp (norms with the residual
+// norms, RoPE, attention).
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "autograd/var.h"
@@ -51,6 +53,11 @@ Var gelu(const Var& x);  // tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 
 Var silu(const Var& x);  // x * sigmoid(x)
 Var swiglu(const Var& gate, const Var& up);  // silu(gate) * up, same shapes
 Var softmax(const Var& x);  // over the last dimension
+// Fused bias + GELU: x (..., C), b (C) broadcast over the rows -> (..., C) = gelu(x + b), one
+// pass (Backend::bias_gelu). GPT-2's MLP runs c_fc as linear(x, w, Var()) then this with c_fc's
+// bias: the GEMM writes without a bias fill, and the backward's one pass gives dx and the bias
+// gradient (column sums of dx, accumulated straight into a parameter's gradient buffer).
+Var bias_gelu(const Var& x, const Var& b);
 
 // ---- embedding and loss ----
 // ids: int32 tensor of any shape (no gradient), values in [0, V); table (V, C) -> (ids..., C).
@@ -66,6 +73,16 @@ Var cross_entropy(const Var& logits, const Tensor& targets, int64_t valid_vocab 
 Var layernorm(const Var& x, const Var& weight, const Var& bias, double eps = 1e-5);
 // RMSNorm over the last dim: x (..., C), weight (C): x / sqrt(mean(x^2) + eps) * weight.
 Var rmsnorm(const Var& x, const Var& weight, double eps = 1e-5);
+// Fused residual + norm (llm.c's fused_residual_forward): x, y (..., C) of one shape, weight and
+// bias (C) -> {h, n}: h = x + y (..., C), n = layernorm(h, weight, bias) (..., C), written in one
+// pass over the rows (Backend::residual_layernorm). h's gradient goes to x and y as it is (no
+// copy); n's backward is layernorm's, with h as its input. A pre-norm block's
+// `h = x + attn(ln_1(x)); out = h + mlp(ln_2(h))` becomes
+// `auto [h, n] = residual_layernorm(x, attn(ln_1(x)), w2, b2); out = h + mlp(n)`.
+std::pair<Var, Var> residual_layernorm(const Var& x, const Var& y, const Var& weight, const Var& bias,
+                                       double eps = 1e-5);
+// The same with RMSNorm: {h = x + y, n = rmsnorm(h, weight)}.
+std::pair<Var, Var> residual_rmsnorm(const Var& x, const Var& y, const Var& weight, double eps = 1e-5);
 
 // ---- attention ----
 // Rotary position embedding, Hugging Face Llama convention (rotate_half): for each head,

@@ -326,6 +326,35 @@ Var unary_act(const char* op, Act kind, const Var& x) {
 Var gelu(const Var& x) { return unary_act("gelu", Act::gelu, x); }
 Var silu(const Var& x) { return unary_act("silu", Act::silu, x); }
 
+Var bias_gelu(const Var& x, const Var& b) {
+  const char* op = "bias_gelu";
+  Backend& be = op_backend(op, {{"x", &x}, {"b", &b}});
+  need_compute(op, "x", x, be);
+  need_compute(op, "b", b, be);
+  need_same_dtype(op, "b", b, "x", x);
+  if (x.dim() < 1) ZT_THROW("bias_gelu: x must be (..., C), got a scalar");
+  const int64_t C = x.size(-1), R = shape_numel(drop_last(x.shape()));
+  if (b.shape() != Shape{C})
+    ZT_THROW("bias_gelu: b: expected shape ", shape_str(Shape{C}), " to match the last dim of x ",
+             shape_str(x.shape()), ", got ", shape_str(b.shape()));
+  Tensor X = x.value().contiguous(), Bc = b.value().contiguous();
+  Tensor y = new_output(be, x.shape(), x.dtype());
+  be.bias_gelu(y.view({R, C}), X.view({R, C}), Bc);
+  return Var::make(y, {x, b}, [R, C, &be = be](std::vector<Var>& in, const Tensor& grad_out) {
+    Tensor g = grad_out.contiguous().view({R, C});
+    const DType dt = g.dtype();
+    const bool want_x = in[0].requires_grad(), want_b = in[1].requires_grad();
+    // db goes straight into the bias's gradient buffer when it may (accumulate), as linear's does
+    Tensor* direct_b = want_b ? direct_grad(in[1], dt) : nullptr;
+    Tensor dx = want_x ? new_output(be, in[0].shape(), dt) : Tensor();
+    Tensor db = want_b ? (direct_b ? *direct_b : new_output(be, {C}, dt)) : Tensor();
+    Tensor X = in[0].value().contiguous().view({R, C}), Bc = in[1].value().contiguous();
+    be.bias_gelu_backward(want_x ? dx.view({R, C}) : Tensor(), db, g, X, Bc, direct_b != nullptr);
+    if (want_x) in[0].add_grad(dx);
+    if (want_b && !direct_b) in[1].add_grad(db);
+  }, op);
+}
+
 Var swiglu(const Var& gate, const Var& up) {
   Backend& be = op_backend("swiglu", {{"gate", &gate}, {"up", &up}});
   need_compute("swiglu", "gate", gate, be);

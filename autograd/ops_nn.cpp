@@ -1,4 +1,5 @@
-// The "nn" half of autograd/ops.h: layernorm, rmsnorm, rope, causal_attention(_packed).
+// The "nn" half of autograd/ops.h: layernorm, rmsnorm, residual_layernorm, residual_rmsnorm, rope,
+// causal_attention, causal_attention_packed.
 //
 // Each op checks its inputs at the boundary (one device; messages name the op, the argument and
 // what was expected), allocates its outputs on the inputs' device, calls one entry of that
@@ -6,6 +7,7 @@
 // contiguous inputs and the statistics the forward saved, in the backend's stats dtype).
 #include <cmath>
 #include <functional>
+#include <utility>
 
 #include "autograd/op_util.h"
 #include "autograd/ops.h"
@@ -42,6 +44,57 @@ int64_t norm_channels(const Var& x, const char* op, double eps, const Backend& b
 // ---------------------------------------------------------------------------------------------
 // LayerNorm: x (..., C), weight (C), bias (C) or undefined.
 
+namespace {
+
+// The backward of a LayerNorm node with inputs {x, weight, bias}: xc (N, C) is the value of x it
+// normalized (layernorm's input, or residual_layernorm's h), mean and rstd its statistics.
+GradFn layernorm_grad_fn(Tensor xc, Tensor w, Tensor mean, Tensor rstd, int64_t C, Backend& be) {
+  return [xc, w, mean, rstd, C, &be = be](std::vector<Var>& in, const Tensor& grad) {
+    const bool want_x = in[0].requires_grad(), want_w = in[1].requires_grad();
+    const bool want_b = in[2].defined() && in[2].requires_grad();
+    const DType dt = xc.dtype();
+    Tensor g = grad.contiguous();
+    Tensor dx = want_x ? new_output(be, in[0].shape(), dt) : Tensor();
+    Tensor dw = want_w ? new_output(be, {C}, dt) : Tensor();
+    Tensor db = want_b ? new_output(be, {C}, dt) : Tensor();
+    be.layernorm_backward(want_x ? dx.view(xc.shape()) : Tensor(), dw, db, g.view(xc.shape()), xc, w, mean, rstd);
+    if (want_x) in[0].add_grad(dx);
+    if (want_w) in[1].add_grad(dw);
+    if (want_b) in[2].add_grad(db);
+  };
+}
+
+// The backward of an RMSNorm node with inputs {x, weight} (rmsnorm, or residual_rmsnorm's n).
+GradFn rmsnorm_grad_fn(Tensor xc, Tensor w, Tensor rstd, int64_t C, Backend& be) {
+  return [xc, w, rstd, C, &be = be](std::vector<Var>& in, const Tensor& grad) {
+    const bool want_x = in[0].requires_grad(), want_w = in[1].requires_grad();
+    const DType dt = xc.dtype();
+    Tensor g = grad.contiguous();
+    Tensor dx = want_x ? new_output(be, in[0].shape(), dt) : Tensor();
+    Tensor dw = want_w ? new_output(be, {C}, dt) : Tensor();
+    be.rmsnorm_backward(want_x ? dx.view(xc.shape()) : Tensor(), dw, g.view(xc.shape()), xc, w, rstd);
+    if (want_x) in[0].add_grad(dx);
+    if (want_w) in[1].add_grad(dw);
+  };
+}
+
+// h = x + y's backward: the gradient of h is the gradient of both, handed on as it is (add_grad
+// never writes into a gradient it did not copy), as add's.
+void residual_grad(std::vector<Var>& in, const Tensor& grad) {
+  in[0].add_grad(grad);
+  in[1].add_grad(grad);
+}
+
+// The residual norms' second input: y of x's device, dtype and shape.
+void check_residual(const char* op, const Var& x, const Var& y, const Backend& be) {
+  need_compute(op, "y", y, be);
+  need_same_dtype(op, "y", y, "x", x);
+  if (y.shape() != x.shape())
+    ZT_THROW(op, ": y: expected the shape of x ", shape_str(x.shape()), ", got ", shape_str(y.shape()));
+}
+
+}  // namespace
+
 Var layernorm(const Var& x, const Var& weight, const Var& bias, double eps) {
   Backend& be = op_backend("layernorm", {{"x", &x}, {"weight", &weight}, {"bias", &bias}});
   const int64_t C = norm_channels(x, "layernorm", eps, be);
@@ -53,22 +106,28 @@ Var layernorm(const Var& x, const Var& weight, const Var& bias, double eps) {
   Tensor b = bias.defined() ? bias.value().contiguous() : Tensor();
   Tensor out = new_output(be, x.shape(), dt), mean = new_output(be, {N}, st), rstd = new_output(be, {N}, st);
   be.layernorm(out.view({N, C}), mean, rstd, xc, w, b, eps);
-  return Var::make(
-      out, {x, weight, bias},
-      [xc, w, mean, rstd, C, &be = be](std::vector<Var>& in, const Tensor& grad) {
-        const bool want_x = in[0].requires_grad(), want_w = in[1].requires_grad();
-        const bool want_b = in[2].defined() && in[2].requires_grad();
-        const DType dt = xc.dtype();
-        Tensor g = grad.contiguous();
-        Tensor dx = want_x ? new_output(be, in[0].shape(), dt) : Tensor();
-        Tensor dw = want_w ? new_output(be, {C}, dt) : Tensor();
-        Tensor db = want_b ? new_output(be, {C}, dt) : Tensor();
-        be.layernorm_backward(want_x ? dx.view(xc.shape()) : Tensor(), dw, db, g.view(xc.shape()), xc, w, mean, rstd);
-        if (want_x) in[0].add_grad(dx);
-        if (want_w) in[1].add_grad(dw);
-        if (want_b) in[2].add_grad(db);
-      },
-      "layernorm");
+  return Var::make(out, {x, weight, bias}, layernorm_grad_fn(xc, w, mean, rstd, C, be), "layernorm");
+}
+
+// Residual + LayerNorm: x, y (..., C), weight (C), bias (C) or undefined -> {h, n}.
+std::pair<Var, Var> residual_layernorm(const Var& x, const Var& y, const Var& weight, const Var& bias, double eps) {
+  const char* op = "residual_layernorm";
+  Backend& be = op_backend(op, {{"x", &x}, {"y", &y}, {"weight", &weight}, {"bias", &bias}});
+  const int64_t C = norm_channels(x, op, eps, be);
+  check_residual(op, x, y, be);
+  check_channel_param(weight, x, C, op, "weight", be);
+  if (bias.defined()) check_channel_param(bias, x, C, op, "bias", be);
+  const DType dt = x.dtype(), st = be.stats_dtype(dt);
+  const int64_t N = x.value().numel() / C;
+  Tensor xc = x.value().contiguous().view({N, C}), yc = y.value().contiguous().view({N, C});
+  Tensor w = weight.value().contiguous(), b = bias.defined() ? bias.value().contiguous() : Tensor();
+  Tensor h = new_output(be, x.shape(), dt), out = new_output(be, x.shape(), dt);
+  Tensor mean = new_output(be, {N}, st), rstd = new_output(be, {N}, st);
+  be.residual_layernorm(h.view({N, C}), out.view({N, C}), mean, rstd, xc, yc, w, b, eps);
+  Var hv = Var::make(h, {x, y}, residual_grad, "residual_layernorm.h");
+  Var n = Var::make(out, {hv, weight, bias}, layernorm_grad_fn(h.view({N, C}), w, mean, rstd, C, be),
+                    "residual_layernorm");
+  return {std::move(hv), std::move(n)};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -83,19 +142,26 @@ Var rmsnorm(const Var& x, const Var& weight, double eps) {
   Tensor xc = x.value().contiguous().view({N, C}), w = weight.value().contiguous();
   Tensor out = new_output(be, x.shape(), dt), rstd = new_output(be, {N}, be.stats_dtype(dt));
   be.rmsnorm(out.view({N, C}), rstd, xc, w, eps);
-  return Var::make(
-      out, {x, weight},
-      [xc, w, rstd, C, &be = be](std::vector<Var>& in, const Tensor& grad) {
-        const bool want_x = in[0].requires_grad(), want_w = in[1].requires_grad();
-        const DType dt = xc.dtype();
-        Tensor g = grad.contiguous();
-        Tensor dx = want_x ? new_output(be, in[0].shape(), dt) : Tensor();
-        Tensor dw = want_w ? new_output(be, {C}, dt) : Tensor();
-        be.rmsnorm_backward(want_x ? dx.view(xc.shape()) : Tensor(), dw, g.view(xc.shape()), xc, w, rstd);
-        if (want_x) in[0].add_grad(dx);
-        if (want_w) in[1].add_grad(dw);
-      },
-      "rmsnorm");
+  return Var::make(out, {x, weight}, rmsnorm_grad_fn(xc, w, rstd, C, be), "rmsnorm");
+}
+
+// Residual + RMSNorm: x, y (..., C), weight (C) -> {h, n}.
+std::pair<Var, Var> residual_rmsnorm(const Var& x, const Var& y, const Var& weight, double eps) {
+  const char* op = "residual_rmsnorm";
+  Backend& be = op_backend(op, {{"x", &x}, {"y", &y}, {"weight", &weight}});
+  const int64_t C = norm_channels(x, op, eps, be);
+  check_residual(op, x, y, be);
+  check_channel_param(weight, x, C, op, "weight", be);
+  const DType dt = x.dtype();
+  const int64_t N = x.value().numel() / C;
+  Tensor xc = x.value().contiguous().view({N, C}), yc = y.value().contiguous().view({N, C});
+  Tensor w = weight.value().contiguous();
+  Tensor h = new_output(be, x.shape(), dt), out = new_output(be, x.shape(), dt);
+  Tensor rstd = new_output(be, {N}, be.stats_dtype(dt));
+  be.residual_rmsnorm(h.view({N, C}), out.view({N, C}), rstd, xc, yc, w, eps);
+  Var hv = Var::make(h, {x, y}, residual_grad, "residual_rmsnorm.h");
+  Var n = Var::make(out, {hv, weight}, rmsnorm_grad_fn(h.view({N, C}), w, rstd, C, be), "residual_rmsnorm");
+  return {std::move(hv), std::move(n)};
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 // CpuBackend, part 2 (core/cpu_backend.h): elementwise, reductions, GEMM and linear, activations,
-// softmax, embedding, cross-entropy, norms, RoPE, attention — each entry one call (or one loop
+// softmax, embedding, cross-entropy, norms, RoPE, attention (the fused entries: part 3,
+// core/cpu_backend_fused.cpp) — each entry one call (or one loop
 // of calls) of a raw-pointer kernel of core/kernels, float / double by the tensors' dtype
 // (dispatch_float, core/dispatch.h: another dtype is a zt::Error naming the entry and the dtype).
 //
@@ -12,6 +13,7 @@
 #include <cmath>
 
 #include "core/cpu_backend.h"
+#include "core/cpu_backend_util.h"  // opt, need_contiguous, rows_cols
 #include "core/cpu_bf16.h"  // defines: Bf16StandIns (bfloat16 entries on float32 stand-ins)
 #include "core/dispatch.h"  // dispatch_float: float / double kernels by the dtype
 #include "core/kernels/activation.h"
@@ -27,29 +29,9 @@
 
 namespace zt {
 
-namespace {
-
-// The data of an optional output (null when undefined: not wanted). data<T>() checks the dtype.
-template <class T>
-T* opt(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
-}
-
-// Every defined tensor contiguous (the table's convention; views would be read wrongly).
-void need_contiguous(const char* entry, std::initializer_list<const Tensor*> ts) {
-  for (const Tensor* t : ts)
-    ZT_CHECK(!t->defined() || t->is_contiguous(), "cpu backend ", entry, ": ", t->str(), " is not contiguous");
-}
-
-// (R, N) of a row layout: N the last dimension, R the rows (0 when N == 0: nothing to do).
-// Callers copy the pair into named ints, not a structured binding: the kernels' lambdas capture
-// them, which clang before 16 refuses for bindings (the fuzz build, scripts/fuzz.sh, is clang 14).
-std::pair<int64_t, int64_t> rows_cols(const Tensor& t) {
-  const int64_t N = t.dim() ? t.size(-1) : 1;
-  return {N ? t.numel() / N : 0, N};
-}
-
-}  // namespace
+using cpu_detail::need_contiguous;
+using cpu_detail::opt;
+using cpu_detail::rows_cols;
 
 // ---------------------------------------------------------------------------------------------
 // elementwise

@@ -13,8 +13,8 @@
 //
 // The implementation is split by concern:
 //   cuda/backend.cpp            memory, copies, casts, norms of shards, AdamW, registration
-//   cuda/backend_ops.cpp        elementwise, reductions, activations, softmax, embedding, loss,
-//                               LayerNorm, RMSNorm
+//   cuda/backend_ops.cpp        elementwise, reductions, activations (bias + GELU), softmax,
+//                               embedding, loss, LayerNorm, RMSNorm (residual + norm)
 //   cuda/backend_attention.cpp  GEMM, linear, RoPE, attention (cuDNN's or ours: the rule is at
 //                               the top of that file)
 #pragma once

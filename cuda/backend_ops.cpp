@@ -1,5 +1,6 @@
-// CudaBackend (cuda/backend.h): the elementwise, reduction, activation, softmax, embedding, loss
-// and normalization entries of the table (core/backend.h), each a thin adapter that ZT_CHECKs its
+// CudaBackend (cuda/backend.h): the elementwise, reduction, activation (with the fused bias + GELU),
+// softmax, embedding, loss and normalization (with the fused residual + norms) entries of the
+// table (core/backend.h), each a thin adapter that ZT_CHECKs its
 // tensors (this device, a compute dtype, contiguous, consistent sizes: cheap checks only — the
 // user-facing checks are autograd/ops') and launches kernels of cuda/kernels on stream().
 //
@@ -167,6 +168,36 @@ void CudaBackend::gelu_backward(const Tensor& dx, const Tensor& dout, const Tens
   n.like(dx, "dx", x);
   DeviceGuard g(index_);
   cuda_kernels::gelu_backward(x.dtype(), dx.raw(), dout.raw(), x.raw(), x.numel(), stream());
+}
+
+void CudaBackend::bias_gelu(const Tensor& out, const Tensor& x, const Tensor& b) {
+  const Need n{*this, "bias_gelu"};
+  n.compute(x, "x");
+  const Rows r = rows_of(x, "bias_gelu");
+  n.like(out, "out", x);
+  n.on(b, "b", x.dtype());
+  n.numel(b, "b", r.N);
+  DeviceGuard g(index_);
+  cuda_kernels::bias_gelu_forward(x.dtype(), out.raw(), x.raw(), b.raw(), r.R, r.N, stream());
+}
+
+void CudaBackend::bias_gelu_backward(const Tensor& dx, const Tensor& db, const Tensor& dout, const Tensor& x,
+                                     const Tensor& b, bool accumulate) {
+  const Need n{*this, "bias_gelu_backward"};
+  ZT_CHECK(dx.defined() || db.defined(), "cuda bias_gelu_backward: dx and db are both undefined");
+  n.compute(x, "x");
+  const Rows r = rows_of(x, "bias_gelu_backward");
+  n.like(dout, "dout", x);
+  n.on(b, "b", x.dtype());
+  n.numel(b, "b", r.N);
+  if (dx.defined()) n.like(dx, "dx", x);
+  if (db.defined()) n.on(db, "db", x.dtype()), n.numel(db, "db", r.N);
+  DeviceGuard g(index_);
+  Tensor ws;  // db's chunk partials (float32), freed on return (stream-ordered reuse)
+  if (db.defined() && r.R > 0)
+    ws = scratch(static_cast<size_t>(cuda_kernels::bias_gelu_backward_workspace_bytes(r.R, r.N)));
+  cuda_kernels::bias_gelu_backward(x.dtype(), ptr(dx), ptr(db), dout.raw(), x.raw(), b.raw(), r.R, r.N, accumulate,
+                                   ptr(ws), stream());
 }
 
 void CudaBackend::silu(const Tensor& out, const Tensor& x) {
@@ -359,6 +390,44 @@ void CudaBackend::layernorm_backward(const Tensor& dx, const Tensor& dw, const T
     ws = scratch(static_cast<size_t>(cuda_kernels::norm_backward_workspace_bytes(r.R, r.N)));
   cuda_kernels::layernorm_backward(x.dtype(), ptr(dx), ptr(dw), ptr(db), dout.raw(), x.raw(), w.raw(),
                                    mean.data<float>(), rstd.data<float>(), r.R, r.N, ptr(ws), stream());
+}
+
+void CudaBackend::residual_layernorm(const Tensor& h, const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                                     const Tensor& x, const Tensor& y, const Tensor& w, const Tensor& b, double eps) {
+  const Need n{*this, "residual_layernorm"};
+  n.compute(x, "x");
+  const Rows r = rows_of(x, "residual_layernorm");
+  n.like(y, "y", x);
+  n.like(h, "h", x);
+  n.like(out, "out", x);
+  n.on(w, "w", x.dtype());
+  n.numel(w, "w", r.N);
+  if (b.defined()) n.on(b, "b", x.dtype()), n.numel(b, "b", r.N);
+  n.on(mean, "mean", stats_dtype(x.dtype()));
+  n.numel(mean, "mean", r.R);
+  n.on(rstd, "rstd", stats_dtype(x.dtype()));
+  n.numel(rstd, "rstd", r.R);
+  DeviceGuard g(index_);
+  cuda_kernels::residual_layernorm_forward(x.dtype(), h.raw(), out.raw(), mean.data<float>(), rstd.data<float>(),
+                                           x.raw(), y.raw(), w.raw(), ptr(b), r.R, r.N, static_cast<float>(eps),
+                                           stream());
+}
+
+void CudaBackend::residual_rmsnorm(const Tensor& h, const Tensor& out, const Tensor& rstd, const Tensor& x,
+                                   const Tensor& y, const Tensor& w, double eps) {
+  const Need n{*this, "residual_rmsnorm"};
+  n.compute(x, "x");
+  const Rows r = rows_of(x, "residual_rmsnorm");
+  n.like(y, "y", x);
+  n.like(h, "h", x);
+  n.like(out, "out", x);
+  n.on(w, "w", x.dtype());
+  n.numel(w, "w", r.N);
+  n.on(rstd, "rstd", stats_dtype(x.dtype()));
+  n.numel(rstd, "rstd", r.R);
+  DeviceGuard g(index_);
+  cuda_kernels::residual_rmsnorm_forward(x.dtype(), h.raw(), out.raw(), rstd.data<float>(), x.raw(), y.raw(), w.raw(),
+                                         r.R, r.N, static_cast<float>(eps), stream());
 }
 
 void CudaBackend::rmsnorm(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& w, double eps) {

@@ -31,14 +31,16 @@ GPT2Block::GPT2Block(int64_t i, const ModelConfig& c, DType dt)
       ln_2(params_, "ln_2", c.n_embd, c.norm_eps),
       mlp(params_, "mlp", c.n_embd, c.ffn_hidden) {}
 
+// h = x + attn(ln_1(x)) and ln_2(h) in one pass (residual_layernorm); the block's output add
+// stays a plain add (the next block is another unit: no fusing across the boundary).
 Var GPT2Block::forward(const Var& x) const {
-  Var h = add(x, attn.forward(ln_1.forward(x)));  // (B, T, C)
-  return add(h, mlp.forward(ln_2.forward(h)));
+  auto [h, n] = ln_2.forward_residual(x, attn.forward(ln_1.forward(x)));  // (B, T, C) each
+  return add(h, mlp.forward(n));
 }
 
 Var GPT2Block::forward_cached(const Var& x, KVCache& cache, int64_t layer) const {
-  Var h = add(x, attn.forward_cached(ln_1.forward(x), cache, layer));  // (B, T, C)
-  return add(h, mlp.forward(ln_2.forward(h)));
+  auto [h, n] = ln_2.forward_residual(x, attn.forward_cached(ln_1.forward(x), cache, layer));  // (B, T, C)
+  return add(h, mlp.forward(n));
 }
 
 GPT2Head::GPT2Head(const ModelConfig& c, DType dt) : Unit("head", dt), ln_f(params_, "ln_f", c.n_embd, c.norm_eps) {}

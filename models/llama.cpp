@@ -22,14 +22,17 @@ LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt)
       post_attention_layernorm(params_, "post_attention_layernorm", c.n_embd, c.norm_eps),
       mlp(params_, "mlp", c.n_embd, c.ffn_hidden) {}
 
+// h = x + self_attn(input_layernorm(x)) and post_attention_layernorm(h) in one pass
+// (residual_rmsnorm); the layer's output add stays a plain add (unit boundary).
 Var LlamaLayer::forward(const Var& x) const {
-  Var h = add(x, self_attn.forward(input_layernorm.forward(x)));  // (B, T, C)
-  return add(h, mlp.forward(post_attention_layernorm.forward(h)));
+  auto [h, n] = post_attention_layernorm.forward_residual(x, self_attn.forward(input_layernorm.forward(x)));
+  return add(h, mlp.forward(n));  // (B, T, C)
 }
 
 Var LlamaLayer::forward_cached(const Var& x, KVCache& cache, int64_t layer) const {
-  Var h = add(x, self_attn.forward_cached(input_layernorm.forward(x), cache, layer));  // (B, T, C)
-  return add(h, mlp.forward(post_attention_layernorm.forward(h)));
+  auto [h, n] = post_attention_layernorm.forward_residual(
+      x, self_attn.forward_cached(input_layernorm.forward(x), cache, layer));
+  return add(h, mlp.forward(n));  // (B, T, C)
 }
 
 LlamaHead::LlamaHead(const ModelConfig& c, DType dt) : Unit("head", dt), norm(params_, "norm", c.n_embd, c.norm_eps) {

@@ -27,11 +27,19 @@ LayerNorm::LayerNorm(ParamSet& ps, const std::string& prefix, int64_t dim, doubl
 
 Var LayerNorm::forward(const Var& x) const { return layernorm(x, p(weight), p(bias), eps); }
 
+std::pair<Var, Var> LayerNorm::forward_residual(const Var& x, const Var& y) const {
+  return residual_layernorm(x, y, p(weight), p(bias), eps);
+}
+
 RMSNorm::RMSNorm(ParamSet& ps, const std::string& prefix, int64_t dim, double eps_) : Module(ps, prefix), eps(eps_) {
   weight = add_param("weight", {dim}, false);
 }
 
 Var RMSNorm::forward(const Var& x) const { return rmsnorm(x, p(weight), eps); }
+
+std::pair<Var, Var> RMSNorm::forward_residual(const Var& x, const Var& y) const {
+  return residual_rmsnorm(x, y, p(weight), eps);
+}
 
 CausalSelfAttention::CausalSelfAttention(ParamSet& ps, const std::string& prefix, const AttentionConfig& c)
     : Module(ps, prefix), cfg(c) {
@@ -124,7 +132,13 @@ Var CausalSelfAttention::forward_cached(const Var& x, KVCache& cache, int64_t la
 GeluMLP::GeluMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden)
     : Module(ps, prefix), c_fc(ps, join(prefix, "c_fc"), dim, hidden, true), c_proj(ps, join(prefix, "c_proj"), hidden, dim, true) {}
 
-Var GeluMLP::forward(const Var& x) const { return c_proj.forward(gelu(c_fc.forward(x))); }
+// c_fc's GEMM without its bias (no bias fill, no beta = 1 read), then gelu(. + bias) in one pass,
+// whose backward also gives the bias gradient (no separate column-sum pass). c_fc's parameters
+// live in this module's ParamSet (the one both were built on): p() reads them.
+Var GeluMLP::forward(const Var& x) const {
+  const Var h = linear(x, p(c_fc.weight), Var());  // (..., hidden)
+  return c_proj.forward(bias_gelu(h, p(c_fc.bias)));
+}
 
 SwiGLUMLP::SwiGLUMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden)
     : Module(ps, prefix),

@@ -29,6 +29,9 @@ class LayerNorm : public Module {
  public:
   LayerNorm(ParamSet& ps, const std::string& prefix, int64_t dim, double eps = 1e-5);
   Var forward(const Var& x) const;
+  // {h = x + y, this norm of h}, one pass (residual_layernorm): a pre-norm block's residual add
+  // and the next sub-layer's norm. x, y (..., dim).
+  std::pair<Var, Var> forward_residual(const Var& x, const Var& y) const;
   int weight = -1, bias = -1;
   double eps;
 };
@@ -37,6 +40,7 @@ class RMSNorm : public Module {
  public:
   RMSNorm(ParamSet& ps, const std::string& prefix, int64_t dim, double eps = 1e-5);
   Var forward(const Var& x) const;
+  std::pair<Var, Var> forward_residual(const Var& x, const Var& y) const;  // {x + y, rmsnorm(x + y)}
   int weight = -1;
   double eps;
 };
@@ -70,7 +74,8 @@ class CausalSelfAttention : public Module {
   Var project_out(const Var& y) const;                            // (B, T, Hq, D) -> (B, T, C)
 };
 
-// GPT-2 MLP: c_proj(gelu(c_fc(x))), hidden 4C.
+// GPT-2 MLP: c_proj(gelu(c_fc(x))), hidden 4C. c_fc's bias is added by the fused bias_gelu, not
+// by its GEMM (the parameters, their names and layout are c_fc's as ever).
 class GeluMLP : public Module {
  public:
   GeluMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden);

@@ -18,7 +18,7 @@ namespace zt {
 // padded vocabulary, H query heads:
 //   gpt2   embed  wte row, wpe row, their sum: 3C (+ the int32 position ids, 4 bytes)
 //          block  ln_1, q, k, v, attention out, c_proj, residual, ln_2, mlp c_proj, residual:
-//                 10C; c_fc and gelu: 2F; LayerNorm mean + rstd x 2: 4; attention's row
+//                 10C; c_fc and bias_gelu: 2F; LayerNorm mean + rstd x 2: 4; attention's row
 //                 log-sum-exp: H (float32, 4 bytes each whatever e: core/kernels/attention.h's
 //                 tiled kernel keeps it instead of the (B, H, T, T) probabilities)
 //   llama  embed  C
@@ -34,7 +34,7 @@ namespace zt {
 // The backward's largest transient, over the state at the end of the forward:
 //   head      the loss gradient (Vp) and the head matmul's dx (C), with all of the forward held
 //   last block (its full graph held; the logits already freed):
-//             gpt2 mlp: dx of c_proj (F) and of gelu (F), after the residual and c_proj
+//             gpt2 mlp: dx of c_proj (F) and of bias_gelu (F), after the residual and c_proj
 //             outputs (2C) went: 2F - 2C - Vp; llama: down's dx (F), swiglu's d(gate), d(up)
 //             (2F): 3F - 2C - Vp. Checkpointed: the block's recomputed graph plus 2F - C (gpt2)
 //             or 3F - C (llama) (its output stays held by the recompute), less the logits Vp.

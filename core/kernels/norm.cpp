@@ -27,28 +27,61 @@ void combine_partials(T* out, const T* partial, int64_t nch, int64_t C) {
   }
 }
 
+// One row of LayerNorm: outr (C) from xr (C); its mean and rstd. layernorm_forward and
+// residual_layernorm_forward both run it, so their rows are the same bits.
+template <class T>
+inline void layernorm_row(T* outr, T& mean, T& rstd, const T* xr, const T* w, const T* b, int64_t C, T eps) {
+  const T inv_c = T(1) / static_cast<T>(C);
+  const T m = vm::lane_sum<T>(C, [&](int64_t i) { return xr[i]; }) * inv_c;
+  const T v = vm::lane_sum<T>(C, [&](int64_t i) { const T d = xr[i] - m; return d * d; }) * inv_c;
+  const T s = T(1) / std::sqrt(v + eps);
+  if (b) {
+#pragma omp simd
+    for (int64_t i = 0; i < C; ++i) outr[i] = (xr[i] - m) * s * w[i] + b[i];
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < C; ++i) outr[i] = (xr[i] - m) * s * w[i];
+  }
+  mean = m;
+  rstd = s;
+}
+
+// One row of RMSNorm (rmsnorm_forward and residual_rmsnorm_forward).
+template <class T>
+inline void rmsnorm_row(T* outr, T& rstd, const T* xr, const T* w, int64_t C, T eps) {
+  const T inv_c = T(1) / static_cast<T>(C);
+  const T ms = vm::lane_sum<T>(C, [&](int64_t i) { return xr[i] * xr[i]; }) * inv_c;
+  const T s = T(1) / std::sqrt(ms + eps);
+#pragma omp simd
+  for (int64_t i = 0; i < C; ++i) outr[i] = xr[i] * s * w[i];
+  rstd = s;
+}
+
+// hr (C) = xr + yr: the residual row, written before its norm reads it (still in L1).
+template <class T>
+inline void residual_row(T* hr, const T* xr, const T* yr, int64_t C) {
+#pragma omp simd
+  for (int64_t i = 0; i < C; ++i) hr[i] = xr[i] + yr[i];
+}
+
 }  // namespace
 
 template <class T>
 void layernorm_forward(T* out, T* mean, T* rstd, const T* x, const T* w, const T* b, int64_t N, int64_t C,
                        double eps) {
-  const T inv_c = T(1) / static_cast<T>(C), teps = static_cast<T>(eps);
+  const T teps = static_cast<T>(eps);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < N; ++r) layernorm_row(out + r * C, mean[r], rstd[r], x + r * C, w, b, C, teps);
+}
+
+template <class T>
+void residual_layernorm_forward(T* h, T* out, T* mean, T* rstd, const T* x, const T* y, const T* w, const T* b,
+                                int64_t N, int64_t C, double eps) {
+  const T teps = static_cast<T>(eps);
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < N; ++r) {
-    const T* xr = x + r * C;
-    T* outr = out + r * C;
-    const T m = vm::lane_sum<T>(C, [&](int64_t i) { return xr[i]; }) * inv_c;
-    const T v = vm::lane_sum<T>(C, [&](int64_t i) { const T d = xr[i] - m; return d * d; }) * inv_c;
-    const T s = T(1) / std::sqrt(v + teps);
-    if (b) {
-#pragma omp simd
-      for (int64_t i = 0; i < C; ++i) outr[i] = (xr[i] - m) * s * w[i] + b[i];
-    } else {
-#pragma omp simd
-      for (int64_t i = 0; i < C; ++i) outr[i] = (xr[i] - m) * s * w[i];
-    }
-    mean[r] = m;
-    rstd[r] = s;
+    residual_row(h + r * C, x + r * C, y + r * C, C);
+    layernorm_row(out + r * C, mean[r], rstd[r], h + r * C, w, b, C, teps);
   }
 }
 
@@ -105,16 +138,19 @@ void layernorm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T*
 
 template <class T>
 void rmsnorm_forward(T* out, T* rstd, const T* x, const T* w, int64_t N, int64_t C, double eps) {
-  const T inv_c = T(1) / static_cast<T>(C), teps = static_cast<T>(eps);
+  const T teps = static_cast<T>(eps);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < N; ++r) rmsnorm_row(out + r * C, rstd[r], x + r * C, w, C, teps);
+}
+
+template <class T>
+void residual_rmsnorm_forward(T* h, T* out, T* rstd, const T* x, const T* y, const T* w, int64_t N, int64_t C,
+                              double eps) {
+  const T teps = static_cast<T>(eps);
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < N; ++r) {
-    const T* xr = x + r * C;
-    T* outr = out + r * C;
-    const T ms = vm::lane_sum<T>(C, [&](int64_t i) { return xr[i] * xr[i]; }) * inv_c;
-    const T s = T(1) / std::sqrt(ms + teps);
-#pragma omp simd
-    for (int64_t i = 0; i < C; ++i) outr[i] = xr[i] * s * w[i];
-    rstd[r] = s;
+    residual_row(h + r * C, x + r * C, y + r * C, C);
+    rmsnorm_row(out + r * C, rstd[r], h + r * C, w, C, teps);
   }
 }
 
@@ -158,6 +194,9 @@ void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* w, const
   template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, int64_t, \
                                       int64_t);                                                            \
   template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int64_t, int64_t, double);                  \
+  template void residual_layernorm_forward<T>(T*, T*, T*, T*, const T*, const T*, const T*, const T*, int64_t,   \
+                                              int64_t, double);                                            \
+  template void residual_rmsnorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, double); \
   template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int64_t, int64_t);
 ZT_NORM_INSTANTIATE(float)
 ZT_NORM_INSTANTIATE(double)

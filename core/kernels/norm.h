@@ -1,4 +1,5 @@
-// defines: layernorm_forward/backward, rmsnorm_forward/backward — raw-pointer row-norm kernels.
+// defines: layernorm_forward/backward, rmsnorm_forward/backward, residual_layernorm_forward,
+//          residual_rmsnorm_forward — raw-pointer row-norm kernels.
 //
 // llm.c style: x is N rows of C contiguous elements (N = product of the leading dims), weight
 // and bias are (C). T is float or double. Outputs are written (not accumulated): the autograd op
@@ -33,9 +34,22 @@ template <class T>
 void layernorm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w, const T* mean,
                         const T* rstd, int64_t N, int64_t C);
 
+// Residual + LayerNorm in one pass over the rows (llm.c's fused_residual_forward + layernorm):
+// h (N, C) = x + y, then out = layernorm(h) with its mean, rstd (N). Each row of h is written and
+// normalized while it is in cache; the row code is layernorm_forward's, so h, out, mean and rstd
+// are the bits of the add then layernorm_forward. The backward is layernorm_backward with h as x.
+template <class T>
+void residual_layernorm_forward(T* h, T* out, T* mean, T* rstd, const T* x, const T* y, const T* w, const T* b,
+                                int64_t N, int64_t C, double eps);
+
 // RMSNorm (Zhang & Sennrich 2019), as Llama's: rstd = 1/sqrt(sum(x^2)/C + eps), out = x * rstd * w.
 template <class T>
 void rmsnorm_forward(T* out, T* rstd, const T* x, const T* w, int64_t N, int64_t C, double eps);
+
+// Residual + RMSNorm, the same way: h = x + y, out = rmsnorm(h), rstd (N).
+template <class T>
+void residual_rmsnorm_forward(T* h, T* out, T* rstd, const T* x, const T* y, const T* w, int64_t N, int64_t C,
+                              double eps);
 
 // With xhat = x * rstd and g = dout * w:
 //   dx = rstd * (g - xhat * mean(g * xhat)),  dw = sum_rows(dout * xhat)

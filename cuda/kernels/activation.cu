@@ -1,7 +1,10 @@
 #include "cuda/kernels/activation.h"
 
+#include <cstdint>
+
 #include "cuda/check.h"
-#include "cuda/kernels/ew_map.cuh"  // dev::Ptrs, launch_ew
+#include "cuda/kernels/bias_grad.h"  // kBiasGradChunk, bias_grad_workspace_bytes, bias_grad_combine
+#include "cuda/kernels/ew_map.cuh"   // dev::Ptrs, launch_ew (cast.h's dev::Io, load8, grid_for)
 
 namespace zt::cuda_kernels {
 
@@ -19,23 +22,25 @@ __device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b);
 __device__ __forceinline__ float sub(float a, float b) { return __fsub_rn(a, b); }
 __device__ __forceinline__ float sigmoid(float x) { return __fdiv_rn(1.0f, add(1.0f, expf(-x))); }
 
-// Per-element operations: y[NO] from x[NI], float32, in the operation order of
-// core/kernels/activation.cpp (products left to right).
+// gelu(v) and gelu'(v) in the operation order of core/kernels/activation.cpp (products left to
+// right): the element-wise GELU and the fused bias + GELU share them.
+__device__ __forceinline__ float gelu_value(float v) {
+  const float u = mul(kSqrt2OverPi, add(v, mul(mul(mul(kGeluC, v), v), v)));
+  return mul(v, sigmoid(mul(2.0f, u)));
+}
+__device__ __forceinline__ float gelu_slope(float v) {
+  const float u = mul(kSqrt2OverPi, add(v, mul(mul(mul(kGeluC, v), v), v)));
+  const float s = sigmoid(mul(2.0f, u));
+  const float du = mul(kSqrt2OverPi, add(1.0f, mul(mul(mul(3.0f, kGeluC), v), v)));
+  return add(s, mul(mul(mul(mul(v, 2.0f), s), sub(1.0f, s)), du));
+}
+
+// Per-element operations: y[NO] from x[NI], float32.
 struct GeluFwd {
-  __device__ void operator()(float (&y)[1], const float (&x)[1]) const {
-    const float v = x[0];
-    const float u = mul(kSqrt2OverPi, add(v, mul(mul(mul(kGeluC, v), v), v)));
-    y[0] = mul(v, sigmoid(mul(2.0f, u)));
-  }
+  __device__ void operator()(float (&y)[1], const float (&x)[1]) const { y[0] = gelu_value(x[0]); }
 };
 struct GeluBwd {  // x = {dout, x}
-  __device__ void operator()(float (&y)[1], const float (&x)[2]) const {
-    const float v = x[1];
-    const float u = mul(kSqrt2OverPi, add(v, mul(mul(mul(kGeluC, v), v), v)));
-    const float s = sigmoid(mul(2.0f, u));
-    const float du = mul(kSqrt2OverPi, add(1.0f, mul(mul(mul(3.0f, kGeluC), v), v)));
-    y[0] = mul(x[0], add(s, mul(mul(mul(mul(v, 2.0f), s), sub(1.0f, s)), du)));
-  }
+  __device__ void operator()(float (&y)[1], const float (&x)[2]) const { y[0] = mul(x[0], gelu_slope(x[1])); }
 };
 struct SwigluFwd {  // x = {gate, up}
   __device__ void operator()(float (&y)[1], const float (&x)[2]) const { y[0] = mul(mul(x[0], sigmoid(x[0])), x[1]); }
@@ -57,7 +62,99 @@ struct SwigluBwdUp {  // x = {dout, gate}, y = {dup}
   __device__ void operator()(float (&y)[1], const float (&x)[2]) const { y[0] = mul(mul(x[0], x[1]), sigmoid(x[1])); }
 };
 
+constexpr int kThreads = 256;
+
+template <DType D>
+using Tp = typename dev::Io<D>::T;
+
+// out[i] = gelu(x[i] + b[i % C]). Vec (C % 8 == 0, pointers 16-byte aligned): pack j is elements
+// 8j..8j+7 of one row, its bias the pack at (8j) % C.
+template <DType D, bool Vec>
+__global__ void bias_gelu_fwd_kernel(Tp<D>* __restrict__ out, const Tp<D>* __restrict__ x,
+                                     const Tp<D>* __restrict__ b, int64_t n, int64_t C) {
+  using Io = dev::Io<D>;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if constexpr (Vec) {
+    for (int64_t j = t; j < n / 8; j += stride) {
+      alignas(16) Tp<D> xv[8], bv[8], o[8];
+      dev::load8(xv, x + j * 8);
+      dev::load8(bv, b + (j * 8) % C);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[e] = Io::store(gelu_value(add(Io::load(xv[e]), Io::load(bv[e]))));
+      dev::store8(out + j * 8, o);
+    }
+  } else {
+    for (int64_t i = t; i < n; i += stride) out[i] = Io::store(gelu_value(add(Io::load(x[i]), Io::load(b[i % C]))));
+  }
+}
+
+// Thread (chunk k, column c), i = k C + c (consecutive threads: consecutive columns of a row):
+// rows [k kBiasGradChunk, (k + 1) kBiasGradChunk) in order, dx written (when wanted) and its
+// float32 value added to partial[k][c] (when wanted).
+template <DType D>
+__global__ void bias_gelu_bwd_kernel(Tp<D>* __restrict__ dx, float* __restrict__ partial,
+                                     const Tp<D>* __restrict__ dout, const Tp<D>* __restrict__ x,
+                                     const Tp<D>* __restrict__ b, int64_t R, int64_t C, int64_t chunks) {
+  using Io = dev::Io<D>;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks * C;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t k = i / C, c = i % C;
+    const int64_t r0 = k * kBiasGradChunk, r1 = r0 + kBiasGradChunk < R ? r0 + kBiasGradChunk : R;
+    const float bc = Io::load(b[c]);
+    float a = 0.0f;
+    for (int64_t r = r0; r < r1; ++r) {
+      const float d = mul(Io::load(dout[r * C + c]), gelu_slope(add(Io::load(x[r * C + c]), bc)));
+      if (dx) dx[r * C + c] = Io::store(d);
+      a = add(a, d);
+    }
+    if (partial) partial[i] = a;
+  }
+}
+
 }  // namespace
+
+void bias_gelu_forward(DType t, void* out, const void* x, const void* b, int64_t R, int64_t C, cudaStream_t s) {
+  check_compute("bias_gelu_forward", t);
+  if (R < 0 || C < 0) ZT_THROW("cuda_kernels::bias_gelu_forward: R = ", R, ", C = ", C, ", expected >= 0");
+  const int64_t n = R * C;
+  if (n == 0) return;
+  if (!out || !x || !b) ZT_THROW("cuda_kernels::bias_gelu_forward: out, x or b is null");
+  const bool vec = C % 8 == 0 && dev::aligned16(out) && dev::aligned16(x) && dev::aligned16(b);
+  const unsigned grid = dev::grid_for(vec ? n / 8 : n, kThreads);
+  dispatch_compute_vec(t, vec, "bias_gelu_forward", [&](auto d, auto v) {
+    constexpr DType D = decltype(d)::value;
+    bias_gelu_fwd_kernel<D, decltype(v)::value><<<grid, kThreads, 0, s>>>(
+        static_cast<Tp<D>*>(out), static_cast<const Tp<D>*>(x), static_cast<const Tp<D>*>(b), n, C);
+  });
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+int64_t bias_gelu_backward_workspace_bytes(int64_t R, int64_t C) { return bias_grad_workspace_bytes(R, C); }
+
+void bias_gelu_backward(DType t, void* dx, void* db, const void* dout, const void* x, const void* b, int64_t R,
+                        int64_t C, bool accumulate, void* workspace, cudaStream_t s) {
+  check_compute("bias_gelu_backward", t);
+  if (R < 0 || C < 0) ZT_THROW("cuda_kernels::bias_gelu_backward: R = ", R, ", C = ", C, ", expected >= 0");
+  if (!dx && !db) ZT_THROW("cuda_kernels::bias_gelu_backward: dx and db are both null (expected at least one output)");
+  if (C == 0) return;
+  const int64_t chunks = (R + kBiasGradChunk - 1) / kBiasGradChunk;
+  float* partial = db ? static_cast<float*>(workspace) : nullptr;
+  if (R > 0) {
+    if (!dout || !x || !b) ZT_THROW("cuda_kernels::bias_gelu_backward: dout, x or b is null");
+    if (db && !workspace) ZT_THROW("cuda_kernels::bias_gelu_backward: db wanted but the workspace is null");
+    if (reinterpret_cast<uintptr_t>(workspace) % alignof(float) != 0)
+      ZT_THROW("cuda_kernels::bias_gelu_backward: workspace must be 4-byte aligned");
+    dispatch_compute(t, "bias_gelu_backward", [&](auto d) {
+      constexpr DType D = decltype(d)::value;
+      bias_gelu_bwd_kernel<D><<<dev::grid_for(chunks * C, kThreads), kThreads, 0, s>>>(
+          static_cast<Tp<D>*>(dx), partial, static_cast<const Tp<D>*>(dout), static_cast<const Tp<D>*>(x),
+          static_cast<const Tp<D>*>(b), R, C, chunks);
+    });
+    ZT_CUDA_CHECK(cudaGetLastError());
+  }
+  if (db) bias_grad_combine(t, db, partial, R, C, accumulate, s);  // R == 0: db = 0 (or kept, accumulate)
+}
 
 void gelu_forward(DType t, void* out, const void* x, int64_t n, cudaStream_t s) {
   launch_ew("gelu_forward", t, Ptrs<1, 1>{{x}, {out}}, n, GeluFwd{}, s);

@@ -1,4 +1,5 @@
-// defines: cuda_kernels::gelu_forward, gelu_backward, swiglu_forward, swiglu_backward — the MLP
+// defines: cuda_kernels::gelu_forward, gelu_backward, bias_gelu_forward, bias_gelu_backward,
+//          bias_gelu_backward_workspace_bytes, swiglu_forward, swiglu_backward — the MLP
 //          activations on the GPU, float32 or bfloat16 storage, float32 math.
 //
 // Formulas (the same as the CPU's core/kernels/activation.h, in the same operation order):
@@ -10,6 +11,13 @@
 // exp is CUDA's expf (max 2 ulp; the CPU uses a Cephes polynomial of ~1-2 ulp), so results agree
 // with the CPU to ~1e-6 relative, not bit for bit. bfloat16: inputs converted exactly to float32,
 // the float32 result rounded to nearest even (core/dtype.h).
+//
+// bias + GELU (core/kernels/activation.h's bias_gelu): v = float(x) + float(b) (not rounded),
+// out = gelu(v); dx = dout * gelu'(v) with the same per-element arithmetic as gelu_backward on v.
+// The backward's db sums the float32 dx (before dx's rounding) as cuda_kernels::bias_grad sums dY:
+// rows cut into chunks of kBiasGradChunk, thread (chunk, column) adds its chunk's rows in order
+// while it writes dx (one pass over x and dout), then bias_grad_combine adds the chunk partials in
+// chunk order (+ db's old value when accumulating) and rounds once. Deterministic, no atomics.
 //
 // Buffers: contiguous device arrays of n elements of dtype t (f32, or bf16 as uint16_t bits);
 // outputs are written, not accumulated, and must not overlap the inputs. Asynchronous on s.
@@ -28,6 +36,17 @@ namespace zt::cuda_kernels {
 void gelu_forward(DType t, void* out, const void* x, int64_t n, cudaStream_t s);
 // dx (n) = dout (n) * gelu'(x (n))
 void gelu_backward(DType t, void* dx, const void* dout, const void* x, int64_t n, cudaStream_t s);
+
+// out (R, C) = gelu(x (R, C) + b (C) broadcast over the rows). 128-bit accesses when C % 8 == 0
+// and every pointer is 16-byte aligned (a pack then lies in one row), else element-wise.
+void bias_gelu_forward(DType t, void* out, const void* x, const void* b, int64_t R, int64_t C, cudaStream_t s);
+// Device bytes of workspace bias_gelu_backward needs for db (the chunk partials, float32).
+int64_t bias_gelu_backward_workspace_bytes(int64_t R, int64_t C);
+// dx (R, C) = dout * gelu'(x + b), written; db (C) = column sums of dx, written or (accumulate)
+// added to db's values. dx or db may be null, not both; workspace (4-byte aligned, >=
+// bias_gelu_backward_workspace_bytes) may be null when db is.
+void bias_gelu_backward(DType t, void* dx, void* db, const void* dout, const void* x, const void* b, int64_t R,
+                        int64_t C, bool accumulate, void* workspace, cudaStream_t s);
 
 // out (n) = silu(gate (n)) * up (n)
 void swiglu_forward(DType t, void* out, const void* gate, const void* up, int64_t n, cudaStream_t s);

@@ -42,6 +42,14 @@ __global__ void bias_grad_final_kernel(Tp<DT>* __restrict__ db, const float* __r
 }
 
 template <DType DT>
+void launch_final(void* db, const float* partial, int64_t M, int64_t N, bool accumulate, cudaStream_t s) {
+  const int64_t chunks = (M + kBiasGradChunk - 1) / kBiasGradChunk;
+  bias_grad_final_kernel<DT><<<dev::grid_for(N, kThreads), kThreads, 0, s>>>(static_cast<Tp<DT>*>(db), partial, N,
+                                                                             chunks, accumulate);
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
+template <DType DT>
 void launch(void* db, const void* dy, int64_t M, int64_t N, bool accumulate, float* partial, cudaStream_t s) {
   const int64_t chunks = (M + kBiasGradChunk - 1) / kBiasGradChunk;
   if (chunks > 0) {
@@ -49,9 +57,7 @@ void launch(void* db, const void* dy, int64_t M, int64_t N, bool accumulate, flo
         partial, static_cast<const Tp<DT>*>(dy), M, N, chunks);
     ZT_CUDA_CHECK(cudaGetLastError());
   }
-  bias_grad_final_kernel<DT><<<dev::grid_for(N, kThreads), kThreads, 0, s>>>(static_cast<Tp<DT>*>(db), partial, N,
-                                                                             chunks, accumulate);
-  ZT_CUDA_CHECK(cudaGetLastError());
+  launch_final<DT>(db, partial, M, N, accumulate, s);
 }
 
 }  // namespace
@@ -70,6 +76,14 @@ void bias_grad(DType t, void* db, const void* dy, int64_t M, int64_t N, bool acc
     ZT_THROW("cuda_kernels::bias_grad: workspace must be 4-byte aligned");
   float* partial = static_cast<float*>(workspace);
   dispatch_compute(t, "bias_grad", [&](auto d) { launch<decltype(d)::value>(db, dy, M, N, accumulate, partial, s); });
+}
+
+void bias_grad_combine(DType t, void* db, const float* partial, int64_t M, int64_t N, bool accumulate, cudaStream_t s) {
+  check_compute("bias_grad_combine", t);
+  if (M < 0 || N < 0) ZT_THROW("cuda_kernels::bias_grad_combine: M = ", M, ", N = ", N, ", expected >= 0");
+  if (N == 0) return;
+  if (!db || (M > 0 && !partial)) ZT_THROW("cuda_kernels::bias_grad_combine: db or partial is null");
+  dispatch_compute(t, "bias_grad_combine", [&](auto d) { launch_final<decltype(d)::value>(db, partial, M, N, accumulate, s); });
 }
 
 }  // namespace zt::cuda_kernels

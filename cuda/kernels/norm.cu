@@ -21,43 +21,84 @@ int64_t num_chunks(int64_t N) { return std::max<int64_t>(1, std::min<int64_t>(N,
 
 // ---- forward: one warp per row, rows strided by the grid ----
 // Mode: 0 LayerNorm with bias, 1 LayerNorm without bias, 2 RMSNorm.
+
+// The row's first sum, per element: x for LayerNorm's mean, x^2 for RMSNorm's mean square.
+template <int Mode>
+__device__ __forceinline__ float first_term(float v) {
+  return Mode == 2 ? v * v : v;
+}
+
+// The rest of row r once this lane holds its part `acc` of the first sum (over the elements
+// row_walk gives it, in row_walk's order): LayerNorm's variance walk, then out (C) and the row's
+// statistics. xr is the row being normalized.
+template <DType D, bool Vec, int Mode>
+__device__ __forceinline__ void norm_row_from(float acc, Tp<D>* __restrict__ outr, float* __restrict__ mean,
+                                              float* __restrict__ rstd, const Tp<D>* xr, const Tp<D>* __restrict__ w,
+                                              const Tp<D>* __restrict__ b, int64_t r, int64_t C, float eps,
+                                              int lane) {
+  const float inv_c = 1.0f / static_cast<float>(C);
+  const Tp<D>* const px[1] = {xr};
+  float m = 0.0f;
+  if constexpr (Mode != 2) {
+    m = dev::warp_sum(acc) * inv_c;
+    acc = 0.0f;
+    dev::row_walk<D, Vec>(px, C, lane, 32, [&](int64_t, const float (&v)[1]) {
+      const float d = v[0] - m;
+      acc += d * d;
+    });
+  }
+  const float s = 1.0f / sqrtf(dev::warp_sum(acc) * inv_c + eps);
+  if constexpr (Mode == 0) {
+    const Tp<D>* const p[3] = {xr, w, b};
+    dev::row_map<D, Vec>(outr, p, C, lane, 32,
+                         [&](int64_t, const float (&v)[3]) { return (v[0] - m) * s * v[1] + v[2]; });
+  } else {
+    const Tp<D>* const p[2] = {xr, w};
+    dev::row_map<D, Vec>(outr, p, C, lane, 32, [&](int64_t, const float (&v)[2]) {
+      return Mode == 1 ? (v[0] - m) * s * v[1] : v[0] * s * v[1];
+    });
+  }
+  if (lane == 0) {
+    if constexpr (Mode != 2) mean[r] = m;
+    rstd[r] = s;
+  }
+}
+
 template <DType D, bool Vec, int Mode>
 __global__ void norm_fwd_kernel(Tp<D>* __restrict__ out, float* __restrict__ mean, float* __restrict__ rstd,
                                 const Tp<D>* __restrict__ x, const Tp<D>* __restrict__ w, const Tp<D>* __restrict__ b,
                                 int64_t N, int64_t C, float eps) {
   const int lane = threadIdx.x & 31;
-  const float inv_c = 1.0f / static_cast<float>(C);
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32; r < N;
        r += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
-    const Tp<D>* xr = x + r * C;
-    const Tp<D>* const px[1] = {xr};
-    float m = 0.0f, acc = 0.0f;
-    if constexpr (Mode != 2) {
-      dev::row_walk<D, Vec>(px, C, lane, 32, [&](int64_t, const float (&v)[1]) { acc += v[0]; });
-      m = dev::warp_sum(acc) * inv_c;
-      acc = 0.0f;
-      dev::row_walk<D, Vec>(px, C, lane, 32, [&](int64_t, const float (&v)[1]) {
-        const float d = v[0] - m;
-        acc += d * d;
-      });
-    } else {
-      dev::row_walk<D, Vec>(px, C, lane, 32, [&](int64_t, const float (&v)[1]) { acc += v[0] * v[0]; });
-    }
-    const float s = 1.0f / sqrtf(dev::warp_sum(acc) * inv_c + eps);
-    if constexpr (Mode == 0) {
-      const Tp<D>* const p[3] = {xr, w, b};
-      dev::row_map<D, Vec>(out + r * C, p, C, lane, 32,
-                           [&](int64_t, const float (&v)[3]) { return (v[0] - m) * s * v[1] + v[2]; });
-    } else {
-      const Tp<D>* const p[2] = {xr, w};
-      dev::row_map<D, Vec>(out + r * C, p, C, lane, 32, [&](int64_t, const float (&v)[2]) {
-        return Mode == 1 ? (v[0] - m) * s * v[1] : v[0] * s * v[1];
-      });
-    }
-    if (lane == 0) {
-      if constexpr (Mode != 2) mean[r] = m;
-      rstd[r] = s;
-    }
+    const Tp<D>* const px[1] = {x + r * C};
+    float acc = 0.0f;
+    dev::row_walk<D, Vec>(px, C, lane, 32, [&](int64_t, const float (&v)[1]) { acc += first_term<Mode>(v[0]); });
+    norm_row_from<D, Vec, Mode>(acc, out + r * C, mean, rstd, x + r * C, w, b, r, C, eps, lane);
+  }
+}
+
+// Residual + norm (llm.c's fused_residual_forward): row r of h = x + y is written (rounded to D)
+// by the walk that also sums it, then normalized from h, which each lane reads back where it wrote
+// it (row_walk and row_map give a lane the same elements): the bits of binary add + norm_fwd_kernel.
+// h is not __restrict__: it is written, then read, in this kernel.
+template <DType D, bool Vec, int Mode>
+__global__ void residual_norm_fwd_kernel(Tp<D>* h, Tp<D>* __restrict__ out, float* __restrict__ mean,
+                                         float* __restrict__ rstd, const Tp<D>* __restrict__ x,
+                                         const Tp<D>* __restrict__ y, const Tp<D>* __restrict__ w,
+                                         const Tp<D>* __restrict__ b, int64_t N, int64_t C, float eps) {
+  using Io = dev::Io<D>;
+  const int lane = threadIdx.x & 31;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32; r < N;
+       r += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
+    const Tp<D>* const pxy[2] = {x + r * C, y + r * C};
+    float acc = 0.0f;
+    dev::row_map<D, Vec>(h + r * C, pxy, C, lane, 32, [&](int64_t, const float (&v)[2]) {
+      const float hv = Io::load(Io::store(v[0] + v[1]));  // h as stored
+      acc += first_term<Mode>(hv);
+      return hv;
+    });
+    norm_row_from<D, Vec, Mode>(acc, out + r * C, mean, rstd, h + r * C, w, b, r, C, eps, lane);
   }
 }
 
@@ -153,6 +194,30 @@ void launch_fwd(const char* who, DType t, void* out, float* mean, float* rstd, c
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
+void launch_residual_fwd(const char* who, DType t, void* h, void* out, float* mean, float* rstd, const void* x,
+                         const void* y, const void* w, const void* b, int64_t N, int64_t C, float eps, bool ln,
+                         cudaStream_t s) {
+  check_args(who, t, N, C);
+  if (!(eps >= 0.0f) || !std::isfinite(eps)) ZT_THROW("cuda_kernels::", who, ": eps = ", eps, ", expected finite >= 0");
+  if (N == 0) return;
+  need(who, "h", h), need(who, "out", out), need(who, "rstd", rstd), need(who, "x", x), need(who, "y", y);
+  need(who, "w", w);
+  if (ln) need(who, "mean", mean);
+  const bool vec = C % 8 == 0 && all_aligned({h, out, x, y, w, b});
+  const unsigned grid = dev::grid_for(N, kRowsPerBlock);
+  dispatch_compute_vec(t, vec, who, [&](auto d, auto v) {
+    constexpr DType D = decltype(d)::value;
+    constexpr bool V = decltype(v)::value;
+    auto *ph = static_cast<Tp<D>*>(h), *o = static_cast<Tp<D>*>(out);
+    const auto *px = static_cast<const Tp<D>*>(x), *py = static_cast<const Tp<D>*>(y),
+               *pw = static_cast<const Tp<D>*>(w), *pb = static_cast<const Tp<D>*>(b);
+    if (!ln) residual_norm_fwd_kernel<D, V, 2><<<grid, kThreads, 0, s>>>(ph, o, mean, rstd, px, py, pw, pb, N, C, eps);
+    else if (b) residual_norm_fwd_kernel<D, V, 0><<<grid, kThreads, 0, s>>>(ph, o, mean, rstd, px, py, pw, pb, N, C, eps);
+    else residual_norm_fwd_kernel<D, V, 1><<<grid, kThreads, 0, s>>>(ph, o, mean, rstd, px, py, pw, pb, N, C, eps);
+  });
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
+
 void launch_bwd(const char* who, DType t, void* dx, void* dw, void* db, const void* dout, const void* x,
                 const void* w, const float* mean, const float* rstd, int64_t N, int64_t C, void* workspace, bool ln,
                 cudaStream_t s) {
@@ -215,6 +280,16 @@ void layernorm_backward(DType t, void* dx, void* dw, void* db, const void* dout,
 void rmsnorm_forward(DType t, void* out, float* rstd, const void* x, const void* w, int64_t N, int64_t C, float eps,
                      cudaStream_t s) {
   launch_fwd("rmsnorm_forward", t, out, nullptr, rstd, x, w, nullptr, N, C, eps, false, s);
+}
+
+void residual_layernorm_forward(DType t, void* h, void* out, float* mean, float* rstd, const void* x, const void* y,
+                                const void* w, const void* b, int64_t N, int64_t C, float eps, cudaStream_t s) {
+  launch_residual_fwd("residual_layernorm_forward", t, h, out, mean, rstd, x, y, w, b, N, C, eps, true, s);
+}
+
+void residual_rmsnorm_forward(DType t, void* h, void* out, float* rstd, const void* x, const void* y, const void* w,
+                              int64_t N, int64_t C, float eps, cudaStream_t s) {
+  launch_residual_fwd("residual_rmsnorm_forward", t, h, out, nullptr, rstd, x, y, w, nullptr, N, C, eps, false, s);
 }
 
 void rmsnorm_backward(DType t, void* dx, void* dw, const void* dout, const void* x, const void* w, const float* rstd,

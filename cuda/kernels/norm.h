@@ -1,5 +1,5 @@
 // defines: cuda_kernels::layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward,
-//          norm_backward_workspace_bytes — the row norms on the GPU, float32 or bfloat16 storage,
+//          residual_layernorm_forward, residual_rmsnorm_forward, norm_backward_workspace_bytes — the row norms on the GPU, float32 or bfloat16 storage,
 //          float32 math; and (CUDA sources only) cuda_kernels::dev row helpers (warp sums, a row
 //          walk with 128-bit packs) shared with cuda/kernels/softmax_ce.cu.
 //
@@ -22,6 +22,10 @@
 // l, l + 32, ...), then the 32 lane sums combine by __shfl_xor_sync (every lane gets the same bits).
 // The order depends only on C and alignment, so a row's statistics are the same bits on every run;
 // they differ from the CPU's (16 lanes, another order) in the last bits: ~1e-6 relative.
+// Residual + norm (llm.c's fused_residual_forward): the same warp per row first walks x and y,
+// writes h = x + y rounded to the storage dtype, and sums that rounded h; the norm then reads h
+// back (each lane the elements it wrote, still in cache). h, out, mean and rstd are the bits of
+// the element-wise add followed by layernorm_forward / rmsnorm_forward.
 // Backward's dw / db, deterministic without atomics: the rows are cut into
 // nch = min(N, kNormChunks) fixed chunks [k N / nch, (k+1) N / nch) (as on the CPU, with more
 // chunks); thread (k, c) sums its chunk's rows in order into partial[k][c] (float32, in the
@@ -55,6 +59,14 @@ void rmsnorm_forward(DType t, void* out, float* rstd, const void* x, const void*
 // dx (N, C), dw (C) (each optional); workspace as for layernorm_backward.
 void rmsnorm_backward(DType t, void* dx, void* dw, const void* dout, const void* x, const void* w, const float* rstd,
                       int64_t N, int64_t C, void* workspace, cudaStream_t s);
+
+// h (N, C) = x + y, out (N, C) = layernorm(h) with mean, rstd (N) f32; b may be null. x, y, h, out
+// must not overlap. The backward: layernorm_backward with h as x.
+void residual_layernorm_forward(DType t, void* h, void* out, float* mean, float* rstd, const void* x, const void* y,
+                                const void* w, const void* b, int64_t N, int64_t C, float eps, cudaStream_t s);
+// h (N, C) = x + y, out (N, C) = rmsnorm(h) with rstd (N) f32.
+void residual_rmsnorm_forward(DType t, void* h, void* out, float* rstd, const void* x, const void* y, const void* w,
+                              int64_t N, int64_t C, float eps, cudaStream_t s);
 
 }  // namespace zt::cuda_kernels
 
