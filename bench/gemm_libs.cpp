@@ -17,7 +17,9 @@
 //           single-threaded library call each (what the training step runs);
 //   native  one call threaded by the library itself.
 // The per-step GEMM time of a library is the sum over shapes of count x median time (the split
-// way, as zt::gemm runs; the attention tiles single-threaded, as attention runs them).
+// way, as zt::gemm runs; the attention tiles single-threaded, as attention runs them, t at once on
+// t threads, and their % is of one thread's share of the ceiling). The libraries alternate call by
+// call within each shape, so a change in machine load hits all of them.
 // Every library's result is checked against a float64 dot product on sampled entries: a library
 // wired with a wrong transpose cannot post a fast row.
 #include <CLI/CLI.hpp>
@@ -63,15 +65,15 @@ std::vector<GemmCase> step_shapes(const ModelConfig& c, int64_t B, int64_t T) {
   std::vector<Lin> lins;
   if (c.family == "llama")
     lins = {{"q", C, C}, {"k", kv, C}, {"v", kv, C}, {"o", C, C}, {"gate", F, C}, {"up", F, C}, {"down", C, F}};
-  else  // GPT-2: nn/layers.cpp's attention runs c_attn as three row blocks (q, k, v), each (C, C)
-    lins = {{"q/k/v", C, C}, {"attn proj", C, C}, {"fc", F, C}, {"mlp proj", C, F}};
+  else  // GPT-2: c_attn is one GEMM (nn/layers.cpp: attention reads the packed q|k|v)
+    lins = {{"c_attn", 3 * C, C}, {"attn proj", C, C}, {"fc", F, C}, {"mlp proj", C, F}};
   std::vector<GemmCase> out;
   auto add_linear = [&](const std::string& n, int64_t o, int64_t i, int64_t count) {
     out.push_back({n + " fwd", false, true, M, o, i, count});
     out.push_back({n + " bwd dx", false, false, M, i, o, count});
     out.push_back({n + " bwd dw", true, false, o, i, M, count});
   };
-  for (const Lin& l : lins) add_linear(l.name, l.out, l.in, L * (l.name == "q/k/v" ? 3 : 1));
+  for (const Lin& l : lins) add_linear(l.name, l.out, l.in, L);
   add_linear("lm head", c.padded_vocab_size, C, 1);
   // one row per distinct (ta, tb, M, N, K): e.g. GPT-2's q/k/v and attn proj share their shapes
   std::vector<GemmCase> merged;
@@ -179,58 +181,67 @@ int main(int argc, char** argv) {
   for (int t : threads) {
     set_num_threads(t);
     ceiling[t] = fma_ceiling(t).gflops;
-    for (GemmLib lib : libs) {
-      set_gemm_lib(lib);
-      nlohmann::json row{{"lib", gemm_lib_name(lib)}, {"threads", t}, {"model", model}, {"batch", B}, {"seq", T}};
-      double step_ms = 0, step_flops = 0;
-      nlohmann::json per_shape = nlohmann::json::array();
-      for (const GemmCase& s : shapes) {
-        const int64_t lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N, ldc = s.N;
-        auto time_it = [&](auto&& call) {
-          call();
-          call();
-          std::vector<double> ms;
-          for (int r = 0; r < reps; ++r) {
-            const auto t0 = std::chrono::steady_clock::now();
-            call();
-            ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-          }
-          const double err = check(s, a, lda, b, ldb, c, ldc);
-          if (!(err < 1e-5)) {
-            std::fprintf(stderr, "bench_gemm_libs: %s %s: relative error %g against float64\n", gemm_lib_name(lib),
-                         s.what.c_str(), err);
-            sane = false;
-          }
-          return median(ms);
-        };
-        double split = 0, native = 0;
-        if (s.tile) {  // single-threaded, as attention's per-thread tiles
-          split = native = time_it([&] { sgemm_serial(lib, s.ta, s.tb, s.M, s.N, s.K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc); });
-        } else {
-          split = time_it([&] { gemm<float>(s.ta, s.tb, s.M, s.N, s.K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc); });
-          native = t == 1 ? split
-                          : time_it([&] {
-                              sgemm_threaded(lib, t, s.ta, s.tb, s.M, s.N, s.K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-                            });
+    // Libraries alternate call by call within each shape (a drift in machine load hits all of them).
+    std::vector<nlohmann::json> row(libs.size());
+    std::vector<double> step_ms(libs.size(), 0.0);
+    double step_flops = 0;
+    for (size_t li = 0; li < libs.size(); ++li)
+      row[li] = {{"lib", gemm_lib_name(libs[li])}, {"threads", t}, {"model", model}, {"batch", B}, {"seq", T},
+                 {"shapes", nlohmann::json::array()}};
+    for (const GemmCase& s : shapes) {
+      const int64_t lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N, ldc = s.N;
+      const bool two_ways = t > 1 && !s.tile;  // tiles run single-threaded, as attention runs them
+      auto call = [&](GemmLib lib, bool native) {
+        if (s.tile) sgemm_serial(lib, s.ta, s.tb, s.M, s.N, s.K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+        else if (native) sgemm_threaded(lib, t, s.ta, s.tb, s.M, s.N, s.K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+        else {
+          set_gemm_lib(lib);
+          gemm<float>(s.ta, s.tb, s.M, s.N, s.K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
         }
-        step_ms += s.count * split;
-        step_flops += s.count * s.flops();
-        per_shape.push_back({{"what", s.what}, {"ta", s.ta}, {"tb", s.tb}, {"M", s.M}, {"N", s.N}, {"K", s.K},
-                             {"count", s.count}, {"ms_split", split}, {"ms_native", native},
-                             {"gflops_split", s.flops() / split * 1e-6}, {"gflops_native", s.flops() / native * 1e-6}});
+      };
+      auto timed = [&](GemmLib lib, bool native) {
+        const auto t0 = std::chrono::steady_clock::now();
+        call(lib, native);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (const double err = check(s, a, lda, b, ldb, c, ldc); !(err < 1e-5)) {
+          std::fprintf(stderr, "bench_gemm_libs: %s %s: relative error %g against float64\n", gemm_lib_name(lib),
+                       s.what.c_str(), err);
+          sane = false;
+        }
+        return ms;
+      };
+      std::vector<std::vector<double>> split(libs.size()), native(libs.size());
+      for (GemmLib lib : libs)
+        for (int w = 0; w < 2; ++w) {
+          call(lib, false);
+          if (two_ways) call(lib, true);
+        }
+      for (int r = 0; r < reps; ++r)
+        for (size_t li = 0; li < libs.size(); ++li) {
+          split[li].push_back(timed(libs[li], false));
+          if (two_ways) native[li].push_back(timed(libs[li], true));
+        }
+      // Tiles: t threads run t of them at once (attention parallelizes over heads).
+      const double per_step = static_cast<double>(s.count) / (s.tile ? t : 1);
+      step_flops += s.count * s.flops();
+      for (size_t li = 0; li < libs.size(); ++li) {
+        const double sp = median(split[li]), nv = two_ways ? median(native[li]) : sp;
+        step_ms[li] += per_step * sp;
+        row[li]["shapes"].push_back({{"what", s.what}, {"ta", s.ta}, {"tb", s.tb}, {"M", s.M}, {"N", s.N},
+                                     {"K", s.K}, {"count", s.count}, {"ms_split", sp}, {"ms_native", nv},
+                                     {"gflops_split", s.flops() / sp * 1e-6}, {"gflops_native", s.flops() / nv * 1e-6}});
         std::fprintf(stderr, "%-8s t=%d %-40s %5lldx%5lldx%5lld %c%c x%-6lld split %6.1f native %6.1f GFLOP/s\n",
-                     gemm_lib_name(lib), t, s.what.c_str(), static_cast<long long>(s.M), static_cast<long long>(s.N),
-                     static_cast<long long>(s.K), s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', static_cast<long long>(s.count),
-                     s.flops() / split * 1e-6, s.flops() / native * 1e-6);
+                     gemm_lib_name(libs[li]), t, s.what.c_str(), static_cast<long long>(s.M),
+                     static_cast<long long>(s.N), static_cast<long long>(s.K), s.ta ? 'T' : 'N', s.tb ? 'T' : 'N',
+                     static_cast<long long>(s.count), s.flops() / sp * 1e-6, s.flops() / nv * 1e-6);
       }
-      // the ceiling again after the library's rows: the best seen is the one used
-      ceiling[t] = std::max(ceiling[t], fma_ceiling(t, 3).gflops);
-      row["shapes"] = per_shape;
-      row["step_gemm_ms"] = step_ms;
-      row["step_gemm_gflop"] = step_flops * 1e-9;
-      results.push_back(row);
-      std::fprintf(stderr, "%-8s t=%d: step GEMMs %.1f ms (%.1f GFLOP/s)\n", gemm_lib_name(lib), t, step_ms,
-                   step_flops / step_ms * 1e-6);
+    }
+    // the ceiling again after the rows: the best seen is the one used
+    ceiling[t] = std::max(ceiling[t], fma_ceiling(t, 3).gflops);
+    for (size_t li = 0; li < libs.size(); ++li) {
+      row[li]["step_gemm_ms"] = step_ms[li];
+      row[li]["step_gemm_gflop"] = step_flops * 1e-9;
+      results.push_back(row[li]);
     }
   }
   set_gemm_lib(build_default);
@@ -257,7 +268,7 @@ int main(int argc, char** argv) {
         if (r["threads"] != t) continue;
         const auto& x = r["shapes"][si];
         const double sp = x["gflops_split"], nv = x["gflops_native"];
-        if (t == 1 || s.tile) std::printf(" %.1f (%.0f%%) |", sp, 100 * sp / ceiling[t]);
+        if (t == 1 || s.tile) std::printf(" %.1f (%.0f%%) |", sp, 100 * sp / (ceiling[t] / (s.tile ? t : 1)));
         else std::printf(" %.1f (%.1f) %.0f%% |", sp, nv, 100 * sp / ceiling[t]);
       }
       std::printf("\n");

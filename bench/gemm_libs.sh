@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/gemm_libs.sh — the float32 GEMM libraries (OpenBLAS, BLIS, oneDNN, Eigen) on the GEMM shapes
-# of one training step of gpt-mini and llama-nano (B = 8, T = 256), 1 and 2 threads, against the
+# of one training step of gpt-mini and llama-mini (B = 8, T = 256), 1 and 2 threads, against the
 # measured FMA ceiling. Writes bench/results/gemm_libs.md (and .json). The build's default
 # library (CMake ZT_GEMM, core/kernels/gemm_libs.h) is chosen from this table.
 # Usage: bench/gemm_libs.sh [--reps 7]   (needs the build in ${BUILD_DIR:-build}, bench on)
@@ -22,7 +22,7 @@ md="$ROOT/bench/results/gemm_libs.md"; json="$ROOT/bench/results/gemm_libs.json"
   echo "  one call threaded by the library; attention tiles single-threaded as attention runs them; per-step time = sum of count x split time)"
   echo "- libraries: OpenBLAS $(dpkg-query -W -f='${Version}' libopenblas0-openmp 2>/dev/null), BLIS $(dpkg-query -W -f='${Version}' libblis4-openmp 2>/dev/null), oneDNN $(dpkg-query -W -f='${Version}' libdnnl2 2>/dev/null), Eigen $(dpkg-query -W -f='${Version}' libeigen3-dev 2>/dev/null)"
   echo
-  for model in gpt-mini llama-nano; do
+  for model in gpt-mini llama-mini; do
     echo "## $model"
     echo
     "$BUILD/bench/bench_gemm_libs" --model "$model" --batch 8 --seq 256 --threads 1,2 --reps "$REPS" --json "$json" 2>/dev/null

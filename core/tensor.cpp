@@ -375,7 +375,14 @@ void Tensor::copy_(const Tensor& src) {
   char* dst = static_cast<char*>(raw());
   const char* s = static_cast<const char*>(src.raw());
   const size_t des = element_size(), ses = src.element_size();
-  if (dtype_ == src.dtype_) {
+  if (dtype_ == src.dtype_ && !shape_.empty() && strides_.back() == 1 && src.strides_.back() == 1) {
+    // Rows contiguous on both sides (a column block of a wider matrix, e.g. attention's q | k | v):
+    // one memcpy per row, the rows walked by for_each_index over the shape with the last dim 1.
+    Shape rows = shape_;
+    const size_t row_bytes = static_cast<size_t>(rows.back()) * des;
+    rows.back() = 1;
+    for_each_index(rows, strides_, src.strides_, [&](int64_t d, int64_t o) { std::memcpy(dst + d * des, s + o * ses, row_bytes); });
+  } else if (dtype_ == src.dtype_) {
     for_each_index(shape_, strides_, src.strides_, [&](int64_t d, int64_t o) { std::memcpy(dst + d * des, s + o * ses, des); });
   } else {
     const DType dd = dtype_, sd = src.dtype_;
