@@ -1,4 +1,4 @@
-// bench_gemm — float32 GEMM throughput through zt::gemm (core/kernels/gemm.h, OpenBLAS) against
+// bench_gemm — float32 GEMM throughput through zt::gemm (core/kernels/gemm.h, the build's library) against
 // the measured FMA ceiling of the same thread count (core/fma_ceiling.h).
 //
 //   bench_gemm [--sizes 512,1024,2048] [--threads 1,2] [--reps 10] [--out bench/results/gemm.md]
@@ -24,6 +24,7 @@
 
 #include "core/fma_ceiling.h"
 #include "core/kernels/gemm.h"
+#include "core/kernels/gemm_libs.h"
 #include "core/parallel.h"
 #include "core/rng.h"
 #include "core/tensor.h"
@@ -137,7 +138,7 @@ int main(int argc, char** argv) {
     note << buf;
   }
   note << " " << (ceiling.empty() ? "" : ceiling.begin()->second.isa)
-       << "; gemm: zt::gemm<float> (OpenBLAS cblas_sgemm, OpenMP build); reps " << reps
+       << "; gemm: zt::gemm<float> through " << zt::gemm_lib_name(zt::gemm_lib()) << "; reps " << reps
        << " after 2 warmups, best reported.\nLoad average (1/5/15 min) before: " << load_before
        << ", after: " << load_after << "\n";
   std::cout << note.str();

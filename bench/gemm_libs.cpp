@@ -13,11 +13,12 @@
 // and the attention tiles (core/kernels/attention.h, Br = Bc = 64, D = head_dim) that each
 // thread multiplies on its own: 2 per (query tile, key tile) pair forward, 5 backward.
 // Each shape is timed two ways on t threads:
-//   split   zt::gemm<float> with that library: C cut into t row (or column) blocks, one
-//           single-threaded library call each (what the training step runs);
-//   native  one call threaded by the library itself.
-// The per-step GEMM time of a library is the sum over shapes of count x median time (the split
-// way, as zt::gemm runs; the attention tiles single-threaded, as attention runs them, t at once on
+//   zt::gemm  zt::gemm<float> with that library, what the training step runs: C cut into t row
+//             (or column) blocks, one single-threaded library call each, or for a library that
+//             threads better itself (gemm_libs.h's gemm_lib_splits: oneDNN) one threaded call;
+//   native    one call threaded by the library itself.
+// The per-step GEMM time of a library is the sum over shapes of count x median time (the
+// zt::gemm way; the attention tiles single-threaded, as attention runs them, t at once on
 // t threads, and their % is of one thread's share of the ceiling). The libraries alternate call by
 // call within each shape, so a change in machine load hits all of them.
 // Every library's result is checked against a float64 dot product on sampled entries: a library
@@ -228,9 +229,9 @@ int main(int argc, char** argv) {
         const double sp = median(split[li]), nv = two_ways ? median(native[li]) : sp;
         step_ms[li] += per_step * sp;
         row[li]["shapes"].push_back({{"what", s.what}, {"ta", s.ta}, {"tb", s.tb}, {"M", s.M}, {"N", s.N},
-                                     {"K", s.K}, {"count", s.count}, {"ms_split", sp}, {"ms_native", nv},
-                                     {"gflops_split", s.flops() / sp * 1e-6}, {"gflops_native", s.flops() / nv * 1e-6}});
-        std::fprintf(stderr, "%-8s t=%d %-40s %5lldx%5lldx%5lld %c%c x%-6lld split %6.1f native %6.1f GFLOP/s\n",
+                                     {"K", s.K}, {"count", s.count}, {"ms_zt_gemm", sp}, {"ms_native", nv},
+                                     {"gflops_zt_gemm", s.flops() / sp * 1e-6}, {"gflops_native", s.flops() / nv * 1e-6}});
+        std::fprintf(stderr, "%-8s t=%d %-40s %5lldx%5lldx%5lld %c%c x%-6lld zt::gemm %6.1f native %6.1f GFLOP/s\n",
                      gemm_lib_name(libs[li]), t, s.what.c_str(), static_cast<long long>(s.M),
                      static_cast<long long>(s.N), static_cast<long long>(s.K), s.ta ? 'T' : 'N', s.tb ? 'T' : 'N',
                      static_cast<long long>(s.count), s.flops() / sp * 1e-6, s.flops() / nv * 1e-6);
@@ -252,7 +253,8 @@ int main(int argc, char** argv) {
               model.c_str(), static_cast<long long>(B), static_cast<long long>(T), provider.c_str(),
               gemm_lib_name(build_default), load_before.c_str(), load_after.c_str());
   for (int t : threads) {
-    std::printf("%d thread(s), FMA ceiling %.1f GFLOP/s: GFLOP/s split (native) and %% of the ceiling\n\n", t,
+    std::printf("%d thread(s), FMA ceiling %.1f GFLOP/s: GFLOP/s through zt::gemm (in parentheses: the library's own "
+                "threading) and %% of the ceiling\n\n", t,
                 ceiling[t]);
     std::printf("| GEMM | op | M x N x K | per step |");
     for (GemmLib l : libs) std::printf(" %s |", gemm_lib_name(l));
@@ -267,7 +269,7 @@ int main(int argc, char** argv) {
       for (const auto& r : results) {
         if (r["threads"] != t) continue;
         const auto& x = r["shapes"][si];
-        const double sp = x["gflops_split"], nv = x["gflops_native"];
+        const double sp = x["gflops_zt_gemm"], nv = x["gflops_native"];
         if (t == 1 || s.tile) std::printf(" %.1f (%.0f%%) |", sp, 100 * sp / (ceiling[t] / (s.tile ? t : 1)));
         else std::printf(" %.1f (%.1f) %.0f%% |", sp, nv, 100 * sp / ceiling[t]);
       }

@@ -18,8 +18,9 @@ md="$ROOT/bench/results/gemm_libs.md"; json="$ROOT/bench/results/gemm_libs.json"
   echo
   echo "- date: $(date -u +%F), machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(uname -sr)"
   echo "- command: \`bench/gemm_libs.sh --reps $REPS\` (bench/gemm_libs.cpp: each shape 2 warmups then the median of $REPS calls;"
-  echo "  'split' = zt::gemm's own row split over single-threaded library calls, as training runs it; in parentheses 'native' ="
-  echo "  one call threaded by the library; attention tiles single-threaded as attention runs them; per-step time = sum of count x split time)"
+  echo "  first number = through zt::gemm as training runs it (its own row split over single-threaded library calls, except for"
+  echo "  oneDNN, which threads each call itself: core/kernels/gemm_libs.h's gemm_lib_splits); in parentheses = one call threaded"
+  echo "  by the library; attention tiles single-threaded as attention runs them; per-step time = sum of count x zt::gemm time)"
   echo "- libraries: OpenBLAS $(dpkg-query -W -f='${Version}' libopenblas0-openmp 2>/dev/null), BLIS $(dpkg-query -W -f='${Version}' libblis4-openmp 2>/dev/null), oneDNN $(dpkg-query -W -f='${Version}' libdnnl2 2>/dev/null), Eigen $(dpkg-query -W -f='${Version}' libeigen3-dev 2>/dev/null)"
   echo
   for model in gpt-mini llama-mini; do

@@ -89,6 +89,14 @@ TEST_CASE("zt::gemm through each library: right on 1 and 2 threads, bitwise repr
       double worst = 0;
       for (int64_t i = 0; i < M * N; ++i) worst = std::max(worst, std::abs(c1[i] - want[i]));
       CHECK(worst < 1e-4);
+      // a weight gradient's shape: op(A) = A^T with A (K2, M2), long K (split across threads
+      // by a library that threads itself): still the same bits run to run
+      const int64_t M2 = 96, N2 = 64, K2 = 1024;
+      const auto A2 = matrix(K2, M2, 6), B2 = matrix(K2, N2, 7);
+      std::vector<float> d1(M2 * N2), d2(M2 * N2);
+      gemm<float>(true, false, M2, N2, K2, 1.0f, A2.data(), M2, B2.data(), N2, 0.0f, d1.data(), N2);
+      gemm<float>(true, false, M2, N2, K2, 1.0f, A2.data(), M2, B2.data(), N2, 0.0f, d2.data(), N2);
+      CHECK(d1 == d2);
     }
   }
   set_gemm_lib(before);

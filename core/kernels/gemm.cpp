@@ -61,7 +61,9 @@ constexpr double kParallelMacs = 1 << 21;
 // Threads split C into contiguous blocks of rows (or of columns when N > M), each computed by one
 // single-threaded BLAS call. Measured on the 2-core AVX2 machine (bench/results/gemm.md): at
 // n = 1024 this reaches ~85% of the FMA ceiling on 2 threads where OpenBLAS's own threading reached
-// 67%; every element is still produced by one thread in one fixed order (deterministic).
+// 67%; every element is still produced by one thread in one fixed order (deterministic). A library
+// whose own threading is faster (gemm_lib_splits false: oneDNN) gets the whole call instead; its
+// partition is fixed for a thread count, so results stay reproducible (tests/test_gemm_libs.cpp).
 template <class T>
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
           const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
@@ -70,7 +72,9 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, co
   const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
   const bool split_rows = M >= N;
   const int64_t extent = split_rows ? M : N;
-  if (nt <= 1 || static_cast<double>(M) * N * K < kParallelMacs || extent < 16 * nt) {
+  // A library that threads a GEMM better than our split gets the whole call (gemm_lib_splits).
+  const bool library_threads = std::is_same_v<T, float> && !gemm_lib_splits(gemm_lib());
+  if (nt <= 1 || library_threads || static_cast<double>(M) * N * K < kParallelMacs || extent < 16 * nt) {
     blas_call(nt, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }

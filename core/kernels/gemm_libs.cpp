@@ -69,6 +69,8 @@ GemmLib parse_gemm_lib(const std::string& s) {
 
 bool gemm_lib_built(GemmLib lib) { return entry(lib) != nullptr; }
 
+bool gemm_lib_splits(GemmLib lib) { return lib != GemmLib::onednn; }
+
 std::vector<GemmLib> gemm_libs_built() {
   std::vector<GemmLib> out;
   for (GemmLib l : {GemmLib::openblas, GemmLib::blis, GemmLib::onednn, GemmLib::eigen})

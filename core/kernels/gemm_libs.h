@@ -34,6 +34,14 @@ void set_gemm_lib(GemmLib lib);
 // a cblas_sgemm of its own, so zt-info and bench_gemm_libs print which one the loader bound.
 std::string cblas_sgemm_provider();
 
+// How zt::gemm<float> spreads one GEMM over threads with this library: true = its own split of C
+// into one row (or column) block per thread, each a single-threaded call (OpenBLAS, BLIS, Eigen:
+// at n = 1024 OpenBLAS's own threading reached 67% of the FMA ceiling, the split 90%); false =
+// one call threaded by the library (oneDNN: its own threading beat the split on every training
+// shape, by up to 2x on the transposed-A products of the weight gradients). Measured in
+// bench/results/gemm_libs.md ("split" and "native" columns).
+bool gemm_lib_splits(GemmLib lib);
+
 // One sgemm on the calling thread only (zt::gemm's per-thread blocks, attention's tiles).
 void sgemm_serial(GemmLib lib, bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
                   const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
