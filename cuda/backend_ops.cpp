@@ -47,6 +47,17 @@ struct Need {
              ", expected float32 or bfloat16");
     on(t, name, t.dtype());
   }
+  // A norm's per-channel and per-row tensors, shared by its six entries: w (and b when defined)
+  // (N) in x's dtype; mean (when defined) and rstd (R) in the stats dtype.
+  void norm_params(const Tensor& x, int64_t R, int64_t N, const Tensor& w, const Tensor& b, const Tensor& mean,
+                   const Tensor& rstd) const {
+    on(w, "w", x.dtype());
+    numel(w, "w", N);
+    if (b.defined()) on(b, "b", x.dtype()), numel(b, "b", N);
+    if (mean.defined()) on(mean, "mean", stats_dtype(x.dtype())), numel(mean, "mean", R);
+    on(rstd, "rstd", stats_dtype(x.dtype()));
+    numel(rstd, "rstd", R);
+  }
   // on(), plus the same shape as ref.
   void like(const Tensor& t, const char* name, const Tensor& ref) const {
     on(t, name, ref.dtype());
@@ -356,13 +367,7 @@ void CudaBackend::layernorm(const Tensor& out, const Tensor& mean, const Tensor&
   n.compute(x, "x");
   const Rows r = rows_of(x, "layernorm");
   n.like(out, "out", x);
-  n.on(w, "w", x.dtype());
-  n.numel(w, "w", r.N);
-  if (b.defined()) n.on(b, "b", x.dtype()), n.numel(b, "b", r.N);
-  n.on(mean, "mean", stats_dtype(x.dtype()));
-  n.numel(mean, "mean", r.R);
-  n.on(rstd, "rstd", stats_dtype(x.dtype()));
-  n.numel(rstd, "rstd", r.R);
+  n.norm_params(x, r.R, r.N, w, b, mean, rstd);
   DeviceGuard g(index_);
   cuda_kernels::layernorm_forward(x.dtype(), out.raw(), mean.data<float>(), rstd.data<float>(), x.raw(), w.raw(),
                                   ptr(b), r.R, r.N, static_cast<float>(eps), stream());
@@ -374,12 +379,7 @@ void CudaBackend::layernorm_backward(const Tensor& dx, const Tensor& dw, const T
   n.compute(x, "x");
   const Rows r = rows_of(x, "layernorm_backward");
   n.like(dout, "dout", x);
-  n.on(w, "w", x.dtype());
-  n.numel(w, "w", r.N);
-  n.on(mean, "mean", stats_dtype(x.dtype()));
-  n.numel(mean, "mean", r.R);
-  n.on(rstd, "rstd", stats_dtype(x.dtype()));
-  n.numel(rstd, "rstd", r.R);
+  n.norm_params(x, r.R, r.N, w, Tensor(), mean, rstd);
   if (dx.defined()) n.like(dx, "dx", x);
   if (dw.defined()) n.on(dw, "dw", x.dtype()), n.numel(dw, "dw", r.N);
   if (db.defined()) n.on(db, "db", x.dtype()), n.numel(db, "db", r.N);
@@ -400,13 +400,7 @@ void CudaBackend::residual_layernorm(const Tensor& h, const Tensor& out, const T
   n.like(y, "y", x);
   n.like(h, "h", x);
   n.like(out, "out", x);
-  n.on(w, "w", x.dtype());
-  n.numel(w, "w", r.N);
-  if (b.defined()) n.on(b, "b", x.dtype()), n.numel(b, "b", r.N);
-  n.on(mean, "mean", stats_dtype(x.dtype()));
-  n.numel(mean, "mean", r.R);
-  n.on(rstd, "rstd", stats_dtype(x.dtype()));
-  n.numel(rstd, "rstd", r.R);
+  n.norm_params(x, r.R, r.N, w, b, mean, rstd);
   DeviceGuard g(index_);
   cuda_kernels::residual_layernorm_forward(x.dtype(), h.raw(), out.raw(), mean.data<float>(), rstd.data<float>(),
                                            x.raw(), y.raw(), w.raw(), ptr(b), r.R, r.N, static_cast<float>(eps),
@@ -421,10 +415,7 @@ void CudaBackend::residual_rmsnorm(const Tensor& h, const Tensor& out, const Ten
   n.like(y, "y", x);
   n.like(h, "h", x);
   n.like(out, "out", x);
-  n.on(w, "w", x.dtype());
-  n.numel(w, "w", r.N);
-  n.on(rstd, "rstd", stats_dtype(x.dtype()));
-  n.numel(rstd, "rstd", r.R);
+  n.norm_params(x, r.R, r.N, w, Tensor(), Tensor(), rstd);
   DeviceGuard g(index_);
   cuda_kernels::residual_rmsnorm_forward(x.dtype(), h.raw(), out.raw(), rstd.data<float>(), x.raw(), y.raw(), w.raw(),
                                          r.R, r.N, static_cast<float>(eps), stream());
@@ -435,10 +426,7 @@ void CudaBackend::rmsnorm(const Tensor& out, const Tensor& rstd, const Tensor& x
   n.compute(x, "x");
   const Rows r = rows_of(x, "rmsnorm");
   n.like(out, "out", x);
-  n.on(w, "w", x.dtype());
-  n.numel(w, "w", r.N);
-  n.on(rstd, "rstd", stats_dtype(x.dtype()));
-  n.numel(rstd, "rstd", r.R);
+  n.norm_params(x, r.R, r.N, w, Tensor(), Tensor(), rstd);
   DeviceGuard g(index_);
   cuda_kernels::rmsnorm_forward(x.dtype(), out.raw(), rstd.data<float>(), x.raw(), w.raw(), r.R, r.N,
                                 static_cast<float>(eps), stream());
@@ -450,10 +438,7 @@ void CudaBackend::rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Ten
   n.compute(x, "x");
   const Rows r = rows_of(x, "rmsnorm_backward");
   n.like(dout, "dout", x);
-  n.on(w, "w", x.dtype());
-  n.numel(w, "w", r.N);
-  n.on(rstd, "rstd", stats_dtype(x.dtype()));
-  n.numel(rstd, "rstd", r.R);
+  n.norm_params(x, r.R, r.N, w, Tensor(), Tensor(), rstd);
   if (dx.defined()) n.like(dx, "dx", x);
   if (dw.defined()) n.on(dw, "dw", x.dtype()), n.numel(dw, "dw", r.N);
   if (!dx.defined() && !dw.defined()) return;

@@ -1,7 +1,5 @@
 // defines: gemm_libs_detail::sgemm_eigen — core/kernels/gemm_libs.h's entry for Eigen 3.4's
 //          matrix product (header-only; compiled with this build's -march, OpenMP-parallel).
-#include <omp.h>
-
 #include <Eigen/Core>
 
 #include "core/kernels/gemm_libs.h"
@@ -18,9 +16,7 @@ using View = Eigen::Map<RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
 // runs on the calling thread inside one; the count is set for the call and put back.
 void sgemm_eigen(int threads, bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
                  const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  const int before = omp_get_max_threads();
-  const bool set = !omp_in_parallel() && before != threads;
-  if (set) omp_set_num_threads(threads);
+  const OmpThreadsForCall scope(threads);
   // A (M, K) or, transposed, stored (K, M); B (K, N) or stored (N, K).
   ConstView a(A, transA ? K : M, transA ? M : K, Eigen::OuterStride<>(lda));
   ConstView b(B, transB ? N : K, transB ? K : N, Eigen::OuterStride<>(ldb));
@@ -31,7 +27,6 @@ void sgemm_eigen(int threads, bool transA, bool transB, int64_t M, int64_t N, in
   else if (!transA) c.noalias() += alpha * a * b.transpose();
   else if (!transB) c.noalias() += alpha * a.transpose() * b;
   else c.noalias() += alpha * a.transpose() * b.transpose();
-  if (set) omp_set_num_threads(before);
 }
 
 }  // namespace zt::gemm_libs_detail

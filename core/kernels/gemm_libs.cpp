@@ -1,6 +1,7 @@
 #include "core/kernels/gemm_libs.h"
 
 #include <dlfcn.h>
+#include <omp.h>
 
 #include "core/check.h"
 
@@ -50,6 +51,14 @@ SgemmFn need(GemmLib lib) {
   return f;
 }
 }  // namespace
+
+gemm_libs_detail::OmpThreadsForCall::OmpThreadsForCall(int threads)
+    : before_(omp_get_max_threads()), set_(!omp_in_parallel() && before_ != threads) {
+  if (set_) omp_set_num_threads(threads);
+}
+gemm_libs_detail::OmpThreadsForCall::~OmpThreadsForCall() {
+  if (set_) omp_set_num_threads(before_);
+}
 
 const char* gemm_lib_name(GemmLib lib) {
   switch (lib) {

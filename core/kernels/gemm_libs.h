@@ -54,6 +54,21 @@ void sgemm_threaded(GemmLib lib, int threads, bool transA, bool transB, int64_t 
 // One entry per library, defined in core/kernels/gemm_<lib>.cpp (a file per library, so each
 // sees only its own headers: BLIS ships a cblas.h of its own). threads == 1 starts no thread.
 namespace gemm_libs_detail {
+// For a library that threads over omp_get_max_threads() outside a parallel region (oneDNN,
+// Eigen): that count set to `threads` for one call, and put back. Inside a parallel region (the
+// library runs on the calling thread) it changes nothing.
+class OmpThreadsForCall {
+ public:
+  explicit OmpThreadsForCall(int threads);
+  ~OmpThreadsForCall();
+  OmpThreadsForCall(const OmpThreadsForCall&) = delete;
+  OmpThreadsForCall& operator=(const OmpThreadsForCall&) = delete;
+
+ private:
+  int before_;
+  bool set_;
+};
+
 using SgemmFn = void (*)(int threads, bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
                          const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
                          int64_t ldc);
