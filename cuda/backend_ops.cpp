@@ -54,8 +54,8 @@ struct Need {
     on(w, "w", x.dtype());
     numel(w, "w", N);
     if (b.defined()) on(b, "b", x.dtype()), numel(b, "b", N);
-    if (mean.defined()) on(mean, "mean", stats_dtype(x.dtype())), numel(mean, "mean", R);
-    on(rstd, "rstd", stats_dtype(x.dtype()));
+    if (mean.defined()) on(mean, "mean", b.stats_dtype(x.dtype())), numel(mean, "mean", R);
+    on(rstd, "rstd", b.stats_dtype(x.dtype()));
     numel(rstd, "rstd", R);
   }
   // on(), plus the same shape as ref.
