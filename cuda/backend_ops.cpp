@@ -49,13 +49,14 @@ struct Need {
   }
   // A norm's per-channel and per-row tensors, shared by its six entries: w (and b when defined)
   // (N) in x's dtype; mean (when defined) and rstd (R) in the stats dtype.
-  void norm_params(const Tensor& x, int64_t R, int64_t N, const Tensor& w, const Tensor& b, const Tensor& mean,
+  void norm_params(const Tensor& x, int64_t R, int64_t N, const Tensor& w, const Tensor& bias, const Tensor& mean,
                    const Tensor& rstd) const {
+    const DType stats = b.stats_dtype(x.dtype());
     on(w, "w", x.dtype());
     numel(w, "w", N);
-    if (b.defined()) on(b, "b", x.dtype()), numel(b, "b", N);
-    if (mean.defined()) on(mean, "mean", b.stats_dtype(x.dtype())), numel(mean, "mean", R);
-    on(rstd, "rstd", b.stats_dtype(x.dtype()));
+    if (bias.defined()) on(bias, "b", x.dtype()), numel(bias, "b", N);
+    if (mean.defined()) on(mean, "mean", stats), numel(mean, "mean", R);
+    on(rstd, "rstd", stats);
     numel(rstd, "rstd", R);
   }
   // on(), plus the same shape as ref.
