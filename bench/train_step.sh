@@ -15,17 +15,21 @@ while (($#)); do case "$1" in
   --pairs) PAIRS=$2; shift 2;; --steps) STEPS=$2; shift 2;; --warmup) WARMUP=$2; shift 2;;
   --gemm-lib) LIB=(--gemm-lib "$2"); shift 2;; *) echo "unknown flag $1" >&2; exit 2;; esac; done
 [ -x "$BUILD/bench/bench_train_step" ] || BUILD_DIR="$BUILD" bash "$ROOT/scripts/build.sh" -DZT_BUILD_BENCH=ON
-export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"  # as the peer's run.sh does, for both sides
+# Each side in its own best thread setting: ours spins (OMP_WAIT_POLICY=ACTIVE: one OpenMP pool for
+# the kernels and the GEMMs, threads = cores, so a spinning thread takes nothing from another
+# pool; ~10% faster on 2 threads than PASSIVE); libtorch sleeps (its run.sh's PASSIVE: ATen's
+# OpenMP pool and OpenBLAS's pthreads would fight, and ACTIVE measured 2.1x slower).
+OURS_WAIT="${ZT_OMP_WAIT_POLICY:-ACTIVE}"
 out="$ROOT/bench/results/train_step.json"
 : > "$out"
 ours() {  # model threads seq
-  "$BUILD/bench/bench_train_step" --model "$1" --batch 8 --seq "$3" --steps "$STEPS" --warmup "$WARMUP" --threads "$2" \
+  OMP_WAIT_POLICY="$OURS_WAIT" "$BUILD/bench/bench_train_step" --model "$1" --batch 8 --seq "$3" --steps "$STEPS" --warmup "$WARMUP" --threads "$2" \
     "${LIB[@]}" 2>/dev/null | tail -n 1 >> "$out"
 }
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 peer() {  # script threads args...
   local script=$1 th=$2; shift 2
-  bash "$script" "$@" --batch 8 --steps "$STEPS" --warmup "$WARMUP" --threads "$th" 2>/dev/null | tail -n 1 >> "$out"
+  OMP_WAIT_POLICY=PASSIVE bash "$script" "$@" --batch 8 --steps "$STEPS" --warmup "$WARMUP" --threads "$th" 2>/dev/null | tail -n 1 >> "$out"
 }
 for th in 1 2; do
   for ((i = 0; i < PAIRS; ++i)); do
@@ -38,10 +42,10 @@ for th in 1 2; do
   done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 - "$out" "$ROOT/bench/results/train_step.md" "$PAIRS" "$STEPS" "$WARMUP" "$load_before" "$load_after" "${LIB[*]}" <<'PY'
+python3 - "$out" "$ROOT/bench/results/train_step.md" "$PAIRS" "$STEPS" "$WARMUP" "$load_before" "$load_after" "${LIB[*]}" "$OURS_WAIT" <<'PY'
 import json, sys, datetime, platform, statistics, subprocess
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-pairs, steps, warmup, lb, la, lib = sys.argv[3:9]
+pairs, steps, warmup, lb, la, lib, wait = sys.argv[3:10]
 cpu = subprocess.run(['sh', '-c', "lscpu | sed -n 's/^Model name: *//p'"], capture_output=True, text=True).stdout.strip()
 med = statistics.median
 zt = lambda m, th: [r for r in rows if r.get('impl') == 'zerotensor' and r['model'] == m and r['threads'] == th]
@@ -56,6 +60,7 @@ md = ["# Training step on the CPU: ZeroTensor vs libtorch", "",
       "  384 wide, 6 heads over 2 KV heads, SwiGLU 1024, B=8, T=256; llama-nano: 2 layers, 32 wide, B=8, T=64 (peer for both:",
       "  bench/peers/libtorch-llama, the same parameter count). AdamW. Each run reports the median of its timed steps; ours and",
       "  libtorch's alternate, and ratio = ours / libtorch per pair.",
+      f"- threads wait: ours OMP_WAIT_POLICY={wait} (one OpenMP pool), libtorch PASSIVE (its run.sh's setting; ACTIVE made it 2.1x slower)",
       "- MFU = (6N + 6LCT) x B x T / step time / measured FMA ceiling of the same threads (core/fma_ceiling.h)", "",
       "| model | threads | ZeroTensor ms/step | libtorch ms/step | ratio median | ratio range | ZeroTensor MFU | tokens/s ours / libtorch | forward / backward / AdamW ms |",
       "|---|---|---|---|---|---|---|---|---|"]
