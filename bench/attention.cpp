@@ -41,6 +41,7 @@
 #include "core/parallel.h"
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
 
 namespace p_saving {
 // The P-saving kernel as it was in core/kernels/attention.cpp before the tiled one (commit
@@ -128,15 +129,9 @@ void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const 
 }  // namespace p_saving
 
 namespace {
+using bench::loadavg;
 
 using namespace zt;
-
-std::string loadavg() {
-  std::ifstream f("/proc/loadavg");
-  std::string a, b, c;
-  if (!(f >> a >> b >> c)) return "unknown";
-  return a + " " + b + " " + c;
-}
 
 std::vector<int64_t> ints(const std::string& s) {
   std::vector<int64_t> v;

@@ -69,12 +69,14 @@
 #include "models/model_config.h"    // defines: ModelConfig, from_json
 #include "zero/engine.h"            // defines: Engine, initialize, MemoryReport
 #include "zero/estimator.h"         // defines: estimate, model_shape
+#include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
 
 using namespace zt;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
 namespace {
+using bench::median;
 
 struct FamilyShape {           // the fixed part of the family; n_layer varies
   int64_t n_embd = 128, n_head = 4, seq_len = 64, batch = 4, vocab = 256;
@@ -180,13 +182,6 @@ nlohmann::json stats_json(const MemoryStats& m) {
     peak[category_name(c)] = m.max(c);
   }
   return {{"current", cur}, {"peak", peak}, {"current_total", m.total()}, {"peak_total", m.peak_total}};
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -31,21 +31,17 @@
 
 #if defined(ZT_HAVE_TORCH)
 #include <torch/torch.h>
+#include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
 #endif
 
 using namespace zt;
 
 namespace {
+using bench::median;
 
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> x) {
-  std::sort(x.begin(), x.end());
-  const size_t k = x.size();
-  return k == 0 ? 0.0 : (k % 2 ? x[k / 2] : 0.5 * (x[k / 2 - 1] + x[k / 2]));
-}
 
 // Uninitialised float storage (first-touched by the parallel fills below, not by the allocator).
 struct Buf {

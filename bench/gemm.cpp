@@ -28,15 +28,10 @@
 #include "core/parallel.h"
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
 
 namespace {
-
-std::string loadavg() {
-  std::ifstream f("/proc/loadavg");
-  std::string a, b, c;
-  if (!(f >> a >> b >> c)) return "unknown";
-  return a + " " + b + " " + c;
-}
+using bench::loadavg;
 
 // Best wall time (seconds) of one n x n x n sgemm on the current thread setting.
 double time_gemm(int64_t n, int reps, double* max_err) {

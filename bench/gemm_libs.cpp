@@ -43,8 +43,11 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "models/model_config.h"
+#include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
 
 namespace {
+using bench::median;
+using bench::loadavg;
 using namespace zt;
 
 struct GemmCase {
@@ -97,11 +100,6 @@ std::vector<GemmCase> step_shapes(const ModelConfig& c, int64_t B, int64_t T) {
   return merged;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Max |C - reference| over sampled entries, relative to the sum of |products| (float32 rounding
 // of a K-term sum stays near K * 2^-24 of it).
 double check(const GemmCase& s, const float* A, int64_t lda, const float* B, int64_t ldb, const float* C, int64_t ldc) {
@@ -117,12 +115,6 @@ double check(const GemmCase& s, const float* A, int64_t lda, const float* B, int
     worst = std::max(worst, std::abs(ref - C[i * ldc + j]) / std::max(mag, 1e-30));
   }
   return worst;
-}
-
-std::string loadavg() {
-  std::ifstream f("/proc/loadavg");
-  std::string a, b, c;
-  return (f >> a >> b >> c) ? a + " " + b + " " + c : "unknown";
 }
 
 }  // namespace

@@ -75,11 +75,13 @@
 #include "cuda/stream.h"
 #if defined(ZT_HAVE_CUDNN)
 #include "cuda/cudnn_attention.h"
+#include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
 #endif
 
 using namespace zt;
 
 namespace {
+using bench::median;
 
 #define BENCH_LT_CHECK(call)                                                                               \
   do {                                                                                                     \
@@ -122,12 +124,6 @@ struct DevBuf {
   DevBuf(const DevBuf&) = delete;
   DevBuf& operator=(const DevBuf&) = delete;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Median ms of `iters` calls of f, each between two timing events, after `warmup` calls.
 template <class F>

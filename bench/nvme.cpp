@@ -20,17 +20,13 @@
 #include <vector>
 
 #include "zero/aio.h"  // defines: SwapFile, kAioAlignment
+#include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
 
 using namespace zt;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using bench::median;
 
 uint64_t hash_words(const uint64_t* p, int64_t n) {  // FNV-1a over 64-bit words
   uint64_t h = 14695981039346656037ull;

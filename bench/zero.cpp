@@ -30,20 +30,15 @@
 #include "dist/process_group.h"  // defines: ProcessGroup, CommCounters, init_process_group
 #include "train/run_config.h"    // defines: RunConfig
 #include "train/trainer.h"       // defines: Trainer
+#include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
 
 using namespace zt;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+using bench::median;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Gathers `mine` (the same length on every rank) from every rank: (N, K) row-major.
 std::vector<double> gather_rows(ProcessGroup& g, const std::vector<double>& mine) {

@@ -16,6 +16,7 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/kernels/activation.h"
+#include "cuda/kernels/bias_grad.h"  // bias_grad_workspace_bytes (bias_gelu_backward's db partials)
 #include "cuda/kernels/cast.h"
 #include "cuda/kernels/elementwise.h"
 #include "cuda/kernels/embedding_rope.h"
@@ -207,7 +208,7 @@ void CudaBackend::bias_gelu_backward(const Tensor& dx, const Tensor& db, const T
   DeviceGuard g(index_);
   Tensor ws;  // db's chunk partials (float32), freed on return (stream-ordered reuse)
   if (db.defined() && r.R > 0)
-    ws = scratch(static_cast<size_t>(cuda_kernels::bias_gelu_backward_workspace_bytes(r.R, r.N)));
+    ws = scratch(static_cast<size_t>(cuda_kernels::bias_grad_workspace_bytes(r.R, r.N)));
   cuda_kernels::bias_gelu_backward(x.dtype(), ptr(dx), ptr(db), dout.raw(), x.raw(), b.raw(), r.R, r.N, accumulate,
                                    ptr(ws), stream());
 }

@@ -48,6 +48,10 @@ CausalSelfAttention::CausalSelfAttention(ParamSet& ps, const std::string& prefix
            " is not divisible by n_head ", cfg.n_head);
   ZT_CHECK(cfg.n_head % cfg.n_kv_head == 0, "attention '", prefix, "': n_head ", cfg.n_head,
            " is not a multiple of n_kv_head ", cfg.n_kv_head);
+  // A fused c_attn feeds the packed attention (causal_attention_packed), which takes q and k as
+  // they come: RoPE needs them apart (Llama's separate projections).
+  ZT_CHECK(!(cfg.fused_qkv && cfg.use_rope), "attention '", prefix,
+           "': RoPE needs separate q/k/v projections (fused_qkv = false)");
   head_dim = cfg.n_embd / cfg.n_head;
   const int64_t C = cfg.n_embd, kv = cfg.n_kv_head * head_dim;
   if (cfg.fused_qkv) {
@@ -67,20 +71,13 @@ CausalSelfAttention::CausalSelfAttention(ParamSet& ps, const std::string& prefix
 void CausalSelfAttention::project_qkv(const Var& x, Var& q, Var& k, Var& v) const {
   const int64_t B = x.size(0), T = x.size(1), C = cfg.n_embd, D = head_dim;
   const int64_t Hq = cfg.n_head, Hkv = cfg.n_kv_head, kv = Hkv * D;
-  if (cfg.fused_qkv && !grad_enabled()) {
-    // Inference (forward_cached): c_attn as the one GEMM forward() runs, its column blocks
-    // [q (C) | k (kv) | v (kv)] cut out (no gradient to carry back).
+  if (cfg.fused_qkv) {
+    // Inference only (forward_cached; forward() hands the packed projection to the attention
+    // itself): c_attn as one GEMM, its column blocks [q (C) | k (kv) | v (kv)] cut out.
     const Tensor qkv = fused_qkv(x).value();  // (B, T, C + 2 kv)
     q = Var(qkv.slice(2, 0, C).contiguous());
     k = Var(qkv.slice(2, C, C + kv).contiguous());
     v = Var(qkv.slice(2, C + kv, C + 2 * kv).contiguous());
-  } else if (cfg.fused_qkv) {
-    // Training with RoPE on a fused projection: c_attn's rows are [q (C) ; k (kv) ; v (kv)], three
-    // GEMMs on row views of one parameter, so RoPE can take q and k apart.
-    auto rows = [&](int idx, int64_t r0, int64_t n) { return idx >= 0 ? ps_->var_rows(idx, r0, n) : Var(); };
-    q = linear(x, rows(c_attn_w, 0, C), rows(c_attn_b, 0, C));
-    k = linear(x, rows(c_attn_w, C, kv), rows(c_attn_b, C, kv));
-    v = linear(x, rows(c_attn_w, C + kv, kv), rows(c_attn_b, C + kv, kv));
   } else {
     q = linear(x, p(q_w), Var());
     k = linear(x, p(k_w), Var());
@@ -105,7 +102,7 @@ Var CausalSelfAttention::fused_qkv(const Var& x) const {
 }
 
 Var CausalSelfAttention::forward(const Var& x) const {
-  if (cfg.fused_qkv && !cfg.use_rope)  // GPT-2: attention reads the packed projection (llm.c's layout)
+  if (cfg.fused_qkv)  // GPT-2: attention reads the packed projection (llm.c's layout)
     return project_out(causal_attention_packed(fused_qkv(x), cfg.n_head, cfg.n_kv_head));
   Var q, k, v;
   project_qkv(x, q, k, v);

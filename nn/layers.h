@@ -49,7 +49,7 @@ struct AttentionConfig {
   int64_t n_embd = 0, n_head = 0, n_kv_head = 0;  // n_kv_head < n_head: grouped-query attention
   bool fused_qkv = true;   // GPT-2: one c_attn (q;k;v rows) + c_proj; else q/k/v/o_proj (Llama)
   bool bias = true;        // GPT-2 has biases, Llama none
-  bool use_rope = false;
+  bool use_rope = false;  // needs fused_qkv = false (the constructor refuses both)
   double rope_theta = 10000.0;
 };
 
@@ -69,7 +69,7 @@ class CausalSelfAttention : public Module {
   int q_w = -1, k_w = -1, v_w = -1, o_w = -1;
 
  private:
-  void project_qkv(const Var& x, Var& q, Var& k, Var& v) const;  // (B, T, C) -> q, k, v by head
+  void project_qkv(const Var& x, Var& q, Var& k, Var& v) const;  // (B, T, C) -> q, k, v by head (fused: no grad)
   Var fused_qkv(const Var& x) const;                               // (B, T, C) -> (B, T, C + 2 kv)
   Var project_out(const Var& y) const;                            // (B, T, Hq, D) -> (B, T, C)
 };

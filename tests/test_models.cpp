@@ -11,6 +11,7 @@
 #include "models/init.h"
 #include "models/llama.h"
 #include "models/model_config.h"
+#include "nn/layers.h"
 #include "train/sampling.h"
 
 using namespace zt;
@@ -134,6 +135,14 @@ TEST_CASE("named configs - their parameter counts and the built models agree", "
   CHECK(50304 * C + 1024 * C + 12 * (12 * C * C + 13 * C) + 2 * C == 124475904);
   CHECK_THROWS_WITH(model_config("gpt3"), Catch::Contains("unknown model name \"gpt3\"") &&
                                               Catch::Contains("gpt2-nano") && Catch::Contains("llama-100m"));
+}
+
+TEST_CASE("attention refuses RoPE on a fused c_attn (the packed attention takes q and k as they come)",
+          "[models]") {
+  ParamSet ps("h.0");
+  CHECK_THROWS_WITH(CausalSelfAttention(ps, "attn", AttentionConfig{.n_embd = 8, .n_head = 2, .fused_qkv = true,
+                                                                      .use_rope = true}),
+                    Catch::Contains("attention 'attn': RoPE needs separate q/k/v projections"));
 }
 
 TEST_CASE("units and parameter names follow Hugging Face and the flat layout", "[models]") {

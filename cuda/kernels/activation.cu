@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "cuda/check.h"
-#include "cuda/kernels/bias_grad.h"  // kBiasGradChunk, bias_grad_workspace_bytes, bias_grad_combine
+#include "cuda/kernels/bias_grad.h"  // kBiasGradChunk, bias_grad_combine
 #include "cuda/kernels/ew_map.cuh"   // dev::Ptrs, launch_ew (cast.h's dev::Io, load8, grid_for)
 
 namespace zt::cuda_kernels {
@@ -129,8 +129,6 @@ void bias_gelu_forward(DType t, void* out, const void* x, const void* b, int64_t
   });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
-
-int64_t bias_gelu_backward_workspace_bytes(int64_t R, int64_t C) { return bias_grad_workspace_bytes(R, C); }
 
 void bias_gelu_backward(DType t, void* dx, void* db, const void* dout, const void* x, const void* b, int64_t R,
                         int64_t C, bool accumulate, void* workspace, cudaStream_t s) {

@@ -1,5 +1,5 @@
 // defines: cuda_kernels::gelu_forward, gelu_backward, bias_gelu_forward, bias_gelu_backward,
-//          bias_gelu_backward_workspace_bytes, swiglu_forward, swiglu_backward — the MLP
+//          swiglu_forward, swiglu_backward — the MLP
 //          activations on the GPU, float32 or bfloat16 storage, float32 math.
 //
 // Formulas (the same as the CPU's core/kernels/activation.h, in the same operation order):
@@ -40,11 +40,10 @@ void gelu_backward(DType t, void* dx, const void* dout, const void* x, int64_t n
 // out (R, C) = gelu(x (R, C) + b (C) broadcast over the rows). 128-bit accesses when C % 8 == 0
 // and every pointer is 16-byte aligned (a pack then lies in one row), else element-wise.
 void bias_gelu_forward(DType t, void* out, const void* x, const void* b, int64_t R, int64_t C, cudaStream_t s);
-// Device bytes of workspace bias_gelu_backward needs for db (the chunk partials, float32).
-int64_t bias_gelu_backward_workspace_bytes(int64_t R, int64_t C);
 // dx (R, C) = dout * gelu'(x + b), written; db (C) = column sums of dx, written or (accumulate)
 // added to db's values. dx or db may be null, not both; workspace (4-byte aligned, >=
-// bias_gelu_backward_workspace_bytes) may be null when db is.
+// cuda/kernels/bias_grad.h's bias_grad_workspace_bytes(R, C): db's chunk partials, the same
+// chunking) may be null when db is.
 void bias_gelu_backward(DType t, void* dx, void* db, const void* dout, const void* x, const void* b, int64_t R,
                         int64_t C, bool accumulate, void* workspace, cudaStream_t s);
 
