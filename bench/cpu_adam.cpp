@@ -26,12 +26,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
 #include "core/kernels/adamw.h"
 #include "core/parallel.h"
 
 #if defined(ZT_HAVE_TORCH)
 #include <torch/torch.h>
-#include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
 #endif
 
 using namespace zt;

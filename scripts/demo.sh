@@ -8,13 +8,14 @@
 # 16) and DEMO_MODEL=name change it.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/stages.sh"  # stage: timed parts, their times printed at the end
 export BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 STEPS="${DEMO_STEPS:-1000}"
 MODEL="${DEMO_MODEL:-gpt-micro}"
 RANKS="${DEMO_RANKS:-4}"
 RUN="${DEMO_DIR:-$ROOT/runs/demo}"
-bash "$ROOT/scripts/install-deps.sh"
-bash "$ROOT/scripts/build.sh"
+stage install bash "$ROOT/scripts/install-deps.sh"
+stage build bash "$ROOT/scripts/build.sh"
 mkdir -p "$RUN"
 
 # The unigram (byte) entropy of the validation split: what a model that ignores context scores.
@@ -39,7 +40,7 @@ json.dump(c, open(sys.argv[2], "w"), indent=2)
 PY
 fi
 # --oversubscribe: more ranks than cores; --allow-run-as-root: containers often run as root.
-mpirun -np "$RANKS" --oversubscribe --allow-run-as-root --bind-to none \
+stage train mpirun -np "$RANKS" --oversubscribe --allow-run-as-root --bind-to none \
   "$BUILD_DIR/zt-train" --config "$CONFIG" --model "$MODEL" \
   --train "$ROOT/data/corpus/train.txt" --val "$ROOT/data/corpus/val.txt" --seq-len 128 --steps "$STEPS" \
   --eval-interval 200 --eval-batches 32 --ckpt-dir "$RUN/ckpt" --log "$RUN/log.jsonl"
@@ -49,4 +50,4 @@ echo
 echo "final validation loss: $VAL nats/byte   (unigram entropy: $H nats/byte)"
 echo
 echo "----- sample (zt-generate --ckpt $RUN/ckpt --prompt '// defines:' -n 400 --temperature 0.8 --top-k 40) -----"
-"$BUILD_DIR/zt-generate" --ckpt "$RUN/ckpt" --prompt "// defines:" -n 400 --temperature 0.8 --top-k 40
+stage sample "$BUILD_DIR/zt-generate" --ckpt "$RUN/ckpt" --prompt "// defines:" -n 400 --temperature 0.8 --top-k 40

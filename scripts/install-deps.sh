@@ -8,6 +8,8 @@ pkgs=(
   libeigen3-dev                  # Eigen 3.4
   libopenblas-openmp-dev         # OpenBLAS, OpenMP build (GEMMs; see CMakeLists.txt)
   libblis-openmp-dev libdnnl-dev # BLIS and oneDNN: the other float32 GEMM libraries (core/kernels/gemm_libs.h, CMake ZT_GEMM)
+  ocl-icd-opencl-dev opencl-c-headers  # OpenCL: Debian's oneDNN CMake config (dnnl-config.cmake) requires it,
+                                 # though libdnnl-dev does not depend on it; without it configure stops
   nlohmann-json3-dev             # JSON (configs, checkpoint meta, logs)
   libcli11-dev                   # command lines
   catch2                         # unit tests (Catch2 v2)
