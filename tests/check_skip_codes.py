@@ -29,9 +29,10 @@ SHELL_SOURCE = re.compile(r'^\s*(?:source|\.)\s+"?\$\(dirname "\$0"\)/([^"\s]+)"
 
 
 def strip_comments(text, shell):
+    """The text with its comments blanked; line numbers stay those of the file."""
     if shell:
-        return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+        return "\n".join("" if line.lstrip().startswith("#") else line for line in text.splitlines())
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
     return "\n".join(line.split("//", 1)[0] for line in text.splitlines())
 
 
