@@ -61,6 +61,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
 #include "core/check.h"
 #include "core/dtype.h"
 #include "cuda/allocator.h"
@@ -75,7 +76,6 @@
 #include "cuda/stream.h"
 #if defined(ZT_HAVE_CUDNN)
 #include "cuda/cudnn_attention.h"
-#include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
 #endif
 
 using namespace zt;

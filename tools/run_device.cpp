@@ -83,7 +83,7 @@ RunDevice select_run_device(const std::string& device_text, const std::string& d
   register_cuda_backend();
   set_default_device(rd.device);
   // Ranks on one machine share a GPU when they outnumber the GPUs, or when all were pinned to one.
-  const bool shared = local_size() > (explicit_index ? 1 : count);
+  [[maybe_unused]] const bool shared = local_size() > (explicit_index ? 1 : count);  // read with NCCL only
   bool want_nccl = dist_text == "nccl";
 #ifdef ZT_HAVE_NCCL
   if (dist_text == "auto") want_nccl = !shared;

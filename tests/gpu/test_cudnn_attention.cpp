@@ -23,9 +23,9 @@
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "cuda/backend.h"
+#include "tests/gpu/host_lse.h"  // defines: zt::test::host_lse
 #if defined(ZT_HAVE_CUDNN)
 #include "cuda/cudnn_attention.h"
-#include "tests/gpu/host_lse.h"  // defines: zt::test::host_lse
 #endif
 
 using namespace zt;
