@@ -50,40 +50,34 @@ tarball="$cache/bookworm-minbase.tar"
 mirror="${ZT_FRESH_MIRROR:-$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)}"
 mirror="${mirror:-http://deb.debian.org/debian}"
 
-names=(); codes=(); secs=()
-record() { names+=("$1"); codes+=("$2"); secs+=("$3"); }
-summary() {
-  say "commit $commit of $ROOT, in a fresh Debian 12 root (debootstrap minbase, no CUDA)"
-  local i
-  for i in "${!names[@]}"; do
-    printf '[fresh-machine]   %-55s exit %-3s %6s s\n' "${names[$i]}" "${codes[$i]}" "${secs[$i]}" >&2
-  done
-}
+source "$ROOT/scripts/stages.sh"  # stage: each part timed, the times printed at the end
 
 # ---- the base system, made once (flock: two runs side by side make it once) ----
-t0=$(date +%s)
-exec 9>"$cache/.lock"
-flock 9
-if [ ! -s "$tarball" ]; then
-  if ! command -v debootstrap >/dev/null; then
-    say "installing debootstrap"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap; } >/dev/null 2>&1 ||
-      cannot "debootstrap is missing and apt-get could not install it"
-  fi
-  say "making the base system with debootstrap from $mirror (once; cached as $tarball)"
-  rm -rf "$cache/base"
-  if ! debootstrap --variant=minbase bookworm "$cache/base" "$mirror" >"$cache/debootstrap.log" 2>&1; then
-    tail -5 "$cache/debootstrap.log" >&2
+base_system() {
+  exec 9>"$cache/.lock"
+  flock 9
+  if [ ! -s "$tarball" ]; then
+    if ! command -v debootstrap >/dev/null; then
+      say "installing debootstrap"
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap; } >/dev/null 2>&1 ||
+        cannot "debootstrap is missing and apt-get could not install it"
+    fi
+    say "making the base system with debootstrap from $mirror (once; cached as $tarball)"
+    rm -rf "$cache/base"
+    if ! debootstrap --variant=minbase bookworm "$cache/base" "$mirror" >"$cache/debootstrap.log" 2>&1; then
+      tail -5 "$cache/debootstrap.log" >&2
+      rm -rf --one-file-system "$cache/base"
+      cannot "debootstrap failed (log: $cache/debootstrap.log): is $mirror reachable?"
+    fi
+    tar -C "$cache/base" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball" ||
+      { say "error: could not write $tarball"; return 1; }
     rm -rf --one-file-system "$cache/base"
-    cannot "debootstrap failed (log: $cache/debootstrap.log): is $mirror reachable?"
   fi
-  tar -C "$cache/base" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
-  rm -rf --one-file-system "$cache/base"
-fi
-flock -u 9
-record "base system ($(basename "$tarball"))" 0 $(($(date +%s) - t0))
+  flock -u 9
+}
 
 # ---- a new root from it, the project cloned in ----
+# The root's folder: a new unique name in the cache (mktemp fills in the X's).
 root="$(mktemp -d "$cache/root.XXXXXX")"
 cleanup() {
   local m
@@ -97,37 +91,37 @@ cleanup() {
     rm -rf --one-file-system "$root"
   fi
 }
-trap 'rc=$?; cleanup; exit $rc' EXIT
+trap 'rc=$?; cleanup; say "commit $commit of $ROOT, in a fresh Debian 12 root (debootstrap minbase, no CUDA)"; zt_stage_summary; exit $rc' EXIT
 trap 'exit 130' INT TERM
-t0=$(date +%s)
-tar -C "$root" -xf "$tarball"
-# apt inside gets the mirror this machine uses; DNS as here.
-if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-  cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/" && rm -f "$root/etc/apt/sources.list"
-fi
-cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
-# /proc, /sys and /dev (shared memory for MPI ranks, /dev/null ...); rslave: unmounting them here
-# never propagates back to this machine's own mounts.
-{ mount -t proc proc "$root/proc" &&
-  mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys" &&
-  mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"; } 2>/dev/null ||
-  cannot "mounting /proc, /sys and /dev into the root was refused (a container without CAP_SYS_ADMIN?)"
-git clone -q "$ROOT" "$root/root/project"
-record "new root, clone of $commit" 0 $(($(date +%s) - t0))
-
-# ---- the commands ----
-status=0
-for c in "${cmds[@]}"; do
-  say "running: $c"
-  t0=$(date +%s)
-  rc=0
+# (stage runs these functions as `f || rc=$?`, where set -e does not apply: failures return)
+new_root() {
+  tar -C "$root" -xf "$tarball" || return 1
+  # apt inside gets the mirror this machine uses; DNS as here.
+  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+    cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/" && rm -f "$root/etc/apt/sources.list"
+  fi
+  cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+  # /proc, /sys and /dev (shared memory for MPI ranks, /dev/null ...); rslave: unmounting them here
+  # never propagates back to this machine's own mounts.
+  { mount -t proc proc "$root/proc" &&
+    mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys" &&
+    mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"; } 2>/dev/null ||
+    cannot "mounting /proc, /sys and /dev into the root was refused (a container without CAP_SYS_ADMIN?)"
+  git clone -q "$ROOT" "$root/root/project"
+}
+in_root() {
   chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 CI=true \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    bash -c "cd /root/project && $c" || rc=$?
-  record "$c" "$rc" $(($(date +%s) - t0))
+    bash -c "cd /root/project && $1"
+}
+
+stage base base_system
+stage root new_root
+# ---- the commands: each a stage; the first that fails ends the run with its status ----
+for c in "${cmds[@]}"; do
+  rc=0
+  stage "$c" in_root "$c" || rc=$?
   # 77 from here means "could not test": a command that exits 77 failed, it did not skip.
-  if ((rc == 77)); then status=1; break; fi
-  if ((rc != 0)); then status=$rc; break; fi
+  if ((rc == 77)); then exit 1; fi
+  if ((rc != 0)); then exit $rc; fi
 done
-summary
-exit $status

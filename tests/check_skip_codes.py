@@ -16,6 +16,7 @@ the file, for every test whose files can exit 77 but whose registration lacks SK
   check_skip_codes.py --self-test     (the checker must find a missing registration)
 """
 import argparse
+import functools
 import json
 import os
 import re
@@ -36,15 +37,15 @@ def strip_comments(text, shell):
     return "\n".join(line.split("//", 1)[0] for line in text.splitlines())
 
 
-def skip_lines(path, seen=None):
+@functools.lru_cache(maxsize=None)  # every case of a Catch2 program shares its sources: read each once
+def skip_lines(path, seen=frozenset()):
     """The lines of `path` (and of the shell scripts it sources) that can exit 77, as 'file:line'."""
-    seen = set() if seen is None else seen
     if path in seen or not os.path.isfile(path):
-        return []
-    seen.add(path)
+        return ()
+    seen = seen | {path}
     shell = path.endswith(".sh")
     if not (shell or path.endswith((".cpp", ".cu", ".h"))):
-        return []
+        return ()
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
     found = []
@@ -55,7 +56,7 @@ def skip_lines(path, seen=None):
         m = SHELL_SOURCE.match(line) if shell else None
         if m:
             found += skip_lines(os.path.join(os.path.dirname(path), m.group(1)), seen)
-    return found
+    return tuple(found)
 
 
 def read_programs(path):

@@ -6,14 +6,16 @@
 // environment and registered with SKIP_RETURN_CODE 77: ZT_SKIP prints "SKIP: <reason>" and the
 // process exits 77, which CTest lists under "The following tests did not run" (Skipped). Run by
 // hand (the whole binary, no such variable), the reason becomes a Catch2 WARN and the case returns,
-// so the other cases still run. Stack objects are not destroyed on the exit path: remove scratch
-// files before ZT_SKIP. tests/check_skip_codes.py checks that every CTest test that can skip is
+// so the other cases still run. Stack objects are not destroyed on the exit path; the case's
+// TempDirs (tests/temp_dir.h) are removed before it. tests/check_skip_codes.py checks that every CTest test that can skip is
 // registered with SKIP_RETURN_CODE 77.
 #pragma once
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <string>
+
+#include "tests/temp_dir.h"  // defines: zt::test::remove_live_temp_dirs
 
 namespace zt::test {
 
@@ -26,6 +28,7 @@ inline int skip_exit_code() {
 
 inline void exit_if_skipping(const std::string& reason) {
   if (const int code = skip_exit_code(); code != 0) {
+    remove_live_temp_dirs();
     std::printf("SKIP: %s\n", reason.c_str());
     std::fflush(stdout);
     std::_Exit(code);
