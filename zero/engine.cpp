@@ -1,4 +1,5 @@
-// The ZeRO engine's schedule (zero/engine.h): setup, the forward and backward hooks, the step.
+// defines: Engine's schedule (zero/engine.h): setup, the forward and backward hooks, the step.
+//
 // What each call does is the policies' (zero/stage.h, zero/precision.h, zero/tiers.h,
 // zero/shard_optimizer.h); here is only when.
 #include "zero/engine.h"
@@ -24,7 +25,7 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, Param
   const std::vector<Unit*>& units = model_.units();
   const DType model_dtype = units.empty() ? DType::f32 : units.front()->params().dtype();
   const Device device = units.empty() ? default_device() : units.front()->params().flat().device();
-  precision_ = std::make_unique<PrecisionPolicy>(cfg_, model_dtype);
+  precision_ = std::make_unique<PrecisionPolicy>(cx_, model_dtype);
   // The tiers, then the parameters' swap-file regions, then the optimizer's (which allocates the files).
   tiers_ = std::make_unique<StorageTiers>(cx_, device);
   param_tier_ = make_param_tier(cx_, *tiers_, precision_->working(), units);
@@ -42,18 +43,18 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, Param
     precision_->check(*s);
     s->S = s->P / cx_.N;
     s->lo = cx_.r * s->S;
-    load_initial(*s, initial);
     const auto [lo, hi] = stage_->optimizer_range(*s);
-    optimizer_->begin_unit(*s, lo, hi);
-    stage_->place(*s);
-    precision_->release_compute_buffers(*s);
+    UnitInit init = load_initial(*s, initial);
+    optimizer_->begin_unit(*s, init, lo, hi);
+    stage_->place(*s, init);
     optimizer_->add_unit(*s, lo, hi, stage_->update_params(*s), stage_->update_grads(*s));
-    s->initial = Tensor();  // stage 3's setup buffer goes now: one unit's shard at a time
+    init = UnitInit();  // stage 3's setup buffer goes now: one unit's shard at a time
     ShardedUnit* raw = s.get();
     s->ps->group()->before_backward = [this, raw] { before_backward(*raw); };
     s->ps->group()->after_backward = [this, raw] { after_backward(*raw); };
     units_.push_back(std::move(s));
   }
+  trace_.resize(units_.size());
   optimizer_->finish_setup();
   stage_->setup_done();
   model_.set_residency(*this);
@@ -64,9 +65,8 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, Param
 Engine::~Engine() {
   // Nothing may be left in flight when the buffers go.
   checkpoints_.reset();  // waits for its copies
+  stage_->abandon_in_flight();
   for (auto& s : units_) {
-    for (Pending& p : s->gathers) p.work->wait();
-    for (Pending& p : s->reduces) p.work->wait();
     param_tier_->wait(*s);
     s->ps->group()->before_backward = nullptr;
     s->ps->group()->after_backward = nullptr;
@@ -84,24 +84,27 @@ std::unique_ptr<Engine> initialize(Model& model, const EngineConfig& cfg, Proces
 // setup buffer where the parameter tier makes its shards (ParamTier::shard_memory: the host tier
 // with offload_param, so the device never holds it), and nothing else of the unit. A model already filled in memory (built
 // with materialize = true) is its own source.
-void Engine::load_initial(ShardedUnit& s, ParamSource* source) {
+UnitInit Engine::load_initial(const ShardedUnit& s, ParamSource* source) {
   const Tensor& flat = s.ps->flat();
-  s.initial_lo = 0;
+  UnitInit init;
   if (flat.storage()->resident()) {
-    s.initial = flat;
-    return;
+    init.values = flat;
+    init.in_model_buffer = true;
+    return init;
   }
   ZT_CHECK(source != nullptr, "unit '", s.unit->name(), "': the model was built without bytes (ModelOptions{",
            "materialize = false}), so the engine needs a ParamSource for its initial values (zero/engine.h)");
   const auto [a, b] = stage_->initial_range(s);
   if (a == 0 && b == s.P) {
     flat.storage()->materialize();
-    s.initial = flat;
+    init.values = flat;
+    init.in_model_buffer = true;
   } else {
-    s.initial = Tensor::empty({b - a}, flat.dtype(), Category::params, param_tier_->shard_memory());
-    s.initial_lo = a;
+    init.values = Tensor::empty({b - a}, flat.dtype(), Category::params, param_tier_->shard_memory());
+    init.lo = a;
   }
-  source->fill(s.index, a, s.initial);
+  source->fill(s.index, a, init.values);
+  return init;
 }
 
 ShardedUnit& Engine::state_of(Unit& u) {
@@ -121,23 +124,25 @@ Var Engine::forward(const Tensor& idx, const Tensor& targets) {
 
 void Engine::acquire(Unit& u) {
   ShardedUnit& s = state_of(u);
-  if (!backward_scope_ && !s.fwd_open) {  // the model's forward scope (a recompute inside a backward)
-    s.fwd_open = true;
-    s.fwd_in_backward = in_backward_;
-    s.fwd_t0 = Tracer::Clock::now();
+  UnitTrace& tr = trace_[s.index];
+  if (!backward_scope_ && !tr.fwd_open) {  // the model's forward scope (a recompute inside a backward)
+    tr.fwd_open = true;
+    tr.fwd_in_backward = in_backward_;
+    tr.fwd_t0 = Tracer::Clock::now();
   }
   stage_->acquire(s, evaluating_);
 }
 
 void Engine::release(Unit& u) {
   ShardedUnit& s = state_of(u);
-  const bool scope_end = !backward_scope_ && s.fwd_open;
+  UnitTrace& tr = trace_[s.index];
+  const bool scope_end = !backward_scope_ && tr.fwd_open;
   stage_->release(s, evaluating_);
   if (!scope_end) return;
-  s.fwd_open = false;
+  tr.fwd_open = false;
   if (Tracer* t = cx_.active_tracer()) {
-    const char* kind = evaluating_ ? "eval" : s.fwd_in_backward ? "recompute" : "forward";
-    t->span(TraceTrack::compute, std::string(kind) + " " + u.name(), kind, s.fwd_t0, Tracer::Clock::now());
+    const char* kind = evaluating_ ? "eval" : tr.fwd_in_backward ? "recompute" : "forward";
+    t->span(TraceTrack::compute, std::string(kind) + " " + u.name(), kind, tr.fwd_t0, Tracer::Clock::now());
     trace_memory();
   }
 }
@@ -150,20 +155,14 @@ CheckpointStore* Engine::checkpoint_store() { return checkpoints_.get(); }
 void Engine::before_backward(ShardedUnit& s) {
   // overlap_comm with accumulation: this unit's reduction of the previous micro-step may still be
   // in flight, reading (and then freeing) the gradient buffer this backward is about to refill.
-  drain(s.reduces);
+  stage_->finish_reduction(s);
   // cpu_checkpointing: the checkpoint of the next recompute starts back from the host now.
   if (checkpoints_) checkpoints_->prefetch();
-  s.bwd_t0 = Tracer::Clock::now();
+  trace_[s.index].bwd_t0 = Tracer::Clock::now();
   backward_scope_ = true;
   acquire(*s.unit);
   backward_scope_ = false;
-  // Stages 2-3 and mixed precision free the unit's compute gradient between backwards: a fresh
-  // one, zeroed. (fp32 stages 0-1 accumulate in it across micro-steps.)
-  const Tensor& g = s.ps->flat_grad();
-  if (!g.storage()->resident()) {
-    g.storage()->materialize();
-    Tensor(g).zero_();
-  }
+  stage_->open_gradient(s);  // the compute gradient this backward accumulates into
 }
 
 void Engine::after_backward(ShardedUnit& s) {
@@ -171,7 +170,7 @@ void Engine::after_backward(ShardedUnit& s) {
   stage_->gradient_ready(s, boundary, micro_);
   stage_->release(s, evaluating_);  // the backward's scope ends
   if (Tracer* t = cx_.active_tracer()) {
-    t->span(TraceTrack::compute, "backward " + s.unit->name(), "backward", s.bwd_t0, Tracer::Clock::now());
+    t->span(TraceTrack::compute, "backward " + s.unit->name(), "backward", trace_[s.index].bwd_t0, Tracer::Clock::now());
     trace_memory();
   }
 }
@@ -190,9 +189,7 @@ void Engine::backward(const Var& loss) {
   stage_->micro_step_done();
 }
 
-void Engine::finish_reductions() {
-  for (auto& s : units_) drain(s->reduces);
-}
+void Engine::finish_reductions() { stage_->finish_reductions(); }
 
 // ---------------------------------------------------------------------------------------------
 // The step

@@ -25,7 +25,7 @@
 //                   clip; the optimizer's update of this rank's slice; publish the parameters;
 //                   zero the gradients
 //
-// Every unit's flat buffers and the policies' tensors are described in zero/sharded_unit.h.
+// A unit's layout, and which policy keeps which of its state, are in zero/sharded_unit.h.
 #pragma once
 #include <deque>
 #include <memory>
@@ -131,7 +131,7 @@ class Engine final : public Residency {
 
  private:
   ShardedUnit& state_of(Unit& u);
-  void load_initial(ShardedUnit& s, ParamSource* source);
+  UnitInit load_initial(const ShardedUnit& s, ParamSource* source);
   void before_backward(ShardedUnit& s);
   void after_backward(ShardedUnit& s);
   void finish_reductions();  // wait for every pending reduction
@@ -149,6 +149,13 @@ class Engine final : public Residency {
   std::unique_ptr<ShardOptimizer> optimizer_;
   std::unique_ptr<ZeroStage> stage_;
   std::unique_ptr<ActivationOffload> checkpoints_;  // cpu_checkpointing only
+  // Tracing, per unit: when its forward (acquire) and backward (before_backward) began; a forward
+  // that began inside a backward is the activation-checkpointing recompute.
+  struct UnitTrace {
+    Tracer::Clock::time_point fwd_t0, bwd_t0;
+    bool fwd_open = false, fwd_in_backward = false;
+  };
+  std::vector<UnitTrace> trace_;  // by unit index
   int64_t micro_ = 0;         // micro-steps since the last step()
   double loss_sum_ = 0;       // this rank's micro-batch losses since the last step()
   bool in_backward_ = false;

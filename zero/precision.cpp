@@ -1,5 +1,5 @@
-// The precision policy (zero/precision.h): every conversion between the compute, working and
-// master representations of a unit's parameters and gradient.
+// defines: PrecisionPolicy's conversions (zero/precision.h) — every conversion between the
+//          compute, working and master representations of a unit's parameters and gradient.
 #include "zero/precision.h"
 
 #include "core/json.h"  // defines: json_integer
@@ -24,8 +24,9 @@ LossScalerOptions scaler_options(const Fp16Config& c) {
 
 }  // namespace
 
-PrecisionPolicy::PrecisionPolicy(const EngineConfig& cfg, DType model_dtype)
-    : model_dtype_(model_dtype), precision_(cfg.precision) {
+PrecisionPolicy::PrecisionPolicy(ZeroContext& cx, DType model_dtype)
+    : model_dtype_(model_dtype), precision_(cx.cfg.precision), cx_(cx) {
+  const EngineConfig& cfg = cx.cfg;
   mixed_ = cfg.precision != Precision::f32;
   half_ = cfg.precision == Precision::bf16 ? DType::bf16 : cfg.precision == Precision::f16 ? DType::f16 : DType::f32;
   // The compute dtype is the model's: float32, or the precision's 2-byte dtype (bf16 compute).
@@ -40,10 +41,12 @@ void PrecisionPolicy::check(const ShardedUnit& s) const {
              "bfloat16 with bf16.enabled (bf16 compute), all units in one dtype");
 }
 
-void PrecisionPolicy::make_master(ShardedUnit& s, int64_t lo, int64_t n) const {
+void PrecisionPolicy::make_master(const ShardedUnit& s, const UnitInit& init, int64_t lo, int64_t n) {
+  if (masters_.size() <= static_cast<size_t>(s.index)) masters_.resize(s.index + 1);
   if (!mixed_) return;
-  s.master = Tensor::empty({n}, DType::f32, Category::optim);
-  s.master.copy_(s.initial_slice(lo, n));
+  Tensor& master = masters_[s.index];
+  master = Tensor::empty({n}, DType::f32, Category::optim);
+  master.copy_(init.slice(lo, n));
 }
 
 Tensor PrecisionPolicy::full_params(ShardedUnit& s) const {
@@ -65,36 +68,75 @@ void PrecisionPolicy::to_working(const Tensor& dst, const Tensor& src) const {
   else cast_(dst, src);
 }
 
-void PrecisionPolicy::release_compute_buffers(ShardedUnit& s) const {
+bool PrecisionPolicy::release_compute_buffers(ShardedUnit& s) {
+  if (compute_refs_.size() <= static_cast<size_t>(s.index)) {
+    compute_refs_.resize(s.index + 1, 0);
+    compute_present_.resize(s.index + 1, false);
+  }
+  if (!mixed_) return false;  // fp32: the model's buffers are the working parameters and gradient
   const Tensor& flat = s.ps->flat();
   const Tensor& flat_grad = s.ps->flat_grad();
-  if (!mixed_) {  // fp32: the model's gradient is freed unless it is the full working gradient (stages 0-1)
-    if (!s.grads_full.defined()) flat_grad.storage()->release();
-    return;
-  }
   for (const Tensor* t : {&flat, &flat_grad}) {
     if (compute_half_ && t == &flat) continue;  // bf16 compute: the model's buffer is the 2-byte parameters
     t->storage()->release();
     t->storage()->set_category(Category::workspace);
   }
-  if (separate_compute_copy()) s.gathered = false;
+  return separate_compute_copy();
 }
 
-Tensor PrecisionPolicy::fold_gradient(ShardedUnit& s, int N) const {
+void PrecisionPolicy::acquire_compute(const ShardedUnit& s, const Tensor& working_full) {
+  if (!separate_compute_copy()) return;
+  ++compute_refs_.at(s.index);
+  if (compute_present_[s.index]) return;
+  s.ps->flat().storage()->materialize();
+  compute_present_[s.index] = true;
+  if (Tracer* t = cx_.active_tracer())
+    t->instant(TraceTrack::compute, "gather " + s.unit->name(), "gather",
+               {{"unit", s.unit->name()}, {"elements", s.P}, {"prefetch", false}});
+  fill_compute(s.ps->flat(), working_full);
+}
+
+void PrecisionPolicy::release_compute(const ShardedUnit& s) {
+  if (!separate_compute_copy()) return;
+  ZT_CHECK(compute_refs_.at(s.index) > 0, "release of unit '", s.unit->name(), "' without an acquire");
+  if (--compute_refs_[s.index] > 0 || !compute_present_[s.index]) return;
+  s.ps->flat().storage()->release();
+  compute_present_[s.index] = false;
+  if (Tracer* t = cx_.active_tracer())
+    t->instant(TraceTrack::compute, "release " + s.unit->name(), "gather", {{"unit", s.unit->name()}});
+}
+
+void PrecisionPolicy::receive_gathered(const ShardedUnit& s, std::deque<Pending>& q,
+                                       const std::function<void(const Tensor&)>& gather) const {
+  const Tensor& flat = s.ps->flat();
+  if (!separate_compute_copy()) return gather(flat);
+  Tensor full = Tensor::empty({s.P}, half_, Category::params);
+  gather(full);
+  q.push_back({completed_work(), [this, flat, full] { fill_compute(flat, full); }});
+}
+
+void PrecisionPolicy::open_gradient(ShardedUnit& s) const {
+  if (!mixed_) return;  // fp32: the compute gradient is the full working gradient, kept
+  const Tensor& g = s.ps->flat_grad();
+  g.storage()->materialize();
+  Tensor(g).zero_();
+}
+
+Tensor PrecisionPolicy::fold_gradient(ShardedUnit& s, const Tensor& grads_full, int N) const {
   const Tensor& grad = s.ps->flat_grad();
   if (!mixed_) return grad;
   // Round the unit's gradient into the 2-byte gradient, summed over micro-steps: bf16 compute
   // adds grad / N in float32 and rounds once; float32 compute divides, then rounds the sum.
   const double inv_n = 1.0 / static_cast<double>(N);
   if (compute_half_) {
-    Tensor acc = s.grads_full;
+    Tensor acc = grads_full;
     accumulate_(acc, grad, inv_n);
   } else {
     if (N > 1) scale_(grad, inv_n);
-    accumulate_cast_(s.grads_full, grad);
+    accumulate_cast_(grads_full, grad);
   }
   grad.storage()->release();
-  return s.grads_full;
+  return grads_full;
 }
 
 Tensor PrecisionPolicy::gradient_for_reduction(ShardedUnit& s, int N) const {
@@ -135,12 +177,12 @@ void PrecisionPolicy::update(Optimizer& opt, double lr, double clip, double unsc
     Tensor g32 = Tensor::empty({g.numel()}, DType::f32, Category::workspace);
     cast_(g32, g, factor);
     opt.update_shard(units[i]->index, g32);
-    cast_(update_params[i], units[i]->master);
+    cast_(update_params[i], masters_.at(units[i]->index));
   }
 }
 
-void PrecisionPolicy::round_master(const Tensor& working, const Tensor& master) const {
-  if (mixed_) cast_(working, master);
+void PrecisionPolicy::round_master(const ShardedUnit& s, const Tensor& working) const {
+  if (mixed_) cast_(working, masters_.at(s.index));
 }
 
 bool PrecisionPolicy::skip_step(bool overflow) {

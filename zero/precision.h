@@ -5,7 +5,9 @@
 //
 // Every difference between fp32 and mixed precision lives in this one class; the stages
 // (zero/stage.h) ask it how to make, fold and land gradients and parameters, and never test the
-// precision themselves.
+// precision themselves. It owns what only mixed precision has: the float32 master of each unit's
+// optimizer slice and, computing in float32, the compute copies (their scopes at stages 0-2, the
+// conversion of what stage 3 gathers).
 //
 //   fp32                 working = compute = float32. The model's flat buffers are the working
 //                        parameters and gradient; no master copy (the parameters are the master).
@@ -21,6 +23,8 @@
 // over ranks cannot overflow where the average would not); the fp16 unscale and the clipping
 // coefficient are applied once, when a gradient shard is converted to float32 for the update.
 #pragma once
+#include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -35,22 +39,19 @@ namespace zt {
 class PrecisionPolicy {
  public:
   // model_dtype: the dtype the model was built in (its first unit's).
-  PrecisionPolicy(const EngineConfig& cfg, DType model_dtype);
+  PrecisionPolicy(ZeroContext& cx, DType model_dtype);
 
   bool mixed() const { return mixed_; }
   DType working() const { return mixed_ ? half_ : DType::f32; }
-  // The model's float32 parameter buffer is a compute copy of the 2-byte parameters (mixed with
-  // float32 compute): it exists only while the unit computes.
-  bool separate_compute_copy() const { return mixed_ && !compute_half_; }
   // The float32 tensor the optimizer updates for `working` (the unit's working parameters over
   // the optimizer's slice): mixed precision's master, or the working parameters themselves (fp32).
-  Tensor updated(const ShardedUnit& s, const Tensor& working) const { return mixed_ ? s.master : working; }
+  Tensor updated(const ShardedUnit& s, const Tensor& working) const { return mixed_ ? masters_.at(s.index) : working; }
   // A zt::Error unless the unit's parameters are in the dtype this policy trains.
   void check(const ShardedUnit& s) const;
 
   // ---- setup ----
-  // Mixed without offload: master = elements [lo, lo + n) of the initial parameters, float32.
-  void make_master(ShardedUnit& s, int64_t lo, int64_t n) const;
+  // Mixed without offload: the master = elements [lo, lo + n) of the initial parameters, float32.
+  void make_master(const ShardedUnit& s, const UnitInit& init, int64_t lo, int64_t n);
   // The full working parameters of stages 0-2: the model's buffer, or (separate compute copy) a
   // new 2-byte buffer holding it rounded.
   Tensor full_params(ShardedUnit& s) const;
@@ -59,13 +60,29 @@ class PrecisionPolicy {
   // dst (working dtype) = src (the initial parameters), rounded if the dtypes differ.
   void to_working(const Tensor& dst, const Tensor& src) const;
   // After the stage placed the unit: the model's buffers that are not working state become
-  // workspaces that exist while the unit computes (freed now).
-  void release_compute_buffers(ShardedUnit& s) const;
+  // workspaces that exist while the unit computes (freed now). True when that freed the model's
+  // parameter buffer (a float32 compute copy, to be filled before the unit computes).
+  bool release_compute_buffers(ShardedUnit& s);
+
+  // ---- the compute copy at stages 0-2 (float32 compute of 2-byte parameters) ----
+  // acquire: the compute parameters made from the full working ones (once per scope nesting);
+  // release: freed when the last scope ends. Nothing to do when the model's buffer is the
+  // working parameters.
+  void acquire_compute(const ShardedUnit& s, const Tensor& working_full);
+  void release_compute(const ShardedUnit& s);
+  // ---- stage 3: the all-gathered working parameters become the compute parameters ----
+  // gather(dst) issues the all-gather into dst: the model's buffer itself, or a transient 2-byte
+  // buffer converted into it when the gather has landed (queued in q behind the gather).
+  void receive_gathered(const ShardedUnit& s, std::deque<Pending>& q,
+                        const std::function<void(const Tensor&)>& gather) const;
 
   // ---- after a unit's backward ----
+  // Stages 0-1, before the backward: a fresh zeroed compute gradient where fold_gradient freed the
+  // last one (mixed); fp32 accumulates in the full gradient itself.
+  void open_gradient(ShardedUnit& s) const;
   // Stages 0-1: folds the unit's compute gradient into grads_full and returns grads_full (fp32:
   // they are one buffer and autograd accumulated already).
-  Tensor fold_gradient(ShardedUnit& s, int N) const;
+  Tensor fold_gradient(ShardedUnit& s, const Tensor& grads_full, int N) const;
   // Stages 2-3: the unit's gradient as it goes into the reduce-scatter (mixed: a 2-byte comm
   // buffer holding grad / N; the compute gradient is freed).
   Tensor gradient_for_reduction(ShardedUnit& s, int N) const;
@@ -74,19 +91,15 @@ class PrecisionPolicy {
   // A reduced chunk `got` (on any device) lands in dst: copied, scaled by `scale`, or accumulated.
   void land(const Tensor& dst, const Tensor& got, bool accumulate, double scale) const;
 
-  // ---- compute copy (separate_compute_copy) ----
-  void fill_compute(const Tensor& compute, const Tensor& working_full) const;
-
-  // ---- the update on the device ----
+  // ---- the update ----
   // update_grads[i] / update_params[i]: unit i's working tensors over the optimizer's range.
   // fp32: the gradients scaled by `clip` when it is below 1, then one optimizer step. Mixed,
-  // unit by unit: the 2-byte gradient -> float32 times clip * unscale (unscale: 1 / the loss scale
-  // the gradients were computed with), the master updated, the master rounded into the 2-byte
-  // parameters.
+  // unit by unit: the 2-byte gradient -> float32 times clip * unscale, the master updated, the
+  // master rounded into the 2-byte parameters.
   void update(Optimizer& opt, double lr, double clip, double unscale, const std::vector<Tensor>& update_grads,
               const std::vector<Tensor>& update_params, const std::vector<std::unique_ptr<ShardedUnit>>& units) const;
   // After a checkpoint load: the master rounded into the working parameters (mixed), no-op (fp32).
-  void round_master(const Tensor& working, const Tensor& master) const;
+  void round_master(const ShardedUnit& s, const Tensor& working) const;
 
   // ---- fp16 loss scaling ----
   double loss_scale() const { return scaler_ ? scaler_->scale() : 1.0; }
@@ -99,9 +112,17 @@ class PrecisionPolicy {
   bool mixed_ = false;         // bf16 / fp16: 2-byte params and grads, float32 master in optim
   DType half_ = DType::f32;    // the 2-byte dtype when mixed_
   bool compute_half_ = false;  // mixed_ with a model built in half_: compute in the 2-byte dtype
+  // The model's float32 parameter buffer is a compute copy of the 2-byte parameters (mixed with
+  // float32 compute): it exists only while the unit computes.
+  bool separate_compute_copy() const { return mixed_ && !compute_half_; }
+  void fill_compute(const Tensor& compute, const Tensor& working_full) const;  // compute = float32(working)
   DType model_dtype_ = DType::f32;
   Precision precision_ = Precision::f32;
   std::unique_ptr<LossScaler> scaler_;  // fp16 only
+  ZeroContext& cx_;
+  std::vector<Tensor> masters_;        // by unit index: mixed precision's float32 master (device optimizer)
+  std::vector<int> compute_refs_;      // by unit index: open scopes on the compute copy (stages 0-2)
+  std::vector<bool> compute_present_;  // by unit index: the compute copy is resident (stages 0-2)
 };
 
 }  // namespace zt

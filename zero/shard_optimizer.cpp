@@ -1,4 +1,5 @@
-// The two places the optimizer step runs (zero/shard_optimizer.h).
+// defines: DeviceOptimizer, HostOptimizer, make_shard_optimizer — the two places the optimizer
+//          step runs (zero/shard_optimizer.h).
 #include "zero/shard_optimizer.h"
 
 #include <cctype>
@@ -43,12 +44,14 @@ Tensor released(int64_t n) {
 // precision: the float32 master (ShardedUnit::master), through PrecisionPolicy::update.
 class DeviceOptimizer final : public ShardOptimizer {
  public:
-  DeviceOptimizer(ZeroContext& cx, const PrecisionPolicy& precision,
+  DeviceOptimizer(ZeroContext& cx, PrecisionPolicy& precision,
                   const std::vector<std::unique_ptr<ShardedUnit>>& units)
       : cx_(cx), precision_(precision), units_(units) {}
 
-  void begin_unit(ShardedUnit& s, int64_t lo, int64_t hi) override { precision_.make_master(s, lo, hi - lo); }
-  void add_unit(ShardedUnit& s, int64_t lo, int64_t hi, const Tensor& param, const Tensor& grad) override {
+  void begin_unit(const ShardedUnit& s, const UnitInit& init, int64_t lo, int64_t hi) override {
+    precision_.make_master(s, init, lo, hi - lo);
+  }
+  void add_unit(const ShardedUnit& s, int64_t lo, int64_t hi, const Tensor& param, const Tensor& grad) override {
     FlatShard fs;
     fs.name = s.unit->name();
     fs.layout = flat_layout(*s.ps);
@@ -60,6 +63,9 @@ class DeviceOptimizer final : public ShardOptimizer {
   }
   void finish_setup() override { opt_ = make_optimizer(cx_.cfg.optimizer, std::move(shards_)); }
   bool offloaded() const override { return false; }
+  Tensor grad_shard(const ShardedUnit& s, DType working) override {
+    return Tensor::zeros({s.S}, working, Category::grads);
+  }
 
   void step(double lr, double clip, double unscale, const std::vector<Tensor>& grads,
             const std::vector<Tensor>& params) override {
@@ -71,8 +77,7 @@ class DeviceOptimizer final : public ShardOptimizer {
   // every tensor whole: this rank's part.
   std::vector<std::pair<std::string, Tensor>> state(const ShardedUnit& s) override {
     std::vector<std::pair<std::string, Tensor>> out;
-    const Tensor param = precision_.updated(s, s.param_shard);
-    out.push_back({"param", part(param, s)});
+    out.push_back({"param", part(opt_->shard(s.index).param, s)});
     const std::string prefix = s.unit->name() + "/";
     for (auto& [name, t] : opt_->state())  // "<unit>/exp_avg" -> this rank's part
       if (name.rfind(prefix, 0) == 0) out.push_back({name.substr(prefix.size()), part(t, s)});
@@ -85,7 +90,7 @@ class DeviceOptimizer final : public ShardOptimizer {
  private:
   Tensor part(const Tensor& t, const ShardedUnit& s) const { return t.numel() == s.S ? t : range(t, s.lo, s.S); }
   ZeroContext& cx_;
-  const PrecisionPolicy& precision_;
+  PrecisionPolicy& precision_;
   const std::vector<std::unique_ptr<ShardedUnit>>& units_;
   std::vector<FlatShard> shards_;  // collected during setup
   std::unique_ptr<Optimizer> opt_;
@@ -111,10 +116,15 @@ class HostOptimizer final : public ShardOptimizer {
   }
 
   // The master, before the stage frees the initial parameters.
-  void begin_unit(ShardedUnit& s, int64_t, int64_t) override { offload_->init(s.index, s.initial_slice(s.lo, s.S)); }
-  void add_unit(ShardedUnit&, int64_t, int64_t, const Tensor&, const Tensor&) override {}
-  Tensor host_grad(int i) const override { return offload_->grad(i); }
+  void begin_unit(const ShardedUnit& s, const UnitInit& init, int64_t, int64_t) override {
+    offload_->init(s.index, init.slice(s.lo, s.S));
+  }
+  void add_unit(const ShardedUnit&, int64_t, int64_t, const Tensor&, const Tensor&) override {}
   bool offloaded() const override { return true; }
+  Tensor grad_shard(const ShardedUnit& s, DType) override { return offload_->grad(s.index); }
+  void gradient_reduced(const ShardedUnit& s, const Tensor& shard, std::deque<Pending>& q) override {
+    q.push_back({completed_work(), [host = offload_->grad(s.index), shard] { Tensor(host).copy_(shard); }});
+  }
 
   void step(double lr, double clip, double unscale, const std::vector<Tensor>&, const std::vector<Tensor>&) override {
     TraceScope scope(cx_.active_tracer(), TraceTrack::compute, "offloaded AdamW (host)", "offload");
@@ -146,7 +156,7 @@ class HostOptimizer final : public ShardOptimizer {
 
 }  // namespace
 
-std::unique_ptr<ShardOptimizer> make_shard_optimizer(ZeroContext& cx, const PrecisionPolicy& precision,
+std::unique_ptr<ShardOptimizer> make_shard_optimizer(ZeroContext& cx, PrecisionPolicy& precision,
                                                      StorageTiers& tiers, ParamTier& params,
                                                      const std::vector<std::unique_ptr<ShardedUnit>>& units,
                                                      const std::vector<Unit*>& model_units) {

@@ -7,6 +7,7 @@
 // 0, this rank's shard otherwise: zero/stage.h) and, at each step, the working gradients of those
 // slices. An offloaded optimizer's new parameters go back through the ParamTier (zero/tiers.h).
 #pragma once
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -28,12 +29,20 @@ class ShardOptimizer {
   // places the unit (its initial parameters are still whole in ps->flat()), the optimizer takes
   // its float32 copy (mixed precision's master; the offloaded master). add_unit: after, with the
   // working tensors over the slice.
-  virtual void begin_unit(ShardedUnit& s, int64_t lo, int64_t hi) = 0;
-  virtual void add_unit(ShardedUnit& s, int64_t lo, int64_t hi, const Tensor& param, const Tensor& grad) = 0;
+  virtual void begin_unit(const ShardedUnit& s, const UnitInit& init, int64_t lo, int64_t hi) = 0;
+  virtual void add_unit(const ShardedUnit& s, int64_t lo, int64_t hi, const Tensor& param, const Tensor& grad) = 0;
   virtual void finish_setup() {}
-  // Offload: unit i's gradient shard in host memory (the stages reduce into it); undefined otherwise.
-  virtual Tensor host_grad(int) const { return {}; }
   virtual bool offloaded() const = 0;
+
+  // ---- where a reduced gradient shard lands ----
+  // Stages 2-3 reduce straight into this S-element shard of the working dtype: a new zeroed
+  // device buffer, or (offload) the optimizer's own host buffer, ZeRO-Offload's gradients in
+  // host memory.
+  virtual Tensor grad_shard(const ShardedUnit& s, DType working) = 0;
+  // Stage 1 reduces into a view of the full gradient (`shard`): once the reduction queued in q
+  // has landed, the optimizer takes the shard from there (offload: a copy to the host, queued
+  // behind the reduction; on the device: nothing, the view is the optimizer's gradient).
+  virtual void gradient_reduced(const ShardedUnit&, const Tensor& /*shard*/, std::deque<Pending>& /*q*/) {}
 
   // ---- the update ----
   // One step at `lr` of every unit's slice: grads[i] / params[i] are unit i's working tensors
@@ -57,7 +66,7 @@ class ShardOptimizer {
 
 // offload_optimizer.device none: the device optimizer; cpu / nvme: the offloaded AdamW (its
 // swap-file regions are reserved and the files allocated here).
-std::unique_ptr<ShardOptimizer> make_shard_optimizer(ZeroContext& cx, const PrecisionPolicy& precision,
+std::unique_ptr<ShardOptimizer> make_shard_optimizer(ZeroContext& cx, PrecisionPolicy& precision,
                                                      StorageTiers& tiers, ParamTier& params,
                                                      const std::vector<std::unique_ptr<ShardedUnit>>& units,
                                                      const std::vector<Unit*>& model_units);

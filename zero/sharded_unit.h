@@ -1,28 +1,26 @@
-// defines: ShardedUnit, EngineTimes, ZeroContext — what the ZeRO engine keeps per unit, and what
-//          every policy of the engine (zero/stage.h, zero/precision.h, zero/tiers.h,
-//          zero/shard_optimizer.h) shares: the group, the config, the rank, the tracer.
+// defines: ShardedUnit, UnitInit, EngineTimes, ZeroContext — the layout of one unit as the ZeRO
+//          engine shards it, its initial values during setup, and what every policy of the engine
+//          (zero/stage.h, zero/precision.h, zero/tiers.h, zero/shard_optimizer.h) shares: the
+//          group, the config, the rank, the tracer.
 //
 // One ShardedUnit per unit of the model (nn/unit.h). With N ranks, rank r and the unit's flat
 // buffers of P elements (P = N * S), this rank owns flat elements [lo, lo + S), lo = r * S
-// (docs/architecture.md, "The life of one parameter"). Which of the tensors below exist depends on
-// the stage (zero/stage.h's table) and the precision (zero/precision.h):
+// (docs/architecture.md, "The life of one parameter"). A ShardedUnit is the layout alone, set
+// once at setup and read by everyone; each policy keeps its own per-unit state, indexed by
+// ShardedUnit::index:
 //
-//   tensor        elements  dtype     exists
-//   params_full   P         working   stages 0-2: the full parameters every rank keeps
-//   grads_full    P         working   stages 0-1: the full gradient, summed over micro-steps
-//   param_shard   S         working   always: this rank's parameters (a view of params_full at
-//                                     stages 0-2; its own buffer, in its tier, at stage 3)
-//   grad_shard    S         working   always: this rank's gradient (a view of grads_full at
-//                                     stages 0-1; its own buffer at stages 2-3, on the host with
-//                                     offload_optimizer)
-//   master        S (st. 0: P)  f32   mixed precision without offload: the float32 master
+//   state                                   owner
+//   full parameters, full gradient,         the stage (zero/stage.h's StageUnit): what is
+//   gradient shard, reductions in flight    sharded is the stage's business
+//   gathered / in use / persistent          stage 3's GatherSchedule (zero/gather_schedule.h)
+//   parameter shard                         the ParamTier (zero/tiers.h): device, host or NVMe
+//   float32 master, compute copies          the PrecisionPolicy (zero/precision.h)
+//   optimizer state, offloaded gradients    the ShardOptimizer (zero/shard_optimizer.h)
+//   trace times of forward / backward       the Engine (zero/engine.h)
 //
-// "working" is float32 (fp32) or the 2-byte dtype (bf16 / fp16). The model's own buffers
-// ps->flat() / ps->flat_grad() are the *compute* parameters and gradient: what the unit's
-// kernels read and write between acquire and release and during its backward.
+// The model's own buffers ps->flat() / ps->flat_grad() are the *compute* parameters and gradient:
+// what the unit's kernels read and write between acquire and release and during its backward.
 #pragma once
-#include <deque>
-
 #include "core/trace.h"
 #include "dist/process_group.h"
 #include "nn/model.h"
@@ -32,31 +30,22 @@
 namespace zt {
 
 struct ShardedUnit {
-  int index = 0;
+  int index = 0;         // position in the model's units (forward order)
   Unit* unit = nullptr;
   ParamSet* ps = nullptr;
   int64_t P = 0, S = 0, lo = 0;  // padded flat size, shard size (P = N * S), this rank's offset r * S
-  Tensor params_full, grads_full, param_shard, grad_shard, master;  // the table above
-  // Setup only: the unit's initial values over [initial_lo, initial_lo + initial.numel()) of its
-  // flat space, in the model's dtype: the whole unit in the model's buffer (stages 0-2 keep it),
-  // or this rank's shard alone (stage 3; freed once the unit is placed). zero/engine.cpp.
-  Tensor initial;
-  int64_t initial_lo = 0;
-  Tensor initial_slice(int64_t a, int64_t n) const { return initial.flat_view(a - initial_lo, {n}); }
-  bool persistent = false;  // stage 3: small enough to stay gathered (param_persistence_threshold)
-  int refs = 0;             // open acquire scopes (forward) and backward spans
-  bool gathered = true;     // the full compute parameters are resident (and current, or being gathered)
-  std::deque<Pending> gathers;  // compute parameters being filled (stage 3: all-gather chunks in flight)
-  std::deque<Pending> reduces;  // gradient reduction chunks in flight
-  // offload_param nvme (zero/tiers.cpp): param_shard is undefined between uses and the shard's
-  // bytes live at [param_offset, param_offset + param_bytes) of the swap file.
-  int64_t param_offset = 0, param_bytes = 0;
-  Tensor param_staging;   // nvme: the new parameters being assembled (step) or written (host)
-  WorkPtr param_write;    // nvme: the write of param_staging in flight
-  // Tracing: when the unit's forward (acquire) and backward (before_backward) began; a forward
-  // that began inside a backward is the activation-checkpointing recompute.
-  Tracer::Clock::time_point fwd_t0, bwd_t0;
-  bool fwd_open = false, fwd_in_backward = false;
+};
+
+// Setup only: a unit's initial values over [lo, lo + values.numel()) of its flat space, in the
+// model's dtype: the whole unit in the model's own buffer (in_model_buffer; stages 0-2 keep it),
+// or this rank's shard alone in a setup buffer (stage 3 with partitioned construction; freed once
+// the unit is placed). Made by zero/engine.cpp's load_initial, handed to the policies that place
+// the unit.
+struct UnitInit {
+  Tensor values;
+  int64_t lo = 0;
+  bool in_model_buffer = false;
+  Tensor slice(int64_t a, int64_t n) const { return values.flat_view(a - lo, {n}); }
 };
 
 // Seconds the training thread spent in the engine's offload work: the CPU optimizer's step (with

@@ -34,13 +34,16 @@
 //   stage3_parameter_sharded.cpp   + the parameters are a shard (in a ParamTier): gathered just in
 //                                  time around each unit's forward and backward, prefetched along
 //                                  the order recorded in the first step, and freed
-// A stage never tests the precision or the offload tier: it asks the PrecisionPolicy, the
-// ParamTier and the ShardOptimizer.
+// A stage never tests the precision or the offload tier: the PrecisionPolicy converts (and owns
+// the compute copies and the master), the ParamTier holds the parameter shard, the ShardOptimizer
+// says where a reduced gradient shard lands. A reduction's follow-up work (free the full gradient,
+// hand the shard to the offloaded optimizer) is queued behind its chunks (zero/pending.h).
 #pragma once
 #include <memory>
 #include <utility>
 #include <vector>
 
+#include "zero/gather_schedule.h"
 #include "zero/precision.h"
 #include "zero/shard_optimizer.h"
 #include "zero/sharded_unit.h"
@@ -50,9 +53,25 @@ namespace zt {
 
 using Units = std::vector<std::unique_ptr<ShardedUnit>>;
 
+// What a stage keeps of one unit (the table above; which tensors exist depends on the stage and
+// the precision). "working" is float32 (fp32) or the 2-byte dtype (bf16 / fp16).
+//
+//   tensor        elements  dtype     exists
+//   params_full   P         working   stages 0-2: the full parameters every rank keeps
+//   grads_full    P         working   stages 0-1: the full gradient, summed over micro-steps
+//   grad_shard    S         working   always: this rank's gradient (a view of grads_full at
+//                                     stages 0-1; at stages 2-3 where the ShardOptimizer puts
+//                                     it: the device, or the host with offload_optimizer)
+// This rank's parameter shard is the ParamTier's (a view of params_full at stages 0-2).
+struct StageUnit {
+  Tensor params_full, grads_full, grad_shard;
+  std::deque<Pending> gathers;  // compute parameters being filled (stage 3: all-gather chunks in flight)
+  std::deque<Pending> reduces;  // the gradient's reduction in flight: chunks, then its follow-up work
+};
+
 class ZeroStage {
  public:
-  ZeroStage(ZeroContext& cx, const PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt, Units& units);
+  ZeroStage(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt, Units& units);
   virtual ~ZeroStage() = default;
 
   // ---- setup, unit by unit ----
@@ -62,26 +81,35 @@ class ZeroStage {
   // (stages 0-2, whose parameters are replicated: the model's buffer) or this rank's shard
   // (stage 3: nothing else of the unit is ever created at setup).
   virtual std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const { return {0, s.P}; }
-  // Lays out what this stage keeps of the unit (the table above), from its initial parameters
-  // (ShardedUnit::initial).
-  void place(ShardedUnit& s) { place_params(s); place_grads(s); }
+  // Lays out what this stage keeps of the unit (the table above) from its initial parameters,
+  // then lets the precision turn the model's buffers that are not working state into workspaces.
+  void place(ShardedUnit& s, const UnitInit& init);
   // The working tensors over the optimizer's slice.
-  virtual Tensor update_params(ShardedUnit& s) const { return s.param_shard; }
-  virtual Tensor update_grads(ShardedUnit& s) const { return s.grad_shard; }
+  virtual Tensor update_params(const ShardedUnit& s) const;
+  virtual Tensor update_grads(const ShardedUnit& s) const { return unit(s).grad_shard; }
   virtual void setup_done() {}  // every unit placed and the optimizer built
 
   // ---- residency: the unit scopes the model opens, and the backward's ----
-  // Between acquire and release the unit's compute parameters (ps->flat()) are resident and current.
+  // Between acquire and release the unit's compute parameters (ps->flat()) are resident and
+  // current. Stages 0-2: the precision's compute copy, if it keeps one.
   virtual void forward_begins() {}
   virtual void acquire(ShardedUnit& s, bool evaluating);
   virtual void release(ShardedUnit& s, bool evaluating);
 
   // ---- backward ----
+  // Before the unit's backward: its reduction of the previous micro-step has finished (overlap_comm
+  // with accumulation: it may still be reading the buffer this backward refills).
+  void finish_reduction(ShardedUnit& s) { drain(unit(s).reduces); }
+  // Before the unit's backward, after its acquire: the compute gradient (ps->flat_grad()) ready
+  // to receive it: stages 0-1 keep it across micro-steps where the precision accumulates in it;
+  // otherwise a fresh zeroed buffer (freed again once folded or reduced).
+  virtual void open_gradient(ShardedUnit& s);
   // The unit's backward ended: its compute gradient (ps->flat_grad()) is complete for this micro-step.
   virtual void gradient_ready(ShardedUnit& s, bool boundary, int64_t micro) = 0;
   virtual void micro_step_done() {}
 
   // ---- the step ----
+  void finish_reductions();  // every unit's reduction landed
   // The squared L2 norm of the whole gradient, from update_grads of every unit.
   virtual double global_sum_of_squares(const std::vector<Tensor>& grads) = 0;
   virtual void publish() = 0;  // the updated parameters to where forward reads them
@@ -90,33 +118,34 @@ class ZeroStage {
   // them (round_master: mixed precision's master -> the working parameters, unless the offloaded
   // optimizer published them already).
   virtual void loaded(bool round_master) = 0;
+  // Waits for every collective in flight without running its follow-up (the engine's destructor).
+  void abandon_in_flight();
 
  protected:
-  virtual void place_params(ShardedUnit& s) = 0;
+  StageUnit& unit(const ShardedUnit& s) { return units_state_.at(s.index); }
+  const StageUnit& unit(const ShardedUnit& s) const { return units_state_.at(s.index); }
+  virtual void place_params(ShardedUnit& s, const UnitInit& init) = 0;
   virtual void place_grads(ShardedUnit& s) = 0;
   // Starts (overlap_comm) or runs the reduction of `grad` (P elements): issue_reduction's chunks.
   void reduce(ShardedUnit& s, const Tensor& grad, int64_t micro);
   virtual void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) = 0;
-  // The compute copy (precision's separate copy at stages 0-2; the gathered parameters at stage 3).
-  void gather(ShardedUnit& s, bool wait);    // make it resident and current (wait: and landed)
-  void free_compute_copy(ShardedUnit& s);    // release it unless in use or kept
-  virtual void fill_compute_copy(ShardedUnit& s, std::deque<Pending>& q);  // issue what makes it current
 
   ZeroContext& cx_;
-  const PrecisionPolicy& precision_;
+  PrecisionPolicy& precision_;
   ParamTier& params_;
   ShardOptimizer& opt_;
   Units& units_;
-  bool compute_copy_ = false;  // acquire / release move a compute copy
-  int64_t live_elements_ = 0;  // elements of non-persistent compute copies resident (the prefetch bound)
+
+ private:
+  std::vector<StageUnit> units_state_;  // by ShardedUnit::index
 };
 
 class Replicated : public ZeroStage {  // stage 0: zero/stage0_replicated.cpp
  public:
   using ZeroStage::ZeroStage;
   std::pair<int64_t, int64_t> optimizer_range(const ShardedUnit& s) const override { return {0, s.P}; }
-  Tensor update_params(ShardedUnit& s) const override { return s.params_full; }
-  Tensor update_grads(ShardedUnit& s) const override { return s.grads_full; }
+  Tensor update_params(const ShardedUnit& s) const override { return unit(s).params_full; }
+  Tensor update_grads(const ShardedUnit& s) const override { return unit(s).grads_full; }
   void gradient_ready(ShardedUnit& s, bool boundary, int64_t micro) override;
   double global_sum_of_squares(const std::vector<Tensor>& grads) override;
   void publish() override {}
@@ -124,7 +153,7 @@ class Replicated : public ZeroStage {  // stage 0: zero/stage0_replicated.cpp
   void loaded(bool round_master) override;
 
  protected:
-  void place_params(ShardedUnit& s) override;
+  void place_params(ShardedUnit& s, const UnitInit& init) override;
   void place_grads(ShardedUnit& s) override;
   void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) override;
 };
@@ -133,8 +162,8 @@ class OptimizerSharded : public Replicated {  // stage 1: zero/stage1_optimizer_
  public:
   using Replicated::Replicated;
   std::pair<int64_t, int64_t> optimizer_range(const ShardedUnit& s) const override { return {s.lo, s.lo + s.S}; }
-  Tensor update_params(ShardedUnit& s) const override { return s.param_shard; }
-  Tensor update_grads(ShardedUnit& s) const override { return s.grad_shard; }
+  Tensor update_params(const ShardedUnit& s) const override { return ZeroStage::update_params(s); }
+  Tensor update_grads(const ShardedUnit& s) const override { return ZeroStage::update_grads(s); }
   double global_sum_of_squares(const std::vector<Tensor>& grads) override;
   void publish() override;
   void loaded(bool round_master) override;
@@ -151,6 +180,7 @@ class OptimizerSharded : public Replicated {  // stage 1: zero/stage1_optimizer_
 class GradientSharded : public OptimizerSharded {  // stage 2: zero/stage2_gradient_sharded.cpp
  public:
   using OptimizerSharded::OptimizerSharded;
+  void open_gradient(ShardedUnit& s) override;
   void gradient_ready(ShardedUnit& s, bool boundary, int64_t micro) override;
   void zero_grad(ShardedUnit& s) override;
 
@@ -159,34 +189,35 @@ class GradientSharded : public OptimizerSharded {  // stage 2: zero/stage2_gradi
   void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) override;
 };
 
-class ParameterSharded : public GradientSharded {  // stage 3: zero/stage3_parameter_sharded.cpp
+class ParameterSharded : public GradientSharded, private GatherSchedule::Actions {  // stage 3: zero/stage3_parameter_sharded.cpp
  public:
-  ParameterSharded(ZeroContext& cx, const PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt,
+  ParameterSharded(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt,
                    Units& units);
   std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const override { return {s.lo, s.lo + s.S}; }
   void setup_done() override;
-  void forward_begins() override { order_pos_ = 0; }
-  void acquire(ShardedUnit& s, bool evaluating) override;
-  void release(ShardedUnit& s, bool evaluating) override;
-  void micro_step_done() override { recording_ = false; }  // the first micro-step's order is the order
+  void forward_begins() override { schedule_.forward_begins(); }
+  void acquire(ShardedUnit& s, bool evaluating) override { schedule_.acquire(s.index, evaluating); }
+  void release(ShardedUnit& s, bool evaluating) override { schedule_.release(s.index, evaluating); }
+  void micro_step_done() override { schedule_.micro_step_done(); }
 
  protected:
-  void place_params(ShardedUnit& s) override;
-  void fill_compute_copy(ShardedUnit& s, std::deque<Pending>& q) override;
+  void place_params(ShardedUnit& s, const UnitInit& init) override;
   void publish_unit(ShardedUnit& s, std::deque<Pending>& q) override;
 
  private:
-  void gather_from(ShardedUnit& s, const Tensor& device_shard, std::deque<Pending>& q);
-  void prefetch_after(size_t pos);
-  // The order of acquires (unit indices) recorded in the first training micro-step, and the
-  // position in it.
-  std::vector<int> order_;
-  bool recording_ = true;
-  size_t order_pos_ = 0;
+  // GatherSchedule::Actions: the real all-gathers.
+  void start(int i, bool prefetch) override;
+  void finish(int i) override { drain(unit(*units_[i]).gathers); }
+  void drop(int i) override;
+  bool may_prefetch() const override;
+  // Issues what makes the unit's compute parameters current: the shard fetched from its tier,
+  // all-gathered, and converted by the precision where it keeps a compute copy.
+  void fill(ShardedUnit& s, std::deque<Pending>& q);
+  GatherSchedule schedule_;
 };
 
 // The stage zero_optimization.stage names (0-3).
-std::unique_ptr<ZeroStage> make_stage(ZeroContext& cx, const PrecisionPolicy& precision, ParamTier& params,
+std::unique_ptr<ZeroStage> make_stage(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params,
                                       ShardOptimizer& opt, Units& units);
 
 }  // namespace zt

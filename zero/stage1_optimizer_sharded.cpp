@@ -1,3 +1,6 @@
+// defines: OptimizerSharded (stage 1) — the optimizer state sharded: reduce-scatter, update the
+//          shard, all-gather the parameters.
+//
 // Stage 1, OptimizerSharded (zero/stage.h; the paper's P_os, section 5.1): stage 0, except that
 // each rank updates only its shard of the optimizer state. So the full gradient, still summed
 // over micro-steps, is reduce-scattered at the boundary (each rank receives the average of its
@@ -12,15 +15,9 @@ namespace zt {
 
 void OptimizerSharded::issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t) {
   reduce_scatter(s, grad, /*accumulate=*/false);
-  // Offload: the shard (a view of the device's full gradient) is complete once the chunks
-  // landed; to the host then. (Stages 2-3 reduce into the host shard directly.)
-  const Tensor host = opt_.host_grad(s.index);
-  if (!host.defined()) return;
-  ShardedUnit* sp = &s;
-  s.reduces.back().then = [prev = s.reduces.back().then, host, sp] {
-    if (prev) prev();
-    Tensor(host).copy_(sp->grad_shard);
-  };
+  // The shard is a view of the full gradient: the optimizer takes it from there once the chunks
+  // landed (offload: a copy to the host; stages 2-3 reduce into the optimizer's shard directly).
+  opt_.gradient_reduced(s, unit(s).grad_shard, unit(s).reduces);
 }
 
 // This rank's averaged shard into grad_shard, in chunks of reduce_bucket_size: chunk [a, a + n)
@@ -29,7 +26,7 @@ void OptimizerSharded::issue_reduction(ShardedUnit& s, const Tensor& grad, int64
 void OptimizerSharded::reduce_scatter(ShardedUnit& s, const Tensor& grad, bool accumulate) {
   const int64_t S = s.S, N = cx_.N, chunk = std::max<int64_t>(1, cx_.cfg.zero.reduce_bucket_size);
   const double scale = precision_.reduction_scale(cx_.N);
-  const Tensor shard = s.grad_shard;
+  const Tensor shard = unit(s).grad_shard;
   const PrecisionPolicy* precision = &precision_;
   for (int64_t a = 0; a < S; a += chunk) {
     const int64_t n = std::min(chunk, S - a);
@@ -40,7 +37,7 @@ void OptimizerSharded::reduce_scatter(ShardedUnit& s, const Tensor& grad, bool a
     }
     Tensor out = Tensor::empty({n}, grad.dtype(), Category::comm);
     WorkPtr w = cx_.group.reduce_scatter_async(in, out);
-    s.reduces.push_back({w, [in, out, shard, a, n, scale, accumulate, precision] {
+    unit(s).reduces.push_back({w, [in, out, shard, a, n, scale, accumulate, precision] {
                            const Tensor dst = range(shard, a, n);
                            // offload (stages 2-3): the shard is in host memory; on a GPU the
                            // chunk comes over first, and the arithmetic runs on the host
@@ -56,7 +53,7 @@ double OptimizerSharded::global_sum_of_squares(const std::vector<Tensor>& grads)
 }
 
 void OptimizerSharded::publish_unit(ShardedUnit& s, std::deque<Pending>& q) {
-  all_gather_chunked(cx_.group, s.param_shard, s.params_full, cx_.cfg.zero.allgather_bucket_size, q);
+  all_gather_chunked(cx_.group, params_.shard(s), unit(s).params_full, cx_.cfg.zero.allgather_bucket_size, q);
 }
 
 void OptimizerSharded::publish() {
@@ -72,7 +69,7 @@ void OptimizerSharded::publish() {
 void OptimizerSharded::loaded(bool round_master) {
   std::deque<Pending> pending;
   for (auto& s : units_) {
-    if (round_master) precision_.round_master(s->param_shard, s->master);
+    if (round_master) precision_.round_master(*s, params_.shard(*s));
     publish_unit(*s, pending);
   }
   drain(pending);

@@ -1,3 +1,6 @@
+// defines: GradientSharded (stage 2) — the gradient sharded too: reduced after every backward,
+//          the full gradient freed.
+//
 // Stage 2, GradientSharded (zero/stage.h; the paper's P_os+g, section 5.2): stage 1, except that
 // each rank keeps only its shard of the gradient. A unit's backward fills a fresh full gradient
 // (the engine materializes it in before_backward); when the backward ends it is reduce-scattered
@@ -8,11 +11,19 @@
 
 namespace zt {
 
-// The gradient shard is its own buffer (offload: the host's, ZeRO-Offload's gradients in host
-// memory: the reduction lands and accumulates there, and the device keeps no gradient at rest).
+// The gradient shard is its own buffer, where the optimizer wants it (offload: the host's,
+// ZeRO-Offload's gradients in host memory: the reduction lands and accumulates there, and the
+// device keeps no gradient at rest). The unit's compute gradient exists only during its backward.
 void GradientSharded::place_grads(ShardedUnit& s) {
-  const Tensor host = opt_.host_grad(s.index);
-  s.grad_shard = host.defined() ? host : Tensor::zeros({s.S}, precision_.working(), Category::grads);
+  unit(s).grad_shard = opt_.grad_shard(s, precision_.working());
+  s.ps->flat_grad().storage()->release();
+}
+
+// A fresh compute gradient for every backward (the last one was freed once it was reduced).
+void GradientSharded::open_gradient(ShardedUnit& s) {
+  const Tensor& g = s.ps->flat_grad();
+  g.storage()->materialize();
+  Tensor(g).zero_();
 }
 
 void GradientSharded::gradient_ready(ShardedUnit& s, bool, int64_t micro) {
@@ -22,12 +33,9 @@ void GradientSharded::gradient_ready(ShardedUnit& s, bool, int64_t micro) {
 void GradientSharded::issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) {
   reduce_scatter(s, grad, /*accumulate=*/micro > 0);
   // the full gradient goes once every chunk has left it
-  s.reduces.back().then = [prev = s.reduces.back().then, grad] {
-    prev();
-    grad.storage()->release();
-  };
+  unit(s).reduces.push_back({completed_work(), [grad] { grad.storage()->release(); }});
 }
 
-void GradientSharded::zero_grad(ShardedUnit& s) { s.grad_shard.zero_(); }
+void GradientSharded::zero_grad(ShardedUnit& s) { unit(s).grad_shard.zero_(); }
 
 }  // namespace zt

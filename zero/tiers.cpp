@@ -1,3 +1,6 @@
+// defines: StorageTiers, the parameter tiers (DeviceParams, HostParams, NvmeParams),
+//          make_param_tier (zero/tiers.h).
+//
 // The storage tiers (zero/tiers.h): the host allocator and the swap files of offload, and the
 // three places stage 3's parameter shards can live (ZeRO-Infinity, Rajbhandari et al. 2021,
 // section 5: parameters offloaded to host memory or NVMe, brought in ahead of use).
@@ -108,6 +111,13 @@ void StorageTiers::trace_memory(Tracer* t) const {
 // ---------------------------------------------------------------------------------------------
 // Parameter tiers
 
+Tensor& ParamTier::held(const ShardedUnit& s) {
+  if (shards_.size() <= static_cast<size_t>(s.index)) shards_.resize(s.index + 1);
+  return shards_[s.index];
+}
+
+void ParamTier::hold(const ShardedUnit& s, const Tensor& view) { held(s) = view; }
+
 namespace {
 
 // A shard held in memory (the device's or the host's): the offloaded optimizer's new parameters
@@ -115,8 +125,8 @@ namespace {
 class ShardInMemory : public ParamTier {
  public:
   explicit ShardInMemory(StorageTiers& tiers) : tiers_(tiers) {}
-  void put(ShardedUnit& s, int64_t a, const Tensor& master, bool) override {
-    put_rounded(range(s.param_shard, a, master.numel()), master, *tiers_.host());
+  void put(const ShardedUnit& s, int64_t a, const Tensor& master, bool) override {
+    put_rounded(range(shard(s), a, master.numel()), master, *tiers_.host());
   }
 
  protected:
@@ -130,8 +140,10 @@ class DeviceParams final : public ShardInMemory {
  public:
   using ShardInMemory::ShardInMemory;
   Allocator& shard_memory() const override { return tiers_.device(); }
-  Tensor new_shard(ShardedUnit& s, DType dt) override { return Tensor::empty({s.S}, dt, Category::params, shard_memory()); }
-  void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) override { gather(s, s.param_shard, q); }
+  Tensor new_shard(const ShardedUnit& s, DType dt) override {
+    return held(s) = Tensor::empty({s.S}, dt, Category::params, shard_memory());
+  }
+  void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) override { gather(s, shard(s), q); }
 };
 
 // offload_param cpu, and the base of nvme: a host shard reaches the device through a shard-sized
@@ -140,9 +152,11 @@ class HostParams : public ShardInMemory {
  public:
   HostParams(ZeroContext& cx, StorageTiers& tiers, DType working) : ShardInMemory(tiers), cx_(cx), working_(working) {}
   Allocator& shard_memory() const override { return *tiers_.host(); }
-  Tensor new_shard(ShardedUnit& s, DType dt) override { return Tensor::empty({s.S}, dt, Category::params, shard_memory()); }
+  Tensor new_shard(const ShardedUnit& s, DType dt) override {
+    return held(s) = Tensor::empty({s.S}, dt, Category::params, shard_memory());
+  }
   void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) override {
-    to_device_and_gather(s, s.param_shard, q, gather);
+    to_device_and_gather(s, shard(s), q, gather);
   }
 
  protected:
@@ -173,84 +187,89 @@ class NvmeParams final : public HostParams {
         ZT_THROW("config: zero_optimization.offload_param.buffer_size = ", op.buffer_size,
                  " elements is smaller than unit '", u->name(), "''s parameter shard of ", S,
                  " elements: raise it to at least ", S);
-      const int64_t bytes = round_up(S * esize, kAioAlignment);
-      regions_.push_back({swap_.reserve(bytes, Category::params), bytes});
+      Region r;
+      r.bytes = round_up(S * esize, kAioAlignment);
+      r.offset = swap_.reserve(r.bytes, Category::params);
+      regions_.push_back(std::move(r));
     }
   }
-  int64_t elements(const ShardedUnit& s) const { return s.param_bytes / static_cast<int64_t>(dtype_size(working_)); }
 
-  Tensor new_shard(ShardedUnit& s, DType dt) override {
-    const auto [offset, bytes] = regions_.at(s.index);
-    s.param_offset = offset;
-    s.param_bytes = bytes;
-    Tensor buf = Tensor::zeros({bytes / static_cast<int64_t>(dtype_size(dt))}, dt, Category::params, shard_memory());
-    return range(buf, 0, s.S);
+  Tensor new_shard(const ShardedUnit& s, DType dt) override {
+    const Region& r = regions_.at(s.index);
+    Tensor buf = Tensor::zeros({r.bytes / static_cast<int64_t>(dtype_size(dt))}, dt, Category::params, shard_memory());
+    return held(s) = range(buf, 0, s.S);
   }
-  void park(ShardedUnit& s) override {
-    swap_.write_async(s.param_offset, s.param_shard.raw(), s.param_bytes)->wait();
-    s.param_shard = Tensor();  // the host buffer goes: the shard lives in the file
+  void park(const ShardedUnit& s) override {
+    const Region& r = regions_.at(s.index);
+    swap_.write_async(r.offset, held(s).raw(), r.bytes)->wait();
+    held(s) = Tensor();  // the host buffer goes: the shard lives in the file
   }
   // The read is asynchronous: the copy and the gather are issued when it lands (its Pending's
   // completion, which appends them to the same queue).
   void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) override {
-    if (s.param_write) {  // the step's write of this shard must be on disk before it is read
-      WorkPtr w = timed_wait(std::move(s.param_write), &cx_.times.offload_fetch_s, cx_.active_tracer(),
+    Region& r = regions_.at(s.index);
+    if (r.write) {  // the step's write of this shard must be on disk before it is read
+      WorkPtr w = timed_wait(std::move(r.write), &cx_.times.offload_fetch_s, cx_.active_tracer(),
                              "wait nvme write " + s.unit->name());
       w->wait();
-      s.param_staging = Tensor();
+      r.staging = Tensor();
     }
-    Tensor bounce = Tensor::empty({elements(s)}, working_, Category::params, *tiers_.host());
-    WorkPtr r = timed_wait(swap_.read_async(s.param_offset, bounce.raw(), s.param_bytes), &cx_.times.offload_fetch_s,
-                           cx_.active_tracer(), "wait nvme read " + s.unit->name());
+    Tensor bounce = Tensor::empty({elements(r)}, working_, Category::params, *tiers_.host());
+    WorkPtr rd = timed_wait(swap_.read_async(r.offset, bounce.raw(), r.bytes), &cx_.times.offload_fetch_s,
+                            cx_.active_tracer(), "wait nvme read " + s.unit->name());
     ShardedUnit* sp = &s;
     std::deque<Pending>* qp = &q;
-    q.push_back({r, [this, sp, qp, bounce, gather] { to_device_and_gather(*sp, range(bounce, 0, sp->S), *qp, gather); }});
+    q.push_back({rd, [this, sp, qp, bounce, gather] { to_device_and_gather(*sp, range(bounce, 0, sp->S), *qp, gather); }});
   }
   // The new parameters are assembled in a host buffer and written once the unit is complete.
-  void put(ShardedUnit& s, int64_t a, const Tensor& master, bool last) override {
-    if (s.param_write) {  // last step's write of this unit must end before its buffer is refilled
-      WorkPtr w = std::move(s.param_write);
+  void put(const ShardedUnit& s, int64_t a, const Tensor& master, bool last) override {
+    Region& r = regions_.at(s.index);
+    if (r.write) {  // last step's write of this unit must end before its buffer is refilled
+      WorkPtr w = std::move(r.write);
       w->wait();
     }
-    if (!s.param_staging.defined())
-      s.param_staging = Tensor::zeros({elements(s)}, working_, Category::params, *tiers_.host());
-    put_rounded(range(s.param_staging, a, master.numel()), master, *tiers_.host());
+    if (!r.staging.defined()) r.staging = Tensor::zeros({elements(r)}, working_, Category::params, *tiers_.host());
+    put_rounded(range(r.staging, a, master.numel()), master, *tiers_.host());
     if (!last) return;
-    s.param_write = swap_.write_async(s.param_offset, s.param_staging.raw(), s.param_bytes);
+    r.write = swap_.write_async(r.offset, r.staging.raw(), r.bytes);
     // At most buffer_count units' buffers wait for their writes; the oldest is finished first.
-    writes_.push_back(&s);
+    writes_.push_back(&r);
     while (static_cast<int64_t>(writes_.size()) > cx_.cfg.zero.offload_param.buffer_count) {
       finish_write(*writes_.front());
       writes_.pop_front();
     }
   }
   void finish_writes() override {
-    for (ShardedUnit* s : writes_) finish_write(*s);
+    for (Region* r : writes_) finish_write(*r);
     writes_.clear();
   }
-  bool may_fetch(const std::vector<std::unique_ptr<ShardedUnit>>& units) const override {
-    int reads = 0;
-    for (const auto& s : units) reads += !s->gathers.empty();
-    return reads < cx_.cfg.zero.offload_param.buffer_count;
-  }
-  void wait(ShardedUnit& s) override {
-    if (!s.param_write) return;
+  bool may_fetch(int in_flight) const override { return in_flight < cx_.cfg.zero.offload_param.buffer_count; }
+  void wait(const ShardedUnit& s) override {
+    Region& r = regions_.at(s.index);
+    if (!r.write) return;
     try {
-      s.param_write->wait();
+      r.write->wait();
     } catch (const std::exception&) {  // called from a destructor, which does not throw; the run failed already
     }
   }
 
  private:
-  static void finish_write(ShardedUnit& s) {
-    if (!s.param_write) return;
-    WorkPtr w = std::move(s.param_write);
+  // One unit's swap-file region and what is in flight for it.
+  struct Region {
+    int64_t offset = 0, bytes = 0;  // the shard's bytes at [offset, offset + bytes) of the swap file
+    Tensor staging;                 // the new parameters being assembled (step), then written
+    WorkPtr write;                  // the write of staging in flight
+  };
+  int64_t elements(const Region& r) const { return r.bytes / static_cast<int64_t>(dtype_size(working_)); }
+  static void finish_write(Region& r) {
+    if (!r.write) return;
+    WorkPtr w = std::move(r.write);
     w->wait();
-    s.param_staging = Tensor();
+    r.staging = Tensor();
   }
   SwapFile& swap_;
-  std::vector<std::pair<int64_t, int64_t>> regions_;  // (offset, bytes) per unit
-  std::deque<ShardedUnit*> writes_;                   // units whose shard write is in flight
+  std::vector<Region> regions_;  // by unit index; sized at construction, never moved
+  std::deque<Region*> writes_;   // regions whose write is in flight
 };
 
 }  // namespace

@@ -19,7 +19,9 @@
 //           buffer, then the all-gather
 //   nvme    offload_param nvme: the shard in its swap-file region; fetch = read (async) into a
 //           host bounce buffer, then as host. At most buffer_count reads and writes in flight.
-// put() is where the offloaded optimizer's new parameters land (any stage with offload_optimizer).
+// The tier holds each unit's shard (ParamTier::shard; at stages 0-2 a view of the stage's full
+// parameters, given with hold()). put() is where the offloaded optimizer's new parameters land
+// (any stage with offload_optimizer).
 #pragma once
 #include <deque>
 #include <functional>
@@ -66,26 +68,35 @@ class StorageTiers {
 class ParamTier {
  public:
   virtual ~ParamTier() = default;
-  // A new S-element shard of dtype dt for unit s, in this tier (nvme: a host buffer the size of
-  // the file region, written out by park()).
-  virtual Tensor new_shard(ShardedUnit& s, DType dt) = 0;
+  // Stage 3: a new S-element shard of dtype dt for unit s, in this tier, held and returned for
+  // filling (nvme: a host buffer the size of the file region, written out by park()).
+  virtual Tensor new_shard(const ShardedUnit& s, DType dt) = 0;
+  // Stages 0-2: the shard is `view`, elements [lo, lo + S) of the stage's full parameters.
+  void hold(const ShardedUnit& s, const Tensor& view);
+  // This rank's working parameters of unit s (undefined while parked on nvme).
+  const Tensor& shard(const ShardedUnit& s) const { return shards_.at(s.index); }
   // Where this tier makes a shard's bytes: the device's allocator, or the host tier's (offload:
   // nvme shards are staged there before they are parked). The engine builds a stage-3 shard's
   // initial values there too, so an offloaded shard never touches the device.
   virtual Allocator& shard_memory() const = 0;
   // After the shard was filled at setup: nvme writes it to its region and drops the buffer.
-  virtual void park(ShardedUnit&) {}
+  virtual void park(const ShardedUnit&) {}
   // Makes a device copy of the shard and calls gather(s, device_shard, q), which issues the
   // all-gather; what is asynchronous (the nvme read) is queued in q.
   using Gather = std::function<void(ShardedUnit&, const Tensor&, std::deque<Pending>&)>;
   virtual void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) = 0;
   // [a, a + master.numel()) of unit s's shard has new float32 parameters `master` (host): rounded
   // into the working shard; `last`: the unit's last piece.
-  virtual void put(ShardedUnit& s, int64_t a, const Tensor& master, bool last) = 0;
+  virtual void put(const ShardedUnit& s, int64_t a, const Tensor& master, bool last) = 0;
   virtual void finish_writes() {}  // every write of put() on disk, its buffers freed
-  // May a prefetch start another fetch now? (nvme: at most buffer_count reads in flight)
-  virtual bool may_fetch(const std::vector<std::unique_ptr<ShardedUnit>>&) const { return true; }
-  virtual void wait(ShardedUnit&) {}  // nothing of s's left in flight (the engine's destructor)
+  // May a prefetch start another fetch now, with `in_flight` fetches not landed? (nvme: at most
+  // buffer_count reads in flight)
+  virtual bool may_fetch(int /*in_flight*/) const { return true; }
+  virtual void wait(const ShardedUnit&) {}  // nothing of s's left in flight (the engine's destructor)
+
+ protected:
+  Tensor& held(const ShardedUnit& s);  // the slot of unit s (made on first use)
+  std::vector<Tensor> shards_;  // by unit index
 };
 
 // The parameter tier the config asks for: offload_param.device none / cpu / nvme. nvme reserves
