@@ -24,6 +24,7 @@ void ParamSet::finalize(int64_t world_size, int64_t alignment, bool materialize)
   const int64_t m = world_size * alignment;
   padded_numel_ = (numel_ + m - 1) / m * m;
   if (padded_numel_ == 0) padded_numel_ = m;  // every rank owns a non-empty shard
+  built_with_bytes_ = materialize;
   if (materialize) {
     flat_ = Tensor::zeros({padded_numel_}, dtype_, Category::params);
     flat_grad_ = Tensor::zeros({padded_numel_}, dtype_, Category::grads);

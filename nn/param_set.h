@@ -42,6 +42,9 @@ class ParamSet {
   // parameter views and leaves exist all the same.
   void finalize(int64_t world_size = 1, int64_t alignment = 1, bool materialize = true);
   bool finalized() const { return flat_.defined(); }
+  // finalize(..., materialize = true): the buffers were made with bytes (the model holds its own
+  // initial values); false: partitioned construction.
+  bool built_with_bytes() const { return built_with_bytes_; }
 
   // ---- layout ----
   const std::string& unit_name() const { return unit_name_; }
@@ -74,6 +77,7 @@ class ParamSet {
   DType dtype_;
   std::vector<ParamInfo> infos_;
   int64_t numel_ = 0, padded_numel_ = 0;
+  bool built_with_bytes_ = false;
   Tensor flat_, flat_grad_;
   std::vector<Var> vars_;
   std::shared_ptr<LeafGroup> group_;

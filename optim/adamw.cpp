@@ -55,10 +55,14 @@ void AdamW::set_lr(double lr) {
 // parameter copy: mixed precision casts the updated master shard itself (no out_lowp here).
 void AdamW::update(int i, const DecaySegment& seg) {
   const FlatShard& s = shards_[i];
-  const int64_t n = seg.end - seg.begin, o = seg.begin;
+  adamw_apply(backend_of(s.param), s.param, s.grad, m_[i], v_[i], seg.begin, seg.end - seg.begin, h_, step_, seg.decay);
+}
+
+void adamw_apply(Backend& be, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, int64_t o,
+                 int64_t n, const AdamWHyper& h, int64_t step, bool decay) {
   const Shape shape{n};
-  backend_of(s.param).adamw_step(s.param.flat_view(o, shape), s.grad.flat_view(o, shape), m_[i].flat_view(o, shape),
-                                 v_[i].flat_view(o, shape), adamw_args(h_, step_, seg.decay), Tensor());
+  be.adamw_step(param.flat_view(o, shape), grad.flat_view(o, shape), m.flat_view(o, shape), v.flat_view(o, shape),
+                adamw_args(h, step, decay), Tensor());
 }
 
 std::vector<std::pair<const char*, Tensor>> AdamW::shard_state(int i) const {

@@ -57,6 +57,13 @@ extern template void adamw_update<double>(double*, const double*, double*, doubl
 // The backend's arguments of one update (core/backend.h's AdamWArgs) from the hyperparameters.
 AdamWArgs adamw_args(const AdamWHyper& h, int64_t step, bool decay);
 
+// One AdamW update of elements [o, o + n) of param, grad, m, v (1-D, one device) that share one
+// weight-decay flag, at 1-based step `step`: the backend's fused adamw_step. The one place an
+// AdamW update is issued: AdamW below (a shard's decay segments) and ZeRO-Offload's optimizer
+// (zero/offload.cpp: a sub-group's) both call it.
+void adamw_apply(Backend& be, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, int64_t o,
+                 int64_t n, const AdamWHyper& h, int64_t step, bool decay);
+
 class AdamW final : public Optimizer {
  public:
   // The given ranges: every element of a model's units (zero/param_layout.h's full_shards), or

@@ -1,3 +1,5 @@
+// defines: ActivationOffload (zero/activation_offload.h): stash, prefetch, restore, fetch, prune, wait_idle.
+//
 // Activation checkpoints in the host tier (zero/activation_offload.h): the stash, the prefetch
 // one recompute ahead, and the worker thread that does the copies in order.
 #include "zero/activation_offload.h"

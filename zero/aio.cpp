@@ -1,3 +1,5 @@
+// defines: SwapFile (zero/aio.h): reserve, allocate, read_async / write_async, stats; stale-file cleanup.
+//
 // The NVMe tier's swap file (zero/aio.h): one file per rank, regions reserved, allocated at once, read
 // and written asynchronously through its io_uring engine (zero/aio_engine.h).
 #include "zero/aio.h"

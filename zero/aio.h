@@ -74,7 +74,7 @@ class SwapFile {
   int64_t bytes_read() const;     // totals so far (bytes of completed pieces)
   int64_t bytes_written() const;
   const std::string& path() const;
-  // Additions to the API:
+  // What the engine's memory report and checks read:
   int64_t reserved_bytes() const;   // the file's size once allocate()d: the sum of the rounded regions
   int64_t allocated_bytes() const;  // what allocate() has put on disk so far
   const AioConfig& aio() const { return aio_; }

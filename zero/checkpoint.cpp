@@ -1,3 +1,5 @@
+// defines: save_sharded_checkpoint, prune_checkpoints, checkpoint_file_hash (zero/checkpoint.h): writing a
+//          sharded checkpoint, rank files then meta.json, published with an atomic rename.
 #include "zero/checkpoint.h"
 
 #include <fcntl.h>

@@ -1,3 +1,5 @@
+// defines: load_sharded_checkpoint, read_sharded_meta (zero/checkpoint.h).
+//
 // Reading a sharded checkpoint (zero/checkpoint.h): meta.json, this rank's shards (resharded
 // from any world size), and one tensor of every unit consolidated.
 #include "zero/checkpoint.h"

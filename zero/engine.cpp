@@ -78,22 +78,22 @@ std::unique_ptr<Engine> initialize(Model& model, const EngineConfig& cfg, Proces
   return std::make_unique<Engine>(model, cfg, group, initial);
 }
 
-// Partitioned construction (DeepSpeed's zero.Init): the unit's initial values, only as much as
-// its stage keeps (ZeroStage::initial_range). Stages 0-2: the whole unit, in the model's own
-// buffer (created here when the model was built without bytes). Stage 3: this rank's shard in a
-// setup buffer where the parameter tier makes its shards (ParamTier::shard_memory: the host tier
-// with offload_param, so the device never holds it), and nothing else of the unit. A model already filled in memory (built
-// with materialize = true) is its own source.
+// Partitioned construction (DeepSpeed's zero.Init): the unit's initial values come from `source`,
+// only as much as its stage keeps (ZeroStage::initial_range). Stages 0-2: the whole unit, in the
+// model's own buffer (created here). Stage 3: this rank's shard in a setup buffer where the
+// parameter tier makes its shards (ParamTier::shard_memory: the host tier with offload_param, so
+// the device never holds it), and nothing else of the unit. Without a source the model was built
+// and filled in memory (ModelOptions{materialize = true}) and is its own source.
 UnitInit Engine::load_initial(const ShardedUnit& s, ParamSource* source) {
   const Tensor& flat = s.ps->flat();
   UnitInit init;
-  if (flat.storage()->resident()) {
+  if (!source) {
+    ZT_CHECK(s.ps->built_with_bytes(), "unit '", s.unit->name(), "': the model was built without bytes (ModelOptions{",
+             "materialize = false}), so the engine needs a ParamSource for its initial values (zero/engine.h)");
     init.values = flat;
     init.in_model_buffer = true;
     return init;
   }
-  ZT_CHECK(source != nullptr, "unit '", s.unit->name(), "': the model was built without bytes (ModelOptions{",
-           "materialize = false}), so the engine needs a ParamSource for its initial values (zero/engine.h)");
   const auto [a, b] = stage_->initial_range(s);
   if (a == 0 && b == s.P) {
     flat.storage()->materialize();

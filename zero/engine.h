@@ -38,6 +38,7 @@
 #include "nn/model.h"
 #include "nn/param_source.h"
 #include "zero/engine_config.h"
+#include "zero/footprint.h"
 #include "zero/sharded_unit.h"
 
 namespace zt {
@@ -67,6 +68,11 @@ struct MemoryReport {
   std::string host_name;     // that allocator's name ("host", "pinned"); empty without a host tier
   int64_t psi = 0;           // parameters (no padding)
   int64_t psi_padded = 0;    // sum of the units' padded flat sizes
+  // What the policies say they keep at rest (zero/footprint.h), summed over the units: between
+  // steps, measured params / grads / optim on each tier equal these (tests/mpi/test_zero.cpp,
+  // tests/mpi/test_offload.cpp). model_state.bytes(tier, category, N) gives bytes per rank.
+  Footprint model_state;
+  int64_t world_size = 1;    // N, for model_state.bytes
 };
 
 class ActivationOffload;

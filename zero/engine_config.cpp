@@ -1,3 +1,5 @@
+// defines: parse_engine_config, engine_config_from_file (zero/engine_config.h) and one parse_* per section.
+//
 // The DeepSpeed-style config parser (zero/engine_config.h; every key and error case: docs/config.md).
 //
 // One pass over the JSON object tree: every object's keys are checked against the list of known

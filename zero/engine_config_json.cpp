@@ -1,3 +1,5 @@
+// defines: precision_name, to_json (zero/engine_config.h).
+//
 // The DeepSpeed-style config written back (zero/engine_config.h): precision_name and
 // to_json(EngineConfig), every key explicit (checkpoints' meta.json keep it).
 #include "zero/engine_config.h"

@@ -1,3 +1,6 @@
+// defines: Engine's state beyond one step (zero/engine.h): shards, shards_loaded, the step count,
+//          state_meta, memory_report, set_tracer.
+//
 // The engine's state beyond one step (zero/engine.h "state"): the shards a checkpoint saves and
 // loads, the optimizer step count and the fp16 loss scaler for meta.json, the memory report and
 // the tracer.
@@ -50,9 +53,12 @@ MemoryReport Engine::memory_report() const {
     m.host_name = host->name();
   }
   m.nvme = tiers_->nvme_stats();
+  const StageKeeps keeps = stage_keeps(cfg_.zero.stage);
+  m.world_size = cx_.N;
   for (auto& s : units_) {
     m.psi += s->ps->numel();
     m.psi_padded += s->P;
+    m.model_state += model_state(s->P, cx_.N, keeps, cfg_.precision, cfg_.zero, cfg_.optimizer);
   }
   return m;
 }

@@ -1,3 +1,5 @@
+// defines: estimate, unit_sizes, model_state_bytes_x_n (zero/estimator.h); the step's residency
+//          events, stage 3's gathers counted through GatherSchedule, the reductions' peaks.
 #include "zero/estimator.h"
 
 #include <algorithm>
@@ -9,6 +11,9 @@
 #include "core/check.h"
 #include "core/kernels/attention.h"
 #include "zero/aio.h"  // defines: kAioAlignment
+#include "zero/footprint.h"        // defines: Footprint, model_state
+#include "zero/gather_schedule.h"  // defines: GatherSchedule
+#include "zero/stage.h"            // defines: StageKeeps, stage_keeps
 
 namespace zt {
 
@@ -18,104 +23,49 @@ int idx(Category c) { return static_cast<int>(c); }
 int64_t param_elem(Precision p) { return p == Precision::f32 ? 4 : 2; }  // parameters and gradients
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// ---- stage 3 residency: the acquire / release rules of zero/stage3_parameter_sharded.cpp, replayed on sizes ----
+// ---- stage 3 residency: zero/gather_schedule.h's rules, driven on sizes ----
 //
-// Units start gathered only if persistent (numel <= stage3_param_persistence_threshold). The
-// first step records the order of acquires (the trace) and frees each unit at its release; later
-// steps prefetch along the trace (bounded by stage3_max_live_parameters and
-// stage3_prefetch_bucket_size) and keep a released unit gathered when the trace uses it again
-// within stage3_max_reuse_distance elements. The step's end frees every non-persistent unit.
-// Also tracks the all-gather staging buffers (comm) of prefetches still in flight.
-struct Stage3Sim {
-  std::vector<int64_t> P;
-  std::vector<bool> persistent, gathered, in_flight;
-  std::vector<int> refs;
-  const ZeroOptimization& z;
-  int64_t live = 0, peak_live = 0;     // elements of gathered non-persistent full buffers
-  int64_t comm = 0, peak_comm = 0;     // elements of all-gather staging buffers in flight
-  int64_t S_of(size_t i) const { return P[i] / n; }
-  int64_t n = 1;
-  std::vector<int> trace;
-  size_t pos = 0;
-  bool tracing = true;
-
-  Stage3Sim(const std::vector<UnitSize>& units, const ZeroOptimization& zo, int64_t world) : z(zo), n(world) {
+// The same GatherSchedule stage 3 runs decides when each unit is gathered and freed; here a gather
+// is counted instead of run. Counted: the gathered elements of non-persistent units (their peak),
+// and the all-gather staging buffers (comm) of gathers in flight: a unit whose shard is larger
+// than allgather_bucket_size is gathered in chunks through N x chunk staging buffers, all issued
+// at once (P elements in all), until it is waited for.
+class CountedGathers final : public GatherSchedule::Actions {
+ public:
+  CountedGathers(const std::vector<UnitSize>& units, const ZeroOptimization& z, int64_t N)
+      : schedule_(z, *this), z_(z), N_(N) {
     for (const UnitSize& u : units) {
-      P.push_back(u.padded_numel);
-      persistent.push_back(u.numel <= z.stage3_param_persistence_threshold);
+      const bool persistent = u.numel <= z.stage3_param_persistence_threshold;
+      schedule_.add_unit(u.padded_numel, persistent, /*gathered=*/persistent);
+      P_.push_back(u.padded_numel);
     }
-    gathered = persistent;
-    in_flight.assign(P.size(), false);
-    refs.assign(P.size(), 0);
+    in_flight_.assign(P_.size(), false);
   }
-  bool chunked(size_t i) const { return std::max<int64_t>(1, z.allgather_bucket_size) < S_of(i); }
-  void gather(size_t i, bool wait) {
-    if (!gathered[i]) {
-      gathered[i] = true;
-      live += P[i];
-      peak_live = std::max(peak_live, live);
-      if (chunked(i)) {  // N x chunk staging buffers, one per chunk, all issued at once
-        in_flight[i] = true;
-        comm += P[i];
-        peak_comm = std::max(peak_comm, comm);
-      }
-      if (!z.overlap_comm) wait = true;
-    }
-    if (wait) finish(i);
-  }
-  void finish(size_t i) {
-    if (in_flight[i]) comm -= P[i];
-    in_flight[i] = false;
-  }
-  void free_full(size_t i) {
-    if (persistent[i] || !gathered[i] || refs[i] > 0) return;
-    finish(i);
-    gathered[i] = false;
-    live -= P[i];
-  }
-  void prefetch_after(size_t p) {  // Engine::prefetch_after's rule
-    int64_t ahead = 0;
-    for (size_t j = p + 1; j < trace.size(); ++j) {
-      const size_t t = static_cast<size_t>(trace[j]);
-      if (ahead > 0 && ahead + P[t] > z.stage3_prefetch_bucket_size) break;
-      if (!gathered[t]) {
-        if (live + P[t] > z.stage3_max_live_parameters) break;
-        gather(t, false);
-      }
-      ahead += P[t];
+  GatherSchedule& schedule() { return schedule_; }
+  int64_t peak_live() const { return peak_live_; }
+  int64_t peak_comm() const { return peak_comm_; }
+
+ private:
+  void start(int i, bool) override {
+    peak_live_ = std::max(peak_live_, schedule_.live_elements());
+    if (std::max<int64_t>(1, z_.allgather_bucket_size) < P_[i] / N_) {
+      in_flight_[i] = true;
+      comm_ += P_[i];
+      peak_comm_ = std::max(peak_comm_, comm_);
     }
   }
-  // ParameterSharded::acquire's order: this unit's own gather is issued first, then the
-  // prefetches (bounded by what is gathered, this unit included), then this one is waited for.
-  void acquire(size_t i) {
-    bool prefetch = false;
-    size_t at = 0;
-    if (tracing) trace.push_back(static_cast<int>(i));
-    else if (pos < trace.size() && trace[pos] == static_cast<int>(i)) prefetch = true, at = pos++;
-    else pos = trace.size();
-    ++refs[i];
-    gather(i, false);
-    if (prefetch) prefetch_after(at);
-    gather(i, true);
+  void finish(int i) override {
+    if (in_flight_[i]) comm_ -= P_[i];
+    in_flight_[i] = false;
   }
-  void release(size_t i) {
-    --refs[i];
-    if (!tracing && pos < trace.size()) {
-      int64_t distance = 0;
-      for (size_t j = pos; j < trace.size(); ++j) {
-        if (trace[j] == static_cast<int>(i)) {
-          if (distance <= z.stage3_max_reuse_distance && z.stage3_max_reuse_distance > 0) return;
-          break;
-        }
-        distance += P[static_cast<size_t>(trace[j])];
-      }
-    }
-    free_full(i);
-  }
-  void end_step() {
-    for (size_t i = 0; i < P.size(); ++i) free_full(i);
-    tracing = false;
-  }
+  void drop(int i) override { finish(i); }
+
+  GatherSchedule schedule_;
+  const ZeroOptimization& z_;
+  int64_t N_;
+  std::vector<int64_t> P_;
+  std::vector<bool> in_flight_;
+  int64_t comm_ = 0, peak_comm_ = 0, peak_live_ = 0;
 };
 
 // The residency events of one training micro-step in order (models/transformer.h's forward loop,
@@ -143,7 +93,7 @@ std::vector<Event> step_events(size_t n_units, bool tied) {
 // its reduction finishes: at once, or with overlap_comm when the next unit's reduction starts.
 // Chunks of reduce_bucket_size: one chunk covering the shard reduces from the buffer itself into
 // an S-element output; smaller chunks pack N x chunk inputs plus chunk outputs (P + S in all).
-void grad_and_reduce_peaks(const std::vector<UnitSize>& units, const std::vector<Event>& ev, int stage,
+void grad_and_reduce_peaks(const std::vector<UnitSize>& units, const std::vector<Event>& ev, const StageKeeps& k,
                            const ZeroOptimization& z, int64_t N, int64_t* grad_peak, int64_t* comm_peak) {
   std::vector<int64_t> live_grad(units.size(), 0), live_comm(units.size(), 0);
   std::vector<bool> pending(units.size(), false);  // reduction started, not finished
@@ -156,11 +106,11 @@ void grad_and_reduce_peaks(const std::vector<UnitSize>& units, const std::vector
     const size_t i = e.unit;
     const int64_t P = units[i].padded_numel, S = P / N;
     if (e.acquire) {
-      if (stage >= 2) live_grad[i] = P, g += P;
+      if (k.grads_sharded) live_grad[i] = P, g += P;  // a fresh full gradient for this backward
       *grad_peak = std::max(*grad_peak, g);
       continue;
     }
-    if (stage == 0) continue;  // all-reduce in place
+    if (!k.optimizer_sharded) continue;  // stage 0: all-reduced in place
     auto finish = [&](size_t j) {  // the reduction's last chunk frees the full gradient (stages 2-3)
       g -= live_grad[j], c -= live_comm[j], live_grad[j] = live_comm[j] = 0, pending[j] = false;
     };
@@ -231,13 +181,7 @@ int64_t Estimate::peak_sum() const {
 }
 
 int64_t model_state_bytes_x_n(Category c, int64_t psi, int stage, int64_t N, Precision p) {
-  const int64_t e = param_elem(p), k = p == Precision::f32 ? 8 : 12;  // K: fp32 m + v; mixed master + m + v
-  switch (c) {
-    case Category::params: return stage == 3 ? e * psi : e * psi * N;
-    case Category::grads: return stage >= 2 ? e * psi : e * psi * N;
-    case Category::optim: return stage >= 1 ? k * psi : k * psi * N;
-    default: return 0;
-  }
+  return model_state(psi, N, stage_keeps(stage), p, ZeroOptimization{}, OptimizerConfig{}).at_x_n(MemoryTier::device, c);
 }
 
 // ---- the estimate --------------------------------------------------------------------------
@@ -251,26 +195,23 @@ Estimate estimate(const EstimateRequest& r) {
   } else {
     est.psi = est.psi_padded = r.psi;
   }
-  for (Category c : {Category::params, Category::grads, Category::optim})
-    est.model_state[idx(c)] = ceil_div(model_state_bytes_x_n(c, est.psi_padded, r.stage, N, r.precision), N);
+  // The model states: the policies' own answers (zero/footprint.h), summed over the units, on
+  // each tier (offload moves them to the host or the swap file). The estimate assumes AdamW.
+  const StageKeeps keeps = stage_keeps(r.stage);
+  Footprint states;
+  if (r.has_model) {
+    for (const UnitSize& u : r.model.units) states += model_state(u.padded_numel, N, keeps, r.precision, r.zero, OptimizerConfig{});
+  } else {
+    states = model_state(r.psi, N, keeps, r.precision, r.zero, OptimizerConfig{});
+  }
+  for (Category c : {Category::params, Category::grads, Category::optim}) {
+    est.model_state[idx(c)] = states.bytes(MemoryTier::device, c, N);
+    est.host_state[idx(c)] = states.bytes(MemoryTier::host, c, N);
+    est.nvme_state[idx(c)] = states.bytes(MemoryTier::nvme, c, N);
+  }
   const int64_t pe = param_elem(r.precision);
-  // Offload (zero/offload.h, zero/tiers.cpp, zero/shard_optimizer.cpp): the moved model states leave the device.
-  // optimizer: master + m + v, 12 bytes per shard element, to the host (or the swap file); the
-  // gradient shard to the host (stages 2-3 reduce into it: none stays on the device; stage 1
-  // copies it, the full gradient stays). parameters (stage 3): the shard to the host or the file.
-  const int64_t shard = ceil_div(est.psi_padded, N);
   const OffloadConfig& oo = r.zero.offload_optimizer;
   const OffloadConfig& op = r.zero.offload_param;
-  if (oo.enabled()) {
-    est.model_state[idx(Category::optim)] = 0;
-    (oo.device == "nvme" ? est.nvme_state : est.host_state)[idx(Category::optim)] = 12 * shard;
-    est.host_state[idx(Category::grads)] = pe * shard;
-    if (r.stage >= 2) est.model_state[idx(Category::grads)] = 0;
-  }
-  if (op.enabled()) {
-    est.model_state[idx(Category::params)] = 0;
-    (op.device == "nvme" ? est.nvme_state : est.host_state)[idx(Category::params)] = pe * shard;
-  }
   // The nvme tier's host buffers (zero/offload.cpp, zero/tiers.cpp's NvmeParams), sized from the
   // largest unit shard: the optimizer's min(buffer_count, sub-groups) sub-group buffers (master,
   // m, v: 12 bytes per element, rounded up to O_DIRECT's 4096); the parameters' staging buffers
@@ -298,23 +239,29 @@ Estimate estimate(const EstimateRequest& r) {
     const std::vector<Event> ev = step_events(units.size(), r.model.tie_embeddings);
     const bool mixed = r.precision != Precision::f32;
     int64_t grad_live = 0, reduce_comm = 0, gather_comm = 0, publish_comm = 0;
-    grad_and_reduce_peaks(units, ev, r.stage, r.zero, N, &grad_live, &reduce_comm);
+    grad_and_reduce_peaks(units, ev, keeps, r.zero, N, &grad_live, &reduce_comm);
     // fp32 stages 2-3: the full float32 gradient of the units in backward (grads). Mixed stages
     // 2-3: the same spans hold the unit's 2-byte gradient copy that is being reduced (comm).
     if (!mixed) est.peak[idx(Category::grads)] += grad_live * pe;
     else reduce_comm += grad_live;
     int64_t gathered = 0;  // elements of float32 full parameters resident at once (stage 3 / mixed)
-    if (r.stage == 3) {
-      Stage3Sim sim(units, r.zero, N);
-      for (int step = 0; step < 2; ++step) {  // the tracing step, then a steady one
-        for (const Event& e : ev) e.acquire ? sim.acquire(e.unit) : sim.release(e.unit);
-        sim.end_step();
+    if (keeps.params_sharded) {
+      CountedGathers sim(units, r.zero, N);
+      GatherSchedule& schedule = sim.schedule();
+      for (int step = 0; step < 2; ++step) {  // the recording step, then a steady one
+        schedule.forward_begins();
+        for (const Event& e : ev) {
+          const int i = static_cast<int>(e.unit);
+          e.acquire ? schedule.acquire(i, false) : schedule.release(i, false);
+        }
+        schedule.micro_step_done();
+        for (size_t i = 0; i < units.size(); ++i) schedule.free_unit(static_cast<int>(i));  // the step's publish
       }
       int64_t persistent = 0;
       for (size_t i = 0; i < units.size(); ++i)
-        if (sim.persistent[i]) persistent += units[i].padded_numel;
-      gathered = persistent + sim.peak_live;
-      gather_comm = sim.peak_comm;
+        if (schedule.persistent(static_cast<int>(i))) persistent += units[i].padded_numel;
+      gathered = persistent + sim.peak_live();
+      gather_comm = sim.peak_comm();
       // offload_param: a unit's shard reaches the device in a shard-sized buffer that lives until
       // its gather landed (zero/tiers.cpp's HostParams). cpu: one per gathered non-persistent unit
       // (a prefetch issues its copy with its gather); nvme: one at a time (a unit's copy is issued
@@ -323,8 +270,8 @@ Estimate estimate(const EstimateRequest& r) {
       if (op.enabled()) {
         int64_t largest_shard = 0;
         for (size_t i = 0; i < units.size(); ++i)
-          if (!sim.persistent[i]) largest_shard = std::max(largest_shard, units[i].padded_numel / N);
-        est.peak[idx(Category::params)] += (op.device == "nvme" ? largest_shard : ceil_div(sim.peak_live, N)) * pe;
+          if (!schedule.persistent(static_cast<int>(i))) largest_shard = std::max(largest_shard, units[i].padded_numel / N);
+        est.peak[idx(Category::params)] += (op.device == "nvme" ? largest_shard : ceil_div(sim.peak_live(), N)) * pe;
       }
       if (!mixed) {
         est.peak[idx(Category::params)] += gathered * pe;
@@ -348,17 +295,19 @@ Estimate estimate(const EstimateRequest& r) {
         if (e.acquire && refs[e.unit]++ == 0) copies += P;
         if (!e.acquire && --refs[e.unit] == 0) copies -= P;
         if (e.backward) grads32 += e.acquire ? P : -P;
-        joint = std::max(joint, (r.stage == 3 ? gathered : copies) + grads32);
+        joint = std::max(joint, (keeps.params_sharded ? gathered : copies) + grads32);
       }
       int64_t largest_shard = 0;  // the step converts one unit's gradient shard at a time
-      for (const UnitSize& u : units) largest_shard = std::max(largest_shard, r.stage == 0 ? u.padded_numel : u.padded_numel / N);
+      for (const UnitSize& u : units)
+        largest_shard = std::max(largest_shard, keeps.optimizer_sharded ? u.padded_numel / N : u.padded_numel);
       mixed_workspace = std::max(4 * joint, 4 * largest_shard);
       mixed_workspace_in_backward = 4 * joint;
     }
     // Stages 1-2 publish every unit after the update (stage 3: the persistent ones), all
     // chunked all-gathers issued before any is waited for.
     for (const UnitSize& u : units) {
-      const bool publishes = r.stage == 1 || r.stage == 2 || (r.stage == 3 && u.numel <= r.zero.stage3_param_persistence_threshold);
+      const bool publishes = keeps.optimizer_sharded &&
+                             (!keeps.params_sharded || u.numel <= r.zero.stage3_param_persistence_threshold);
       if (publishes && std::max<int64_t>(1, r.zero.allgather_bucket_size) < u.padded_numel / N) publish_comm += u.padded_numel;
     }
     // Gathers and reductions are in flight together only under overlap_comm (else each is

@@ -1,3 +1,6 @@
+// defines: estimate_activations, format_paper_gb, paper_table1_cell, paper_table1, parse_count
+//          (zero/estimator.h).
+//
 // The estimator's closed forms (zero/estimator.h): the activations a model holds per token and
 // at the backward's peak, the ZeRO paper's Table 1 as printed, and counts such as "7.5B".
 #include "zero/estimator.h"

@@ -1,11 +1,11 @@
+// defines: OffloadedAdamW (zero/offload.h): its sub-groups, buffers, swap-file IO and step.
 #include "zero/offload.h"
 
 #include <algorithm>
 
-#include "core/backend.h"             // backend(cpu).adamw_step: the kernel of the device optimizer
-#include "core/kernels/cast.h"        // defines: cast_
-#include "core/kernels/shard_norm.h"  // defines: scale_
-#include "zero/aio.h"                 // defines: SwapFile, kAioAlignment
+#include "core/backend.h"       // backend(cpu): the device optimizer's adamw_step, on the host
+#include "zero/aio.h"           // defines: SwapFile, kAioAlignment
+#include "zero/precision.h"     // defines: PrecisionPolicy::float32_gradient
 
 namespace zt {
 
@@ -128,23 +128,14 @@ void OffloadedAdamW::init(int i, const Tensor& master0) {
   state_[i][0].copy_(master0);
 }
 
-// One sub-group's update: the float32 gradient, then the fused AdamW over its decay segments.
+// One sub-group's update: the float32 gradient (made as the device path makes it), then the
+// fused AdamW over the sub-group's part of each decay segment.
 void OffloadedAdamW::update(const Piece& p, const std::array<Tensor, 3>& mmv, double factor) {
-  Tensor g = range1(grads_[p.unit], p.a, p.len);
-  if (grad_dtype_ == DType::f32) {
-    if (factor != 1.0) scale_(g, factor);  // the device path's clipping: scale_ (core/kernels/shard_norm.h)
-  } else {
-    Tensor g32 = Tensor::empty({p.len}, DType::f32, Category::workspace, host_);
-    cast_(g32, g, factor);  // the device path's update_mixed: cast_ with the factor
-    g = g32;
-  }
+  const Tensor g = PrecisionPolicy::float32_gradient(range1(grads_[p.unit], p.a, p.len), factor, host_);
   Backend& cpu = backend(Device::cpu());
   for (const DecaySegment& seg : segments_[p.unit]) {
     const int64_t b = std::max(seg.begin, p.a), e = std::min(seg.end, p.a + p.len);
-    if (b >= e) continue;
-    const int64_t o = b - p.a, n = e - b;
-    cpu.adamw_step(range1(mmv[0], o, n), range1(g, o, n), range1(mmv[1], o, n), range1(mmv[2], o, n),
-                   adamw_args(h_, step_, seg.decay), Tensor());
+    if (b < e) adamw_apply(cpu, mmv[0], g, mmv[1], mmv[2], b - p.a, e - b, h_, step_, seg.decay);
   }
 }
 

@@ -19,9 +19,9 @@
 // parameters, on the device or on the host / NVMe with parameter offload) and (nvme) writes the
 // sub-group back. Only the sub-groups in the buffers are in host memory at once.
 //
-// The arithmetic is the device optimizer's, element for element: the gradient is scaled with
-// the same scale_ (float32) or converted with the same cast_ (2-byte), and the update is the same
-// Backend::adamw_step of the cpu backend. On a CPU "device" an offloaded run therefore equals the
+// The arithmetic is the device optimizer's, through the same two functions: the float32 gradient
+// from PrecisionPolicy::float32_gradient (zero/precision.h) and each decay segment's update from
+// adamw_apply (optim/adamw.h), the cpu backend's adamw_step. On a CPU "device" an offloaded run therefore equals the
 // run without offload bit for bit (tests/mpi/test_offload.cpp checks 1e-6 and measures 0).
 #pragma once
 #include <array>

@@ -1,3 +1,4 @@
+// defines: the ZeRO paper's Table 1 and Table 2 as printed, and the formulas behind them (zero/paper_tables.h).
 #include "zero/paper_tables.h"
 
 #include "core/check.h"

@@ -1,3 +1,4 @@
+// defines: flat_layout, full_shard, full_shards, shard_of (zero/param_layout.h).
 #include "zero/param_layout.h"
 
 namespace zt {

@@ -1,3 +1,4 @@
+// defines: Pending::finish, drain, timed_wait, all_gather_chunked (zero/pending.h).
 #include "zero/pending.h"
 
 #include <algorithm>

@@ -164,21 +164,23 @@ void PrecisionPolicy::update(Optimizer& opt, double lr, double clip, double unsc
                              const std::vector<Tensor>& update_params,
                              const std::vector<std::unique_ptr<ShardedUnit>>& units) const {
   opt.set_lr(lr);
-  if (!mixed_) {
-    if (clip < 1.0) scale_(update_grads, clip);
-    opt.step();
-    return;
-  }
   // Unit by unit: only one unit's float32 gradient (workspace) exists at a time.
   const double factor = clip * unscale;  // one rounding for the loss unscale and the clipping
   opt.begin_step();
   for (size_t i = 0; i < units.size(); ++i) {
-    const Tensor& g = update_grads[i];
-    Tensor g32 = Tensor::empty({g.numel()}, DType::f32, Category::workspace);
-    cast_(g32, g, factor);
-    opt.update_shard(units[i]->index, g32);
-    cast_(update_params[i], masters_.at(units[i]->index));
+    opt.update_shard(units[i]->index, float32_gradient(update_grads[i], factor, default_allocator()));
+    if (mixed_) cast_(update_params[i], masters_.at(units[i]->index));
   }
+}
+
+Tensor PrecisionPolicy::float32_gradient(const Tensor& g, double factor, Allocator& a) {
+  if (g.dtype() == DType::f32) {
+    if (factor != 1.0) scale_(g, factor);
+    return g;
+  }
+  Tensor g32 = Tensor::empty({g.numel()}, DType::f32, Category::workspace, a);
+  cast_(g32, g, factor);
+  return g32;
 }
 
 void PrecisionPolicy::round_master(const ShardedUnit& s, const Tensor& working) const {

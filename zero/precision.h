@@ -43,6 +43,10 @@ class PrecisionPolicy {
 
   bool mixed() const { return mixed_; }
   DType working() const { return mixed_ ? half_ : DType::f32; }
+  // zero/footprint.h's answers: bytes per working element (parameters and gradients), and of the
+  // float32 master per element of the optimizer's slice (mixed precision, device optimizer).
+  static int64_t working_bytes(Precision p) { return p == Precision::f32 ? 4 : 2; }
+  static int64_t master_bytes(Precision p) { return p == Precision::f32 ? 0 : 4; }
   // The float32 tensor the optimizer updates for `working` (the unit's working parameters over
   // the optimizer's slice): mixed precision's master, or the working parameters themselves (fp32).
   Tensor updated(const ShardedUnit& s, const Tensor& working) const { return mixed_ ? masters_.at(s.index) : working; }
@@ -98,6 +102,11 @@ class PrecisionPolicy {
   // master rounded into the 2-byte parameters.
   void update(Optimizer& opt, double lr, double clip, double unscale, const std::vector<Tensor>& update_grads,
               const std::vector<Tensor>& update_params, const std::vector<std::unique_ptr<ShardedUnit>>& units) const;
+  // The float32 gradient an update reads, from a working gradient g and factor = clip * unscale:
+  // g itself, scaled in place unless factor is 1 (float32), or g x factor converted into a new
+  // float32 workspace in `a` (2-byte; one rounding for the unscale and the clipping). The device
+  // update above and the offloaded optimizer (zero/offload.cpp) both make it here.
+  static Tensor float32_gradient(const Tensor& g, double factor, Allocator& a);
   // After a checkpoint load: the master rounded into the working parameters (mixed), no-op (fp32).
   void round_master(const ShardedUnit& s, const Tensor& working) const;
 

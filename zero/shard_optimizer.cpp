@@ -20,10 +20,13 @@ AdamWHyper adamw_hyper(const OptimizerConfig& c) {
   return h;
 }
 
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<FlatShard> shards) {
-  std::string type = c.type;
-  for (char& ch : type) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (type == "sgd") {
+  if (lower(c.type) == "sgd") {
     SgdHyper h;
     h.lr = c.lr; h.momentum = c.momentum; h.weight_decay = c.weight_decay;
     return std::make_unique<Sgd>(std::move(shards), h);
@@ -156,11 +159,30 @@ class HostOptimizer final : public ShardOptimizer {
 
 }  // namespace
 
+bool optimizer_offloaded(const ZeroOptimization& z) { return z.offload_optimizer.enabled(); }
+
+void optimizer_keeps(const OptimizerConfig& o, const ZeroOptimization& z, Precision p, int64_t slice_x_n,
+                     int64_t shard_x_n, int64_t elem, Footprint& f) {
+  if (!optimizer_offloaded(z)) {
+    // float32 state per element: AdamW's exp_avg and exp_avg_sq; SGD's momentum buffer, if any
+    const int64_t state = lower(o.type) == "sgd" ? (o.momentum > 0 ? 4 : 0) : 8;
+    f.add(MemoryTier::device, Category::optim, (state + PrecisionPolicy::master_bytes(p)) * slice_x_n);
+    return;
+  }
+  // OffloadedAdamW (zero/offload.h): master, m, v float32, and the gradient shard on the host
+  f.add(z.offload_optimizer.device == "nvme" ? MemoryTier::nvme : MemoryTier::host, Category::optim, 12 * shard_x_n);
+  f.add(MemoryTier::host, Category::grads, elem * shard_x_n);
+}
+
+void grad_shard_keeps(const ZeroOptimization& z, int64_t bytes_x_n, Footprint& f) {
+  if (!optimizer_offloaded(z)) f.add(MemoryTier::device, Category::grads, bytes_x_n);  // DeviceOptimizer::grad_shard
+}
+
 std::unique_ptr<ShardOptimizer> make_shard_optimizer(ZeroContext& cx, PrecisionPolicy& precision,
                                                      StorageTiers& tiers, ParamTier& params,
                                                      const std::vector<std::unique_ptr<ShardedUnit>>& units,
                                                      const std::vector<Unit*>& model_units) {
-  if (!cx.cfg.zero.offload_optimizer.enabled()) return std::make_unique<DeviceOptimizer>(cx, precision, units);
+  if (!optimizer_offloaded(cx.cfg.zero)) return std::make_unique<DeviceOptimizer>(cx, precision, units);
   return std::make_unique<HostOptimizer>(cx, tiers, params, precision.working(), units, model_units);
 }
 

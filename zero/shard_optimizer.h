@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "zero/footprint.h"
 #include "zero/precision.h"
 #include "zero/sharded_unit.h"
 
@@ -63,6 +64,17 @@ class ShardOptimizer {
   virtual int64_t step_count() const = 0;
   virtual void set_step_count(int64_t n) = 0;
 };
+
+// zero/footprint.h's answers for the optimizer placement the config chooses (make_shard_optimizer
+// makes the same choice). optimizer_keeps: the state over a slice of slice_x_n elements x N
+// (device: the optimizer's state (AdamW m, v; SGD its momentum) plus the precision's master;
+// offloaded: AdamW's master, m, v on the host or in the swap file, and its host gradient shard of
+// shard_x_n x elem). grad_shard_keeps: the buffer stages 2-3 reduce into (device: a new one;
+// offloaded: the host gradient shard counted above).
+bool optimizer_offloaded(const ZeroOptimization& z);
+void optimizer_keeps(const OptimizerConfig& o, const ZeroOptimization& z, Precision p, int64_t slice_x_n,
+                     int64_t shard_x_n, int64_t elem, Footprint& f);
+void grad_shard_keeps(const ZeroOptimization& z, int64_t bytes_x_n, Footprint& f);
 
 // offload_optimizer.device none: the device optimizer; cpu / nvme: the offloaded AdamW (its
 // swap-file regions are reserved and the files allocated here).

@@ -50,6 +50,16 @@ void ZeroStage::release(ShardedUnit& s, bool) { precision_.release_compute(s); }
 
 void ZeroStage::open_gradient(ShardedUnit& s) { precision_.open_gradient(s); }
 
+StageKeeps stage_keeps(int stage) {
+  switch (stage) {
+    case 0: return Replicated::keeps();
+    case 1: return OptimizerSharded::keeps();
+    case 2: return GradientSharded::keeps();
+    case 3: return ParameterSharded::keeps();
+  }
+  ZT_THROW("config: zero_optimization.stage must be 0, 1, 2 or 3, got ", stage);
+}
+
 std::unique_ptr<ZeroStage> make_stage(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params,
                                       ShardOptimizer& opt, Units& units) {
   switch (cx.cfg.zero.stage) {

@@ -53,6 +53,15 @@ namespace zt {
 
 using Units = std::vector<std::unique_ptr<ShardedUnit>>;
 
+// What a stage shards: its answer to zero/footprint.h's question, given by each class below
+// (keeps(), next to the placement it describes) and read by the memory report and the estimator
+// instead of the stage number.
+struct StageKeeps {
+  bool optimizer_sharded = false;  // the optimizer updates this rank's shard (P_os)
+  bool grads_sharded = false;      // the gradient is kept as a shard, reduced after every backward (P_os+g)
+  bool params_sharded = false;     // the parameters are a shard, gathered around each use (P_os+g+p)
+};
+
 // What a stage keeps of one unit (the table above; which tensors exist depends on the stage and
 // the precision). "working" is float32 (fp32) or the 2-byte dtype (bf16 / fp16).
 //
@@ -143,6 +152,7 @@ class ZeroStage {
 class Replicated : public ZeroStage {  // stage 0: zero/stage0_replicated.cpp
  public:
   using ZeroStage::ZeroStage;
+  static StageKeeps keeps() { return {}; }  // everything whole on every rank
   std::pair<int64_t, int64_t> optimizer_range(const ShardedUnit& s) const override { return {0, s.P}; }
   Tensor update_params(const ShardedUnit& s) const override { return unit(s).params_full; }
   Tensor update_grads(const ShardedUnit& s) const override { return unit(s).grads_full; }
@@ -161,6 +171,11 @@ class Replicated : public ZeroStage {  // stage 0: zero/stage0_replicated.cpp
 class OptimizerSharded : public Replicated {  // stage 1: zero/stage1_optimizer_sharded.cpp
  public:
   using Replicated::Replicated;
+  static StageKeeps keeps() {
+    StageKeeps k = Replicated::keeps();
+    k.optimizer_sharded = true;
+    return k;
+  }
   std::pair<int64_t, int64_t> optimizer_range(const ShardedUnit& s) const override { return {s.lo, s.lo + s.S}; }
   Tensor update_params(const ShardedUnit& s) const override { return ZeroStage::update_params(s); }
   Tensor update_grads(const ShardedUnit& s) const override { return ZeroStage::update_grads(s); }
@@ -180,6 +195,11 @@ class OptimizerSharded : public Replicated {  // stage 1: zero/stage1_optimizer_
 class GradientSharded : public OptimizerSharded {  // stage 2: zero/stage2_gradient_sharded.cpp
  public:
   using OptimizerSharded::OptimizerSharded;
+  static StageKeeps keeps() {
+    StageKeeps k = OptimizerSharded::keeps();
+    k.grads_sharded = true;
+    return k;
+  }
   void open_gradient(ShardedUnit& s) override;
   void gradient_ready(ShardedUnit& s, bool boundary, int64_t micro) override;
   void zero_grad(ShardedUnit& s) override;
@@ -193,6 +213,11 @@ class ParameterSharded : public GradientSharded, private GatherSchedule::Actions
  public:
   ParameterSharded(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt,
                    Units& units);
+  static StageKeeps keeps() {
+    StageKeeps k = GradientSharded::keeps();
+    k.params_sharded = true;
+    return k;
+  }
   std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const override { return {s.lo, s.lo + s.S}; }
   void setup_done() override;
   void forward_begins() override { schedule_.forward_begins(); }
@@ -216,8 +241,9 @@ class ParameterSharded : public GradientSharded, private GatherSchedule::Actions
   GatherSchedule schedule_;
 };
 
-// The stage zero_optimization.stage names (0-3).
+// The stage zero_optimization.stage names (0-3), and what it keeps (the same choice).
 std::unique_ptr<ZeroStage> make_stage(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params,
                                       ShardOptimizer& opt, Units& units);
+StageKeeps stage_keeps(int stage);
 
 }  // namespace zt

@@ -274,12 +274,20 @@ class NvmeParams final : public HostParams {
 
 }  // namespace
 
+MemoryTier param_shard_tier(const ZeroOptimization& z) {
+  const std::string& where = z.offload_param.device;
+  if (!z.offload_optimizer.enabled() || where == "none") return MemoryTier::device;
+  return where == "nvme" ? MemoryTier::nvme : MemoryTier::host;
+}
+
 std::unique_ptr<ParamTier> make_param_tier(ZeroContext& cx, StorageTiers& tiers, DType working,
                                            const std::vector<Unit*>& units) {
-  const std::string& where = cx.cfg.zero.offload_param.device;
-  if (!cx.cfg.zero.offload_optimizer.enabled() || where == "none") return std::make_unique<DeviceParams>(tiers);
-  if (where == "nvme") return std::make_unique<NvmeParams>(cx, tiers, working, units);
-  return std::make_unique<HostParams>(cx, tiers, working);
+  switch (param_shard_tier(cx.cfg.zero)) {
+    case MemoryTier::device: return std::make_unique<DeviceParams>(tiers);
+    case MemoryTier::host: return std::make_unique<HostParams>(cx, tiers, working);
+    case MemoryTier::nvme: return std::make_unique<NvmeParams>(cx, tiers, working, units);
+  }
+  ZT_THROW("offload_param.device '", cx.cfg.zero.offload_param.device, "'");
 }
 
 }  // namespace zt

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "zero/footprint.h"
 #include "zero/sharded_unit.h"
 
 namespace zt {
@@ -98,6 +99,10 @@ class ParamTier {
   Tensor& held(const ShardedUnit& s);  // the slot of unit s (made on first use)
   std::vector<Tensor> shards_;  // by unit index
 };
+
+// Where the parameter shard lives, from the config (zero/footprint.h's answer; make_param_tier
+// makes that tier): the device, the host (offload_param cpu) or the swap file (nvme).
+MemoryTier param_shard_tier(const ZeroOptimization& z);
 
 // The parameter tier the config asks for: offload_param.device none / cpu / nvme. nvme reserves
 // one swap-file region per unit of `units` now (before the optimizer's regions).

@@ -170,6 +170,15 @@ TEST_CASE("the memory report shows the model states leaving the device", "[offlo
     // While a unit computes, the device holds its gathered parameters as before, plus at most one
     // shard-sized staging buffer per unit being brought in.
     CHECK(m.measured.max(Category::params) <= none.measured.max(Category::params) - 4 * S + 4 * max_shard * 3);
+    // the policies' own answers (zero/footprint.h) agree with what was measured, tier by tier
+    const int64_t N = g.size();
+    for (Category c : {Category::params, Category::grads, Category::optim}) {
+      INFO(category_name(c));
+      CHECK(m.model_state.bytes(MemoryTier::device, c, N) == m.measured.cur(c));
+      CHECK(none.model_state.bytes(MemoryTier::device, c, N) == none.measured.cur(c));
+      if (std::string(opt) == "cpu") CHECK(m.model_state.bytes(MemoryTier::host, c, N) == m.host.cur(c));
+      else CHECK(m.model_state.bytes(MemoryTier::nvme, c, N) <= m.nvme.cur(c));  // regions rounded up
+    }
     if (std::string(opt) == "cpu") {
       CHECK(m.host.cur(Category::optim) == 12 * S);
       CHECK(m.host.cur(Category::params) == 4 * S);

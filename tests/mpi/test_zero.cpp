@@ -191,6 +191,9 @@ TEST_CASE("measured model-state bytes per rank equal the ZeRO formulas", "[zero_
       CHECK(m.measured.cur(Category::params) == params);
       CHECK(m.measured.cur(Category::grads) == grads);
       CHECK(m.measured.cur(Category::optim) == optim);
+      // and the policies' own answers (zero/footprint.h, what the estimator sums) say the same
+      for (Category c : {Category::params, Category::grads, Category::optim})
+        CHECK(m.model_state.bytes(MemoryTier::device, c, N) == m.measured.cur(c));
       if (mixed && stage >= 1) CHECK(params + grads + optim == (stage == 1 ? 4 * P + 12 * P / N : stage == 2 ? 2 * P + 14 * P / N : 16 * P / N));
       CHECK(m.measured.cur(Category::comm) == 0);       // no bucket outlives its collective
       CHECK(m.measured.cur(Category::workspace) == 0);  // no float32 compute copy outlives its unit
