@@ -38,6 +38,11 @@ namespace zt {
 
 class ActivationOffload final : public CheckpointStore {
  public:
+  // Its answer to zero/footprint.h's question, per checkpointed unit: the host tier holds one
+  // checkpoint, the unit's input (B, T, C) of `elem` bytes each, between its forward and its
+  // recompute; the device at most two at a time (the one recomputing and the one coming back).
+  static int64_t host_bytes_per_unit(int64_t B, int64_t T, int64_t C, int64_t elem) { return B * T * C * elem; }
+  static constexpr int64_t kDeviceCheckpoints = 2;
   // host: the host tier's allocator (zero/tiers.h's StorageTiers::activation_host()).
   ActivationOffload(ZeroContext& cx, Allocator& host);
   ~ActivationOffload() override;  // waits for every copy in flight, then stops the worker

@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "core/kernels/attention.h"
+#include "zero/activation_offload.h"  // defines: ActivationOffload
 #include "zero/aio.h"  // defines: kAioAlignment
 #include "zero/footprint.h"        // defines: Footprint, model_state
 #include "zero/gather_schedule.h"  // defines: GatherSchedule
@@ -319,9 +320,11 @@ Estimate estimate(const EstimateRequest& r) {
     if (r.micro_batch > 0 && r.seq_len > 0) {
       const bool cpu_ckpt = r.activation_checkpointing && r.cpu_checkpointing;
       est.peak[idx(Category::activations)] =
-          estimate_activations(r.model, r.micro_batch, r.seq_len, r.activation_checkpointing, ae, cpu_ckpt ? 2 : -1).peak;
-      if (cpu_ckpt)  // every block's input (B, T, C), between its forward and its recompute
-        est.host_state[idx(Category::activations)] = r.model.n_layer * r.micro_batch * r.seq_len * r.model.n_embd * ae;
+          estimate_activations(r.model, r.micro_batch, r.seq_len, r.activation_checkpointing, ae,
+                               cpu_ckpt ? ActivationOffload::kDeviceCheckpoints : -1).peak;
+      if (cpu_ckpt)  // every block's checkpoint, between its forward and its recompute
+        est.host_state[idx(Category::activations)] =
+            r.model.n_layer * ActivationOffload::host_bytes_per_unit(r.micro_batch, r.seq_len, r.model.n_embd, ae);
       est.has_activations = true;
       // The largest scratch of one op's backward: attention's tiles per thread, the P and dS
       // tiles (Br, Bc) and the row vector Dl (T) (core/kernels/attention.h; tiles no larger
