@@ -10,7 +10,8 @@ Three checks, each failure listed with the doc and line:
    of the repository (`zero/stage.h`, `tests/check_layers.py`) must exist; a trailing `'s`, `:`,
    `,` or `.` is ignored. A token with `*` or `?` is a pattern and must match at least one file;
    `{a,b}` stands for each of its alternatives (`zero/engine_config.{h,cpp}`), and each must exist.
-2. Relative Markdown links. `[text](target)` and `![alt](target)`: the target, relative to the
+2. Relative Markdown links. `[text](target)`, `![alt](target)` and reference definitions
+   (`[label]: target`): the target, relative to the
    doc's own folder, must exist. http(s)://, mailto: and other scheme links are not checked. An
    anchor (`page.md#a-heading`, or `#a-heading` for the doc itself) must be the GitHub anchor of a
    heading of that Markdown file (lower case, punctuation dropped, spaces as '-'). Code (fenced
@@ -28,7 +29,8 @@ import sys
 import tempfile
 
 PATH_TOKEN = re.compile(r"`([^`\s]+)`")
-LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+LINK = re.compile(r"!?\[[^\[\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)"  # [text](target "title")
+                  r"|^[ ]{0,3}\[[^\]]+\]:\s*<?([^\s>]+)>?", re.M)                 # [label]: target
 CLAIM = re.compile(r"`([^`\s]+)`'s\s+`([^`]+)`")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 FENCE = re.compile(r"^\s*(```|~~~)")
@@ -41,20 +43,14 @@ def blank(text, start, end):
 
 def without_code(text):
     """The doc with fenced blocks and inline code blanked."""
-    lines, inside = text.split("\n"), False
-    for i, line in enumerate(lines):
-        if FENCE.match(line):
-            inside = not inside
-            lines[i] = ""
-        elif inside:
-            lines[i] = ""
-    text = "\n".join(lines)
+    text = without_fences(text)
     for m in reversed(list(re.finditer(r"`[^`\n]*`", text))):
         text = blank(text, m.start(), m.end())
     return text
 
 
 def without_fences(text):
+    """The doc with the lines of fenced code blocks emptied (line numbers stay)."""
     lines, inside = text.split("\n"), False
     for i, line in enumerate(lines):
         if FENCE.match(line):
@@ -67,7 +63,7 @@ def without_fences(text):
 
 def slug(heading):
     """GitHub's anchor for a heading's text."""
-    text = re.sub(r"[`*_]", "", heading.strip()).lower()  # markup is not part of the anchor
+    text = re.sub(r"[`*]", "", heading.strip()).lower()  # markup is not part of the anchor
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
     text = re.sub(r"[^\w\- ]", "", text)
     return text.replace(" ", "-")
@@ -126,7 +122,7 @@ def check(root, docs):
         prose = without_code(text)
         here = os.path.dirname(os.path.join(root, doc))
         for m in LINK.finditer(prose):
-            target = m.group(1)
+            target = m.group(1) or m.group(2)
             if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", target):
                 continue  # http:, https:, mailto:, ...
             where = f"{doc}:{line_of(prose, m.start())}"
@@ -165,14 +161,14 @@ def self_test():
             with open(p, "w", encoding="utf-8") as f:
                 f.write(text)
         write("src/engine.cpp", "void publish_unit(Unit& u) {}\nstruct Trainer { void step(); };\n")
-        write("docs/other.md", "# Other page\n\n## A section: with `code`, and more\n")
+        write("docs/other.md", "# Other page\n\n## A section: with `code`, and more\n\n## `run_unit`\n")
         write("README.md", "# Top\n")
         good = ("# Good\n\nSee `src/engine.cpp`'s `publish_unit` and `src/engine.cpp`'s\n"
                 "`Trainer::step()`; [the other page](other.md), [its section]"
-                "(other.md#a-section-with-code-and-more), [the top](../README.md), [here](#good),\n"
-                "[the web](https://example.com/x.md), `src/*.cpp`, `src/{engine,engine}.cpp`; llm.c's `dev/data/x.py`'s `NOPE`.\n"
+                "(other.md#a-section-with-code-and-more), [a name](other.md#run_unit), [the top](../README.md), [here](#good),\n"
+                "[the web](https://example.com/x.md), [a reference][r], `src/*.cpp`, `src/{engine,engine}.cpp`; llm.c's `dev/data/x.py`'s `NOPE`.\n"
                 "```\n[a](not-a-link.md) and `src/engine.cpp`'s `gone`\n```\n"
-                "Inline code is not a link: `[a](b.md)`.\n")
+                "Inline code is not a link: `[a](b.md)`.\n\n[r]: other.md#other-page\n")
         cases = [  # (doc, its text, what a reported failure must contain; None: must pass)
             ("docs/good.md", good, None),
             ("docs/path.md", "Read `src/gone.h`.\n", "`src/gone.h` does not exist"),
@@ -182,6 +178,8 @@ def self_test():
             ("docs/uplink.md", "See [it](../other.md).\n", "points at other.md, which does not exist"),
             ("docs/image.md", "![a\nmulti-line alt](img/none.png)\n", "docs/img/none.png"),
             ("docs/anchor.md", "See [it](other.md#no-such-heading).\n", "anchor #no-such-heading"),
+            ("docs/reference.md", "See [it][r].\n\n[r]: ../gone/README.md\n", "gone/README.md, which does not exist"),
+            ("docs/bracket.md", "Elements [64, 3136) of it; [a link](gone.md).\n", "docs/gone.md, which"),
             ("docs/self_anchor.md", "# Title\n\n[up](#titel)\n", "anchor #titel"),
             ("docs/name.md", "`src/engine.cpp`'s `publish_units` is it.\n", "publish_units does not occur"),
             ("docs/name_lines.md", "As `src/engine.cpp`'s\n`Trainer::run` does.\n", "run does not occur"),
