@@ -19,7 +19,7 @@
 // one block's recomputed internals during its backward). Every tier runs with activation
 // checkpointing, the same batch and the same stage-3 knobs.
 //
-// Both caps hold from the process start (issue 16: "the first byte counts"): the device cap
+// Both caps hold from the process start (the first byte counts): the device cap
 // (--cap-mib, on default_allocator(): zt-train --memory-limit-mib) and the host cap (--host-cap-mib,
 // on host_allocator(): zt-train --host-memory-limit-mib), set before the model is built. The
 // model is built by partitioned construction (models/init.h's ModelInit, zero/engine.cpp's
@@ -146,7 +146,7 @@ EngineConfig engine_config(const Tier& t, const FamilyShape& sh, const std::stri
 
 // What zt-estimate predicts for this trial (zero/estimator.h), per rank: the device's peak per
 // category over a step, and the bytes that left it for the host tier and the swap file. The
-// bench prints it beside the measurement (issue 16: within 5%).
+// bench prints it beside the measurement (its target: within 5%).
 nlohmann::json estimate_json(const ModelConfig& mc, Model& layout, const EngineConfig& ec, int64_t world_size,
                              int threads) {
   EstimateRequest q;

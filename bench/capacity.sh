@@ -6,7 +6,7 @@
 # that trains for --steps steps at stage 0, stage 3, stage 3 + cpu offload (optimizer, parameters,
 # activation checkpoints) and stage 3 + nvme offload, on 1 and on 2 ranks, with tokens/s and the
 # memory by tier, and each trial's peak RSS beside the allocators' peaks.
-# Targets (issue 16): cpu tier >= 10x stage 0, nvme tier >= 50x stage 0, nvme >= 4x cpu.
+# Targets: cpu tier >= 10x stage 0, nvme tier >= 50x stage 0, nvme >= 4x cpu.
 # Every trial is its own process (bench_capacity re-executes itself), so an out-of-memory is a
 # clean "does not fit". Writes bench/results/capacity.md and bench/results/capacity.json (one JSON
 # object per trial and per search).

@@ -3,7 +3,7 @@
 # 0-3, fp32 / bf16 / fp16, bf16 compute, gradient accumulation, activation checkpointing,
 # offload to cpu and nvme) on 2 MPI ranks and compares, bit for bit, every step's loss, gradient
 # norm, bytes communicated and memory by category (current and peak), and the saved checkpoint
-# files. Made for refactors that promise "behaviour bitwise unchanged" (issue 15).
+# files. Made for refactors that promise "behaviour bitwise unchanged" (bench/results/engine_refactor.md).
 #
 #   bench/compare_builds.sh OLD_ZT_TRAIN NEW_ZT_TRAIN [OUT_DIR]
 #

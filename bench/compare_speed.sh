@@ -3,7 +3,7 @@
 # 2 threads) and ZeRO stages 0 and 3 on 4 MPI ranks (bench_zero, gpt-mini, global batch 8), old
 # and new alternated REPS times so that a change in machine load hits both. Prints the median
 # step time of each and the ratio new / old with its range; appends the rows to OUT (markdown).
-# Made for "ratios within noise" checks of refactors (issue 15).
+# Made for "ratios within noise" checks of refactors (bench/results/engine_refactor.md).
 #
 #   bench/compare_speed.sh OLD_BUILD_DIR NEW_BUILD_DIR [REPS=3] [OUT=bench/results/compare_speed.md]
 set -euo pipefail

@@ -86,7 +86,7 @@ for r in rows:
               f"{r['adam_traffic_bound_elems_per_s'] / 1e6:.1f} | {r.get('torch_check_max_rel_diff', float('nan')):.1e} |")
 md += ["", "Ratio ours (" + rows[0].get('ratio_path', '?') + ") / libtorch, elements/s: " +
        ", ".join(f"{r['threads']} thread(s) {r['ratio_ours_over_libtorch']:.2f}x" for r in rows if 'ratio_ours_over_libtorch' in r) +
-       " (issue 5 target: >= 5x, DeepSpeed's published CPU-Adam gain over torch's CPU Adam).",
+       " (target: >= 5x, DeepSpeed's published CPU-Adam gain over torch's CPU Adam).",
        "", "Raw JSON (one object per thread count): cpu_adam.json.", ""]
 open(sys.argv[2], 'w').write("\n".join(md))
 print("\n".join(md))

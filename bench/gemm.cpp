@@ -6,7 +6,7 @@
 // For each square n and thread count: C (n, n) = A (n, n) @ B (n, n), 2 warmup calls, then the
 // best of --reps timed calls; 2 n^3 flops per call. The ceiling is measured at the start and again
 // before every row, and the best value seen is used for all rows (the % column is computed at the
-// end, after every measurement). The target: >= 75% of the ceiling at n = 1024 on 2
+// end, after every measurement). The target: >= 75% of the ceiling at n = 1024 on 2
 // threads. The machine load (/proc/loadavg) is printed before and after, because a benchmark on
 // a shared machine means nothing without it.
 #include <CLI/CLI.hpp>

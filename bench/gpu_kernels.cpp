@@ -1,12 +1,12 @@
-// bench_gpu_kernels — issue 4's GPU kernel yardsticks: GEMM TFLOP/s through our cuBLASLt wrapper
+// bench_gpu_kernels — the GPU kernel yardsticks: GEMM TFLOP/s through our cuBLASLt wrapper
 // (cuda/gemm.h CudaGemm) against cuBLASLt's best algorithm for the same problems, and the time of
 // our attention kernels (cuda/kernels/attention.h). Built only in CUDA builds (bench/CMakeLists.txt:
 // bench/gpu_*.cpp link zt_cuda and are skipped when ZT_HAVE_CUDA is OFF).
 //
-// STATUS: first run on an H100 on 2026-11-25 (issue 19; bench/results/gpu.md). Without a GPU it
+// STATUS: first run on an H100 on 2026-11-25 (bench/results/gpu.md). Without a GPU it
 // exits 2 with cuda_runtime_summary() on stderr.
 //
-// Bandwidth part (issue 19): element-wise kernels (cast, add, GELU, AdamW) over 2^26 elements,
+// Bandwidth part: element-wise kernels (cast, add, GELU, AdamW) over 2^26 elements,
 // GB/s from the bytes each must move, against a device-to-device cudaMemcpyAsync.
 //
 // GEMM part. The GPT-2 124M training GEMMs at M = B*T = 8*1024 = 8192 rows (row-major, nn.Linear's

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/rss.sh — what the operating system sees: peak RSS per rank of one training step of
 # gpt2-124m on 4 MPI ranks (B = 1, T = 64) at ZeRO stages 1, 2 and 3, measured by
-# `/usr/bin/time -f %M` around each rank's zt-train. Issue 16's target: stage 3 at <= 10 bytes
+# `/usr/bin/time -f %M` around each rank's zt-train. The target: stage 3 at <= 10 bytes
 # of RSS per parameter on every rank, and the RSS falling from stage 1 to 2 to 3 as the model
 # states do. Writes bench/results/rss.md (and rss.json).
 # Usage: bench/rss.sh [--ranks 4] [--model gpt2-124m] [--stages "1 2 3"]   (build in ${BUILD_DIR:-build})

@@ -9,7 +9,7 @@
 //
 // --device cuda[:N] runs the same step on a GPU (tools/run_device.h): phase times are taken after
 // the device finished (Backend::synchronize), and MFU is also given against --peak-tflops, the
-// device's dense peak (default 989: H100 / H200 SXM bf16, the yardstick).
+// device's dense peak (default 989: H100 / H200 SXM bf16).
 //
 // --precision bf16 trains the way a bf16 run of zt-train does: the model built in bfloat16 (bf16
 // compute), through the ZeRO engine at stage 0 on one rank (bf16 gradients, float32 master and

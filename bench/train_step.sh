@@ -74,7 +74,7 @@ for m in ('gpt-mini', 'llama-mini', 'llama-nano'):
                   f"**{med(r):.3f}** | {min(r):.3f} - {max(r):.3f} | {100 * med(a['mfu'] for a in z):.1f}% | "
                   f"{med(a['tokens_per_s'] for a in z):.0f} / {med(b['tokens_per_s'] for b in p):.0f} | "
                   f"{med(a['ms_forward_median'] for a in z):.1f} / {med(a['ms_backward_median'] for a in z):.1f} / {med(a['ms_optimizer_median'] for a in z):.1f} |")
-md += ["", "Targets (issue 20, gpt-mini): ratio <= 0.60 with 2 threads and <= 0.65 with 1 thread; MFU >= 0.85. Raw JSON lines: train_step.json.", ""]
+md += ["", "Targets (gpt-mini): ratio <= 0.60 with 2 threads and <= 0.65 with 1 thread; MFU >= 0.85. Raw JSON lines: train_step.json.", ""]
 # The profile (written by hand from perf and the trace, see its own command lines) is kept.
 try:
     old = open(sys.argv[2]).read()

@@ -1,5 +1,5 @@
 // defines: checked_mul, checked_add, checked_bytes — int64 size arithmetic that throws instead of
-//          wrapping (issue 17: "all size arithmetic checked").
+//          wrapping.
 //
 // Every size that comes from outside (a file header, a config, a command line) is multiplied and
 // added through these before it is compared with the file's real size or handed to an allocator:

@@ -1,5 +1,5 @@
 // defines: fault_point — named places where a fault test may kill this process with SIGKILL
-//          (issue 17; docs/faults.md lists the points and the tests that use them).
+//          (docs/faults.md lists the points and the tests that use them).
 //
 // ZT_FAULT_KILL_AT="<point>[:<n>][@<rank>]" makes the n-th passage (default 1) of <point> on
 // <rank> (default any) raise SIGKILL in this process: a real kill -9, at an instant a test could

@@ -1,6 +1,6 @@
 // defines: parse_json, read_json_file, json_integer, json_shape, kMaxJsonDepth — every JSON document ZeroTensor reads (configs, checkpoint
 //          meta.json, safetensors headers, Hugging Face config.json and index files, trace
-//          events), parsed in one place with its nesting bounded (issue 17).
+//          events), parsed in one place with its nesting bounded.
 //
 // A document nested thousands of levels deep is not a config or a header anyone writes, and
 // building (then destroying) such a tree can exhaust the stack: parse_json refuses depth

@@ -68,7 +68,7 @@ struct QueuedWork final : Work {
   }
 };
 
-// Device buffers (issue 4; GPU tensors in a CUDA build): MPI here is not CUDA-aware, so a device
+// Device buffers (GPU tensors in a CUDA build): MPI here is not CUDA-aware, so a device
 // buffer is copied into a pinned host mirror before the collective and back after it, on the
 // communication thread. The caller's device work must be finished before the copy in: the
 // device's backend is synchronized first (the ZeRO engine on the GPU will use the NCCL backend;

@@ -63,8 +63,9 @@ class ParamSet {
   // The autograd leaf of parameter i: value view + gradient view, in this set's LeafGroup.
   const Var& var(int i) const;
   const std::vector<Var>& vars() const { return vars_; }
-  // A leaf over rows [row0, row0 + rows) of parameter i (first dimension): GPT-2's fused
-  // c_attn weight read as three (C, C) projections, gradients landing in the right rows.
+  // A leaf over rows [row0, row0 + rows) of parameter i (first dimension), its gradient landing
+  // in the same rows of the parameter's gradient. (GPT-2's fused c_attn does not use it: it runs
+  // as one GEMM of width 3C read packed by causal_attention_packed, nn/layers.cpp.)
   Var var_rows(int i, int64_t row0, int64_t rows) const;
   const std::shared_ptr<LeafGroup>& group() const { return group_; }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fuzz.sh [SECONDS]: build the fuzz targets of tests/fuzz/ and run each for SECONDS (default 60,
-# or $ZT_FUZZ_SECONDS) from seed corpora our own writers make (issue 17).
+# or $ZT_FUZZ_SECONDS) from seed corpora our own writers make.
 #
 # Build: ${FUZZ_BUILD_DIR:-build-fuzz}, clang with libFuzzer, ASan and UBSan on every object
 # (CMake option ZT_FUZZ), CPU only: scripts/sanitizer-build.sh, shared with scripts/sanitize.sh.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-check.sh [PACK] [OUTDIR]: the GPU check of issue 19, one command on a bare GPU machine.
+# gpu-check.sh [PACK] [OUTDIR]: the whole GPU check, one command on a bare GPU machine.
 #
 # PACK: the folder scripts/gpu-pack.sh made, or its .tar.xz (unpacked into /tmp); default: the
 # folder this script sits in when it is inside a pack, else ./gpu-pack.tar.xz. OUTDIR: where

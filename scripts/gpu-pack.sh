@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu-pack.sh [PACK_DIR]: build ZeroTensor for a bare GPU machine and pack what scripts/gpu-check.sh
-# runs there into one self-contained folder (issue 19). Runs here, on the build machine.
+# runs there into one self-contained folder. Runs here, on the build machine.
 #
 # The GPU machine has the NVIDIA driver, the CUDA toolkit, CMake, ninja and a Python with PyTorch
 # (whose wheels carry cuDNN and NCCL), and none of our Debian packages. So the pack holds:

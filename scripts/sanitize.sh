@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # sanitize.sh [CTEST_ARGS...]: the CPU test suite under AddressSanitizer + UndefinedBehaviorSanitizer
-# (issue 17: "the CPU test suite built with ASan + UBSan runs clean in CI").
+# (CI runs it: the CPU test suite must run clean under both).
 #
 # Build: scripts/sanitizer-build.sh (build-fuzz: clang, every object with ASan + UBSan, no CUDA).
 # Runs: every CTest test of that build except the label gpu (no GPU there), layers and docs (they

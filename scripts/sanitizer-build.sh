@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sanitizer-build.sh [TARGET...]: configure and build ZeroTensor's sanitizer build (issue 17), the
+# sanitizer-build.sh [TARGET...]: configure and build ZeroTensor's sanitizer build, the
 # one build both scripts/fuzz.sh (the libFuzzer targets) and scripts/sanitize.sh (the CPU test
 # suite under ASan + UBSan) use: ${FUZZ_BUILD_DIR:-build-fuzz}, clang, RelWithDebInfo, CPU only,
 # every object compiled with -fsanitize=fuzzer-no-link,address,undefined (CMake option ZT_FUZZ;

@@ -1,4 +1,4 @@
-// Generation (issue 18, part 3): the KV cache against full recomputation (logits at every step,
+// Generation: the KV cache against full recomputation (logits at every step,
 // greedy tokens), the window at max_seq_len, top-k / top-p / temperature on hand-built logits,
 // seeds, stop ids, streaming and the statistics.
 #include <catch2/catch.hpp>

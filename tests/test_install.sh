@@ -1,4 +1,4 @@
-# The installed package, consumed the way a user consumes it (issue 18 part 1; docs/install.md):
+# The installed package, consumed the way a user consumes it (docs/install.md):
 # `cmake --install` this build into a temporary prefix, check its layout (the CMake package, the
 # public headers and nothing private, every installed header's includes installed too), a
 # version the package must refuse, then configure and build each of examples/ as its own CMake

@@ -163,7 +163,7 @@ TEST_CASE("llm.c checkpoint: bad files give errors naming the file and the fact"
   write_bytes(tmp.file("short.bin"), std::vector<char>(bytes.begin(), bytes.begin() + 10));
   CHECK_THROWS_WITH(read_llmc_header(tmp.file("short.bin")),
                     Catch::Contains("truncated: expected at least 1024 bytes (the header), found 10"));
-  // Sizes from the header are checked against the file before anything is built (issue 17): a
+  // Sizes from the header are checked against the file before anything is built: a
   // header whose parameter count wraps 64 bits, and one asking for ~3 TB from this small file.
   {
     std::vector<char> b = bytes;

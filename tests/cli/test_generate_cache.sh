@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# zt-generate's generation flags (issue 18): the KV cache against --no-cache (the same greedy text,
+# zt-generate's generation flags: the KV cache against --no-cache (the same greedy text,
 # across the window slide at max_seq_len), --stop-id, --top-p with --seed, the stderr statistics
 # line, and bad values named.
 source "$(dirname "$0")/common.sh"

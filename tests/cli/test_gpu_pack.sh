@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU pack, proven here without a GPU (issue 19, item 3; label pack): scripts/gpu-pack.sh packs
+# The GPU pack, proven here without a GPU (label pack): scripts/gpu-pack.sh packs
 # this build (ZT_PACK_NO_BUILD: the flags of a real pack build are its own business), then
 #  1. scripts/gpu-check.sh runs its info and ldd parts on the pack: every packed program and
 #     library resolves, each bundled library to the pack's own copy, with no library path set;

@@ -1,4 +1,4 @@
-// The fuzz targets' shared pieces (tests/fuzz/, issue 17): the input as a file for readers that
+// The fuzz targets' shared pieces (tests/fuzz/): the input as a file for readers that
 // take a path, and the rule every target follows.
 //
 // The rule: a reader may refuse any input, but only with zt::Error (a message naming the file and

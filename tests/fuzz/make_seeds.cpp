@@ -1,5 +1,5 @@
-// make_seeds OUT: the fuzz targets' seed corpora, written by ZeroTensor's own writers (issue 17:
-// "seed corpora made by our own writers"), one folder per target: OUT/<target>/...
+// make_seeds OUT: the fuzz targets' seed corpora, written by ZeroTensor's own writers (so the
+// seeds are files our readers must accept), one folder per target: OUT/<target>/...
 // (fuzz_config's seeds are configs/*.json, copied by scripts/fuzz.sh.)
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-// Generation on the GPU (issue 18): the KV cache's decode step (nn/kv_cache.cpp: strided copies
+// Generation on the GPU: the KV cache's decode step (nn/kv_cache.cpp: strided copies
 // into the cache, RoPE tables sliced at a position, batched strided GEMMs and a softmax, all
 // through the CUDA backend's table) gives the CPU's logits at every step and the same tokens.
 #include <catch2/catch.hpp>

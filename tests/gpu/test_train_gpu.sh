@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_train_gpu.sh: zt-train on the GPU against zt-train on the CPU (issue 4, "How it is checked").
+# test_train_gpu.sh: zt-train on the GPU against zt-train on the CPU (docs/cuda.md, "How it is checked").
 # Exits 77 (CTest: skipped) without a usable GPU. Needs ZT_BUILD_DIR / ZT_SOURCE_DIR (ctest sets them).
 #  1. GPT-2 (gpt2-nano) 10 steps in float32, one rank: every loss on cuda:0 within 1e-4 relative of
 #     the CPU's (GEMMs in IEEE fp32 mode, see cuda/backend_attention.cpp).

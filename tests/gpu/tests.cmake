@@ -29,5 +29,5 @@ zt_gpu_test(cuda_backend_attn)
 zt_gpu_test(cudnn_attention)
 # float32 GEMM precision from the table (F32Matmul: IEEE fp32 or TF32)
 zt_gpu_test(cuda_f32_matmul)
-# generation with the KV cache on the GPU against the CPU (issue 18)
+# generation with the KV cache on the GPU against the CPU
 zt_gpu_test(cuda_generation)
