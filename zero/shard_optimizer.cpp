@@ -44,7 +44,7 @@ Tensor released(int64_t n) {
 }
 
 // The optimizer of optim/ on the device. fp32: it updates the working tensors themselves; mixed
-// precision: the float32 master (ShardedUnit::master), through PrecisionPolicy::update.
+// precision: the float32 master (PrecisionPolicy owns it), through PrecisionPolicy::update.
 class DeviceOptimizer final : public ShardOptimizer {
  public:
   DeviceOptimizer(ZeroContext& cx, PrecisionPolicy& precision,
