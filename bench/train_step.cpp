@@ -7,7 +7,7 @@
 // (core/fma_ceiling.h). N counts every parameter once (wte shared with the head).
 // The last line of stdout is one JSON object (like the peer's), for bench/train_step.sh.
 //
-// --device cuda[:N] runs the same step on a GPU (tools/run_device.h): phase times are taken after
+// --device cuda[:N] runs the same step on a GPU (train/launch/run_device.h): phase times are taken after
 // the device finished (Backend::synchronize), and MFU is also given against --peak-tflops, the
 // device's dense peak (default 989: H100 / H200 SXM bf16, the yardstick).
 //
@@ -30,7 +30,7 @@
 #include "zero/param_layout.h"
 #include "core/backend.h"
 #include "core/kernels/gemm_libs.h"
-#include "tools/run_device.h"
+#include "train/launch/run_device.h"
 
 using namespace zt;
 

@@ -27,10 +27,10 @@
 #include "core/json.h"                // defines: parse_json, read_json_file
 #include "core/kernels/gemm_libs.h"   // defines: gemm_lib, gemm_lib_name (the banner)
 #include "core/parallel.h"            // defines: set_num_threads
-#include "tools/run_device.h"         // defines: select_run_device (--device, --dist)
+#include "train/launch/run_device.h"  // defines: select_run_device (--device, --dist)
 #include "dist/process_group.h"       // defines: init_process_group, ProcessGroup
 #include "dist/trace_file.h"          // defines: write_trace (--trace)
-#include "tools/train_report.h"       // defines: flops_per_token, peak_flops, print_*_table, print_run_summary
+#include "train/train_report.h"       // defines: flops_per_token, peak_flops, print_*_table, print_run_summary
 #include "tools/zt_train_options.h"    // defines: TrainOptions, parse_train_options, resolve_run_config
 #include "models/gpt2.h"              // defines: GPT2 (for --save-llmc)
 #include "formats/hf_weights.h"       // defines: save_hf_weights (--save-hf)

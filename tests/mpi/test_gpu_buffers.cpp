@@ -33,7 +33,7 @@ std::vector<float> read(const Tensor& t) {
 TEST_CASE("MPI collectives on device buffers: all_reduce, reduce_scatter, in-place all_gather", "[gpu_buffers]") {
   REQUIRE(cuda_available());
   // The MPI backend stages device buffers through their device's backend (core/backend.h; dist/
-  // names no device), as zt-train --device cuda registers it (tools/run_device.cpp).
+  // names no device), as zt-train --device cuda registers it (train/launch/run_device.cpp).
   register_cuda_backend();
   ProcessGroup& g = init_process_group();
   const int N = g.size(), r = g.rank();

@@ -1,5 +1,5 @@
-// select_run_device (tools/run_device.h).
-#include "tools/run_device.h"
+// select_run_device (train/launch/run_device.h).
+#include "train/launch/run_device.h"
 
 #include <cstdlib>
 

@@ -1,4 +1,4 @@
-#include "tools/train_report.h"
+#include "train/train_report.h"
 
 #include <cstdio>
 
