@@ -68,7 +68,8 @@
 #include "models/init.h"            // defines: make_model, ModelInit
 #include "models/model_config.h"    // defines: ModelConfig, from_json
 #include "zero/engine.h"            // defines: Engine, initialize, MemoryReport
-#include "zero/estimator.h"         // defines: estimate, model_shape
+#include "train/estimate_request.h"  // defines: estimate_request
+#include "zero/estimator.h"         // defines: estimate
 #include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
 
 using namespace zt;
@@ -149,18 +150,7 @@ EngineConfig engine_config(const Tier& t, const FamilyShape& sh, const std::stri
 // bench prints it beside the measurement (issue 16: within 5%).
 nlohmann::json estimate_json(const ModelConfig& mc, Model& layout, const EngineConfig& ec, int64_t world_size,
                              int threads) {
-  EstimateRequest q;
-  q.has_model = true;
-  q.model = model_shape(mc, layout, world_size);
-  q.stage = ec.zero.stage;
-  q.world_size = world_size;
-  q.micro_batch = ec.train_micro_batch_size_per_gpu;
-  q.seq_len = mc.max_seq_len;
-  q.activation_checkpointing = ec.activation_checkpointing;
-  q.cpu_checkpointing = ec.cpu_checkpointing;
-  q.zero = ec.zero;
-  q.threads = threads;
-  const Estimate e = estimate(q);
+  const Estimate e = estimate(estimate_request(mc, layout, ec, world_size, mc.max_seq_len, threads));
   nlohmann::json peak, host, nvme;
   int64_t host_total = 0, nvme_total = 0;
   for (Category c : kAllCategories) {

@@ -37,7 +37,8 @@
 #include "formats/llmc_checkpoint.h"  // defines: save_llmc_checkpoint
 #include "train/run_config.h"         // defines: RunConfig, run_config_from_json
 #include "train/trainer.h"            // defines: Trainer, StepStats
-#include "zero/estimator.h"           // defines: estimate, EstimateRequest, model_shape
+#include "train/estimate_request.h"   // defines: estimate_request
+#include "zero/estimator.h"           // defines: estimate
 
 using namespace zt;
 
@@ -306,19 +307,8 @@ void TrainingRun::save_models() {
 
 void TrainingRun::report() {
   const RunConfig& c = c_;
-  EstimateRequest req;
-  req.has_model = true;
-  req.model = model_shape(tr_.model_config(), tr_.model(), group_.size());
-  req.stage = c.zero.stage;
-  req.world_size = group_.size();
-  req.precision = c.precision;
-  req.micro_batch = tr_.config().batch;
-  req.seq_len = tr_.config().seq_len;
-  req.activation_checkpointing = c.activation_checkpointing;
-  req.cpu_checkpointing = c.cpu_checkpointing;
-  req.zero = c.zero;
-  req.threads = nt_;
-  const Estimate est = estimate(req);
+  const Estimate est = estimate(estimate_request(tr_.model_config(), tr_.model(), tr_.config().engine_config(),
+                                                 group_.size(), tr_.config().seq_len, nt_));
   if (lead_)
     std::fprintf(stderr, "\nsetup (rank 0): partitioned construction (each unit created as the stage keeps it, "
                          "under --memory-limit-mib): peak %s\n", format_bytes(setup_.peak_total).c_str());
