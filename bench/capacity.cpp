@@ -1,3 +1,6 @@
+// defines: main (bench_capacity); helpers: Tier, tier_by_name, split, family_member, block_params,
+//          engine_config, estimate_json, stats_json and 4 more
+//
 // bench_capacity — ZeRO-Offload's headline on this machine (Ren et al. 2021, "ZeRO-Offload:
 // Democratizing Billion-Scale Model Training", section 6 / Figure 7: the largest model one device
 // trains): under one fixed device cap, the largest GPT-2-shaped model that trains for `steps`

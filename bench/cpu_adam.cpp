@@ -1,3 +1,6 @@
+// defines: main (bench_cpu_adam); helpers: seconds_since, Buf, hash_uniform, fill_state, Bandwidth,
+//          measure_bandwidth, args_of, make_torch_adamw and 1 more
+//
 // bench_cpu_adam — the CPU AdamW kernel (core/kernels/adamw.h) on one large float32 shard (the
 // ZeRO-Offload setting: the optimizer step of a whole partition on the host), against
 //   - libtorch's torch::optim::AdamW stepping a tensor of the same size in the same process (the

@@ -1,3 +1,5 @@
+// defines: main (bench_train_step)
+//
 // bench_train_step — one training step (zero_grad, forward, backward, AdamW) of a named model,
 // timed like ../shared/peers/libtorch-gpt so the two can be compared in one run:
 // random token ids, AdamW(lr 3e-4, betas 0.9/0.95, eps 1e-8, weight decay 0.1 on 2-D weights),

@@ -1,3 +1,5 @@
+// defines: main (zt-estimate)
+//
 // zt-estimate: per-rank memory by category for a model or a parameter count, a ZeRO stage, a
 // world size and a precision; --paper prints the ZeRO paper's Table 1. See docs/estimator.md.
 //

@@ -1,3 +1,6 @@
+// defines: main (zt-train); helpers: fmt_duration, memory_json, RunPeaks, threads_per_rank, start_device,
+//          TrainingRun (prepare, open_log, print_banner, report_step, train and 2 more)
+//
 // zt-train — train a GPT-2 or Llama model on a token shard or a text file, on the CPU, on one
 // rank or on N MPI ranks with ZeRO stages 0-3.
 //

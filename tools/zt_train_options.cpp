@@ -1,3 +1,5 @@
+// defines: parse_train_options, resolve_run_config (tools/zt_train_options.h)
+//
 // parse_train_options, resolve_run_config (tools/zt_train_options.h): zt-train's options, their
 // help texts and defaults (tests/cli checks them), and the --config merge.
 #include "tools/zt_train_options.h"

@@ -1,3 +1,5 @@
+// defines: Trainer (constructor, lr_at, step, evaluate, save, resume_from), load_trained_model
+//          (train/trainer.h)
 #include "train/trainer.h"
 
 #include <algorithm>

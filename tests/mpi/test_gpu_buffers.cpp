@@ -1,3 +1,5 @@
+// defines: 1 Catch2 test case tagged [gpu_buffers]; helpers: device_tensor, read
+//
 // The MPI backend with GPU buffers (CUDA builds): device tensors are staged through pinned host
 // memory, so several ranks can share one GPU. Registered by tests/gpu/tests.cmake as a `gpu`
 // test that is skipped (exit 77 from tests/gpu/run_mpi.sh) where no GPU is usable; without CUDA

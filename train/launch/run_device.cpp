@@ -1,3 +1,6 @@
+// defines: RunDevice (describe), select_run_device (train/launch/run_device.h); file-local: find_device,
+//          local_rank, local_size
+//
 // select_run_device (train/launch/run_device.h).
 #include "train/launch/run_device.h"
 
