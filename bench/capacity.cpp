@@ -64,16 +64,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/memory.h"            // defines: OutOfMemory, default_allocator, host_allocator
-#include "core/parallel.h"          // defines: set_num_threads
-#include "dist/process_group.h"     // defines: init_process_group, finalize_process_group
-#include "formats/token_data.h"     // defines: load_tokens, DataLoader
-#include "models/init.h"            // defines: make_model, ModelInit
-#include "models/model_config.h"    // defines: ModelConfig, from_json
-#include "zero/engine.h"            // defines: Engine, initialize, MemoryReport
+#include "bench/bench_util.h"        // defines: bench::median, bench::loadavg
+#include "core/memory.h"             // defines: OutOfMemory, default_allocator, host_allocator
+#include "core/parallel.h"           // defines: set_num_threads
+#include "dist/process_group.h"      // defines: init_process_group, finalize_process_group
+#include "formats/token_data.h"      // defines: load_tokens, DataLoader
+#include "models/init.h"             // defines: make_model, ModelInit
+#include "models/model_config.h"     // defines: ModelConfig, from_json
 #include "train/estimate_request.h"  // defines: estimate_request
-#include "zero/estimator.h"         // defines: estimate
-#include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
+#include "zero/engine.h"             // defines: Engine, initialize, MemoryReport
+#include "zero/estimator.h"          // defines: estimate
 
 using namespace zt;
 using Clock = std::chrono::steady_clock;

@@ -24,15 +24,15 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/backend.h"
 #include "core/fma_ceiling.h"
+#include "core/kernels/gemm_libs.h"
 #include "core/parallel.h"
 #include "models/init.h"
 #include "optim/adamw.h"
+#include "train/launch/run_device.h"
 #include "zero/engine.h"
 #include "zero/param_layout.h"
-#include "core/backend.h"
-#include "core/kernels/gemm_libs.h"
-#include "train/launch/run_device.h"
 
 using namespace zt;
 

@@ -7,19 +7,19 @@
 #include <omp.h>
 
 #include <cstdio>
-#include <memory>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/memory.h"     // defines: Category, category_name, format_bytes
-#include "models/model_config.h"   // defines: ModelConfig, model_config
-#include "models/init.h"     // defines: make_model (the layout-only model)
-#include "zero/engine_config.h"     // defines: Precision, ZeroOptimization, engine_config_from_file
+#include "core/memory.h"             // defines: Category, category_name, format_bytes
+#include "models/init.h"             // defines: make_model (the layout-only model)
+#include "models/model_config.h"     // defines: ModelConfig, model_config
 #include "train/estimate_request.h"  // defines: estimate_request
-#include "zero/estimator.h"  // defines: estimate, paper_table1, parse_count
+#include "zero/engine_config.h"      // defines: Precision, ZeroOptimization, engine_config_from_file
+#include "zero/estimator.h"          // defines: estimate, paper_table1, parse_count
 
 using namespace zt;
 

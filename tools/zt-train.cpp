@@ -12,35 +12,35 @@
 // every rank saves its shards of a checkpoint (--ckpt-dir, --ckpt-interval, --resume). At the end
 // a table of every rank's memory by category. An error on any rank stops the whole job with a
 // message naming the rank.
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <thread>
-#include <unistd.h>
 
 #include "core/backend.h"             // defines: backend, parse_f32_matmul (--f32-matmul)
 #include "core/json.h"                // defines: parse_json, read_json_file
 #include "core/kernels/gemm_libs.h"   // defines: gemm_lib, gemm_lib_name (the banner)
 #include "core/parallel.h"            // defines: set_num_threads
-#include "train/launch/run_device.h"  // defines: select_run_device (--device, --dist)
 #include "dist/process_group.h"       // defines: init_process_group, ProcessGroup
 #include "dist/trace_file.h"          // defines: write_trace (--trace)
-#include "train/train_report.h"       // defines: flops_per_token, peak_flops, print_*_table, print_run_summary
-#include "tools/zt_train_options.h"    // defines: TrainOptions, parse_train_options, resolve_run_config
-#include "models/gpt2.h"              // defines: GPT2 (for --save-llmc)
 #include "formats/hf_weights.h"       // defines: save_hf_weights (--save-hf)
 #include "formats/llmc_checkpoint.h"  // defines: save_llmc_checkpoint
-#include "train/run_config.h"         // defines: RunConfig, run_config_from_json
-#include "train/trainer.h"            // defines: Trainer, StepStats
+#include "models/gpt2.h"              // defines: GPT2 (for --save-llmc)
+#include "tools/zt_train_options.h"   // defines: TrainOptions, parse_train_options, resolve_run_config
 #include "train/estimate_request.h"   // defines: estimate_request
+#include "train/launch/run_device.h"  // defines: select_run_device (--device, --dist)
+#include "train/run_config.h"         // defines: RunConfig, run_config_from_json
+#include "train/train_report.h"       // defines: flops_per_token, peak_flops, print_*_table, print_run_summary
+#include "train/trainer.h"            // defines: Trainer, StepStats
 #include "zero/estimator.h"           // defines: estimate
 
 using namespace zt;
@@ -203,17 +203,20 @@ void TrainingRun::open_log() {
 void TrainingRun::print_banner() {
   if (!lead_) return;
   const RunConfig& c = c_;
-  std::fprintf(stderr, "zt-train: %s, %lld parameters, %d rank%s, ZeRO stage %d, %s, B=%lld per rank, T=%lld, %d threads per rank (float32 GEMM: %s), %lld steps%s\n",
-               c.init_from.empty() ? c.model.c_str() : c.init_from.c_str(), static_cast<long long>(tr_.model().num_params()),
-               group_.size(), group_.size() > 1 ? "s" : "", c.zero.stage,
-               (std::string(precision_name(c.precision)) + (c.precision == Precision::f32 ? "" : " (compute " + c.compute_dtype + ")")).c_str(),
-               static_cast<long long>(tr_.config().batch),
-               static_cast<long long>(tr_.config().seq_len), nt_, gemm_lib_name(gemm_lib()), static_cast<long long>(c.steps),
+  std::fprintf(stderr,
+               "zt-train: %s, %lld parameters, %d rank%s, ZeRO stage %d, %s, B=%lld per rank, T=%lld, %d threads per "
+               "rank (float32 GEMM: %s), %lld steps%s\n",
+               c.init_from.empty() ? c.model.c_str() : c.init_from.c_str(),
+               static_cast<long long>(tr_.model().num_params()), group_.size(), group_.size() > 1 ? "s" : "",
+               c.zero.stage,
+               (std::string(precision_name(c.precision)) +
+                (c.precision == Precision::f32 ? "" : " (compute " + c.compute_dtype + ")"))
+                   .c_str(),
+               static_cast<long long>(tr_.config().batch), static_cast<long long>(tr_.config().seq_len), nt_,
+               gemm_lib_name(gemm_lib()), static_cast<long long>(c.steps),
                tr_.step_count() ? (" (resumed at step " + std::to_string(tr_.step_count()) + ")").c_str() : "");
   if (c.zero.offload_optimizer.enabled()) {
-    auto where = [](const OffloadConfig& o) {
-      return o.device == "nvme" ? "nvme (" + o.nvme_path + ")" : o.device;
-    };
+    auto where = [](const OffloadConfig& o) { return o.device == "nvme" ? "nvme (" + o.nvme_path + ")" : o.device; };
     std::fprintf(stderr, "zt-train: offload: optimizer -> %s, parameters -> %s, sub_group_size %lld%s\n",
                  where(c.zero.offload_optimizer).c_str(), where(c.zero.offload_param).c_str(),
                  static_cast<long long>(c.zero.sub_group_size),
@@ -222,8 +225,9 @@ void TrainingRun::print_banner() {
                                       : "");
   }
   if (c.cpu_checkpointing)
-    std::fprintf(stderr, "zt-train: activation checkpoints in host memory between forward and recompute "
-                         "(cpu_checkpointing), brought back one block ahead\n");
+    std::fprintf(stderr,
+                 "zt-train: activation checkpoints in host memory between forward and recompute "
+                 "(cpu_checkpointing), brought back one block ahead\n");
   std::fprintf(stderr, "zt-train: MFU = (6N + 6LCT) FLOPs per token x tokens/s per rank / %s\n", peak_.source.c_str());
   if (!run_.device.is_cpu())
     std::fprintf(stderr, "zt-train: device %s, float32 matmul %s\n", run_.describe().c_str(), o_.f32_matmul.c_str());
@@ -239,11 +243,11 @@ void TrainingRun::report_step(const StepStats& s) {
   const double mfu = s.tokens_per_s / group_.size() * flops_tok_ / peak_.flops_per_s;
   const MemoryStats mem = default_allocator().stats();  // peaks: this step's
   char line[400];
-  std::snprintf(line, sizeof line,
-                "step %5lld/%lld | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | MFU %.1f%% | mem %s (peak %s) | ETA %s",
-                static_cast<long long>(s.step), static_cast<long long>(c.steps), s.loss, s.lr, s.grad_norm,
-                s.tokens_per_s, 100.0 * mfu, format_bytes(mem.total()).c_str(),
-                format_bytes(mem.peak_total).c_str(), fmt_duration(eta).c_str());
+  std::snprintf(
+      line, sizeof line,
+      "step %5lld/%lld | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | MFU %.1f%% | mem %s (peak %s) | ETA %s",
+      static_cast<long long>(s.step), static_cast<long long>(c.steps), s.loss, s.lr, s.grad_norm, s.tokens_per_s,
+      100.0 * mfu, format_bytes(mem.total()).c_str(), format_bytes(mem.peak_total).c_str(), fmt_duration(eta).c_str());
   if (c.precision == Precision::f16) {  // fp16: the loss scale, and whether the step was skipped
     const size_t len = std::strlen(line);
     std::snprintf(line + len, sizeof line - len, " | scale %g%s", s.loss_scale,
@@ -261,8 +265,14 @@ void TrainingRun::report_step(const StepStats& s) {
     std::fprintf(stderr, "%s\n", line);
   }
   if (log_) {
-    nlohmann::json j = {{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
-                        {"tokens_per_s", s.tokens_per_s}, {"mfu", mfu}, {"step_ms", s.step_ms}, {"memory", memory_json()},
+    nlohmann::json j = {{"step", s.step},
+                        {"loss", s.loss},
+                        {"lr", s.lr},
+                        {"grad_norm", s.grad_norm},
+                        {"tokens_per_s", s.tokens_per_s},
+                        {"mfu", mfu},
+                        {"step_ms", s.step_ms},
+                        {"memory", memory_json()},
                         {"comm_bytes", tr_.group().counters().total()}};
     if (c.precision == Precision::f16) {
       j["loss_scale"] = s.loss_scale;
@@ -292,7 +302,8 @@ void TrainingRun::train() {
 
 void TrainingRun::save_models() {
   if (!o_.save_llmc.empty()) {
-    if (c_.zero.stage == 3) ZT_THROW("--save-llmc with ZeRO stage 3: consolidate the checkpoint instead (zt-ckpt consolidate --format llmc)");
+    if (c_.zero.stage == 3)
+      ZT_THROW("--save-llmc with ZeRO stage 3: consolidate the checkpoint instead (zt-ckpt consolidate --format llmc)");
     auto* gpt = dynamic_cast<GPT2*>(&tr_.model());
     if (!gpt) ZT_THROW("--save-llmc: llm.c checkpoints hold GPT-2 models; this is a ", tr_.model().family(), " model");
     if (lead_) {
@@ -301,7 +312,8 @@ void TrainingRun::save_models() {
     }
   }
   if (!o_.save_hf.empty()) {  // --save-hf: stages 0-2 hold the whole model on every rank
-    if (c_.zero.stage == 3) ZT_THROW("--save-hf with ZeRO stage 3: consolidate the checkpoint instead (zt-ckpt consolidate --format hf)");
+    if (c_.zero.stage == 3)
+      ZT_THROW("--save-hf with ZeRO stage 3: consolidate the checkpoint instead (zt-ckpt consolidate --format hf)");
     if (lead_) save_hf_weights(o_.save_hf, tr_.model());
     if (lead_) std::fprintf(stderr, "wrote %s\n", o_.save_hf.c_str());
   }
@@ -313,25 +325,33 @@ void TrainingRun::report() {
   const Estimate est = estimate(estimate_request(tr_.model_config(), tr_.model(), tr_.config().engine_config(),
                                                  group_.size(), tr_.config().seq_len, nt_));
   if (lead_)
-    std::fprintf(stderr, "\nsetup (rank 0): partitioned construction (each unit created as the stage keeps it, "
-                         "under --memory-limit-mib): peak %s\n", format_bytes(setup_.peak_total).c_str());
+    std::fprintf(stderr,
+                 "\nsetup (rank 0): partitioned construction (each unit created as the stage keeps it, "
+                 "under --memory-limit-mib): peak %s\n",
+                 format_bytes(setup_.peak_total).c_str());
   print_memory_table(group_, run_peaks_.peaks, est);
   if (c.zero.offload_optimizer.enabled()) print_offload_table(group_, tr_.engine().memory_report(), est);
   if (c.cpu_checkpointing && lead_) {  // the checkpoints' round trip (zero/activation_offload.h)
     const MemoryReport m = tr_.engine().memory_report();
-    std::fprintf(stderr, "\nactivation checkpoints in host memory (cpu_checkpointing; rank 0, %s allocator): peak %s, "
-                         "now %s; waited for their return %.3f s\n",
+    std::fprintf(stderr,
+                 "\nactivation checkpoints in host memory (cpu_checkpointing; rank 0, %s allocator): peak %s, "
+                 "now %s; waited for their return %.3f s\n",
                  m.host_name.c_str(), format_bytes(m.host.max(Category::activations)).c_str(),
                  format_bytes(m.host.cur(Category::activations)).c_str(), tr_.engine().times().checkpoint_wait_s);
   }
   print_run_summary(group_, totals_);
   if (tracer_) {
     const int64_t trace_steps = o_.trace_steps;
-    const nlohmann::json about = {{"model", c.init_from.empty() ? c.model : c.init_from}, {"zero_stage", c.zero.stage},
-                                  {"steps", c.steps}, {"micro_batch", tr_.config().batch}, {"seq_len", tr_.config().seq_len},
+    const nlohmann::json about = {{"model", c.init_from.empty() ? c.model : c.init_from},
+                                  {"zero_stage", c.zero.stage},
+                                  {"steps", c.steps},
+                                  {"micro_batch", tr_.config().batch},
+                                  {"seq_len", tr_.config().seq_len},
                                   {"traced_steps", trace_steps > 0 ? std::min(trace_steps, c.steps) : c.steps}};
     write_trace(*tracer_, group_, o_.trace_path, about);
-    if (lead_) std::fprintf(stderr, "\ntrace: %s (%zu events on rank 0; open in https://ui.perfetto.dev)\n", o_.trace_path.c_str(), tracer_->size());
+    if (lead_)
+      std::fprintf(stderr, "\ntrace: %s (%zu events on rank 0; open in https://ui.perfetto.dev)\n",
+                   o_.trace_path.c_str(), tracer_->size());
   }
 }
 

@@ -20,7 +20,7 @@
 namespace zt {
 
 struct TrainOptions {
-  RunConfig run;  // as given on the command line (defaults where not given); compute_dtype "auto"
+  RunConfig run;            // as given on the command line (defaults where not given); compute_dtype "auto"
   std::string config_path;  // --config: the engine settings come from this file
   // The flags given on the command line (long names, "--batch"): a flag that the file also sets is
   // an error, and run settings given here win over the file's.
@@ -28,8 +28,8 @@ struct TrainOptions {
   double memory_limit_mib = 0, host_memory_limit_mib = 0;
   int threads = 0;  // 0: cores / ranks on this machine
   std::string device_text = "cpu", dist_text = "auto", f32_matmul = "highest";
-  std::string log_path;                            // --log: one JSON object per step
-  std::string save_llmc, save_hf;                  // written at the end of the run
+  std::string log_path;            // --log: one JSON object per step
+  std::string save_llmc, save_hf;  // written at the end of the run
   int save_llmc_version = 3;
   std::string trace_path;  // --trace
   int64_t trace_steps = 0;

@@ -71,7 +71,8 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   // allocates them, from the shard sizes (zero/estimator.h), and an OutOfMemory of the host tier
   // during setup is rethrown naming the key and that need.
   // seq_len 0: the model states only.
-  const Estimate need = estimate(estimate_request(mcfg_, *model_, cfg_.engine_config(), N, /*seq_len=*/0, /*threads=*/1));
+  const Estimate need = estimate(
+      estimate_request(mcfg_, *model_, cfg_.engine_config(), N, /*seq_len=*/0, /*threads=*/1));
   caps_->check_host_need(need);
   try {
     engine_ = initialize(*model_, cfg_.engine_config(), group_, initial.get());
