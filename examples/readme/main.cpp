@@ -1,5 +1,3 @@
-// defines: main (readme example)
-//
 // Train GPT-2 with ZeRO stage 3 from C++:  mpirun -np 2 ./readme data/corpus/train.txt
 #include <cstdio>
 #include <zt/train/trainer.h>
