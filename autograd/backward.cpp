@@ -1,3 +1,5 @@
+// defines: Var (backward); file-local: topo_order
+//
 // Var::backward, the backward driver of the autograd layer: topological order from the root, then
 // each GradFn once, in reverse. (Not the ZeRO Engine of zero/engine.h, which the driver reaches
 // only through the LeafGroup hooks of var.h.)

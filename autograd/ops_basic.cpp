@@ -1,3 +1,6 @@
+// defines: reshape, transpose, add, sub, mul, scale, sum, mean, sum_last, matmul and 8 more; file-local:
+//          direct_grad, drop_last, Indices, indices_for, binary, reduce_all and 1 more
+//
 // The basic differentiable ops of ops.h: shape, elementwise, reductions, matmul/linear,
 // activations, softmax, embedding, cross-entropy. (Norms, RoPE and attention: ops_nn.cpp.)
 //

@@ -1,3 +1,7 @@
+// defines: layernorm, residual_layernorm, rmsnorm, residual_rmsnorm, rope, causal_attention,
+//          causal_attention_packed; file-local: check_channel_param, norm_channels, layernorm_grad_fn,
+//          rmsnorm_grad_fn, residual_grad, check_residual and 2 more
+//
 // The "nn" half of autograd/ops.h: layernorm, rmsnorm, residual_layernorm, residual_rmsnorm, rope,
 // causal_attention, causal_attention_packed.
 //

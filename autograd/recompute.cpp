@@ -1,3 +1,4 @@
+// defines: recompute (autograd/recompute.h)
 #include "autograd/recompute.h"
 
 namespace zt {

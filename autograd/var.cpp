@@ -1,3 +1,6 @@
+// defines: grad_enabled, NoGradGuard (constructor, destructor), EnableGradGuard (constructor, destructor),
+//          Var (constructor, parameter, make, value, grad, add_grad) (autograd/var.h); file-local:
+//          check_grad_dtype
 #include "autograd/var.h"
 
 #include "core/backend.h"

@@ -1,3 +1,5 @@
+// defines: main (bench_attention); helpers: forward, backward, ints, seconds_since, max_rel_diff, Row
+//
 // bench_attention — causal attention on the CPU, forward + backward: the P-saving algorithm this
 // project used until the tiled kernel replaced it (a copy below, namespace p_saving: the measured
 // baseline, used nowhere else) against FlashAttention-2's tiled algorithm

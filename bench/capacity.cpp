@@ -1,3 +1,6 @@
+// defines: main (bench_capacity); helpers: Tier, tier_by_name, split, family_member, block_params,
+//          engine_config, estimate_json, stats_json and 4 more
+//
 // bench_capacity — ZeRO-Offload's headline on this machine (Ren et al. 2021, "ZeRO-Offload:
 // Democratizing Billion-Scale Model Training", section 6 / Figure 7: the largest model one device
 // trains): under one fixed device cap, the largest GPT-2-shaped model that trains for `steps`
@@ -61,15 +64,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/memory.h"            // defines: OutOfMemory, default_allocator, host_allocator
-#include "core/parallel.h"          // defines: set_num_threads
-#include "dist/process_group.h"     // defines: init_process_group, finalize_process_group
-#include "formats/token_data.h"     // defines: load_tokens, DataLoader
-#include "models/init.h"            // defines: make_model, ModelInit
-#include "models/model_config.h"    // defines: ModelConfig, from_json
-#include "zero/engine.h"            // defines: Engine, initialize, MemoryReport
-#include "zero/estimator.h"         // defines: estimate, model_shape
-#include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
+#include "bench/bench_util.h"        // defines: bench::median, bench::loadavg
+#include "core/memory.h"             // defines: OutOfMemory, default_allocator, host_allocator
+#include "core/parallel.h"           // defines: set_num_threads
+#include "dist/process_group.h"      // defines: init_process_group, finalize_process_group
+#include "formats/token_data.h"      // defines: load_tokens, DataLoader
+#include "models/init.h"             // defines: make_model, ModelInit
+#include "models/model_config.h"     // defines: ModelConfig, from_json
+#include "train/estimate_request.h"  // defines: estimate_request
+#include "zero/engine.h"             // defines: Engine, initialize, MemoryReport
+#include "zero/estimator.h"          // defines: estimate
 
 using namespace zt;
 using Clock = std::chrono::steady_clock;
@@ -149,18 +153,7 @@ EngineConfig engine_config(const Tier& t, const FamilyShape& sh, const std::stri
 // bench prints it beside the measurement (its target: within 5%).
 nlohmann::json estimate_json(const ModelConfig& mc, Model& layout, const EngineConfig& ec, int64_t world_size,
                              int threads) {
-  EstimateRequest q;
-  q.has_model = true;
-  q.model = model_shape(mc, layout, world_size);
-  q.stage = ec.zero.stage;
-  q.world_size = world_size;
-  q.micro_batch = ec.train_micro_batch_size_per_gpu;
-  q.seq_len = mc.max_seq_len;
-  q.activation_checkpointing = ec.activation_checkpointing;
-  q.cpu_checkpointing = ec.cpu_checkpointing;
-  q.zero = ec.zero;
-  q.threads = threads;
-  const Estimate e = estimate(q);
+  const Estimate e = estimate(estimate_request(mc, layout, ec, world_size, mc.max_seq_len, threads));
   nlohmann::json peak, host, nvme;
   int64_t host_total = 0, nvme_total = 0;
   for (Category c : kAllCategories) {

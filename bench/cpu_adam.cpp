@@ -1,3 +1,6 @@
+// defines: main (bench_cpu_adam); helpers: seconds_since, Buf, hash_uniform, fill_state, Bandwidth,
+//          measure_bandwidth, args_of, make_torch_adamw and 1 more
+//
 // bench_cpu_adam — the CPU AdamW kernel (core/kernels/adamw.h) on one large float32 shard (the
 // ZeRO-Offload setting: the optimizer step of a whole partition on the host), against
 //   - libtorch's torch::optim::AdamW stepping a tensor of the same size in the same process (the
@@ -29,6 +32,7 @@
 #include "bench/bench_util.h"  // defines: bench::median, bench::loadavg
 #include "core/kernels/adamw.h"
 #include "core/parallel.h"
+#include "optim/adamw.h"  // defines: AdamWHyper, adamw_args
 
 #if defined(ZT_HAVE_TORCH)
 #include <torch/torch.h>
@@ -96,20 +100,11 @@ void measure_bandwidth(float* p, float* g, float* m, float* v, int64_t n, Bandwi
   bw.adam.push_back(28.0 * n / seconds_since(t0) / 1e9);
 }
 
-struct Hyper {
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 1e-2;  // torch's AdamW defaults
-};
-
-AdamWArgs args_of(const Hyper& h, int64_t step) {
-  AdamWArgs a;
-  a.lr = h.lr, a.beta1 = h.beta1, a.beta2 = h.beta2, a.eps = h.eps, a.weight_decay = h.weight_decay;
-  a.step = step;
-  a.decay = true;
-  return a;
-}
+// torch's AdamW defaults (optim/adamw.h's AdamWHyper); every element decayed.
+AdamWArgs args_of(const AdamWHyper& h, int64_t step) { return adamw_args(h, step, /*decay=*/true); }
 
 #if defined(ZT_HAVE_TORCH)
-std::unique_ptr<torch::optim::AdamW> make_torch_adamw(torch::Tensor& p, const torch::Tensor& g, const Hyper& h) {
+std::unique_ptr<torch::optim::AdamW> make_torch_adamw(torch::Tensor& p, const torch::Tensor& g, const AdamWHyper& h) {
   p.set_requires_grad(true);
   p.mutable_grad() = g;
   return std::make_unique<torch::optim::AdamW>(
@@ -122,7 +117,7 @@ std::unique_ptr<torch::optim::AdamW> make_torch_adamw(torch::Tensor& p, const to
 
 // 3 steps of ours (current path) and of torch from the same 1M elements; the largest
 // |ours - torch| / (|p| + lr) over the elements (lr: the size of one step's update).
-double torch_check(const Hyper& h) {
+double torch_check(const AdamWHyper& h) {
   const int64_t n = 1 << 20;
   std::vector<float> p(n), g(n), m(n, 0.0f), v(n, 0.0f);
   for (int64_t i = 0; i < n; ++i) p[i] = hash_uniform(3, i), g[i] = 1e-2f * hash_uniform(4, i);
@@ -154,7 +149,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   set_num_threads(threads);
-  const Hyper h;
+  const AdamWHyper h;
   std::vector<CpuAdamIsa> paths{CpuAdamIsa::portable};
   if (cpu_adam_isa_available(CpuAdamIsa::avx2_fma)) paths.push_back(CpuAdamIsa::avx2_fma);
   const CpuAdamIsa default_path = cpu_adam_isa();

@@ -1,3 +1,5 @@
+// defines: main (bench_gemm); helpers: time_gemm
+//
 // bench_gemm — float32 GEMM throughput through zt::gemm (core/kernels/gemm.h, the build's library) against
 // the measured FMA ceiling of the same thread count (core/fma_ceiling.h).
 //

@@ -1,3 +1,5 @@
+// defines: main (bench_gemm_libs); helpers: GemmCase, step_shapes, check
+//
 // bench_gemm_libs — the float32 GEMM libraries of core/kernels/gemm_libs.h (OpenBLAS, BLIS, oneDNN,
 // Eigen) on the GEMM shapes of one training step of a model, 1 and 2 threads, against the
 // measured FMA ceiling (core/fma_ceiling.h). The build's default library (CMake ZT_GEMM) is the

@@ -1,3 +1,5 @@
+// defines: main (bench_generate); helpers: bench_config
+//
 // bench_generate — generation with the KV cache against full recomputation per token
 // (train/sampling.h's generate, use_cache true / false), on the CPU.
 //

@@ -1,3 +1,6 @@
+// defines: main (bench_gpu_kernels); helpers: DevBuf, time_median_ms, time_stream_ms, op_name, Mode,
+//          LtProblem, lt_problem, LtBest and 3 more
+//
 // bench_gpu_kernels — the GPU kernel yardsticks: GEMM TFLOP/s through our cuBLASLt wrapper
 // (cuda/gemm.h CudaGemm) against cuBLASLt's best algorithm for the same problems, and the time of
 // our attention kernels (cuda/kernels/attention.h). Built only in CUDA builds (bench/CMakeLists.txt:

@@ -1,3 +1,5 @@
+// defines: main (bench_nvme)
+//
 // bench_nvme — the NVMe tier's IO path alone: write then read N MiB through a SwapFile (zero/aio.h:
 // O_DIRECT, io_uring, aio.block_size pieces, aio.queue_depth in flight), GB/s each (1 GB = 1e9 bytes,
 // fio's unit). bench/nvme.sh runs it beside fio with the same block size, queue depth and size.

@@ -1,3 +1,6 @@
+// defines: main (bench_paper); helpers: fmt, mib, commas, yes, read_jsonl, table1, table2, md_tables and 9
+//          more
+//
 // bench_paper — the ZeRO paper reproduction report (bench/paper.sh runs it last):
 //
 //   a) Tables 1 and 2 of Rajbhandari et al. 2019 (arXiv:1910.02054) from our estimator

@@ -1,3 +1,5 @@
+// defines: main (bench_train_step)
+//
 // bench_train_step — one training step (zero_grad, forward, backward, AdamW) of a named model,
 // timed like ../shared/peers/libtorch-gpt so the two can be compared in one run:
 // random token ids, AdamW(lr 3e-4, betas 0.9/0.95, eps 1e-8, weight decay 0.1 on 2-D weights),
@@ -7,7 +9,7 @@
 // (core/fma_ceiling.h). N counts every parameter once (wte shared with the head).
 // The last line of stdout is one JSON object (like the peer's), for bench/train_step.sh.
 //
-// --device cuda[:N] runs the same step on a GPU (tools/run_device.h): phase times are taken after
+// --device cuda[:N] runs the same step on a GPU (train/launch/run_device.h): phase times are taken after
 // the device finished (Backend::synchronize), and MFU is also given against --peak-tflops, the
 // device's dense peak (default 989: H100 / H200 SXM bf16).
 //
@@ -22,15 +24,15 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/backend.h"
 #include "core/fma_ceiling.h"
+#include "core/kernels/gemm_libs.h"
 #include "core/parallel.h"
 #include "models/init.h"
 #include "optim/adamw.h"
+#include "train/launch/run_device.h"
 #include "zero/engine.h"
 #include "zero/param_layout.h"
-#include "core/backend.h"
-#include "core/kernels/gemm_libs.h"
-#include "tools/run_device.h"
 
 using namespace zt;
 

@@ -1,3 +1,5 @@
+// defines: main (bench_zero); helpers: run, ms_since, gather_rows, time_collective
+//
 // bench_zero — one ZeRO configuration (stage, N ranks under mpirun) of the Trainer on a named model:
 // measured memory per rank by category, bytes moved per step, step time, and the time the training
 // thread spent blocked on each kind of collective. bench/zero.sh sweeps stages 0-3 x N = 1, 2, 4, 8.

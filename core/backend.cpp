@@ -1,3 +1,7 @@
+// defines: Device (str), parse_device, f32_matmul_name, parse_f32_matmul, Backend (host_allocator,
+//          set_f32_matmul_precision), register_backend, backend_registered, backend, default_device,
+//          set_default_device and 1 more (core/backend.h); file-local: Registry, registry
+//
 // The backend registry, the default device, and Device's text form (core/backend.h, core/device.h).
 #include "core/backend.h"
 

@@ -1,3 +1,6 @@
+// defines: cpu_backend, CpuBackend (copy, copy_from_host, copy_to_host, fill, accumulate and 6 more)
+//          (core/cpu_backend.h); file-local: need_cpu, host_copy
+//
 // CpuBackend, part 1 (core/cpu_backend.h): memory, copies, casts, shard norms, AdamW, and the
 // one instance. Every entry calls the CPU kernel that the tensor-level function used before the
 // backend table existed, so results are bit for bit those of core/kernels.

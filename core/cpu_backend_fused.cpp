@@ -1,3 +1,5 @@
+// defines: CpuBackend (bias_gelu, bias_gelu_backward, residual_layernorm, residual_rmsnorm)
+//
 // CpuBackend, part 3 (core/cpu_backend.h): the fused entries — bias + GELU forward and backward,
 // residual + LayerNorm, residual + RMSNorm (core/backend_ops.def's rows) — each one pass of a
 // raw-pointer kernel of core/kernels (activation.h, norm.h), float / double by the tensors' dtype.

@@ -1,3 +1,5 @@
+// defines: CpuBackend (binary, scale, mul_backward, sum_all, fill_scaled and 25 more)
+//
 // CpuBackend, part 2 (core/cpu_backend.h): elementwise, reductions, GEMM and linear, activations,
 // softmax, embedding, cross-entropy, norms, RoPE, attention (the fused entries: part 3,
 // core/cpu_backend_fused.cpp) — each entry one call (or one loop

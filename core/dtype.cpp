@@ -1,3 +1,4 @@
+// defines: dtype_size, dtype_name, dtype_from_name, f32_to_f16, f16_to_f32 (core/dtype.h)
 #include "core/dtype.h"
 
 #include "core/check.h"

@@ -1,3 +1,4 @@
+// defines: fault_point (core/fault_point.h); file-local: KillAt, kill_at
 #include "core/fault_point.h"
 
 #include <signal.h>

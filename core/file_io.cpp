@@ -1,3 +1,5 @@
+// defines: errno_message, fnv1a64, AtomicFile (constructor, destructor, write, commit), fsync_directory
+//          (core/file_io.h)
 #include "core/file_io.h"
 
 #include <fcntl.h>

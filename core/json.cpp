@@ -1,3 +1,4 @@
+// defines: parse_json, read_json_file, json_integer, json_shape (core/json.h)
 #include "core/json.h"
 
 #include <fstream>

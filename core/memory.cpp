@@ -1,3 +1,6 @@
+// defines: category_name, format_bytes, MemoryStats (total, to_string), Allocator (stats, reset_peaks,
+//          set_limit, account_alloc, account_free), CpuAllocator (allocate, deallocate), cpu_allocator,
+//          host_allocator (core/memory.h); file-local: mapped
 #include "core/memory.h"
 
 #include <sys/mman.h>

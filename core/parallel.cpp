@@ -1,3 +1,4 @@
+// defines: set_num_threads, num_threads (core/parallel.h)
 #include "core/parallel.h"
 
 #include <omp.h>

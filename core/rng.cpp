@@ -1,3 +1,5 @@
+// defines: Rng (seed_, next_u32, jump, uniform, normal and 2 more) (core/rng.h); file-local:
+//          check_init_dtype, via_dtype, BitMatrix, jump_powers
 #include "core/rng.h"
 
 #include <array>

@@ -1,3 +1,6 @@
+// defines: shape_str, shape_numel, contiguous_strides, check_shape, check_float, Storage (constructor,
+//          released, destructor, release, materialize, set_category), Tensor (empty, released, zeros, full,
+//          borrow and 20 more) (core/tensor.h); file-local: tensor_bytes, load, store, for_each_index
 #include "core/tensor.h"
 
 #include "core/backend.h"

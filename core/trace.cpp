@@ -1,3 +1,4 @@
+// defines: Tracer (constructor, us, add, span, instant and 4 more) (core/trace.h); file-local: track_name
 #include "core/trace.h"
 
 namespace zt {

@@ -1,3 +1,6 @@
+// defines: CudaAllocator (round_size, constructor, destructor, set_stream, stream and 13 more),
+//          cuda_allocator (cuda/allocator.h); file-local: require_device, stream_key, i64,
+//          PinnedHostAllocator (allocate, deallocate), pinned_allocator
 #include "cuda/allocator.h"
 
 #include <cstdio>

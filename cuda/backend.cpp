@@ -1,3 +1,7 @@
+// defines: CudaBackend (constructor, destructor, host_allocator, synchronize, gemm_engine and 12 more),
+//          register_cuda_backend (cuda/backend.h); file-local: checked_allocator, need_here,
+//          need_contiguous, layout
+//
 // CudaBackend (cuda/backend.h): construction, registration, and the memory entries of the table —
 // copies (device <-> device through cuda/kernels/copy.h, host <-> device through cudaMemcpyAsync),
 // fills, accumulate, casts, the shard norms (all_finite, sum_of_squares), scale_ and AdamW.

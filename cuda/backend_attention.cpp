@@ -1,3 +1,6 @@
+// defines: CudaBackend (cudnn_built, gemm, linear, linear_backward, rope_tables and 5 more); file-local:
+//          precision_for, need_here, need_compute, need_shape, rows_of, AttnDims and 2 more
+//
 // CudaBackend (cuda/backend.h): GEMM, linear, RoPE, attention.
 //
 // gemm / linear / linear_backward go through cuBLASLt (cuda/gemm.h, the backend's CudaGemm with

@@ -1,3 +1,6 @@
+// defines: CudaBackend (binary, scale, mul_backward, sum_all, fill_scaled and 22 more); file-local: Need,
+//          Rows, rows_of, ptr
+//
 // CudaBackend (cuda/backend.h): the elementwise, reduction, activation (with the fused bias + GELU),
 // softmax, embedding, loss and normalization (with the fused residual + norms) entries of the
 // table (core/backend.h), each a thin adapter that ZT_CHECKs its

@@ -1,3 +1,4 @@
+// defines: cublaslt_library_name, cublaslt (cuda/cublaslt_api.h); file-local: resolve, load
 #include "cuda/cublaslt_api.h"
 
 #include <dlfcn.h>

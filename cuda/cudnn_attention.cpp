@@ -1,3 +1,7 @@
+// defines: CudnnAttention (runtime_version, version_string, constructor, destructor, handle and 4 more),
+//          CudnnAttnShape (str) (cuda/cudnn_attention.h); file-local: cudnn_message, Desc, make_desc,
+//          set_attr, finalize, set_graph_handle and 11 more
+//
 // CudnnAttention: see cudnn_attention.h for the graphs, the statistics, determinism and limits.
 #include "cuda/cudnn_attention.h"
 

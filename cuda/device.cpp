@@ -1,3 +1,5 @@
+// defines: cuda_error_message, cuda_devices, cuda_available, cuda_runtime_summary, is_device_pointer,
+//          DeviceGuard (constructor, destructor) (cuda/device.h); file-local: Detection, detect, detection
 #include "cuda/device.h"
 
 #include <cuda_runtime_api.h>

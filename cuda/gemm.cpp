@@ -1,3 +1,7 @@
+// defines: gemm_precision_name, CudaGemm (constructor, destructor, workspace_for, linear, linear_grad_input
+//          and 3 more) (cuda/gemm.h); file-local: cublas_status_message, MatmulDesc, Layout, Preference,
+//          cuda_type, alignment_of and 3 more
+//
 // CudaGemm: see gemm.h for the row-major -> column-major mapping, dtypes and the cache.
 #include "cuda/gemm.h"
 

@@ -1,3 +1,5 @@
+// defines: CudaStream (create, destroy, destructor, constructor, synchronize, query), CudaEvent
+//          (constructor, destroy, destructor, record, query and 3 more) (cuda/stream.h)
 #include "cuda/stream.h"
 
 #include <utility>

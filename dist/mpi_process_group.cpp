@@ -1,3 +1,6 @@
+// defines: launched_by_mpirun, MpiProcessGroup (constructor, set_collective_timeout, destructor, loop,
+//          submit and 6 more) (dist/mpi_process_group.h); file-local: mpi_type, bf16_sum, f16_sum, mpi_sum,
+//          mpi_count, QueuedWork and 4 more
 #include "dist/mpi_process_group.h"
 
 #define OMPI_SKIP_MPICXX 1  // the C API only (the C++ bindings are deprecated and warn)

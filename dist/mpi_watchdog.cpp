@@ -1,3 +1,5 @@
+// defines: SlotFields, CollectiveWatchdog (constructor, destructor, set_timeout, started, finished and 2
+//          more) (dist/mpi_watchdog.h); file-local: monotonic_ns
 #include "dist/mpi_watchdog.h"
 
 #define OMPI_SKIP_MPICXX 1

@@ -1,3 +1,8 @@
+// defines: collective_name, CommCounters (total), CommTimes (busy_total, wait_total), ProcessGroup
+//          (set_collective_timeout, count, times, record_run, issue and 7 more), completed_work,
+//          SingleProcessGroup (do_reduce_scatter, do_all_gather, abort), init_process_group,
+//          finalize_process_group (dist/process_group.h); file-local: DoneWork, check_buffer, ring,
+//          copy_whole, global_group
 #include "dist/process_group.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// defines: write_trace (dist/trace_file.h); file-local: pack
 #include "dist/trace_file.h"
 
 #include <cstring>

@@ -1,3 +1,5 @@
+// defines: BpeTokenizer (constructor, merge_rank, encode_piece, encode, decode, decode_token)
+//          (formats/bpe_tokenizer.h); file-local: pair_key, shown
 #include "formats/bpe_tokenizer.h"
 
 #include <algorithm>

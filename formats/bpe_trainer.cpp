@@ -1,3 +1,4 @@
+// defines: train_bpe (formats/bpe_trainer.h); file-local: Word, pair_key, count_pieces
 #include "formats/bpe_trainer.h"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// defines: Gpt2Pretokenizer (pattern, constructor, split), gpt2_safe_chunks, gpt2_byte_to_unicode,
+//          gpt2_byte_order, gpt2_unicode_to_bytes (formats/gpt2_pretokenizer.h); file-local: pcre2_message,
+//          utf8, ByteMap, byte_map, Compiled
 #include "formats/gpt2_pretokenizer.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8

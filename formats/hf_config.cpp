@@ -1,3 +1,4 @@
+// defines: hf_config_from_json, hf_config_to_json (formats/hf_config.h); file-local: Reader
 #include "formats/hf_config.h"
 
 #include <cmath>

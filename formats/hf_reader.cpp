@@ -1,3 +1,6 @@
+// defines: read_hf_config, load_hf_weights, hf_weights_source; file-local: HfFiles, locate, read_json,
+//          is_float, shape_dtype, check_config_matches and 1 more
+//
 // Reading Hugging Face weights (formats/hf_weights.h), streamed: the safetensors headers are
 // read and every name, shape and dtype checked before any data; then each unit's tensors are read
 // when the unit is asked for (nn/param_source.h's UnitReader: one unit held at a time). The

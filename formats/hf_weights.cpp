@@ -1,3 +1,6 @@
+// defines: save_hf_weights, is_hf_path, pretrained_config, load_pretrained, pretrained_source
+//          (formats/hf_weights.h); file-local: pretrained_reader
+//
 // Writing Hugging Face weights and the "start from these weights" entry points
 // (formats/hf_weights.h); the reader is formats/hf_reader.cpp.
 #include "formats/hf_weights.h"

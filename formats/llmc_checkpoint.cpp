@@ -1,3 +1,6 @@
+// defines: read_llmc_header, read_llmc_version, load_llmc_checkpoint, llmc_checkpoint_source,
+//          save_llmc_checkpoint (formats/llmc_checkpoint.h); file-local: Header, read_header, config_of,
+//          Piece, file_order, check_file_size and 2 more
 #include "formats/llmc_checkpoint.h"
 
 #include <fcntl.h>

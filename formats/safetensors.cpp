@@ -1,3 +1,6 @@
+// defines: safetensors_dtype, dtype_from_safetensors, SafetensorsFile (get), SafetensorsWriter
+//          (constructor, append, commit), save_safetensors, SafetensorsReader (constructor, destructor,
+//          find, read_bytes, read), load_safetensors (formats/safetensors.h); file-local: DTypeName
 #include "formats/safetensors.h"
 
 #include <algorithm>

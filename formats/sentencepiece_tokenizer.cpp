@@ -1,3 +1,5 @@
+// defines: SentencePieceTokenizer (constructor, vocab_size, eot_id, encode, decode, decode_token)
+//          (formats/sentencepiece_tokenizer.h)
 #include "formats/sentencepiece_tokenizer.h"
 
 #include <sentencepiece_processor.h>

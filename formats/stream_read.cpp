@@ -1,3 +1,5 @@
+// defines: read_stored_tensor, same_stored_values (formats/stream_read.h); file-local: Rows, rows_of,
+//          chunk_rows
 #include "formats/stream_read.h"
 
 #include <algorithm>

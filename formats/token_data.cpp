@@ -1,3 +1,6 @@
+// defines: write_token_shard, write_token_shard_for_vocab, read_token_shard, is_token_shard, load_tokens,
+//          max_token_id, check_tokens_fit_vocab, DataLoader (constructor, set_position, next_batch)
+//          (formats/token_data.h); file-local: InFile, file_size, write_shard_bytes
 #include "formats/token_data.h"
 
 #include <sys/stat.h>

@@ -1,3 +1,4 @@
+// defines: ByteTokenizer (encode, decode, decode_token), check_tokenizer_fits_model (formats/tokenizer.h)
 #include "formats/tokenizer.h"
 
 #include "core/check.h"

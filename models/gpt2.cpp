@@ -1,3 +1,5 @@
+// defines: GPT2Embed (constructor, forward), GPT2Block (constructor, forward, forward_cached), GPT2Head
+//          (constructor, forward), GPT2 (init_rule) (models/gpt2.h)
 #include "models/gpt2.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// defines: make_model, ModelInit (constructor, fill), init_model (models/init.h); file-local: rule_of
 #include "models/init.h"
 
 #include <cmath>

@@ -1,3 +1,5 @@
+// defines: LlamaEmbed (constructor), LlamaLayer (constructor, forward, forward_cached), LlamaHead
+//          (constructor, forward), Llama (init_rule) (models/llama.h)
 #include "models/llama.h"
 
 #include <cmath>

@@ -1,3 +1,6 @@
+// defines: default_ffn_hidden, ModelConfig (validate, num_params), model_config_names, model_config,
+//          to_json, from_json (models/model_config.h); file-local: gpt2_shape, llama_shape, Named,
+//          named_configs
 #include "models/model_config.h"
 
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// defines: check_token_batch (models/transformer.h)
 #include "models/transformer.h"
 
 namespace zt {

@@ -1,3 +1,7 @@
+// defines: Linear (constructor, forward), Embedding (constructor, forward), LayerNorm (constructor,
+//          forward, forward_residual), RMSNorm (constructor, forward, forward_residual),
+//          CausalSelfAttention (constructor, project_qkv, project_out, fused_qkv, forward, forward_cached),
+//          GeluMLP (constructor, forward), SwiGLUMLP (constructor, forward) (nn/layers.h); file-local: join
 #include "nn/layers.h"
 
 namespace zt {

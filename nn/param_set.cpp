@@ -1,3 +1,4 @@
+// defines: ParamSet (constructor, add, finalize, find, value and 5 more) (nn/param_set.h)
 #include "nn/param_set.h"
 
 namespace zt {

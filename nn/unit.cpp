@@ -1,3 +1,4 @@
+// defines: local_residency, run_unit (nn/unit.h)
 #include "nn/unit.h"
 
 namespace zt {

@@ -1,3 +1,5 @@
+// defines: adamw_args, AdamWHyper (validate), adamw_update, AdamW (constructor, set_lr, update,
+//          shard_state, load_state, state_bytes) (optim/adamw.h)
 #include "optim/adamw.h"
 
 #include "core/backend.h"

@@ -1,3 +1,4 @@
+// defines: global_norm, clip_coefficient, clip_grad_norm (optim/clip.h)
 #include "optim/clip.h"
 
 #include <algorithm>

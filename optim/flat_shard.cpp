@@ -1,3 +1,4 @@
+// defines: check_shard, decay_segments (optim/flat_shard.h)
 #include "optim/flat_shard.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// defines: LossScalerOptions (validate), LossScaler (constructor, update, state, load_state)
+//          (optim/loss_scaler.h)
 #include "optim/loss_scaler.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// defines: Optimizer (constructor, step, update_shard, state, load_state) (optim/optimizer.h)
 #include "optim/optimizer.h"
 
 namespace zt {

@@ -1,3 +1,4 @@
+// defines: lr_kind_from_name, LrSchedule (validate, at) (optim/schedule.h)
 #include "optim/schedule.h"
 
 #include <algorithm>

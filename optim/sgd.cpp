@@ -1,3 +1,5 @@
+// defines: SgdHyper (validate), sgd_update, Sgd (constructor, set_lr, update, shard_state, load_state)
+//          (optim/sgd.h)
 #include "optim/sgd.h"
 
 #include "core/parallel.h"  // defines: kParallelMinElements

@@ -20,6 +20,7 @@ pkgs=(
   gnuplot-nox                    # bench/paper.sh: the plots of bench/results/zero_paper.md (PNG)
   patchelf                       # scripts/gpu-pack.sh: the packed binaries and libraries find each other ($ORIGIN)
   clang libclang-rt-14-dev libomp-dev  # scripts/fuzz.sh: libFuzzer, ASan, UBSan and OpenMP under clang
+  clang-format                   # scripts/check-format.sh (CI): the changed lines against .clang-format
   libpcre2-dev                   # PCRE2: GPT-2's pre-tokenization regex, Unicode properties (formats/bpe_tokenizer.cpp)
   libsentencepiece-dev sentencepiece  # SentencePiece models (formats/sentencepiece_tokenizer.cpp); spm_train for tests
   python3-regex                  # tests/bpe_reference.py: the independent BPE reference (\p{L} in Python)

@@ -1,3 +1,6 @@
+// defines: 7 Catch2 test cases tagged [aio]; helpers: AlignedBuf, fill_random, fnv1a, supports_odirect,
+//          FileSizeLimit, file_size
+//
 // Tests of zero/aio.h: the NVMe tier's swap file (O_DIRECT, io_uring). Round trips through several
 // block sizes and queue depths, alignment errors, a disk that fills (RLIMIT_FSIZE -> EFBIG; fallocate
 // beyond the free space), directory errors, stale / live swap files, removal, stats.

@@ -1,3 +1,6 @@
+// defines: 5 Catch2 test cases tagged [attention], [tiled], [determinism], [memory], [bf16]; helpers: Case,
+//          Naive, naive, check_rms, Result, run_op and 1 more
+//
 // The tiled (FlashAttention-2) CPU attention behind cpu_backend().attention / attention_backward
 // (core/kernels/attention.h) against a naive float64 implementation written here: forward output,
 // the saved row log-sum-exp, and the three gradients, at T below, at and across the 64-row tiles

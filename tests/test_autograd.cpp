@@ -1,3 +1,5 @@
+// defines: 5 Catch2 test cases tagged [autograd], [nn]; helpers: times, plus, vec
+//
 // autograd: the engine (topological order, accumulation, freeing), no_grad, leaf groups,
 // checkpointing, and ParamSet's flat buffers. Uses hand-written GradFns only, so it tests the
 // engine independently of the ops.

@@ -1,3 +1,5 @@
+// defines: 8 Catch2 test cases tagged [backend]; helpers: fake_cuda
+//
 // core/backend.h, core/device.h: devices and their text form, the registry's errors, the default
 // device, Tensor::to(Device), and the ops' device and dtype checks (a borrowed tensor that claims
 // to be on cuda:0 stands in for a GPU tensor: the checks must fire before any data access).

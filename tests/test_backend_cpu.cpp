@@ -1,3 +1,5 @@
+// defines: 11 Catch2 test cases tagged [backend]; helpers: out_like, ref_gemm, gelu_ref, silu_ref
+//
 // core/cpu_backend.h: every CpuBackend entry against a straightforward float64 reference on
 // random data. The backward entries are also covered through autograd by the gradient checks of
 // tests/test_ops_*.cpp.

@@ -1,3 +1,5 @@
+// defines: 2 Catch2 test cases tagged [backend], [f32_matmul]
+//
 // The float32 matmul precision of the backend table (core/backend.h F32Matmul): the parser, and the
 // CPU backend's refusal of TF32 (a GPU mode). The GPU side is tests/gpu/test_cuda_f32_matmul.cpp.
 #include <catch2/catch.hpp>

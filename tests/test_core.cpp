@@ -1,3 +1,5 @@
+// defines: 8 Catch2 test cases tagged [core], [memory]
+//
 // core: tensors, views, dtypes, allocators, RNG.
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,6 @@
+// defines: 4 Catch2 test cases tagged [cpu_adam]; helpers: IsaGuard, State, random_state, regrad, args,
+//          update and 3 more
+//
 // cpu_adam: the run-time-dispatched CPU AdamW kernel (core/kernels/adamw.h). Its two float32
 // paths (portable, avx2_fma) give the same bits on random data, tails included; both agree with
 // a float64 evaluation of the header's formula from the same float inputs to a few ulp; the

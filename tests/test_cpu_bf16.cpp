@@ -1,3 +1,5 @@
+// defines: 3 Catch2 test cases tagged [backend], [bf16], [models]; helpers: round_bf16, rounded
+//
 // bfloat16 compute on the cpu (core/cpu_bf16.h): each entry is the float32 kernel on the
 // bfloat16 inputs (exact in float32), its outputs rounded once to nearest even; statistics stay
 // float32; accumulating entries add to what the output holds. And a model built in bfloat16 is its

@@ -1,3 +1,6 @@
+// defines: 10 Catch2 test cases tagged [data]; helpers: write_bytes, read_bytes, shard_bytes, iota_tokens,
+//          as_ints
+//
 // formats/tokenizer.h and formats/token_data.h: llm.c token shards, text sources, DataLoader.
 #include <catch2/catch.hpp>
 

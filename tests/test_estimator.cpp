@@ -1,3 +1,6 @@
+// defines: 10 Catch2 test cases tagged [estimator]; helpers: shape_of, request_for, fill_tokens,
+//          initialized_model, two_steps
+//
 // The memory estimator (zero/estimator.h): the ZeRO paper's Table 1 as the paper prints it, the
 // model-state formulas on exact padded layouts, activations against measurement, bad requests.
 #include <catch2/catch.hpp>

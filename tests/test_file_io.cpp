@@ -1,3 +1,5 @@
+// defines: 4 Catch2 test cases tagged [file_io]; helpers: read_all, write_plain, sample_bytes
+//
 // core/file_io.h: AtomicFile (the bytes appear under the final name only on commit(); an
 // abandoned one leaves neither a .tmp nor a changed final file) and fsync_directory.
 #include <catch2/catch.hpp>

@@ -1,3 +1,5 @@
+// defines: 3 Catch2 test cases tagged [core], [gemm]; helpers: matrix, reference
+//
 // The float32 GEMM libraries of core/kernels/gemm_libs.h, each against a float64 reference: every
 // transpose combination, row strides wider than the rows, alpha and beta (beta = 0 ignores NaN in
 // C, beta = 1 accumulates), and zt::gemm's thread split through each library (close to the

@@ -1,3 +1,6 @@
+// defines: 6 Catch2 test cases tagged [generation], [sampling]; helpers: small_gpt2, random_model, batch,
+//          check_close, family_name
+//
 // Generation: the KV cache against full recomputation (logits at every step,
 // greedy tokens), the window at max_seq_len, top-k / top-p / temperature on hand-built logits,
 // seeds, stop ids, streaming and the statistics.

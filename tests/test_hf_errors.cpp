@@ -1,3 +1,6 @@
+// defines: 4 Catch2 test cases tagged [hf]; helpers: Good, good_gpt2, read_bytes, write_bytes,
+//          write_with_header
+//
 // formats: every bad Hugging Face checkpoint ZeroTensor refuses, through load_hf_weights /
 // read_hf_config, with a message naming the file, the tensor and what was expected and found.
 #include <catch2/catch.hpp>

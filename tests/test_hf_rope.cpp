@@ -1,3 +1,6 @@
+// defines: 2 Catch2 test cases tagged [hf], [rope]; helpers: random_mat, matmul_t, rotate_half_rope,
+//          interleaved_rope
+//
 // formats: the RoPE convention of imported Llama weights, checked numerically.
 //  1. An attention block of a Llama loaded from an HF file computes what transformers'
 //     LlamaAttention computes (written out below in float64: rotate_half, repeat_kv, causal

@@ -1,3 +1,6 @@
+// defines: 7 Catch2 test cases tagged [hf], [llmc], [reference]; helpers: some_ids, logits_of,
+//          check_params_equal, fresh, Where, where_is and 1 more
+//
 // formats: Hugging Face weights (formats/hf_weights.h): round trips for GPT-2 and Llama in float32
 // and bfloat16, files laid out as other tools write them (written byte by byte here), sharded
 // checkpoints, an independent cross-check against the llm.c mapping and PyTorch's numbers, and

@@ -1,3 +1,5 @@
+// defines: 1 Catch2 test case tagged [memory]
+//
 // Memory accounting of a training step: every byte lands in the category the architecture says,
 // and the model-state categories hold exactly the flat buffers (the numbers ZeRO's formulas
 // will be checked against in the next issue).

@@ -1,3 +1,5 @@
+// defines: 6 Catch2 test cases tagged [memory_caps]; helpers: nano_run, error_of
+//
 // The run's memory caps (train/memory_caps.h): the host tier's cap from process start, its
 // errors (an allocation past it; a cap too small for this rank's offloaded model states), and
 // activation checkpoint offload under it (zero/activation_offload.h). The config key and the

@@ -1,3 +1,5 @@
+// defines: 3 Catch2 test cases tagged [memory]; helpers: mapped
+//
 // What the operating system sees of our memory: large model-state blocks go back to the OS when
 // freed (core/memory.h's CpuAllocator: mmap / munmap from kMapBytes on), and a CUDA build does not map
 // cuBLASLt until a GEMM on a GPU asks for it (cuda/cublaslt_api.h). Both were found measuring

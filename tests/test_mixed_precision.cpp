@@ -1,3 +1,6 @@
+// defines: 12 Catch2 test cases tagged [cast], [clip], [loss_scaler]; helpers: bits, from_bits, Known,
+//          known_values, test_values, f32_tensor and 5 more
+//
 // mixed precision: cast_ / accumulate_cast_ / all_finite against core/dtype.h's scalar
 // conversions and hand-derived bit patterns, sum_of_squares on bfloat16/float16, and the fp16
 // LossScaler against sequences traced by hand from DeepSpeed's DynamicLossScaler.update_scale.

@@ -1,3 +1,6 @@
+// defines: 12 Catch2 test cases tagged [models], [gradcheck], [checkpoint], [hooks], [sampling]; helpers:
+//          tiny_llama, ids, perturb, grads_of, batch_idx, batch_tgt and 1 more
+//
 // models: configs and parameter counts, GPT-2 / Llama float64 gradient checks, activation
 // checkpointing, unit hooks, init, sampling (train/sampling.h). (llm.c checkpoint I/O: test_models_llmc.cpp.)
 #include <catch2/catch.hpp>

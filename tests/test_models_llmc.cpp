@@ -1,3 +1,6 @@
+// defines: 4 Catch2 test cases tagged [models], [llmc], [reference]; helpers: small_gpt2, read_bytes,
+//          write_bytes, param
+//
 // formats: llm.c GPT-2 checkpoints (save / load both versions, byte layout, every bad input) and
 // the forward pass against PyTorch's nanoGPT on tests/data/gpt2_tiny.bin.
 #include <catch2/catch.hpp>

@@ -1,3 +1,6 @@
+// defines: 17 Catch2 test cases tagged [ops], [basic], [determinism]; helpers: ids_tensor, check_close,
+//          f32, gelu_ref, silu_ref, same_bits and 1 more
+//
 // autograd/ops_basic.cpp: every op's float64 gradient check, float32 forward against a naive
 // reference loop, input errors, and bitwise determinism.
 #include <catch2/catch.hpp>

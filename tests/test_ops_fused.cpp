@@ -1,3 +1,6 @@
+// defines: 11 Catch2 test cases tagged [ops], [fused], [determinism], [errors]; helpers: randn32,
+//          check_close, broadcast_rows, with_threads, bias_gelu_step, residual_norm_step
+//
 // The fused ops of autograd/ops.h — bias_gelu, residual_layernorm, residual_rmsnorm: float64
 // gradient checks, float32 values and gradients against the unfused ops they replace
 // (gelu(add(x, b broadcast)); add then layernorm / rmsnorm), the same bits for 1 and 2 threads,

@@ -1,3 +1,6 @@
+// defines: 19 Catch2 test cases tagged [ops], [nn], [determinism], [errors], [attention]; helpers: randn32,
+//          check_close, ref_layernorm, ref_rmsnorm, ref_rope, ref_attention
+//
 // ops_nn: layernorm, rmsnorm, rope, causal_attention — gradient checks (float64), forward checks
 // against naive references (float32), causality, determinism, and boundary errors.
 #include <omp.h>

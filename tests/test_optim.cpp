@@ -1,3 +1,6 @@
+// defines: 12 Catch2 test cases tagged [optim], [adamw], [shard], [sgd], [schedule], [clip]; helpers:
+//          make_set, fill_grad, decay_mask, RefAdamW, RefSgd, check_close and 1 more
+//
 // optim: AdamW and SGD against scalar double-precision references of PyTorch's updates, the LR
 // schedule at hand-computed points, gradient clipping, and updates restricted to flat shards.
 #include <catch2/catch.hpp>

@@ -1,3 +1,5 @@
+// defines: 4 Catch2 test cases tagged [paper]
+//
 // The ZeRO paper's Tables 1 and 2 (Rajbhandari et al. 2019, arXiv:1910.02054) from our estimator's
 // formulas (zero/estimator.h, zero/paper_tables.h), cell by cell against the values the paper
 // prints. The expected strings below are transcribed from the paper here, independently of

@@ -1,3 +1,5 @@
+// defines: 4 Catch2 test cases tagged [rng], [partitioned_init]; helpers: sequential_init, small
+//
 // Partitioned construction's foundation (models/init.h): Rng::jump, and ModelInit's values — for
 // any range of any unit — bitwise equal to the sequential whole-model initialization, which this
 // file re-implements independently (Rng::fill_normal over each parameter in order: the algorithm

@@ -1,3 +1,5 @@
+// defines: 1 Catch2 test case tagged [models], [reference]
+//
 // GPT-2 against PyTorch: 10 AdamW steps in float32 from the same llm.c checkpoint and token shard
 // give the same losses as PyTorch's GPT-2 (nanoGPT definition) within 1e-4 absolute.
 //

@@ -1,3 +1,5 @@
+// defines: 2 Catch2 test cases tagged [tokenizer], [sentencepiece]; helpers: read_text, train_spm
+//
 // formats/sentencepiece_tokenizer.h: a Llama-style SentencePiece model (BPE, byte fallback) trained
 // at test time by spm_train (Debian's sentencepiece package, installed by scripts/install-deps.sh)
 // on data/corpus, loaded through load_tokenizer, round-tripping the corpus.

@@ -1,3 +1,5 @@
+// defines: 1 Catch2 test case tagged [.skip_probe]
+//
 // A hidden case (tag [.skip_probe]: not in the default run, so not a CTest entry of its own) that
 // always skips: meta.skip_exit runs it to check tests/skip.h's two behaviours, exit 77 with the
 // reason under CTest (ZT_TEST_SKIP_EXIT=77), its TempDir removed, and a warning and a pass when

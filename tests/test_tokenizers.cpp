@@ -1,3 +1,6 @@
+// defines: 10 Catch2 test cases tagged [tokenizer]; helpers: split, write_text, read_text, ascii,
+//          hug_model, corpus
+//
 // formats/bpe_tokenizer.h, formats/bpe_trainer.h, formats/gpt2_pretokenizer.h, formats/tokenizer.h's
 // load_tokenizer, and the uint32 token shards of formats/token_data.h: GPT-2's byte-level BPE
 // with expectations worked out by hand (the reasoning beside each), its files, and bad input.

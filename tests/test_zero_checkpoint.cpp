@@ -1,3 +1,6 @@
+// defines: 10 Catch2 test cases tagged [zero_checkpoint], [.zt_ckpt_fixture], [safetensors]; helpers: Hub,
+//          ThreadGroup, run_ranks, require_ok, Toy, slurp and 5 more
+//
 // ZeRO sharded checkpoints (zero/checkpoint.h) and safetensors (formats/safetensors.h).
 // Several ranks run in one process as threads (ThreadGroup below), so saving on N ranks and
 // loading on N' ranks (resharding) is tested without mpirun; tests/mpi/test_checkpoint.cpp runs

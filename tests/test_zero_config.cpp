@@ -1,3 +1,5 @@
+// defines: 9 Catch2 test cases tagged [config]; helpers: cfg_path, parse, error_of
+//
 // zero/engine_config.h: the DeepSpeed-style config parser. The ready configs in configs/ parse with the
 // expected fields at several world sizes; to_json -> parse is the identity; every error case of
 // docs/config.md is refused with a message that names the key path and the allowed values.

@@ -1,3 +1,5 @@
+// defines: main (zt-ckpt); helpers: str_or, stage_of, inspect, consolidate
+//
 // zt-ckpt — look into ZeRO sharded checkpoints and turn them into one file (zero/checkpoint.h,
 // docs/formats.md).
 //

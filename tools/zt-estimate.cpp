@@ -1,3 +1,5 @@
+// defines: main (zt-estimate)
+//
 // zt-estimate: per-rank memory by category for a model or a parameter count, a ZeRO stage, a
 // world size and a precision; --paper prints the ZeRO paper's Table 1. See docs/estimator.md.
 //
@@ -6,16 +8,18 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/memory.h"     // defines: Category, category_name, format_bytes
-#include "models/model_config.h"   // defines: ModelConfig, model_config
-#include "models/init.h"     // defines: make_model (the layout-only model)
-#include "zero/engine_config.h"     // defines: Precision, ZeroOptimization, engine_config_from_file
-#include "zero/estimator.h"  // defines: estimate, model_shape, paper_table1, parse_count
+#include "core/memory.h"             // defines: Category, category_name, format_bytes
+#include "models/init.h"             // defines: make_model (the layout-only model)
+#include "models/model_config.h"     // defines: ModelConfig, model_config
+#include "train/estimate_request.h"  // defines: estimate_request
+#include "zero/engine_config.h"      // defines: Precision, ZeroOptimization, engine_config_from_file
+#include "zero/estimator.h"          // defines: estimate, paper_table1, parse_count
 
 using namespace zt;
 
@@ -57,7 +61,7 @@ int main(int argc, char** argv) {
       std::cout << paper_table1();
       return 0;
     }
-    EstimateRequest r;
+    EngineConfig run;  // the settings the estimate is for (the command line over --config's)
     if (!config_path.empty()) {
       // zt-train's own top-level keys (train/run_config.cpp) may sit in the same file
       const EngineConfig ec = engine_config_from_file(
@@ -81,38 +85,39 @@ int main(int argc, char** argv) {
     }
     if (stage < 0 || stage > 3) ZT_THROW("--stage ", stage, ": expected 0, 1, 2 or 3");
     if (world < 1) ZT_THROW("--world-size ", world, ": expected >= 1");
-    if (precision == "fp32") r.precision = Precision::f32;
-    else if (precision == "bf16") r.precision = Precision::bf16;
-    else if (precision == "fp16") r.precision = Precision::f16;
+    if (precision == "fp32") run.precision = Precision::f32;
+    else if (precision == "bf16") run.precision = Precision::bf16;
+    else if (precision == "fp16") run.precision = Precision::f16;
     else ZT_THROW("--precision \"", precision, "\": expected fp32, bf16 or fp16");
     if (model_name.empty() == params_str.empty()) ZT_THROW("give exactly one of --model NAME and --params N");
     if (batch < 0 || seq_len < 0 || threads < 1)
       ZT_THROW("--batch ", batch, ", --seq-len ", seq_len, ", --threads ", threads, ": expected >= 0, >= 0, >= 1");
     std::string what;
+    ModelConfig cfg;
+    std::unique_ptr<Model> layout;  // --model: its exact unit layout for `world` ranks, no memory allocated
+    int64_t psi = 0;                // --params
     if (!model_name.empty()) {
-      const ModelConfig cfg = model_config(model_name);
-      auto layout = make_model(cfg, ModelOptions{DType::f32, world, kShardAlignment, /*allocate=*/false});
-      r.has_model = true;
-      r.model = model_shape(cfg, *layout, world);
+      cfg = model_config(model_name);
+      layout = make_model(cfg, ModelOptions{DType::f32, world, kShardAlignment, /*allocate=*/false});
       if (batch > 0 && seq_len == 0) seq_len = cfg.max_seq_len;
       if (seq_len > cfg.max_seq_len)
         ZT_THROW("--seq-len ", seq_len, ": ", model_name, "'s context is ", cfg.max_seq_len);
       if (seq_len > 0 && batch == 0) ZT_THROW("--seq-len needs --batch (the micro batch per rank)");
       what = model_name;
     } else {
-      r.psi = parse_count(params_str, "--params");
+      psi = parse_count(params_str, "--params");
       if (batch > 0 || seq_len > 0) ZT_THROW("--batch / --seq-len: activations need --model (a parameter count has no shape)");
       what = params_str + " parameters";
     }
-    r.stage = stage;
-    r.world_size = world;
-    r.micro_batch = batch;
-    r.seq_len = seq_len;
     if (cpu_ckpt && !ckpt) ZT_THROW("--cpu-checkpointing moves the activation checkpoints to host memory: it needs --activation-checkpointing");
-    r.activation_checkpointing = ckpt;
-    r.cpu_checkpointing = cpu_ckpt;
-    r.zero = zero;
-    r.threads = threads;
+    run.zero = zero;
+    run.zero.stage = stage;
+    run.train_micro_batch_size_per_gpu = batch;
+    run.activation_checkpointing = ckpt;
+    run.cpu_checkpointing = cpu_ckpt;
+    EstimateRequest r = layout ? estimate_request(cfg, *layout, run, world, seq_len, threads)
+                               : estimate_request(run, world, seq_len, threads);
+    if (!layout) r.psi = psi;
     const Estimate e = estimate(r);
 
     if (json) {

@@ -1,3 +1,5 @@
+// defines: main (zt-generate)
+//
 // zt-generate — sample text from a trained model.
 //
 //   zt-generate --ckpt runs/mini --prompt "int main(" --tokens 200 --temperature 0.8 --top-k 40

@@ -1,3 +1,5 @@
+// defines: main (zt-info)
+//
 // zt-info: the machine as ZeroTensor sees it — CPU threads, the memory categories, the build's
 // backends and the CUDA devices (if the build has CUDA). Runs anywhere: a CUDA build on a machine
 // without a GPU reports "no CUDA device" and the reason, and exits 0.

@@ -1,3 +1,6 @@
+// defines: main (zt-tokenize); helpers: read_file, seconds_since, draw_bar, printable, cmd_train,
+//          cmd_encode, cmd_show
+//
 // zt-tokenize — tokenizers for ZeroTensor: train a byte-level BPE vocabulary on text, and turn
 // text files into llm.c token shards.
 //

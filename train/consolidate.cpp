@@ -1,3 +1,4 @@
+// defines: consolidate_checkpoint (train/consolidate.h); file-local: unit_layouts, write_safetensors
 #include "train/consolidate.h"
 
 #include <map>

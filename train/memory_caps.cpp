@@ -1,3 +1,6 @@
+// defines: host_tier_allocators, MemoryCaps (destructor, cap, apply, check_host_need,
+//          rethrow_setup_failure) (train/memory_caps.h); file-local: host_need_bytes, mib
+//
 // The run's memory caps (train/memory_caps.h): when they start, what the host tier must hold.
 #include "train/memory_caps.h"
 

@@ -1,3 +1,5 @@
+// defines: RunConfig (validate, engine_config), run_config_from_json, to_json (train/run_config.h)
+//
 // RunConfig (train/run_config.h): validation, the engine's view (EngineConfig), and the run keys
 // read beside the engine keys of a DeepSpeed-style JSON file.
 #include "train/run_config.h"

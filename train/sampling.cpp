@@ -1,3 +1,5 @@
+// defines: sample_next, context_start, generate (train/sampling.h); file-local: seconds_since, last_row,
+//          id_batch
 #include "train/sampling.h"
 
 #include <algorithm>

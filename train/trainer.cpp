@@ -1,3 +1,5 @@
+// defines: Trainer (constructor, lr_at, step, evaluate, save, resume_from), load_trained_model
+//          (train/trainer.h)
 #include "train/trainer.h"
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include "formats/hf_weights.h"       // defines: pretrained_config, pretrained_source (HF or llm.c)
 #include "models/init.h"              // defines: make_model, ModelInit
 #include "optim/schedule.h"           // defines: LrSchedule (warmup + cosine)
+#include "train/estimate_request.h"   // defines: estimate_request
 #include "zero/checkpoint.h"          // defines: save_sharded_checkpoint, load_sharded_checkpoint
 #include "zero/checkpoint_source.h"   // defines: CheckpointParams
 
@@ -67,14 +70,9 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   // The host tier must hold this rank's offloaded model states: checked before the engine
   // allocates them, from the shard sizes (zero/estimator.h), and an OutOfMemory of the host tier
   // during setup is rethrown naming the key and that need.
-  EstimateRequest need_req;
-  need_req.has_model = true;
-  need_req.model = model_shape(mcfg_, *model_, N);
-  need_req.stage = cfg_.zero.stage;
-  need_req.world_size = N;
-  need_req.precision = cfg_.precision;
-  need_req.zero = cfg_.zero;
-  const Estimate need = estimate(need_req);
+  // seq_len 0: the model states only.
+  const Estimate need = estimate(
+      estimate_request(mcfg_, *model_, cfg_.engine_config(), N, /*seq_len=*/0, /*threads=*/1));
   caps_->check_host_need(need);
   try {
     engine_ = initialize(*model_, cfg_.engine_config(), group_, initial.get());

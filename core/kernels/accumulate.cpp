@@ -1,3 +1,4 @@
+// defines: accumulate_ (core/kernels/accumulate.h); file-local: axpy_contig
 #include "core/kernels/accumulate.h"
 
 #include "core/backend.h"

@@ -1,3 +1,5 @@
+// defines: gelu_forward, gelu_backward, bias_gelu_forward, bias_gelu_backward, silu_forward, silu_backward,
+//          swiglu_forward, swiglu_backward (core/kernels/activation.h); file-local: gelu_value, gelu_slope
 #include "core/kernels/activation.h"
 
 #include <omp.h>

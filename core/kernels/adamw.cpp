@@ -1,3 +1,7 @@
+// defines: cpu_adam_isa_name, cpu_adam_isa_available, cpu_adam_isa_from_env, cpu_adam_isa,
+//          set_cpu_adam_isa, adamw_update (core/kernels/adamw.h); file-local: adamw_one, range_portable,
+//          cpu_has_avx2_fma, rounded
+//
 // The fused AdamW kernel (core/kernels/adamw.h): scalars, the portable path, the run-time choice
 // of path, and the OpenMP split. The avx2_fma path is in adamw_avx2.cpp.
 #include "core/kernels/adamw.h"

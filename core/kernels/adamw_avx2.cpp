@@ -1,3 +1,5 @@
+// defines: range_avx2_fma; file-local: adamw8
+//
 // The avx2_fma path of the fused AdamW kernel (core/kernels/adamw.h): 8 float lanes of AVX2 + FMA
 // intrinsics in functions compiled with target("avx2,fma"), so the path exists whatever -march
 // the build uses; adamw.cpp calls it only after __builtin_cpu_supports("avx2") and ("fma").

@@ -1,3 +1,5 @@
+// defines: attention_forward, attention_backward (core/kernels/attention.h); file-local: Dims, check_dims,
+//          visible
 #include "core/kernels/attention.h"
 
 #include <omp.h>

@@ -1,3 +1,5 @@
+// defines: cast_, accumulate_cast_, all_finite (core/kernels/cast.h); file-local: is_cast_dtype,
+//          check_pair, cast_loop, cast_to, cast_dispatch, accumulate_loop and 1 more
 #include "core/kernels/cast.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// defines: cross_entropy_forward, cross_entropy_backward (core/kernels/cross_entropy.h)
 #include "core/kernels/cross_entropy.h"
 
 #include <cmath>

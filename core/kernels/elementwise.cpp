@@ -1,3 +1,5 @@
+// defines: add_forward, sub_forward, mul_forward, scale_forward, mul_backward, fill, sum_all,
+//          sum_last_forward, sum_last_backward, col_sum (core/kernels/elementwise.h)
 #include "core/kernels/elementwise.h"
 
 #include <vector>

@@ -1,3 +1,4 @@
+// defines: embedding_forward, embedding_backward (core/kernels/embedding.h)
 #include "core/kernels/embedding.h"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+// defines: gemm (core/kernels/gemm.h); file-local: check_dims, blas_call
 #include "core/kernels/gemm.h"
 
 #include <cblas.h>

@@ -1,3 +1,7 @@
+// defines: gemm_libs_detail::OmpThreadsForCall (constructor, destructor), gemm_lib_name, parse_gemm_lib,
+//          gemm_lib_built, gemm_lib_splits, gemm_libs_built, gemm_lib, set_gemm_lib, cblas_sgemm_provider,
+//          sgemm_serial and 1 more (core/kernels/gemm_libs.h); file-local: entry, build_default, current,
+//          need
 #include "core/kernels/gemm_libs.h"
 
 #include <dlfcn.h>

@@ -1,3 +1,6 @@
+// defines: layernorm_forward, residual_layernorm_forward, layernorm_backward, rmsnorm_forward,
+//          residual_rmsnorm_forward, rmsnorm_backward (core/kernels/norm.h); file-local: num_chunks,
+//          chunk_begin, combine_partials, layernorm_row, rmsnorm_row, residual_row
 #include "core/kernels/norm.h"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// defines: sum_of_squares, sum_of_squares_bf16, sum_of_squares_f16, scale_inplace (core/kernels/reduce.h);
+//          file-local: chunk_sum, chunked_sum_of_squares
+//
 // Shard norms and in-place scaling (core/kernels/reduce.h), moved from optim/clip.cpp unchanged.
 #include "core/kernels/reduce.h"
 

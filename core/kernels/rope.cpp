@@ -1,3 +1,4 @@
+// defines: rope_tables, rope_apply (core/kernels/rope.h)
 #include "core/kernels/rope.h"
 
 #include <cmath>

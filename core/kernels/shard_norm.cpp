@@ -1,3 +1,4 @@
+// defines: sum_of_squares, scale_ (core/kernels/shard_norm.h); file-local: check_flat
 #include "core/kernels/shard_norm.h"
 
 #include "core/backend.h"

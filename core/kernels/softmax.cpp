@@ -1,3 +1,4 @@
+// defines: softmax_forward, softmax_backward (core/kernels/softmax.h)
 #include "core/kernels/softmax.h"
 
 #include "core/kernels/vec_math.h"

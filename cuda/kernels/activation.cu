@@ -1,3 +1,6 @@
+// defines: bias_gelu_forward, bias_gelu_backward, gelu_forward, gelu_backward, swiglu_forward,
+//          swiglu_backward (cuda/kernels/activation.h); file-local: mul, add, sub, sigmoid, gelu_value,
+//          gelu_slope and 9 more
 #include "cuda/kernels/activation.h"
 
 #include <cstdint>

@@ -1,3 +1,5 @@
+// defines: adamw_step (cuda/kernels/adamw.h); file-local: Scalars, adamw_one, adamw_at, adamw_kernel,
+//          aligned
 #include "cuda/kernels/adamw.h"
 
 #include <cmath>

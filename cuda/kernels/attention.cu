@@ -1,3 +1,7 @@
+// defines: attention_forward, attention_backward_workspace_bytes, attention_backward
+//          (cuda/kernels/attention.h); file-local: warp_sum, warp_max, odd_stride, stage, fwd_smem,
+//          attn_bwd_dot_kernel and 8 more
+//
 // Causal grouped-query attention, forward and backward: see attention.h for the semantics, the
 // tiling, the determinism argument and the cost.
 #include "cuda/kernels/attention.h"

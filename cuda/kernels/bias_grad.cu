@@ -1,3 +1,6 @@
+// defines: bias_grad_workspace_bytes, bias_grad, bias_grad_combine (cuda/kernels/bias_grad.h); file-local:
+//          bias_grad_partial_kernel, bias_grad_final_kernel, launch_final, launch
+//
 // The deterministic bias gradient: see bias_grad.h.
 #include "cuda/kernels/bias_grad.h"
 

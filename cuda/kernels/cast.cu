@@ -1,3 +1,4 @@
+// defines: cast (cuda/kernels/cast.h); file-local: cast_one, cast_kernel, launch, is_cast_dtype
 #include "cuda/kernels/cast.h"
 
 #include <cmath>

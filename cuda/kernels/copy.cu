@@ -1,3 +1,5 @@
+// defines: make_strided_pair, copy, fill (cuda/kernels/copy.h); file-local: valid_dtype, float_family,
+//          copy_bits_kernel, copy_float_kernel, load_double, store_double and 6 more
 #include "cuda/kernels/copy.h"
 
 #include <cstring>

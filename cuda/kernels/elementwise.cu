@@ -1,3 +1,6 @@
+// defines: binary, scale, mul_backward, silu_forward, silu_backward, accumulate, accumulate_cast,
+//          fill_scaled, sum_all_workspace_bytes, sum_all and 3 more (cuda/kernels/elementwise.h);
+//          file-local: mul, add, sub, sigmoid, AddOp, SubOp and 16 more
 #include "cuda/kernels/elementwise.h"
 
 #include <cmath>

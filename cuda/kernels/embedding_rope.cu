@@ -1,3 +1,6 @@
+// defines: embedding_forward, embedding_backward_workspace_bytes, embedding_backward, rope_tables,
+//          rope_forward, rope_backward (cuda/kernels/embedding_rope.h); file-local: emb_fwd_kernel,
+//          iota_kernel, EmbWorkspace, align256, cub_sort_bytes, carve and 5 more
 #include "cuda/kernels/embedding_rope.h"
 
 #include <cmath>

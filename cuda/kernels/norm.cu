@@ -1,3 +1,7 @@
+// defines: norm_backward_workspace_bytes, layernorm_forward, layernorm_backward, rmsnorm_forward,
+//          residual_layernorm_forward, residual_rmsnorm_forward, rmsnorm_backward (cuda/kernels/norm.h);
+//          file-local: num_chunks, first_term, norm_row_from, norm_fwd_kernel, residual_norm_fwd_kernel,
+//          norm_bwd_dx_kernel and 8 more
 #include "cuda/kernels/norm.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// defines: sum_of_squares_workspace_bytes, sum_of_squares_async, sum_of_squares (cuda/kernels/reduce.h);
+//          file-local: chunk_sums_kernel, sum_partials_kernel, chunk_count
 #include "cuda/kernels/reduce.h"
 
 #include "core/dispatch.h"  // need_dtype, dispatch_dtype

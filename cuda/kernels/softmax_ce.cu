@@ -1,3 +1,6 @@
+// defines: softmax_forward, softmax_backward, cross_entropy_forward, cross_entropy_backward
+//          (cuda/kernels/softmax_ce.h); file-local: block_reduce, softmax_fwd_kernel, need, rows_aligned,
+//          check_ce, cross_entropy_forward_impl and 1 more
 #include "cuda/kernels/softmax_ce.h"
 
 #include <cmath>

@@ -1,3 +1,5 @@
+// defines: nccl_type, NcclProcessGroup (constructor, destructor, run, do_all_reduce, do_reduce_scatter and
+//          4 more) (dist/nccl/nccl_process_group.h); file-local: NcclWork
 #include "dist/nccl/nccl_process_group.h"
 
 #include <cstdio>

@@ -1,3 +1,5 @@
+// defines: write_toy_checkpoint (the fuzz_ckpt_meta fixture).
+//
 // The sharded-checkpoint fuzz target's fixture (tests/fuzz/fuzz_ckpt_meta.cpp), shared with
 // make_seeds: a one-rank ZeRO checkpoint of a toy three-unit layout (param, exp_avg, exp_avg_sq),
 // written by save_sharded_checkpoint. The target keeps its rank file and replaces meta.json with

@@ -1,3 +1,5 @@
+// defines: LLVMFuzzerTestOneInput; file-local: step_dir
+//
 // Fuzz target: a ZeRO sharded checkpoint's meta.json (zero/checkpoint.h) over a real rank file:
 // read_sharded_meta's checks (format, version, world size, units, tensors, dtypes, files), then
 // CheckpointParams reading every element of every unit of every tensor the meta names, as

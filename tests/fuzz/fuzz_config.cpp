@@ -1,3 +1,5 @@
+// defines: LLVMFuzzerTestOneInput
+//
 // Fuzz target: a DeepSpeed-style config (zero/engine_config.h) and the run keys beside it, from
 // JSON text: parse_json (core/json.h) then parse_engine_config; and the same text as a file
 // through zt-train's reader, run_config_from_json (train/run_config.h). Seeds: configs/*.json.

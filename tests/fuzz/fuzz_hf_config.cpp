@@ -1,3 +1,5 @@
+// defines: LLVMFuzzerTestOneInput
+//
 // Fuzz target: a Hugging Face config.json (formats/hf_config.h) for GPT-2 and Llama, from JSON
 // text. Seeds: configs written by hf_config_to_json.
 #include <cstddef>

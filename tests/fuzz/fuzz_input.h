@@ -1,3 +1,5 @@
+// defines: input_file (the fuzz input as a file, for readers that take a path).
+//
 // The fuzz targets' shared pieces (tests/fuzz/): the input as a file for readers that
 // take a path, and the rule every target follows.
 //

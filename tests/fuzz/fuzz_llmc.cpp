@@ -1,3 +1,5 @@
+// defines: LLVMFuzzerTestOneInput
+//
 // Fuzz target: an llm.c checkpoint (formats/llmc_checkpoint.h): the header against the file, then,
 // for a model small enough to build here (<= 2^20 parameters), the whole load.
 // Seeds: v3 (float32) and v5 (bfloat16) files of a tiny GPT-2 written by save_llmc_checkpoint.

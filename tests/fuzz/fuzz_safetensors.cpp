@@ -1,3 +1,5 @@
+// defines: LLVMFuzzerTestOneInput
+//
 // Fuzz target: a safetensors file (formats/safetensors.h): the header, then every tensor read.
 // Seeds: files written by save_safetensors (tests/fuzz/make_seeds.cpp).
 #include <cstddef>

@@ -1,3 +1,5 @@
+// defines: LLVMFuzzerTestOneInput; file-local: write_part, exercise
+//
 // Fuzz target: the byte-level BPE readers (formats/bpe_tokenizer.h). One input is read twice:
 //   - whole, as a Hugging Face tokenizer.json (read_tokenizer_json);
 //   - cut at its first NUL byte, as vocab.json (before) + merges.txt (after) (read_gpt2_bpe).

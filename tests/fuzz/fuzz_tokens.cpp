@@ -1,3 +1,5 @@
+// defines: LLVMFuzzerTestOneInput
+//
 // Fuzz target: a token file (formats/token_data.h): an llm.c token shard or raw text, as
 // load_tokens reads either. Seeds: shards written by write_token_shard, and text.
 #include <cstddef>

@@ -1,3 +1,5 @@
+// defines: main (make_seeds)
+//
 // make_seeds OUT: the fuzz targets' seed corpora, written by ZeroTensor's own writers (so the
 // seeds are files our readers must accept), one folder per target: OUT/<target>/...
 // (fuzz_config's seeds are configs/*.json, copied by scripts/fuzz.sh.)

@@ -1,3 +1,5 @@
+// defines: main (zt_gpu_tests)
+//
 // The GPU tests' main: every test here needs a usable CUDA device. Without one (no GPU, no
 // driver, or only devices older than sm_80) the binary prints why and exits 77, which CTest
 // reports as "Skipped" (SKIP_RETURN_CODE), never as passed.

@@ -1,3 +1,5 @@
+// defines: 11 Catch2 test cases tagged [cuda_allocator]; helpers: StreamGate, to_host, all_equal
+//
 // The caching device allocator, streams and events, and pinned host memory, on a real GPU.
 //
 // Cross-stream cases must be deterministic, so no test relies on a kernel "taking long enough":

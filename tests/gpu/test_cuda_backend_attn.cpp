@@ -1,3 +1,6 @@
+// defines: 8 Catch2 test cases tagged [cuda_backend_attn]; helpers: tol_for, gpu, cpu, host_randn, rows2d,
+//          host_empty and 16 more
+//
 // CudaBackend's GEMM, linear, RoPE and attention entries (cuda/backend_attention.cpp) against
 // cpu_backend() on random inputs (normal, never all zeros). Every GPU output is poisoned with NaN
 // before the call (an element an entry fails to write fails the check); accumulating outputs

@@ -1,3 +1,5 @@
+// defines: 7 Catch2 test cases tagged [cuda_backend_ops]
+//
 // CudaBackend's table entries (cuda/backend.cpp, cuda/backend_ops.cpp) against the cpu backend's,
 // through the Backend interface (core/backend.h), on random inputs (never zeros).
 //

@@ -1,3 +1,5 @@
+// defines: 1 Catch2 test case tagged [cuda_device]
+//
 // The device the GPU tests run on: detected, supported, and usable (a round trip through its
 // memory).
 #include <catch2/catch.hpp>

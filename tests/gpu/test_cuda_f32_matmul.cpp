@@ -1,3 +1,6 @@
+// defines: 2 Catch2 test cases tagged [cuda_f32_matmul]; helpers: gpu, PrecisionScope, host_randn,
+//          host_empty, host_abs, to_gpu and 2 more
+//
 // CudaBackend's float32 GEMM precision from the table (core/backend.h F32Matmul): highest (IEEE
 // fp32, the default) matches the CPU within 1e-5, high (TF32) within 1e-3, of the size of the
 // terms (|x| |w|^T, computed by the CPU too: cancellation is no relative-error trap), for linear,

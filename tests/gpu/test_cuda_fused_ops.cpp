@@ -1,3 +1,5 @@
+// defines: 3 Catch2 test cases tagged [cuda_fused_ops]; helpers: RowShape, host_t, f32_of, same_bits
+//
 // The fused entries of the table — bias_gelu, bias_gelu_backward, residual_layernorm,
 // residual_rmsnorm (core/backend_ops.def) — on cuda:0 against the cpu backend's, and the fused
 // autograd ops (bias_gelu, residual_layernorm, residual_rmsnorm) on GPU Vars against the same ops

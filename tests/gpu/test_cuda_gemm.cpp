@@ -1,3 +1,6 @@
+// defines: 9 Catch2 test cases tagged [cuda_gemm]; helpers: DevMat, device_sync, randn, to_d, absd, Ref and
+//          9 more
+//
 // CudaGemm (cuda/gemm.h) against float64 references computed on the CPU with zt::gemm<double>
 // (core/kernels/gemm.h) and zt::gelu_forward<double> (core/kernels/activation.h), on random inputs.
 //

@@ -1,3 +1,5 @@
+// defines: 1 Catch2 test case tagged [cuda_generation]; helpers: to_gpu, perturb
+//
 // Generation on the GPU: the KV cache's decode step (nn/kv_cache.cpp: strided copies
 // into the cache, RoPE tables sliced at a position, batched strided GEMMs and a softmax, all
 // through the CUDA backend's table) gives the CPU's logits at every step and the same tokens.

@@ -1,3 +1,6 @@
+// defines: 5 Catch2 test cases tagged [cuda_kernels]; helpers: upload, download, device_sync, from_bits,
+//          wide_floats, normals and 8 more
+//
 // The CUDA kernels of cuda/kernels/ against their CPU ops, on random inputs (never all zeros).
 //
 // Every output buffer is poisoned with 0xFF bytes (NaN in float32 / bfloat16 / float16) before

@@ -1,3 +1,6 @@
+// defines: 8 Catch2 test cases tagged [cuda_nn_kernels]; helpers: device_sync, DevArr, DevIds, normals,
+//          quantize, rms and 2 more
+//
 // The model-op kernels of cuda/kernels/{norm,softmax_ce,embedding_rope}.h against their CPU ops,
 // on random inputs (never all zeros), float32 and bfloat16 storage.
 //

@@ -1,3 +1,6 @@
+// defines: 4 Catch2 test cases tagged [cudnn_attention]; helpers: gpu, ImplScope, host_randn_bf16,
+//          host_empty, to_gpu_bf16, gpu_nan and 6 more
+//
 // cuDNN's scaled-dot-product attention behind CudaBackend::attention (cuda/cudnn_attention.h,
 // cuda/backend_attention.cpp's rule): forced on with set_attention_impl(cudnn) and checked against
 // cpu_backend() and against our own kernel (set_attention_impl(own)); GQA when cuDNN takes it; the

@@ -1,3 +1,5 @@
+// defines: 4 Catch2 test cases tagged [nccl]; helpers: DeviceFloats
+//
 // The NCCL process group on the GPUs of this machine. With one GPU the group has one rank
 // (bootstrapped by a SingleProcessGroup): the collectives are identities that still go through
 // NCCL, the streams, the events and the host staging. Multi-GPU runs (one rank per GPU under

@@ -1,3 +1,5 @@
+// defines: main (zt_mpi_tests)
+//
 // The multi-rank test runner: every rank runs the same Catch2 test cases under mpirun, so the
 // collectives inside them pair up. A failure on any rank makes mpirun's exit status non-zero.
 #define CATCH_CONFIG_RUNNER

@@ -1,3 +1,6 @@
+// defines: 3 Catch2 test cases tagged [act_offload_equivalence], [act_offload_memory], [act_offload_trace];
+//          helpers: ckpt_run, Run, train
+//
 // Activation checkpoint offload (activation_checkpointing.cpu_checkpointing,
 // zero/activation_offload.h): the checkpoints' round trip through the host tier changes no bit
 // of training, and moves exactly the checkpoints' bytes from the device to the host.

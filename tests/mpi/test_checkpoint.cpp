@@ -1,3 +1,5 @@
+// defines: 1 Catch2 test case tagged [mpi_checkpoint]; helpers: value, shards, shared_dir
+//
 // ZeRO sharded checkpoints under real MPI ranks (zero/checkpoint.h): save on N ranks and load on
 // 1 (rank 0 alone, resharding) and on N; save on 1 and load on N; a corrupted rank file makes
 // every rank's load fail. Run as `mpirun -np N zt_mpi_tests "[mpi_checkpoint]"`.

@@ -1,3 +1,5 @@
+// defines: 7 Catch2 test cases tagged [collectives]; helpers: value
+//
 // Collectives of the MPI backend against values every rank can compute by itself, and the byte
 // counters against the ring convention (dist/process_group.h).
 #include <catch2/catch.hpp>

@@ -1,3 +1,5 @@
+// defines: 1 Catch2 test case tagged [gpu_buffers]; helpers: device_tensor, read
+//
 // The MPI backend with GPU buffers (CUDA builds): device tensors are staged through pinned host
 // memory, so several ranks can share one GPU. Registered by tests/gpu/tests.cmake as a `gpu`
 // test that is skipped (exit 77 from tests/gpu/run_mpi.sh) where no GPU is usable; without CUDA
@@ -33,7 +35,7 @@ std::vector<float> read(const Tensor& t) {
 TEST_CASE("MPI collectives on device buffers: all_reduce, reduce_scatter, in-place all_gather", "[gpu_buffers]") {
   REQUIRE(cuda_available());
   // The MPI backend stages device buffers through their device's backend (core/backend.h; dist/
-  // names no device), as zt-train --device cuda registers it (tools/run_device.cpp).
+  // names no device), as zt-train --device cuda registers it (train/launch/run_device.cpp).
   register_cuda_backend();
   ProcessGroup& g = init_process_group();
   const int N = g.size(), r = g.rank();

@@ -1,3 +1,6 @@
+// defines: 5 Catch2 test cases tagged [offload_equivalence], [offload_memory], [offload_checkpoint];
+//          helpers: swap_dir, run, tier, losses, check_close
+//
 // ZeRO-Offload and ZeRO-Infinity (zero/offload.h, zero/tiers.cpp, zero/shard_optimizer.cpp) on N ranks: the same
 // losses as the same run without offload (float32: within 1e-6 relative over 20 steps; the
 // arithmetic is the same, so the measured difference is 0), the memory report's tiers, and

@@ -1,3 +1,5 @@
+// defines: 2 Catch2 test cases tagged [partitioned]; helpers: engine_config, train_step
+//
 // Partitioned construction (zero/engine.cpp's load_initial, models/init.h's ModelInit) on N
 // ranks: an engine built from a model that holds no bytes ends up with exactly the shards of an
 // engine built from the whole, initialized model (every stage, fp32 and bf16, with and without

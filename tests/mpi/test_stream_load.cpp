@@ -1,3 +1,6 @@
+// defines: 2 Catch2 test cases tagged [stream_load]; helpers: six_blocks, stage3, same_bytes, slurp, Sizes,
+//          sizes_of and 1 more
+//
 // Streaming (docs/formats.md "Streaming"): pretrained weights go into a stage-3 engine one unit
 // at a time (formats/hf_weights.h's pretrained_source), and zt-ckpt consolidation writes one
 // parameter at a time (train/consolidate.h). Each rank's peak is measured with the CPU

@@ -1,3 +1,7 @@
+// defines: 8 Catch2 test cases tagged [equivalence], [equivalence_mixed], [zero_memory], [zero_comm],
+//          [fp16_scaling], [zero_resume_mixed]; helpers: MixedTolerance, mixed_tolerance, small_run,
+//          losses, check_close
+//
 // ZeRO stages 0-3 on N ranks against stage 0 on one rank (the same global batch), the measured
 // model-state bytes against the paper's formulas, and the bytes moved per step against 2Psi / 3Psi.
 #include <catch2/catch.hpp>

@@ -1,3 +1,6 @@
+// defines: main (bench_llama); helpers: Config, RMSNormImpl, BlockImpl, LlamaImpl, linear_nobias,
+//          rotate_half, setup_blas, gemm_gflops and 1 more
+//
 // libtorch reference peer: times one Llama-style training step on CPU.
 // step = zero_grad + forward + backward + AdamW step, on random token ids.
 //

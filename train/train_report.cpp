@@ -1,4 +1,6 @@
-#include "tools/train_report.h"
+// defines: flops_per_token, peak_flops, print_memory_table, print_offload_table, print_run_summary
+//          (train/train_report.h); file-local: gather_rows
+#include "train/train_report.h"
 
 #include <cstdio>
 

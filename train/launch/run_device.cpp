@@ -1,5 +1,8 @@
-// select_run_device (tools/run_device.h).
-#include "tools/run_device.h"
+// defines: RunDevice (describe), select_run_device (train/launch/run_device.h); file-local: find_device,
+//          local_rank, local_size
+//
+// select_run_device (train/launch/run_device.h).
+#include "train/launch/run_device.h"
 
 #include <cstdlib>
 

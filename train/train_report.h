@@ -4,9 +4,9 @@
 #pragma once
 #include <string>
 
+#include "core/device.h"
 #include "dist/process_group.h"
 #include "models/model_config.h"
-#include "tools/run_device.h"
 #include "zero/engine.h"     // defines: MemoryReport, EngineTimes
 #include "zero/estimator.h"  // defines: Estimate
 

@@ -1,0 +1,28 @@
+// defines: estimate_request, both forms (train/estimate_request.h).
+#include "train/estimate_request.h"
+
+namespace zt {
+
+EstimateRequest estimate_request(const EngineConfig& e, int64_t world_size, int64_t seq_len, int64_t threads) {
+  EstimateRequest r;
+  r.stage = e.zero.stage;
+  r.world_size = world_size;
+  r.precision = e.precision;
+  r.micro_batch = e.train_micro_batch_size_per_gpu;
+  r.seq_len = seq_len;
+  r.activation_checkpointing = e.activation_checkpointing;
+  r.cpu_checkpointing = e.cpu_checkpointing;
+  r.zero = e.zero;
+  r.threads = threads;
+  return r;
+}
+
+EstimateRequest estimate_request(const ModelConfig& m, Model& layout, const EngineConfig& e, int64_t world_size,
+                                 int64_t seq_len, int64_t threads) {
+  EstimateRequest r = estimate_request(e, world_size, seq_len, threads);
+  r.has_model = true;
+  r.model = model_shape(m, layout, world_size);
+  return r;
+}
+
+}  // namespace zt
