@@ -1,3 +1,4 @@
+// defines: CheckpointParams (zero/checkpoint_source.h): a checkpoint's tensor as a ParamSource, unit by unit.
 #include "zero/checkpoint_source.h"
 
 #include "zero/checkpoint_files.h"  // defines: FileLayout, RankFiles, read_elements, layout_of
