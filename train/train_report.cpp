@@ -30,7 +30,7 @@ PeakFlops peak_flops(const Device& d, int threads, double peak_tflops) {
 // estimator's prediction of the per-rank peak beside them (zero/estimator.h).
 void print_memory_table(ProcessGroup& g, const MemoryStats& run_peaks, const Estimate& est) {
   const MemoryStats m = default_allocator().stats();
-  const int64_t K = kNumCategories + 1;  // categories + total
+  const int64_t K = kNumCategories + 1;                                               // categories + total
   Tensor mine = Tensor::empty({2 * K}, DType::f64, Category::comm, cpu_allocator());  // written here
   double* v = mine.data<double>();
   for (Category c : kAllCategories) {
@@ -90,7 +90,8 @@ void print_offload_table(ProcessGroup& g, const MemoryReport& m, const Estimate&
       std::fprintf(stderr, "  %-5d %-5s", r, t == 0 ? "host" : "nvme");
       for (int k = 0; k < 3; ++k) {
         const double* x = a + 12 * r + 6 * t;
-        const std::string cell = format_bytes(static_cast<int64_t>(x[k])) + " / " + format_bytes(static_cast<int64_t>(x[3 + k]));
+        const std::string cell = format_bytes(static_cast<int64_t>(x[k])) + " / " +
+                                 format_bytes(static_cast<int64_t>(x[3 + k]));
         std::fprintf(stderr, "  %25s", cell.c_str());
       }
       std::fprintf(stderr, "\n");
@@ -130,7 +131,9 @@ void print_run_summary(ProcessGroup& g, const RunTotals& t) {
   const int64_t K = static_cast<int64_t>(mine.size());
   const std::vector<double> all = gather_rows(g, mine);
   if (g.rank() != 0) return;
-  std::fprintf(stderr, "\nbytes moved per rank over %lld steps, by collective (ring convention, dist/process_group.h; calls in brackets)\n",
+  std::fprintf(stderr,
+               "\nbytes moved per rank over %lld steps, by collective (ring convention, dist/process_group.h; calls in "
+               "brackets)\n",
                static_cast<long long>(t.steps));
   std::fprintf(stderr, "  %-5s", "rank");
   for (int k = 0; k < C; ++k) std::fprintf(stderr, " %22s", collective_name(static_cast<Collective>(k)));
@@ -140,13 +143,15 @@ void print_run_summary(ProcessGroup& g, const RunTotals& t) {
     std::fprintf(stderr, "  %-5d", r);
     double total = 0;
     for (int k = 0; k < C; ++k) {
-      const std::string cell = format_bytes(static_cast<int64_t>(a[k])) + " (" + std::to_string(static_cast<long long>(a[C + k])) + ")";
+      const std::string cell = format_bytes(static_cast<int64_t>(a[k])) + " (" +
+                               std::to_string(static_cast<long long>(a[C + k])) + ")";
       std::fprintf(stderr, " %22s", cell.c_str());
       total += a[k];
     }
     std::fprintf(stderr, " %14s\n", format_bytes(static_cast<int64_t>(total)).c_str());
   }
-  std::fprintf(stderr, "\ntime per rank over the steps (s): compute = step - comm wait - offload; comm busy overlaps compute\n");
+  std::fprintf(
+      stderr, "\ntime per rank over the steps (s): compute = step - comm wait - offload; comm busy overlaps compute\n");
   std::fprintf(stderr, "  %-5s %10s %10s %10s %10s %10s %22s\n", "rank", "step", "compute", "comm busy", "comm wait",
                "offload", "(host optimizer/fetch)");
   for (int r = 0; r < g.size(); ++r) {
@@ -154,8 +159,8 @@ void print_run_summary(ProcessGroup& g, const RunTotals& t) {
     const double step = a[0], busy = a[1], wait = a[2], off = a[3];
     char split[48];
     std::snprintf(split, sizeof split, "%.3f / %.3f", a[4], a[5]);
-    std::fprintf(stderr, "  %-5d %10.3f %10.3f %10.3f %10.3f %10.3f %22s\n", r, step, step - wait - off, busy, wait, off,
-                 split);
+    std::fprintf(stderr, "  %-5d %10.3f %10.3f %10.3f %10.3f %10.3f %22s\n", r, step, step - wait - off, busy, wait,
+                 off, split);
   }
 }
 

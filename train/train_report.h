@@ -30,11 +30,11 @@ PeakFlops peak_flops(const Device& d, int threads, double peak_tflops);
 
 // What one rank did over the run (its steps), for print_run_summary.
 struct RunTotals {
-  double step_s = 0;       // wall time of Trainer::step(): forward, backward, optimizer
+  double step_s = 0;  // wall time of Trainer::step(): forward, backward, optimizer
   int64_t steps = 0;
-  CommCounters comm;       // bytes and calls by collective
-  CommTimes comm_times;    // run and wait time by collective
-  EngineTimes engine;      // offload work on the training thread
+  CommCounters comm;     // bytes and calls by collective
+  CommTimes comm_times;  // run and wait time by collective
+  EngineTimes engine;    // offload work on the training thread
 };
 
 // Every rank's current and run-peak device bytes per category, with the estimator's per-rank

@@ -170,7 +170,8 @@ void Engine::after_backward(ShardedUnit& s) {
   stage_->gradient_ready(s, boundary, micro_);
   stage_->release(s, evaluating_);  // the backward's scope ends
   if (Tracer* t = cx_.active_tracer()) {
-    t->span(TraceTrack::compute, "backward " + s.unit->name(), "backward", trace_[s.index].bwd_t0, Tracer::Clock::now());
+    t->span(TraceTrack::compute, "backward " + s.unit->name(), "backward", trace_[s.index].bwd_t0,
+            Tracer::Clock::now());
     trace_memory();
   }
 }

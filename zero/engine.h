@@ -72,7 +72,7 @@ struct MemoryReport {
   // steps, measured params / grads / optim on each tier equal these (tests/mpi/test_zero.cpp,
   // tests/mpi/test_offload.cpp). model_state.bytes(tier, category, N) gives bytes per rank.
   Footprint model_state;
-  int64_t world_size = 1;    // N, for model_state.bytes
+  int64_t world_size = 1;  // N, for model_state.bytes
 };
 
 class ActivationOffload;

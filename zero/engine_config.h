@@ -58,7 +58,7 @@ struct ZeroOptimization {
   int64_t stage3_param_persistence_threshold = 100000;  // units with fewer params stay gathered
   int64_t stage3_max_live_parameters = 1000000000;      // bound on gathered non-persistent elements
   int64_t stage3_max_reuse_distance = 1000000000;       // keep a unit gathered if reused this soon
-  int64_t sub_group_size = 1000000000;            // offload: the CPU optimizer steps in chunks of this many elements
+  int64_t sub_group_size = 1000000000;  // offload: the CPU optimizer steps in chunks of this many elements
   OffloadConfig offload_optimizer, offload_param;
   bool operator==(const ZeroOptimization&) const = default;
 };

@@ -182,7 +182,8 @@ int64_t Estimate::peak_sum() const {
 }
 
 int64_t model_state_bytes_x_n(Category c, int64_t psi, int stage, int64_t N, Precision p) {
-  return model_state(psi, N, stage_keeps(stage), p, ZeroOptimization{}, OptimizerConfig{}).at_x_n(MemoryTier::device, c);
+  return model_state(psi, N, stage_keeps(stage), p, ZeroOptimization{}, OptimizerConfig{})
+      .at_x_n(MemoryTier::device, c);
 }
 
 // ---- the estimate --------------------------------------------------------------------------
@@ -201,7 +202,8 @@ Estimate estimate(const EstimateRequest& r) {
   const StageKeeps keeps = stage_keeps(r.stage);
   Footprint states;
   if (r.has_model) {
-    for (const UnitSize& u : r.model.units) states += model_state(u.padded_numel, N, keeps, r.precision, r.zero, OptimizerConfig{});
+    for (const UnitSize& u : r.model.units)
+      states += model_state(u.padded_numel, N, keeps, r.precision, r.zero, OptimizerConfig{});
   } else {
     states = model_state(r.psi, N, keeps, r.precision, r.zero, OptimizerConfig{});
   }
@@ -271,7 +273,8 @@ Estimate estimate(const EstimateRequest& r) {
       if (op.enabled()) {
         int64_t largest_shard = 0;
         for (size_t i = 0; i < units.size(); ++i)
-          if (!schedule.persistent(static_cast<int>(i))) largest_shard = std::max(largest_shard, units[i].padded_numel / N);
+          if (!schedule.persistent(static_cast<int>(i)))
+            largest_shard = std::max(largest_shard, units[i].padded_numel / N);
         est.peak[idx(Category::params)] += (op.device == "nvme" ? largest_shard : ceil_div(sim.peak_live(), N)) * pe;
       }
       if (!mixed) {
@@ -319,12 +322,13 @@ Estimate estimate(const EstimateRequest& r) {
     const int64_t ae = r.precision == Precision::f32 || r.float32_compute ? 4 : 2;
     if (r.micro_batch > 0 && r.seq_len > 0) {
       const bool cpu_ckpt = r.activation_checkpointing && r.cpu_checkpointing;
+      const int64_t device_checkpoints = cpu_ckpt ? ActivationOffload::kDeviceCheckpoints : -1;
+      const int64_t B = r.micro_batch, C = r.model.n_embd;
       est.peak[idx(Category::activations)] =
-          estimate_activations(r.model, r.micro_batch, r.seq_len, r.activation_checkpointing, ae,
-                               cpu_ckpt ? ActivationOffload::kDeviceCheckpoints : -1).peak;
+          estimate_activations(r.model, B, r.seq_len, r.activation_checkpointing, ae, device_checkpoints).peak;
       if (cpu_ckpt)  // every block's checkpoint, between its forward and its recompute
-        est.host_state[idx(Category::activations)] =
-            r.model.n_layer * ActivationOffload::host_bytes_per_unit(r.micro_batch, r.seq_len, r.model.n_embd, ae);
+        est.host_state[idx(Category::activations)] = r.model.n_layer *
+                                                     ActivationOffload::host_bytes_per_unit(B, r.seq_len, C, ae);
       est.has_activations = true;
       // The largest scratch of one op's backward: attention's tiles per thread, the P and dS
       // tiles (Br, Bc) and the row vector Dl (T) (core/kernels/attention.h; tiles no larger

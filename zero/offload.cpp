@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "core/backend.h"       // backend(cpu): the device optimizer's adamw_step, on the host
-#include "zero/aio.h"           // defines: SwapFile, kAioAlignment
-#include "zero/precision.h"     // defines: PrecisionPolicy::float32_gradient
+#include "core/backend.h"    // backend(cpu): the device optimizer's adamw_step, on the host
+#include "zero/aio.h"        // defines: SwapFile, kAioAlignment
+#include "zero/precision.h"  // defines: PrecisionPolicy::float32_gradient
 
 namespace zt {
 

@@ -47,8 +47,7 @@ Tensor released(int64_t n) {
 // precision: the float32 master (PrecisionPolicy owns it), through PrecisionPolicy::update.
 class DeviceOptimizer final : public ShardOptimizer {
  public:
-  DeviceOptimizer(ZeroContext& cx, PrecisionPolicy& precision,
-                  const std::vector<std::unique_ptr<ShardedUnit>>& units)
+  DeviceOptimizer(ZeroContext& cx, PrecisionPolicy& precision, const std::vector<std::unique_ptr<ShardedUnit>>& units)
       : cx_(cx), precision_(precision), units_(units) {}
 
   void begin_unit(const ShardedUnit& s, const UnitInit& init, int64_t lo, int64_t hi) override {
@@ -178,8 +177,8 @@ void grad_shard_keeps(const ZeroOptimization& z, int64_t bytes_x_n, Footprint& f
   if (!optimizer_offloaded(z)) f.add(MemoryTier::device, Category::grads, bytes_x_n);  // DeviceOptimizer::grad_shard
 }
 
-std::unique_ptr<ShardOptimizer> make_shard_optimizer(ZeroContext& cx, PrecisionPolicy& precision,
-                                                     StorageTiers& tiers, ParamTier& params,
+std::unique_ptr<ShardOptimizer> make_shard_optimizer(ZeroContext& cx, PrecisionPolicy& precision, StorageTiers& tiers,
+                                                     ParamTier& params,
                                                      const std::vector<std::unique_ptr<ShardedUnit>>& units,
                                                      const std::vector<Unit*>& model_units) {
   if (!optimizer_offloaded(cx.cfg.zero)) return std::make_unique<DeviceOptimizer>(cx, precision, units);

@@ -78,8 +78,8 @@ void grad_shard_keeps(const ZeroOptimization& z, int64_t bytes_x_n, Footprint& f
 
 // offload_optimizer.device none: the device optimizer; cpu / nvme: the offloaded AdamW (its
 // swap-file regions are reserved and the files allocated here).
-std::unique_ptr<ShardOptimizer> make_shard_optimizer(ZeroContext& cx, PrecisionPolicy& precision,
-                                                     StorageTiers& tiers, ParamTier& params,
+std::unique_ptr<ShardOptimizer> make_shard_optimizer(ZeroContext& cx, PrecisionPolicy& precision, StorageTiers& tiers,
+                                                     ParamTier& params,
                                                      const std::vector<std::unique_ptr<ShardedUnit>>& units,
                                                      const std::vector<Unit*>& model_units);
 

@@ -30,7 +30,7 @@
 namespace zt {
 
 struct ShardedUnit {
-  int index = 0;         // position in the model's units (forward order)
+  int index = 0;  // position in the model's units (forward order)
   Unit* unit = nullptr;
   ParamSet* ps = nullptr;
   int64_t P = 0, S = 0, lo = 0;  // padded flat size, shard size (P = N * S), this rank's offset r * S

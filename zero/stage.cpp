@@ -9,8 +9,7 @@
 
 namespace zt {
 
-ZeroStage::ZeroStage(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt,
-                     Units& units)
+ZeroStage::ZeroStage(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt, Units& units)
     : cx_(cx), precision_(precision), params_(params), opt_(opt), units_(units) {}
 
 void ZeroStage::place(ShardedUnit& s, const UnitInit& init) {

@@ -209,10 +209,10 @@ class GradientSharded : public OptimizerSharded {  // stage 2: zero/stage2_gradi
   void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) override;
 };
 
-class ParameterSharded : public GradientSharded, private GatherSchedule::Actions {  // stage 3: zero/stage3_parameter_sharded.cpp
+class ParameterSharded : public GradientSharded,
+                         private GatherSchedule::Actions {  // stage 3: zero/stage3_parameter_sharded.cpp
  public:
-  ParameterSharded(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt,
-                   Units& units);
+  ParameterSharded(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt, Units& units);
   static StageKeeps keeps() {
     StageKeeps k = GradientSharded::keeps();
     k.params_sharded = true;

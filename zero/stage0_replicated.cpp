@@ -37,8 +37,8 @@ void Replicated::issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t) {
   for (int64_t a = 0; a < s.P; a += chunk) {
     const Tensor part = range(grad, a, std::min(chunk, s.P - a));
     unit(s).reduces.push_back({cx_.group.all_reduce_async(part), [part, scale, N] {
-                           if (N > 1 && scale != 1.0) scale_(part, scale);
-                         }});
+                                 if (N > 1 && scale != 1.0) scale_(part, scale);
+                               }});
   }
 }
 

@@ -38,12 +38,13 @@ void OptimizerSharded::reduce_scatter(ShardedUnit& s, const Tensor& grad, bool a
     Tensor out = Tensor::empty({n}, grad.dtype(), Category::comm);
     WorkPtr w = cx_.group.reduce_scatter_async(in, out);
     unit(s).reduces.push_back({w, [in, out, shard, a, n, scale, accumulate, precision] {
-                           const Tensor dst = range(shard, a, n);
-                           // offload (stages 2-3): the shard is in host memory; on a GPU the
-                           // chunk comes over first, and the arithmetic runs on the host
-                           const Tensor got = out.device() == dst.device() ? out : out.to(dst.device(), Category::comm);
-                           precision->land(dst, got, accumulate, scale);
-                         }});
+                                 const Tensor dst = range(shard, a, n);
+                                 // offload (stages 2-3): the shard is in host memory; on a GPU the
+                                 // chunk comes over first, and the arithmetic runs on the host
+                                 const Tensor got = out.device() == dst.device() ? out
+                                                                                 : out.to(dst.device(), Category::comm);
+                                 precision->land(dst, got, accumulate, scale);
+                               }});
   }
 }
 

@@ -18,8 +18,8 @@
 
 namespace zt {
 
-ParameterSharded::ParameterSharded(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params,
-                                   ShardOptimizer& opt, Units& units)
+ParameterSharded::ParameterSharded(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt,
+                                   Units& units)
     : GradientSharded(cx, precision, params, opt, units), schedule_(cx.cfg.zero, *this) {}
 
 // The shard in its tier, from the initial values; the model's buffer is the compute copy: kept
@@ -74,7 +74,8 @@ bool ParameterSharded::may_prefetch() const {
 void ParameterSharded::fill(ShardedUnit& s, std::deque<Pending>& q) {
   const int64_t bucket = cx_.cfg.zero.allgather_bucket_size;
   params_.fetch(s, q, [this, bucket](ShardedUnit& u, const Tensor& src, std::deque<Pending>& out) {
-    precision_.receive_gathered(u, out, [&](const Tensor& dst) { all_gather_chunked(cx_.group, src, dst, bucket, out); });
+    precision_.receive_gathered(u, out,
+                                [&](const Tensor& dst) { all_gather_chunked(cx_.group, src, dst, bucket, out); });
   });
 }
 

@@ -219,7 +219,8 @@ class NvmeParams final : public HostParams {
                             cx_.active_tracer(), "wait nvme read " + s.unit->name());
     ShardedUnit* sp = &s;
     std::deque<Pending>* qp = &q;
-    q.push_back({rd, [this, sp, qp, bounce, gather] { to_device_and_gather(*sp, range(bounce, 0, sp->S), *qp, gather); }});
+    q.push_back(
+        {rd, [this, sp, qp, bounce, gather] { to_device_and_gather(*sp, range(bounce, 0, sp->S), *qp, gather); }});
   }
   // The new parameters are assembled in a host buffer and written once the unit is complete.
   void put(const ShardedUnit& s, int64_t a, const Tensor& master, bool last) override {

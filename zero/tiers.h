@@ -97,7 +97,7 @@ class ParamTier {
 
  protected:
   Tensor& held(const ShardedUnit& s);  // the slot of unit s (made on first use)
-  std::vector<Tensor> shards_;  // by unit index
+  std::vector<Tensor> shards_;         // by unit index
 };
 
 // Where the parameter shard lives, from the config (zero/footprint.h's answer; make_param_tier

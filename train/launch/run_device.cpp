@@ -69,7 +69,8 @@ RunDevice select_run_device(const std::string& device_text, const std::string& d
     return rd;
   }
 #ifndef ZT_HAVE_CUDA
-  ZT_THROW("--device ", device_text, ": this build has no CUDA backend (configured without nvcc, or ZT_CUDA=OFF); "
+  ZT_THROW("--device ", device_text,
+           ": this build has no CUDA backend (configured without nvcc, or ZT_CUDA=OFF); "
            "rebuild on a machine with the CUDA toolkit, or use --device cpu");
 #else
   std::string reason;
@@ -78,7 +79,9 @@ RunDevice select_run_device(const std::string& device_text, const std::string& d
   const int count = static_cast<int>(devs.size());
   if (!explicit_index) rd.device.index = devs[static_cast<size_t>(local_rank() % count)].index;
   const CudaDevice* dev = find_device(rd.device.index);
-  if (!dev) ZT_THROW("--device ", device_text, ": this process sees no usable GPU with index ", rd.device.index, " (", cuda_runtime_summary(), ")");
+  if (!dev)
+    ZT_THROW("--device ", device_text, ": this process sees no usable GPU with index ", rd.device.index, " (",
+             cuda_runtime_summary(), ")");
   if (!dev->supported())
     ZT_THROW("--device ", rd.device.str(), ": ", dev->name, " has compute capability ", dev->major, ".", dev->minor,
              "; the kernels are built for 8.0 and 9.0");

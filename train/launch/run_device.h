@@ -30,10 +30,10 @@ namespace zt {
 
 struct RunDevice {
   Device device;
-  ProcessGroup* group = nullptr;          // the group to train with: `world` or an owned NCCL group
-  std::unique_ptr<ProcessGroup> owned;    // the NCCL group when one was made
-  std::string dist = "mpi";               // "mpi" or "nccl", for the banner and logs
-  std::string describe() const;           // "cuda:0 (NVIDIA H100 80GB HBM3), dist nccl"
+  ProcessGroup* group = nullptr;        // the group to train with: `world` or an owned NCCL group
+  std::unique_ptr<ProcessGroup> owned;  // the NCCL group when one was made
+  std::string dist = "mpi";             // "mpi" or "nccl", for the banner and logs
+  std::string describe() const;         // "cuda:0 (NVIDIA H100 80GB HBM3), dist nccl"
 };
 
 // `world`: the MPI group (or the single-process group) from init_process_group().
