@@ -20,12 +20,15 @@
 //
 // With a model, Psi is the sum of the units' padded flat sizes (each a multiple of
 // N x kShardAlignment, zero/engine_config.h), so "Psi/N" is exactly the shard a rank holds. With a bare
-// Psi there is no padding (bytes rounded up per category).
+// Psi there is no padding (bytes rounded up per category). The table is not written out in code
+// here: the model states are the policies' own answers, summed (zero/footprint.h's model_state),
+// and tests/test_paper_tables.cpp checks them against the paper's printed Table 1.
 //
 // Peaks (what a step of our engine reaches; docs/estimator.md derives each term):
 //   params       model state + stage 3: the full buffers of gathered units (persistent units
 //                always; the units in use, what prefetch and stage3_max_reuse_distance keep),
-//                simulated along the unit order the way zero/stage3_parameter_sharded.cpp acquires and releases
+//                counted along the step's acquires and releases by stage 3's own GatherSchedule
+//                (zero/gather_schedule.h)
 //   grads        model state + stages 2-3: the full gradient buffers alive during backward (the
 //                unit being differentiated; the tied GPT-2 embedding through the whole backward;
 //                the previous unit still reducing under overlap_comm)

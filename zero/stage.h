@@ -90,8 +90,9 @@ class ZeroStage {
   // (stages 0-2, whose parameters are replicated: the model's buffer) or this rank's shard
   // (stage 3: nothing else of the unit is ever created at setup).
   virtual std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const { return {0, s.P}; }
-  // Lays out what this stage keeps of the unit (the table above) from its initial parameters,
-  // then lets the precision turn the model's buffers that are not working state into workspaces.
+  // Lays out what this stage keeps of the unit (the table above) from its initial parameters;
+  // place_params ends by letting the precision turn the model's buffers that are not working
+  // state into workspaces (PrecisionPolicy::release_compute_buffers).
   void place(ShardedUnit& s, const UnitInit& init);
   // The working tensors over the optimizer's slice.
   virtual Tensor update_params(const ShardedUnit& s) const;
