@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 # Every source opens with its table of contents: a `// defines:` line among its first comment lines
-# (CTest meta.defines). Fails naming each .h / .cpp / .cu tracked by git in the project's source
-# folders whose opening comment lacks one:
+# (CTest meta.defines). Fails naming each .h / .cpp / .cu in the project's source folders (build
+# folders and hidden ones skipped; no git needed: a fresh machine's tests run without it) whose
+# opening comment lacks one:
 #
 #   zero/engine.cpp: no 'defines:' in its opening comment (e.g. "// defines: Engine (step, ...)")
 #
 #   python3 tests/check_defines.py [ROOT]      (default: the repository of this script)
 import os
-import subprocess
 import sys
 
 EXT = (".h", ".cpp", ".cu")
@@ -31,8 +31,11 @@ def opening_comment(path):
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    files = subprocess.run(["git", "-C", root, "ls-files", "--", *FOLDERS], check=True, capture_output=True,
-                           text=True).stdout.split()
+    files = []
+    for folder in FOLDERS:
+        for d, dirs, names in os.walk(os.path.join(root, folder)):
+            dirs[:] = sorted(x for x in dirs if not x.startswith((".", "build")))
+            files += sorted(os.path.relpath(os.path.join(d, n), root) for n in names)
     missing = [f for f in files
                if f.endswith(EXT) and f not in EXEMPT and os.path.exists(os.path.join(root, f))
                and not any("defines:" in l for l in opening_comment(os.path.join(root, f)))]
