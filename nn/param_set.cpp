@@ -72,6 +72,11 @@ void ParamSet::build_vars() {
   for (int i = 0; i < size(); ++i) vars_.push_back(Var::parameter(value(i), grad(i), group_));
 }
 
+void ParamSet::fresh_grad() {
+  flat_grad_.storage()->materialize();
+  flat_grad_.zero_();
+}
+
 void ParamSet::zero_grad() {
   if (flat_grad_.defined() && flat_grad_.storage()->resident()) flat_grad_.zero_();
 }

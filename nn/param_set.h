@@ -42,9 +42,11 @@ class ParamSet {
   // parameter views and leaves exist all the same.
   void finalize(int64_t world_size = 1, int64_t alignment = 1, bool materialize = true);
   bool finalized() const { return flat_.defined(); }
-  // finalize(..., materialize = true): the buffers were made with bytes (the model holds its own
-  // initial values); false: partitioned construction.
-  bool built_with_bytes() const { return built_with_bytes_; }
+  // The model holds its own parameter values: built with bytes (finalize(..., materialize = true))
+  // and not released since (an engine's destructor leaves stage 3's units released).
+  bool holds_values() const { return built_with_bytes_ && flat_.storage()->resident(); }
+  // A fresh gradient buffer: allocated again (after release()) and zeroed.
+  void fresh_grad();
 
   // ---- layout ----
   const std::string& unit_name() const { return unit_name_; }

@@ -28,8 +28,9 @@ class Optimizer {
   // One update of every shard with the current lr (set it from a schedule with set_lr first).
   // Weight decay applies to the elements of parameters with FlatParam::decay only.
   void step();
-  // The same step in pieces, for an engine that makes each shard's gradient just in time (mixed
-  // precision: a float32 copy of the 2-byte gradient shard, unscaled and clipped):
+  // The same step in pieces, for an engine that makes each shard's gradient just in time (the
+  // ZeRO engine: a float32 copy of a 2-byte gradient shard, unscaled and clipped, or the float32
+  // shard scaled in place):
   // begin_step() counts the step, then update_shard(i, grad) updates shard i from `grad` (1-D,
   // the shard's size and dtype) instead of the shard's own grad. Same arithmetic as step().
   void begin_step() { ++step_; }

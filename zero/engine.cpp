@@ -88,8 +88,9 @@ UnitInit Engine::load_initial(const ShardedUnit& s, ParamSource* source) {
   const Tensor& flat = s.ps->flat();
   UnitInit init;
   if (!source) {
-    ZT_CHECK(s.ps->built_with_bytes(), "unit '", s.unit->name(), "': the model was built without bytes (ModelOptions{",
-             "materialize = false}), so the engine needs a ParamSource for its initial values (zero/engine.h)");
+    ZT_CHECK(s.ps->holds_values(), "unit '", s.unit->name(), "': the model holds no parameter values (built ",
+             "without bytes, ModelOptions{materialize = false}, or released by an earlier engine), so the engine ",
+             "needs a ParamSource for its initial values (zero/engine.h)");
     init.values = flat;
     init.in_model_buffer = true;
     return init;

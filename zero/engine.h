@@ -70,7 +70,9 @@ struct MemoryReport {
   int64_t psi_padded = 0;    // sum of the units' padded flat sizes
   // What the policies say they keep at rest (zero/footprint.h), summed over the units: between
   // steps, measured params / grads / optim on each tier equal these (tests/mpi/test_zero.cpp,
-  // tests/mpi/test_offload.cpp). model_state.bytes(tier, category, N) gives bytes per rank.
+  // tests/mpi/test_offload.cpp), except for stage 3's persistent units, whose gathered full
+  // parameters stay resident beside their shards, and the NVMe tier, whose regions are rounded
+  // up to the O_DIRECT alignment. model_state.bytes(tier, category, N) gives bytes per rank.
   Footprint model_state;
   int64_t world_size = 1;  // N, for model_state.bytes
 };
@@ -86,7 +88,8 @@ class Engine final : public Residency {
  public:
   // `initial`: where the initial parameter values come from when the model was built without
   // bytes (ModelOptions{materialize = false}: partitioned construction, load_initial in
-  // zero/engine.cpp); null when the model was built and filled in memory.
+  // zero/engine.cpp); null when the model was built and filled in memory. Given a source, the
+  // engine takes the values from it, whatever the model's buffers hold.
   Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, ParamSource* initial = nullptr);
   ~Engine() override;
 

@@ -53,7 +53,7 @@ MemoryReport Engine::memory_report() const {
     m.host_name = host->name();
   }
   m.nvme = tiers_->nvme_stats();
-  const StageKeeps keeps = stage_keeps(cfg_.zero.stage);
+  const StageKeeps keeps = stage_->kept();
   m.world_size = cx_.N;
   for (auto& s : units_) {
     m.psi += s->ps->numel();

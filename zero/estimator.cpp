@@ -21,7 +21,6 @@ namespace zt {
 namespace {
 
 int idx(Category c) { return static_cast<int>(c); }
-int64_t param_elem(Precision p) { return p == Precision::f32 ? 4 : 2; }  // parameters and gradients
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---- stage 3 residency: zero/gather_schedule.h's rules, driven on sizes ----
@@ -36,8 +35,8 @@ class CountedGathers final : public GatherSchedule::Actions {
   CountedGathers(const std::vector<UnitSize>& units, const ZeroOptimization& z, int64_t N)
       : schedule_(z, *this), z_(z), N_(N) {
     for (const UnitSize& u : units) {
-      const bool persistent = u.numel <= z.stage3_param_persistence_threshold;
-      schedule_.add_unit(u.padded_numel, persistent, /*gathered=*/persistent);
+      const bool persistent = GatherSchedule::persistent(u.numel, z);
+      schedule_.add_unit(static_cast<int>(P_.size()), u.padded_numel, persistent, /*gathered=*/persistent);
       P_.push_back(u.padded_numel);
     }
     in_flight_.assign(P_.size(), false);
@@ -212,7 +211,7 @@ Estimate estimate(const EstimateRequest& r) {
     est.host_state[idx(c)] = states.bytes(MemoryTier::host, c, N);
     est.nvme_state[idx(c)] = states.bytes(MemoryTier::nvme, c, N);
   }
-  const int64_t pe = param_elem(r.precision);
+  const int64_t pe = PrecisionPolicy::working_bytes(r.precision);  // parameters and gradients
   const OffloadConfig& oo = r.zero.offload_optimizer;
   const OffloadConfig& op = r.zero.offload_param;
   // The nvme tier's host buffers (zero/offload.cpp, zero/tiers.cpp's NvmeParams), sized from the
@@ -311,7 +310,7 @@ Estimate estimate(const EstimateRequest& r) {
     // chunked all-gathers issued before any is waited for.
     for (const UnitSize& u : units) {
       const bool publishes = keeps.optimizer_sharded &&
-                             (!keeps.params_sharded || u.numel <= r.zero.stage3_param_persistence_threshold);
+                             (!keeps.params_sharded || GatherSchedule::persistent(u.numel, r.zero));
       if (publishes && std::max<int64_t>(1, r.zero.allgather_bucket_size) < u.padded_numel / N) publish_comm += u.padded_numel;
     }
     // Gathers and reductions are in flight together only under overlap_comm (else each is

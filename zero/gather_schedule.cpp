@@ -5,7 +5,9 @@
 
 namespace zt {
 
-void GatherSchedule::add_unit(int64_t P, bool persistent, bool gathered) {
+void GatherSchedule::add_unit(int index, int64_t P, bool persistent, bool gathered) {
+  ZT_CHECK(index == static_cast<int>(units_.size()), "GatherSchedule::add_unit: unit ", index, " after ", units_.size(),
+           " units (units are added in index order)");
   units_.push_back({P, persistent, gathered, 0});
   if (gathered && !persistent) live_ += P;
 }

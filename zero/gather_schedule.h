@@ -36,8 +36,12 @@ class GatherSchedule {
 
   GatherSchedule(const ZeroOptimization& z, Actions& actions) : z_(z), actions_(actions) {}
 
-  // Units in index order: P elements, persistent (stays gathered), gathered now.
-  void add_unit(int64_t P, bool persistent, bool gathered);
+  // DeepSpeed's stage3_param_persistence_threshold: a unit of `numel` parameters stays gathered.
+  static bool persistent(int64_t numel, const ZeroOptimization& z) {
+    return numel <= z.stage3_param_persistence_threshold;
+  }
+  // Unit `index` (added in index order): P elements, persistent (stays gathered), gathered now.
+  void add_unit(int index, int64_t P, bool persistent, bool gathered);
   bool persistent(int i) const { return units_.at(i).persistent; }
   bool gathered(int i) const { return units_.at(i).gathered; }
   int64_t live_elements() const { return live_; }  // gathered elements of non-persistent units

@@ -1,5 +1,5 @@
 // defines: Pending, drain, range, all_gather_chunked — collectives in flight with what to do once
-//          they are done, the way the ZeRO engine issues them (zero/engine.cpp).
+//          they are done, the way the ZeRO stages issue them (zero/stage*.cpp).
 //
 // The engine issues a unit's gathers and reductions asynchronously (overlap_comm) and finishes
 // them later, in issue order: each Pending pairs a Work with its completion step (unpack a

@@ -117,9 +117,7 @@ void PrecisionPolicy::receive_gathered(const ShardedUnit& s, std::deque<Pending>
 
 void PrecisionPolicy::open_gradient(ShardedUnit& s) const {
   if (!mixed_) return;  // fp32: the compute gradient is the full working gradient, kept
-  const Tensor& g = s.ps->flat_grad();
-  g.storage()->materialize();
-  Tensor(g).zero_();
+  s.ps->fresh_grad();
 }
 
 Tensor PrecisionPolicy::fold_gradient(ShardedUnit& s, const Tensor& grads_full, int N) const {

@@ -97,9 +97,10 @@ class PrecisionPolicy {
 
   // ---- the update ----
   // update_grads[i] / update_params[i]: unit i's working tensors over the optimizer's range.
-  // fp32: the gradients scaled by `clip` when it is below 1, then one optimizer step. Mixed,
-  // unit by unit: the 2-byte gradient -> float32 times clip * unscale, the master updated, the
-  // master rounded into the 2-byte parameters.
+  // Unit by unit: the float32 gradient (float32_gradient: fp32 scaled in place by clip * unscale
+  // unless that is 1; mixed: the 2-byte gradient converted times clip * unscale), the optimizer's
+  // update of the shard (Optimizer::update_shard), and, mixed, the master rounded into the 2-byte
+  // parameters.
   void update(Optimizer& opt, double lr, double clip, double unscale, const std::vector<Tensor>& update_grads,
               const std::vector<Tensor>& update_params, const std::vector<std::unique_ptr<ShardedUnit>>& units) const;
   // The float32 gradient an update reads, from a working gradient g and factor = clip * unscale:

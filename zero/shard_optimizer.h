@@ -27,8 +27,8 @@ class ShardOptimizer {
   virtual ~ShardOptimizer() = default;
   // ---- setup, unit by unit in order ----
   // The optimizer's slice of unit s is flat elements [lo, hi). begin_unit: before the stage
-  // places the unit (its initial parameters are still whole in ps->flat()), the optimizer takes
-  // its float32 copy (mixed precision's master; the offloaded master). add_unit: after, with the
+  // places the unit, the optimizer takes its float32 copy of the slice from the initial values
+  // `init` (mixed precision's master; the offloaded master). add_unit: after, with the
   // working tensors over the slice.
   virtual void begin_unit(const ShardedUnit& s, const UnitInit& init, int64_t lo, int64_t hi) = 0;
   virtual void add_unit(const ShardedUnit& s, int64_t lo, int64_t hi, const Tensor& param, const Tensor& grad) = 0;

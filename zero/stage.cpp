@@ -16,6 +16,7 @@ void ZeroStage::place(ShardedUnit& s, const UnitInit& init) {
   if (units_state_.size() <= static_cast<size_t>(s.index)) units_state_.resize(s.index + 1);
   place_params(s, init);
   place_grads(s);
+  placed(s, init, precision_.release_compute_buffers(s));
 }
 
 Tensor ZeroStage::update_params(const ShardedUnit& s) const { return params_.shard(s); }
@@ -25,11 +26,11 @@ void ZeroStage::reduce(ShardedUnit& s, const Tensor& grad, int64_t micro) {
   // finish it now, so at most two units' reductions (and full gradients) are alive.
   if (cx_.cfg.zero.overlap_comm) {
     for (auto& u : units_)
-      if (u.get() != &s) drain(unit(*u).reduces);
+      if (u.get() != &s) drain(state(*u).reduces);
   }
   CommLabel label(cx_.group, s.unit->name());
   issue_reduction(s, grad, micro);
-  if (!cx_.cfg.zero.overlap_comm) drain(unit(s).reduces);
+  if (!cx_.cfg.zero.overlap_comm) drain(state(s).reduces);
 }
 
 void ZeroStage::finish_reductions() {
@@ -43,7 +44,7 @@ void ZeroStage::abandon_in_flight() {
   }
 }
 
-void ZeroStage::acquire(ShardedUnit& s, bool) { precision_.acquire_compute(s, unit(s).params_full); }
+void ZeroStage::acquire(ShardedUnit& s, bool) { precision_.acquire_compute(s, state(s).params_full); }
 
 void ZeroStage::release(ShardedUnit& s, bool) { precision_.release_compute(s); }
 

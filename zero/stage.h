@@ -90,14 +90,16 @@ class ZeroStage {
   // (stages 0-2, whose parameters are replicated: the model's buffer) or this rank's shard
   // (stage 3: nothing else of the unit is ever created at setup).
   virtual std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const { return {0, s.P}; }
-  // Lays out what this stage keeps of the unit (the table above) from its initial parameters;
-  // place_params ends by letting the precision turn the model's buffers that are not working
-  // state into workspaces (PrecisionPolicy::release_compute_buffers).
+  // Lays out what this stage keeps of the unit (the table above) from its initial parameters,
+  // then lets the precision turn the model's buffers that are not working state into workspaces
+  // (PrecisionPolicy::release_compute_buffers) and tells placed() what it did.
   void place(ShardedUnit& s, const UnitInit& init);
   // The working tensors over the optimizer's slice.
   virtual Tensor update_params(const ShardedUnit& s) const;
-  virtual Tensor update_grads(const ShardedUnit& s) const { return unit(s).grad_shard; }
+  virtual Tensor update_grads(const ShardedUnit& s) const { return state(s).grad_shard; }
   virtual void setup_done() {}  // every unit placed and the optimizer built
+  // What this stage shards (its class's keeps(): zero/footprint.h's question).
+  virtual StageKeeps kept() const = 0;
 
   // ---- residency: the unit scopes the model opens, and the backward's ----
   // Between acquire and release the unit's compute parameters (ps->flat()) are resident and
@@ -109,7 +111,7 @@ class ZeroStage {
   // ---- backward ----
   // Before the unit's backward: its reduction of the previous micro-step has finished (overlap_comm
   // with accumulation: it may still be reading the buffer this backward refills).
-  void finish_reduction(ShardedUnit& s) { drain(unit(s).reduces); }
+  void finish_reduction(ShardedUnit& s) { drain(state(s).reduces); }
   // Before the unit's backward, after its acquire: the compute gradient (ps->flat_grad()) ready
   // to receive it: stages 0-1 keep it across micro-steps where the precision accumulates in it;
   // otherwise a fresh zeroed buffer (freed again once folded or reduced).
@@ -132,10 +134,12 @@ class ZeroStage {
   void abandon_in_flight();
 
  protected:
-  StageUnit& unit(const ShardedUnit& s) { return units_state_.at(s.index); }
-  const StageUnit& unit(const ShardedUnit& s) const { return units_state_.at(s.index); }
+  StageUnit& state(const ShardedUnit& s) { return units_state_.at(s.index); }
+  const StageUnit& state(const ShardedUnit& s) const { return units_state_.at(s.index); }
   virtual void place_params(ShardedUnit& s, const UnitInit& init) = 0;
   virtual void place_grads(ShardedUnit& s) = 0;
+  // compute_released: the precision freed the model's parameter buffer (a float32 compute copy).
+  virtual void placed(ShardedUnit&, const UnitInit&, bool /*compute_released*/) {}
   // Starts (overlap_comm) or runs the reduction of `grad` (P elements): issue_reduction's chunks.
   void reduce(ShardedUnit& s, const Tensor& grad, int64_t micro);
   virtual void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) = 0;
@@ -154,9 +158,10 @@ class Replicated : public ZeroStage {  // stage 0: zero/stage0_replicated.cpp
  public:
   using ZeroStage::ZeroStage;
   static StageKeeps keeps() { return {}; }  // everything whole on every rank
+  StageKeeps kept() const override { return keeps(); }
   std::pair<int64_t, int64_t> optimizer_range(const ShardedUnit& s) const override { return {0, s.P}; }
-  Tensor update_params(const ShardedUnit& s) const override { return unit(s).params_full; }
-  Tensor update_grads(const ShardedUnit& s) const override { return unit(s).grads_full; }
+  Tensor update_params(const ShardedUnit& s) const override { return state(s).params_full; }
+  Tensor update_grads(const ShardedUnit& s) const override { return state(s).grads_full; }
   void gradient_ready(ShardedUnit& s, bool boundary, int64_t micro) override;
   double global_sum_of_squares(const std::vector<Tensor>& grads) override;
   void publish() override {}
@@ -177,6 +182,7 @@ class OptimizerSharded : public Replicated {  // stage 1: zero/stage1_optimizer_
     k.optimizer_sharded = true;
     return k;
   }
+  StageKeeps kept() const override { return keeps(); }
   std::pair<int64_t, int64_t> optimizer_range(const ShardedUnit& s) const override { return {s.lo, s.lo + s.S}; }
   Tensor update_params(const ShardedUnit& s) const override { return ZeroStage::update_params(s); }
   Tensor update_grads(const ShardedUnit& s) const override { return ZeroStage::update_grads(s); }
@@ -201,6 +207,7 @@ class GradientSharded : public OptimizerSharded {  // stage 2: zero/stage2_gradi
     k.grads_sharded = true;
     return k;
   }
+  StageKeeps kept() const override { return keeps(); }
   void open_gradient(ShardedUnit& s) override;
   void gradient_ready(ShardedUnit& s, bool boundary, int64_t micro) override;
   void zero_grad(ShardedUnit& s) override;
@@ -221,6 +228,7 @@ class ParameterSharded : public GradientSharded,
   }
   std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const override { return {s.lo, s.lo + s.S}; }
   void setup_done() override;
+  StageKeeps kept() const override { return keeps(); }
   void forward_begins() override { schedule_.forward_begins(); }
   void acquire(ShardedUnit& s, bool evaluating) override { schedule_.acquire(s.index, evaluating); }
   void release(ShardedUnit& s, bool evaluating) override { schedule_.release(s.index, evaluating); }
@@ -228,14 +236,17 @@ class ParameterSharded : public GradientSharded,
 
  protected:
   void place_params(ShardedUnit& s, const UnitInit& init) override;
+  void placed(ShardedUnit& s, const UnitInit& init, bool compute_released) override;
   void publish_unit(ShardedUnit& s, std::deque<Pending>& q) override;
 
  private:
   // GatherSchedule::Actions: the real all-gathers.
   void start(int i, bool prefetch) override;
-  void finish(int i) override { drain(unit(*units_[i]).gathers); }
+  void finish(int i) override { drain(state(*units_[i]).gathers); }
   void drop(int i) override;
   bool may_prefetch() const override;
+  // A persistent unit whose model buffer holds its initial values keeps it (stays gathered).
+  bool kept_whole(const ShardedUnit& s, const UnitInit& init) const;
   // Issues what makes the unit's compute parameters current: the shard fetched from its tier,
   // all-gathered, and converted by the precision where it keeps a compute copy.
   void fill(ShardedUnit& s, std::deque<Pending>& q);
@@ -245,6 +256,7 @@ class ParameterSharded : public GradientSharded,
 // The stage zero_optimization.stage names (0-3), and what it keeps (the same choice).
 std::unique_ptr<ZeroStage> make_stage(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params,
                                       ShardOptimizer& opt, Units& units);
+// The estimator, which has a stage number and no engine, asks the class the same way.
 StageKeeps stage_keeps(int stage);
 
 }  // namespace zt

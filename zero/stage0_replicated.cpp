@@ -11,14 +11,13 @@
 namespace zt {
 
 void Replicated::place_params(ShardedUnit& s, const UnitInit&) {
-  StageUnit& u = unit(s);
+  StageUnit& u = state(s);
   u.params_full = precision_.full_params(s);
   params_.hold(s, range(u.params_full, s.lo, s.S));
-  precision_.release_compute_buffers(s);
 }
 
 void Replicated::place_grads(ShardedUnit& s) {
-  StageUnit& u = unit(s);
+  StageUnit& u = state(s);
   u.grads_full = precision_.full_grads(s);
   u.grad_shard = range(u.grads_full, s.lo, s.S);
 }
@@ -26,7 +25,7 @@ void Replicated::place_grads(ShardedUnit& s) {
 // The unit's gradient is folded into the full gradient every micro-step and reduced once, at
 // the boundary.
 void Replicated::gradient_ready(ShardedUnit& s, bool boundary, int64_t micro) {
-  const Tensor full = precision_.fold_gradient(s, unit(s).grads_full, cx_.N);
+  const Tensor full = precision_.fold_gradient(s, state(s).grads_full, cx_.N);
   if (boundary) reduce(s, full, micro);
 }
 
@@ -36,16 +35,16 @@ void Replicated::issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t) {
   const double scale = precision_.reduction_scale(cx_.N);
   for (int64_t a = 0; a < s.P; a += chunk) {
     const Tensor part = range(grad, a, std::min(chunk, s.P - a));
-    unit(s).reduces.push_back({cx_.group.all_reduce_async(part), [part, scale, N] {
-                                 if (N > 1 && scale != 1.0) scale_(part, scale);
-                               }});
+    state(s).reduces.push_back({cx_.group.all_reduce_async(part), [part, scale, N] {
+                                  if (N > 1 && scale != 1.0) scale_(part, scale);
+                                }});
   }
 }
 
 // Every rank holds the whole averaged gradient: no communication.
 double Replicated::global_sum_of_squares(const std::vector<Tensor>& grads) { return sum_of_squares(grads); }
 
-void Replicated::zero_grad(ShardedUnit& s) { unit(s).grads_full.zero_(); }
+void Replicated::zero_grad(ShardedUnit& s) { state(s).grads_full.zero_(); }
 
 // Each rank loaded its shard of every tensor, which stage 0 holds whole: all-gather each (the
 // parameters, or the mixed master, and every optimizer state tensor), then round the master.
@@ -53,7 +52,7 @@ void Replicated::loaded(bool round_master) {
   std::deque<Pending> pending;
   const int64_t bucket = cx_.cfg.zero.allgather_bucket_size;
   for (auto& s : units_) {
-    const Tensor whole = precision_.updated(*s, unit(*s).params_full);
+    const Tensor whole = precision_.updated(*s, state(*s).params_full);
     all_gather_chunked(cx_.group, range(whole, s->lo, s->S), whole, bucket, pending);
   }
   for (auto& [name, t] : opt_.whole_state()) {
@@ -62,7 +61,7 @@ void Replicated::loaded(bool round_master) {
   }
   drain(pending);
   if (round_master)
-    for (auto& s : units_) precision_.round_master(*s, unit(*s).params_full);
+    for (auto& s : units_) precision_.round_master(*s, state(*s).params_full);
 }
 
 }  // namespace zt

@@ -17,7 +17,7 @@ void OptimizerSharded::issue_reduction(ShardedUnit& s, const Tensor& grad, int64
   reduce_scatter(s, grad, /*accumulate=*/false);
   // The shard is a view of the full gradient: the optimizer takes it from there once the chunks
   // landed (offload: a copy to the host; stages 2-3 reduce into the optimizer's shard directly).
-  opt_.gradient_reduced(s, unit(s).grad_shard, unit(s).reduces);
+  opt_.gradient_reduced(s, state(s).grad_shard, state(s).reduces);
 }
 
 // This rank's averaged shard into grad_shard, in chunks of reduce_bucket_size: chunk [a, a + n)
@@ -26,7 +26,7 @@ void OptimizerSharded::issue_reduction(ShardedUnit& s, const Tensor& grad, int64
 void OptimizerSharded::reduce_scatter(ShardedUnit& s, const Tensor& grad, bool accumulate) {
   const int64_t S = s.S, N = cx_.N, chunk = std::max<int64_t>(1, cx_.cfg.zero.reduce_bucket_size);
   const double scale = precision_.reduction_scale(cx_.N);
-  const Tensor shard = unit(s).grad_shard;
+  const Tensor shard = state(s).grad_shard;
   const PrecisionPolicy* precision = &precision_;
   for (int64_t a = 0; a < S; a += chunk) {
     const int64_t n = std::min(chunk, S - a);
@@ -37,14 +37,15 @@ void OptimizerSharded::reduce_scatter(ShardedUnit& s, const Tensor& grad, bool a
     }
     Tensor out = Tensor::empty({n}, grad.dtype(), Category::comm);
     WorkPtr w = cx_.group.reduce_scatter_async(in, out);
-    unit(s).reduces.push_back({w, [in, out, shard, a, n, scale, accumulate, precision] {
-                                 const Tensor dst = range(shard, a, n);
-                                 // offload (stages 2-3): the shard is in host memory; on a GPU the
-                                 // chunk comes over first, and the arithmetic runs on the host
-                                 const Tensor got = out.device() == dst.device() ? out
-                                                                                 : out.to(dst.device(), Category::comm);
-                                 precision->land(dst, got, accumulate, scale);
-                               }});
+    state(s).reduces.push_back({w, [in, out, shard, a, n, scale, accumulate, precision] {
+                                  const Tensor dst = range(shard, a, n);
+                                  // offload (stages 2-3): the shard is in host memory; on a GPU the
+                                  // chunk comes over first, and the arithmetic runs on the host
+                                  const Tensor got = out.device() == dst.device()
+                                                         ? out
+                                                         : out.to(dst.device(), Category::comm);
+                                  precision->land(dst, got, accumulate, scale);
+                                }});
   }
 }
 
@@ -54,7 +55,7 @@ double OptimizerSharded::global_sum_of_squares(const std::vector<Tensor>& grads)
 }
 
 void OptimizerSharded::publish_unit(ShardedUnit& s, std::deque<Pending>& q) {
-  all_gather_chunked(cx_.group, params_.shard(s), unit(s).params_full, cx_.cfg.zero.allgather_bucket_size, q);
+  all_gather_chunked(cx_.group, params_.shard(s), state(s).params_full, cx_.cfg.zero.allgather_bucket_size, q);
 }
 
 void OptimizerSharded::publish() {

@@ -3,7 +3,7 @@
 //
 // Stage 2, GradientSharded (zero/stage.h; the paper's P_os+g, section 5.2): stage 1, except that
 // each rank keeps only its shard of the gradient. A unit's backward fills a fresh full gradient
-// (the engine materializes it in before_backward); when the backward ends it is reduce-scattered
+// (open_gradient, before the backward); when the backward ends it is reduce-scattered
 // at once, every micro-step, and the chunks accumulate into the shard; the full buffer is freed
 // as soon as the last chunk has left it. At most two units' full gradients exist at a time
 // (overlap_comm: this one and the one still being reduced).
@@ -15,16 +15,12 @@ namespace zt {
 // ZeRO-Offload's gradients in host memory: the reduction lands and accumulates there, and the
 // device keeps no gradient at rest). The unit's compute gradient exists only during its backward.
 void GradientSharded::place_grads(ShardedUnit& s) {
-  unit(s).grad_shard = opt_.grad_shard(s, precision_.working());
+  state(s).grad_shard = opt_.grad_shard(s, precision_.working());
   s.ps->flat_grad().storage()->release();
 }
 
 // A fresh compute gradient for every backward (the last one was freed once it was reduced).
-void GradientSharded::open_gradient(ShardedUnit& s) {
-  const Tensor& g = s.ps->flat_grad();
-  g.storage()->materialize();
-  Tensor(g).zero_();
-}
+void GradientSharded::open_gradient(ShardedUnit& s) { s.ps->fresh_grad(); }
 
 void GradientSharded::gradient_ready(ShardedUnit& s, bool, int64_t micro) {
   reduce(s, precision_.gradient_for_reduction(s, cx_.N), micro);
@@ -33,9 +29,9 @@ void GradientSharded::gradient_ready(ShardedUnit& s, bool, int64_t micro) {
 void GradientSharded::issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) {
   reduce_scatter(s, grad, /*accumulate=*/micro > 0);
   // the full gradient goes once every chunk has left it
-  unit(s).reduces.push_back({completed_work(), [grad] { grad.storage()->release(); }});
+  state(s).reduces.push_back({completed_work(), [grad] { grad.storage()->release(); }});
 }
 
-void GradientSharded::zero_grad(ShardedUnit& s) { unit(s).grad_shard.zero_(); }
+void GradientSharded::zero_grad(ShardedUnit& s) { state(s).grad_shard.zero_(); }
 
 }  // namespace zt

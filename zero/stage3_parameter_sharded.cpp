@@ -27,15 +27,21 @@ ParameterSharded::ParameterSharded(ZeroContext& cx, PrecisionPolicy& precision, 
 // until the first acquire (or never created: partitioned construction, where the initial values
 // are the shard alone).
 void ParameterSharded::place_params(ShardedUnit& s, const UnitInit& init) {
-  const bool persistent = s.ps->numel() <= cx_.cfg.zero.stage3_param_persistence_threshold;
   const Tensor shard = params_.new_shard(s, precision_.working());
   precision_.to_working(shard, init.slice(s.lo, s.S));
   params_.park(s);
-  bool gathered = persistent && init.in_model_buffer;
-  if (!gathered) s.ps->flat().storage()->release();
-  // the precision frees the model's buffer where it is a float32 copy of 2-byte parameters
-  if (precision_.release_compute_buffers(s)) gathered = false;
-  schedule_.add_unit(s.P, persistent, gathered);
+  if (!kept_whole(s, init)) s.ps->flat().storage()->release();
+}
+
+// After the precision: it frees the model's buffer where it is a float32 copy of 2-byte
+// parameters, to be gathered (and converted) before use.
+void ParameterSharded::placed(ShardedUnit& s, const UnitInit& init, bool compute_released) {
+  schedule_.add_unit(s.index, s.P, GatherSchedule::persistent(s.ps->numel(), cx_.cfg.zero),
+                     kept_whole(s, init) && !compute_released);
+}
+
+bool ParameterSharded::kept_whole(const ShardedUnit& s, const UnitInit& init) const {
+  return GatherSchedule::persistent(s.ps->numel(), cx_.cfg.zero) && init.in_model_buffer;
 }
 
 void ParameterSharded::setup_done() {
@@ -50,12 +56,12 @@ void ParameterSharded::start(int i, bool prefetch) {
     t->instant(TraceTrack::compute, "gather " + s.unit->name(), "gather",
                {{"unit", s.unit->name()}, {"elements", s.P}, {"prefetch", prefetch}});
   CommLabel label(cx_.group, s.unit->name());
-  fill(s, unit(s).gathers);
+  fill(s, state(s).gathers);
 }
 
 void ParameterSharded::drop(int i) {
   ShardedUnit& s = *units_[i];
-  drain(unit(s).gathers);  // a prefetch nobody used: let it land before freeing its buffer
+  drain(state(s).gathers);  // a prefetch nobody used: let it land before freeing its buffer
   s.ps->flat().storage()->release();
   if (Tracer* t = cx_.active_tracer())
     t->instant(TraceTrack::compute, "release " + s.unit->name(), "gather", {{"unit", s.unit->name()}});
@@ -64,7 +70,7 @@ void ParameterSharded::drop(int i) {
 // offload_param nvme: at most buffer_count reads in flight (units with a gather queued).
 bool ParameterSharded::may_prefetch() const {
   int in_flight = 0;
-  for (const auto& s : units_) in_flight += !unit(*s).gathers.empty();
+  for (const auto& s : units_) in_flight += !state(*s).gathers.empty();
   return params_.may_fetch(in_flight);
 }
 
