@@ -12,6 +12,8 @@
 //   the parameter tier                where stage 3's parameter shard lives     zero/tiers.h
 //   the optimizer placement           optimizer state, the gradient shard's     zero/shard_optimizer.h
 //                                     buffer (device, or the host's)
+//   activation offload                the checkpoints in the host tier          zero/activation_offload.h
+//                                     (per checkpointed unit; the estimator)
 //
 // model_state() puts the answers together; nothing else writes down what a stage keeps.
 #pragma once
