@@ -55,6 +55,8 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, Param
     units_.push_back(std::move(s));
   }
   trace_.resize(units_.size());
+  for (auto& s : units_)
+    model_state_ += model_state(s->P, cx_.N, stage_->kept(), cfg_.precision, cfg_.zero, cfg_.optimizer);
   optimizer_->finish_setup();
   stage_->setup_done();
   model_.set_residency(*this);

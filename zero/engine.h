@@ -165,6 +165,7 @@ class Engine final : public Residency {
     bool fwd_open = false, fwd_in_backward = false;
   };
   std::vector<UnitTrace> trace_;  // by unit index
+  Footprint model_state_;         // the policies' answers summed over the units, at setup (memory_report)
   int64_t micro_ = 0;         // micro-steps since the last step()
   double loss_sum_ = 0;       // this rank's micro-batch losses since the last step()
   bool in_backward_ = false;

@@ -53,13 +53,12 @@ MemoryReport Engine::memory_report() const {
     m.host_name = host->name();
   }
   m.nvme = tiers_->nvme_stats();
-  const StageKeeps keeps = stage_->kept();
   m.world_size = cx_.N;
   for (auto& s : units_) {
     m.psi += s->ps->numel();
     m.psi_padded += s->P;
-    m.model_state += model_state(s->P, cx_.N, keeps, cfg_.precision, cfg_.zero, cfg_.optimizer);
   }
+  m.model_state = model_state_;
   return m;
 }
 

@@ -67,11 +67,14 @@ void ParameterSharded::drop(int i) {
     t->instant(TraceTrack::compute, "release " + s.unit->name(), "gather", {{"unit", s.unit->name()}});
 }
 
-// offload_param nvme: at most buffer_count reads in flight (units with a gather queued).
+// A tier with a limit (offload_param nvme: buffer_count reads) counts the units with a fetch in
+// flight; the others are never counted.
 bool ParameterSharded::may_prefetch() const {
-  int in_flight = 0;
+  const int64_t limit = params_.fetch_limit();
+  if (limit < 0) return true;
+  int64_t in_flight = 0;
   for (const auto& s : units_) in_flight += !state(*s).gathers.empty();
-  return params_.may_fetch(in_flight);
+  return in_flight < limit;
 }
 
 // The shard reaches the device from its tier (ParamTier::fetch), is all-gathered, and lands in

@@ -244,7 +244,7 @@ class NvmeParams final : public HostParams {
     for (Region* r : writes_) finish_write(*r);
     writes_.clear();
   }
-  bool may_fetch(int in_flight) const override { return in_flight < cx_.cfg.zero.offload_param.buffer_count; }
+  int64_t fetch_limit() const override { return cx_.cfg.zero.offload_param.buffer_count; }
   void wait(const ShardedUnit& s) override {
     Region& r = regions_.at(s.index);
     if (!r.write) return;

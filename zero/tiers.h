@@ -90,9 +90,8 @@ class ParamTier {
   // into the working shard; `last`: the unit's last piece.
   virtual void put(const ShardedUnit& s, int64_t a, const Tensor& master, bool last) = 0;
   virtual void finish_writes() {}  // every write of put() on disk, its buffers freed
-  // May a prefetch start another fetch now, with `in_flight` fetches not landed? (nvme: at most
-  // buffer_count reads in flight)
-  virtual bool may_fetch(int /*in_flight*/) const { return true; }
+  // How many fetches may be in flight at once (nvme: buffer_count reads); -1: no limit.
+  virtual int64_t fetch_limit() const { return -1; }
   virtual void wait(const ShardedUnit&) {}  // nothing of s's left in flight (the engine's destructor)
 
  protected:
