@@ -57,7 +57,9 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1))
 
 
-def main():
+def run(make_model, name, vocab, n_layer, n_embd):
+    """Times the step of make_model(seq) (a module whose forward(idx, targets) returns the loss) and
+    prints one JSON line; the flags are this script's. torch_llama_gpu.py runs its Llama through it."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--seq", type=int, default=1024)
@@ -68,14 +70,14 @@ def main():
     a = ap.parse_args()
     torch.manual_seed(0)
     dev = "cuda"
-    model = GPT(T=a.seq).to(dev)
+    model = make_model(a.seq).to(dev)
     n_params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, fused=True)
     step_fn = model
     if a.compile:
         step_fn = torch.compile(model)
-    x = torch.randint(0, 50257, (a.batch, a.seq), device=dev)
-    y = torch.randint(0, 50257, (a.batch, a.seq), device=dev)
+    x = torch.randint(0, vocab, (a.batch, a.seq), device=dev)
+    y = torch.randint(0, vocab, (a.batch, a.seq), device=dev)
     times = []
     for i in range(a.warmup + a.steps):
         torch.cuda.synchronize()
@@ -92,10 +94,10 @@ def main():
     times.sort()
     ms = times[len(times) // 2]
     tokens = a.batch * a.seq
-    flops_per_token = 6 * n_params + 6 * 12 * 768 * a.seq
+    flops_per_token = 6 * n_params + 6 * n_layer * n_embd * a.seq
     tps = tokens / (ms / 1e3)
     out = {"impl": "pytorch " + torch.__version__ + (" compiled" if a.compile else " eager"),
-           "device": torch.cuda.get_device_name(), "model": "gpt2-124m", "params": n_params, "batch": a.batch,
+           "device": torch.cuda.get_device_name(), "model": name, "params": n_params, "batch": a.batch,
            "seq": a.seq, "ms_per_step_median": ms, "tokens_per_s": tps,
            "mfu": flops_per_token * tps / (a.peak_tflops * 1e12), "peak_tflops": a.peak_tflops,
            "peak_bytes": torch.cuda.max_memory_allocated(), "final_loss": float(loss)}
@@ -103,4 +105,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(lambda T: GPT(T=T), "gpt2-124m", 50257, 12, 768)

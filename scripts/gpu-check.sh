@@ -19,7 +19,11 @@
 #   bench_gpu_kernels   GEMMs vs cuBLASLt, attention vs cuDNN, element-wise bandwidth
 #   bench_train_step    GPT-2 124M bf16, B x 1024 for the largest B of 64, 32, 16, 8 that fits
 #   torch_peer          the same step in PyTorch (eager and torch.compile), the MFU to compare with
+#   bench_llama, torch_llama_peer   llama-100m bf16: ours, and PyTorch's (eager and compiled)
+#   llmc_peer           llm.c's train_gpt2cu, the same step (its default, and nothing recomputed)
+#   hf_client           transformers reads our exports and tokenizer.json, we read its checkpoints
 #   zero3_memory        ZeRO-3, 2 ranks sharing the GPU: measured peaks beside the estimator's
+#   profile_step        Nsight Compute: every kernel's time in one step, summed by kernel
 #
 # CUDA's libraries are not packed. They are looked for in the CUDA toolkit's library folders and
 # in the Python wheels' nvidia/*/lib folders (PyTorch's cuDNN and NCCL); the check says which it
@@ -176,11 +180,11 @@ part gpu.train_gpu 600 env ZT_BUILD_DIR="$PACK/bin" ZT_SOURCE_DIR="$PACK" bash "
 
 part bench_gpu_kernels 300 "$PACK/bin/bench_gpu_kernels"
 
-bench_train() {  # the largest of B = 64, 32, 16, 8 (T = 1024) that fits
+bench_train() {  # bench_train MODEL: the largest of B = 64, 32, 16, 8 (T = 1024) that fits
   local b
   for b in 64 32 16 8; do
-    echo "== GPT-2 124M bf16, B=$b T=1024"
-    if "$PACK/bin/bench_train_step" --model gpt2-124m --batch "$b" --seq 1024 --steps 10 --warmup 3 \
+    echo "== $1 bf16, B=$b T=1024"
+    if "$PACK/bin/bench_train_step" --model "$1" --batch "$b" --seq 1024 --steps 10 --warmup 3 \
          --device cuda --precision bf16 --threads 8; then
       return 0
     fi
@@ -188,13 +192,13 @@ bench_train() {  # the largest of B = 64, 32, 16, 8 (T = 1024) that fits
   return 1
 }
 export -f bench_train
-part bench_train_step 600 bash -c bench_train
+part bench_train_step 600 bash -c 'bench_train gpt2-124m'
 
-# The peer: the same GPT-2 124M step in PyTorch on this GPU (bench/torch_gpt2_gpu.py), eager and
-# compiled, B 64 x T 1024 (B 32 if 64 does not fit). Needs the machine's python3 with torch.
-torch_peer() {
-  local py="$PACK/bench/torch_gpt2_gpu.py" b mode
-  [ -f "$py" ] || py="$HERE/../bench/torch_gpt2_gpu.py"  # a pack older than the script
+# The peers in PyTorch: the same step on this GPU, eager and compiled, B 64 x T 1024 (B 32 if 64
+# does not fit): GPT-2 124M (bench/torch_gpt2_gpu.py) and llama-100m (bench/torch_llama_gpu.py).
+# Needs the machine's python3 with torch.
+torch_peer() {  # torch_peer SCRIPT
+  local py="$PACK/bench/$1" b mode
   for mode in "" "--compile"; do
     for b in 64 32; do
       python3 "$py" --batch "$b" --seq 1024 $mode && break
@@ -202,7 +206,16 @@ torch_peer() {
   done
 }
 export -f torch_peer
-part torch_peer 420 bash -c torch_peer
+part torch_peer 420 bash -c 'torch_peer torch_gpt2_gpu.py'
+
+# Llama on the GPU: llama-100m (GQA, RoPE, SwiGLU, RMSNorm), ours and PyTorch's, the same way.
+part bench_llama 300 bash -c 'bench_train llama-100m'
+part torch_llama_peer 420 bash -c 'torch_peer torch_llama_gpu.py'
+
+# transformers as a client of our files (on this machine's CPU, where transformers is): our
+# --save-hf export loaded by from_pretrained, a save_pretrained model read by zt-generate --hf, the
+# logits of both compared (float32, 1e-4); our tokenizer.json in PreTrainedTokenizerFast.
+part hf_client 240 python3 "$PACK/bench/hf_client.py" --bin "$PACK/bin" --data "$PACK/data/corpus"
 
 # ZeRO-3 on GPU memory against the estimator: GPT-2 124M, fp32, 2 ranks sharing the GPU (MPI),
 # B 8 x T 1024 per rank, 3 steps; zt-train prints each rank's measured peaks by category beside
@@ -210,6 +223,20 @@ part torch_peer 420 bash -c torch_peer
 part zero3_memory 300 env OMP_NUM_THREADS=4 mpirun -np 2 --oversubscribe --allow-run-as-root --bind-to none \
   "$PACK/bin/zt-train" --model gpt2-124m --train "$PACK/data/corpus/train.txt" -b 8 -t 1024 --steps 3 \
   --zero-stage 3 --device cuda:0 --dist mpi --threads 4
+
+# Where the step's GPU time goes: Nsight Compute's duration of every kernel of one GPT-2 124M bf16
+# step (B 16 x T 1024, no warmup: the kernels are the same, fewer of them), clocks left alone
+# (--clock-control none), summed by kernel name; the shares are what bench/results/gpu.md quotes.
+profile_step() {
+  local ncu; ncu="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)"
+  [ -n "$ncu" ] || { echo "no ncu on this machine"; return 77; }
+  "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+    "$PACK/bin/bench_train_step" --model gpt2-124m --batch 16 --seq 1024 --steps 1 --warmup 0 \
+    --device cuda --precision bf16 --threads 8 >/tmp/zt-ncu.csv || return 1
+  python3 "$PACK/bench/ncu_kernel_shares.py" /tmp/zt-ncu.csv
+}
+export -f profile_step
+part profile_step 200 bash -c profile_step
 
 # ---- summary: gpu.md, gpu.json, parts.tar.gz ----
 python3 - "$PARTS" "$OUTDIR" "$PACK/MANIFEST" <<'PY'
@@ -236,7 +263,7 @@ with open(os.path.join(out, "gpu.md"), "w") as m:
     m.write("\n## CUDA libraries used\n\n")
     for k, v in libs.items(): m.write(f"- {k}: {v['dir'] + '/' + v['file'] if v else 'MISSING'}\n")
     for r in rows:
-        if r["part"].startswith(("bench", "zero3", "torch")) or r["status"] != "pass":
+        if r["part"].startswith(("bench", "zero3", "torch", "llmc", "profile", "hf")) or r["status"] != "pass":
             m.write(f"\n## {r['part']}: {r['status']}\n\n```\n{r['log_tail'][-2500:]}\n```\n")
 n_pass = sum(r["status"] == "pass" for r in rows)
 print(f"{n_pass}/{len(rows)} parts passed")

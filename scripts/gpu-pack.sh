@@ -10,7 +10,9 @@
 #   lib/openmpi, lib/pmix: the plugins OpenMPI and PMIx dlopen; share/openmpi: their help texts
 #   etc/openmpi-mca-params.conf, env.sh: the settings that point OpenMPI at this folder
 #   tests/, data/, configs/: the GPU test scripts and the data and configs they use; bench/: the
-#            PyTorch peer of the training-step benchmark (bench/torch_gpt2_gpu.py)
+#            PyTorch peers of the training-step benchmark (bench/torch_{gpt2,llama}_gpu.py), the
+#            transformers client (bench/hf_client.py), the profile's summary (ncu_kernel_shares.py)
+#   peers/llm.c: llm.c's trainer, its sources and a train_gpt2cu built here (the other peer)
 #   MANIFEST: what is in it, from where, and the build's commit
 # CUDA's own libraries (cudart, cuBLAS/cuBLASLt, cuDNN, NCCL) and the C/C++ runtime (glibc,
 # libstdc++, libgcc_s) are not packed: gpu-check.sh finds CUDA's on the target (toolkit or wheels)
@@ -21,8 +23,9 @@
 # one xz stream with a 64 MiB dictionary, in which the repeated kernels compress to one copy; the
 # script fails if the archive is over 64 MiB.
 #
-# Build: Release, CUDA required, sm_80 and sm_90, and -march=x86-64-v3 instead of -march=native
-# (the GPU machine's CPU is not this one). BUILD_DIR (default build-pack) keeps the build.
+# Build: Release, CUDA required, sm_80 and sm_90 (ZT_PACK_CUDA_ARCHS, e.g. "90" for an H100/H200
+# only: half the CUDA compile time), and -march=x86-64-v3 instead of -march=native (the GPU
+# machine's CPU is not this one). BUILD_DIR (default build-pack) keeps the build.
 # ZT_PACK_NO_BUILD=1 packs BUILD_DIR as it is and ZT_PACK_NO_ARCHIVE=1 skips the archive (the pack
 # test does both: it proves the packing, not the build flags).
 set -euo pipefail
@@ -35,13 +38,14 @@ say() { echo "[gpu-pack] $*" >&2; }
 command -v patchelf >/dev/null || { say "error: patchelf is missing (scripts/install-deps.sh installs it)"; exit 1; }
 command -v nvcc >/dev/null || { say "error: nvcc is not on PATH: the pack needs a CUDA build"; exit 1; }
 
-progs=(zt-info zt-train zt-estimate zt_mpi_tests zt_gpu_tests bench_gpu_kernels bench_train_step)
+progs=(zt-info zt-train zt-estimate zt-generate zt-tokenize zt_mpi_tests zt_gpu_tests bench_gpu_kernels bench_train_step)
 if [ "${ZT_PACK_NO_BUILD:-0}" = 1 ]; then  # the pack test (tests/cli/test_gpu_pack.sh): BUILD as it is
   say "packing the existing build $BUILD"
 else
-  say "building in $BUILD (Release, CUDA sm_80;sm_90, -march=x86-64-v3)"
+  archs="${ZT_PACK_CUDA_ARCHS:-80;90}"
+  say "building in $BUILD (Release, CUDA sm $archs, -march=x86-64-v3)"
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DZT_CUDA=ON -DZT_NATIVE=OFF \
-    "-DCMAKE_CXX_FLAGS=-march=x86-64-v3" "-DCMAKE_CUDA_ARCHITECTURES=80;90" >/dev/null
+    "-DCMAKE_CXX_FLAGS=-march=x86-64-v3" "-DCMAKE_CUDA_ARCHITECTURES=$archs" >/dev/null
   cmake --build "$BUILD" -j"$(nproc)" --target "${progs[@]}"
 fi
 
@@ -147,8 +151,26 @@ for f in "$PACK"/lib/openmpi/*.so "$PACK"/lib/pmix/*.so; do [ -e "$f" ] && patch
 cp "$ROOT"/tests/gpu/*.sh "$ROOT"/tests/gpu/tests.cmake "$PACK/tests/gpu/"
 cp "$ROOT"/tests/cli/common.sh "$PACK/tests/cli/"
 cp -r "$ROOT/data" "$ROOT/configs" "$PACK/"
-mkdir -p "$PACK/bench" && cp "$ROOT/bench/torch_gpt2_gpu.py" "$PACK/bench/"
+mkdir -p "$PACK/bench" && cp "$ROOT"/bench/{torch_gpt2_gpu,torch_llama_gpu,hf_client,ncu_kernel_shares}.py "$PACK/bench/"
 cp "$ROOT/scripts/gpu-check.sh" "$PACK/"
+
+# ---- the peers: llm.c's GPT-2 trainer (train_gpt2cu), built here so no GPU minute builds it ----
+# ZT_LLMC_PEER: the peer's folder (default ../shared/peers/llm.c; its README says what it is);
+# ZT_LLMC_ARCH: the one compute capability it is built for (default 90: H100, H200). The build is
+# cached in BUILD_DIR-llmc. No peer folder, or ZT_PACK_NO_PEERS=1 (the pack test): no peer packed,
+# and gpu-check.sh records its part as skipped.
+LLMC_SRC="${ZT_LLMC_PEER:-$ROOT/../shared/peers/llm.c}"
+if [ "${ZT_PACK_NO_PEERS:-0}" != 1 ] && [ -f "$LLMC_SRC/run.sh" ]; then
+  LLMC_WORK="$BUILD-llmc"
+  bash "$LLMC_SRC/run.sh" --build-only --arch "${ZT_LLMC_ARCH:-90}" --work "$LLMC_WORK"
+  mkdir -p "$PACK/peers"
+  cp -r "$LLMC_SRC" "$PACK/peers/llm.c"
+  mkdir -p "$PACK/peers/llm.c/bin"
+  cp "$LLMC_WORK/train_gpt2cu" "$LLMC_WORK/build.key" "$PACK/peers/llm.c/bin/"
+  echo "peers/llm.c <- $(realpath "$LLMC_SRC") (train_gpt2cu built for sm_${ZT_LLMC_ARCH:-90})" >>"$manifest"
+else
+  say "no llm.c peer packed (${LLMC_SRC})"
+fi
 
 du_mib=$(( $(du -sk "$PACK" | cut -f1) / 1024 ))
 if [ "${ZT_PACK_NO_ARCHIVE:-0}" = 1 ]; then say "folder: $PACK ($du_mib MiB); no archive"; exit 0; fi

@@ -1,4 +1,4 @@
-// defines: main (zt-generate)
+// defines: main (zt-generate); file-local: write_logits
 //
 // zt-generate — sample text from a trained model.
 //
@@ -8,6 +8,7 @@
 //   zt-generate --ckpt runs/mini --prompt "a" --top-p 0.9 --stop-id 10 --no-cache
 //
 //   zt-generate --ckpt runs/bpe --tokenizer runs/tok --prompt "int main(" --tokens 100
+//   zt-generate --hf gpt2/ --prompt-ids 15496,11,995 --logits out.f32   (no sampling: see below)
 //
 // Text in, text out through --tokenizer (formats/tokenizer.h's load_tokenizer: tokenizer.json,
 // vocab.json + merges.txt, a SentencePiece .model, a directory), or through the byte tokenizer
@@ -17,8 +18,13 @@
 // uses a KV cache (train/sampling.h); --no-cache recomputes the whole window for every token.
 // A tokenizer's end-of-text token (BPE's <|endoftext|>, SentencePiece's </s>) stops a generation
 // (kept in the output), as does any --stop-id; the byte tokenizer has none.
+// --logits FILE runs one forward pass over the prompt instead and writes its logits, float32
+// little-endian, row-major (T, V) over the real vocabulary V (the padding cut off), with nothing
+// else in the file: what an outside program (bench/hf_client.py: transformers) compares with.
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 
@@ -33,9 +39,31 @@
 
 using namespace zt;
 
+namespace {
+
+// --logits: one forward pass over ids; (T, V) float32 to path, the padded vocabulary cut off.
+void write_logits(Model& model, const std::vector<int32_t>& ids, const std::string& path) {
+  NoGradGuard no_grad;
+  const int64_t T = static_cast<int64_t>(ids.size()), V = model.vocab_size();
+  if (T > model.max_seq_len()) ZT_THROW("--logits: the prompt has ", T, " tokens, over the model's context ", model.max_seq_len());
+  Tensor idx = Tensor::empty({1, T}, DType::i32, Category::activations, cpu_allocator());
+  std::copy(ids.begin(), ids.end(), idx.data<int32_t>());
+  const std::vector<double> all = model.logits(idx).value().slice(2, 0, V).to_vector();  // (1, T, V)
+  std::vector<float> f(all.begin(), all.end());
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  if (!out) ZT_THROW("--logits: cannot open ", path, " for writing: ", std::strerror(errno));
+  const size_t n = std::fwrite(f.data(), sizeof(float), f.size(), out);
+  const bool closed = std::fclose(out) == 0;
+  if (n != f.size() || !closed) ZT_THROW("--logits: writing ", path, " failed (disk full?): ", std::strerror(errno));
+  std::fprintf(stderr, "zt-generate: wrote %s: logits (%lld, %lld) float32\n", path.c_str(), static_cast<long long>(T),
+               static_cast<long long>(V));
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"zt-generate: sample from a ZeroTensor checkpoint, an llm.c GPT-2 checkpoint or Hugging Face weights"};
-  std::string ckpt, llmc, hf, prompt = "\n", prompt_ids;
+  std::string ckpt, llmc, hf, prompt = "\n", prompt_ids, logits_path;
   int64_t tokens = 200, top_k = 0;
   double temperature = 1.0, top_p = 1.0;
   std::vector<int32_t> stop_ids;
@@ -64,6 +92,8 @@ int main(int argc, char** argv) {
   app.add_option("--stop-id", stop_ids, "stop when this token id is generated (repeat for several)");
   app.add_flag("--no-cache", no_cache, "recompute the whole context for every token (no KV cache; to compare)");
   app.add_option("--threads", threads, "threads (0 = all cores)")->capture_default_str();
+  app.add_option("--logits", logits_path,
+                 "write the prompt's logits (float32, T x vocab, row-major) to this file and exit (no sampling)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -107,6 +137,10 @@ int main(int argc, char** argv) {
       if (id < 0 || id >= model->vocab_size())
         ZT_THROW("prompt token id ", id, " is outside the vocabulary [0, ", model->vocab_size(), ")");
     if (ids.empty()) ZT_THROW("the prompt is empty");
+    if (!logits_path.empty()) {
+      write_logits(*model, ids, logits_path);
+      return 0;
+    }
     GenerationOptions opts;
     opts.max_new_tokens = tokens;
     opts.temperature = temperature;

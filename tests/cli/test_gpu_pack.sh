@@ -13,7 +13,7 @@ source "$(dirname "$0")/common.sh"
 command -v patchelf >/dev/null || { echo "FAIL: patchelf is missing (scripts/install-deps.sh)"; exit 1; }
 
 P="$TMP/pack"
-BUILD_DIR="$B" ZT_PACK_NO_BUILD=1 ZT_PACK_NO_ARCHIVE=1 bash "$S/scripts/gpu-pack.sh" "$P" 2>"$TMP/pack.err" \
+BUILD_DIR="$B" ZT_PACK_NO_BUILD=1 ZT_PACK_NO_ARCHIVE=1 ZT_PACK_NO_PEERS=1 bash "$S/scripts/gpu-pack.sh" "$P" 2>"$TMP/pack.err" \
   || { cat "$TMP/pack.err"; exit 1; }
 for f in bin/zt-train bin/zt-info bin/zt_gpu_tests bin/mpirun env.sh MANIFEST tests/gpu/test_train_gpu.sh data/corpus/train.txt; do
   [ -e "$P/$f" ] || { echo "FAIL: the pack lacks $f"; exit 1; }
