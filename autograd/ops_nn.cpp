@@ -1,6 +1,6 @@
 // defines: layernorm, residual_layernorm, rmsnorm, residual_rmsnorm, rope, causal_attention,
 //          causal_attention_packed; file-local: check_channel_param, norm_channels, layernorm_grad_fn,
-//          rmsnorm_grad_fn, residual_grad, check_residual and 2 more
+//          rmsnorm_grad_fn, residual_grad, check_residual
 //
 // The "nn" half of autograd/ops.h: layernorm, rmsnorm, residual_layernorm, residual_rmsnorm, rope,
 // causal_attention, causal_attention_packed.
@@ -201,40 +201,6 @@ Var rope(const Var& x, double theta) {
 // ---------------------------------------------------------------------------------------------
 // Causal attention: q (B, T, Hq, D), k, v (B, T, Hkv, D) -> (B, T, Hq, D).
 
-namespace {
-// The attention node shared by causal_attention and causal_attention_packed. `inputs` are the
-// node's Vars; `qkv_of` gives the contiguous q (B, T, Hq, D), k, v (B, T, Hkv, D) from them (for
-// the forward, and again in the backward: the packed op's copies are not kept alive, the packed
-// input already is); the backward hands dq, dk, dv to `deliver`, which adds them to the inputs.
-struct AttentionInputs {
-  Tensor q, k, v;
-};
-using AttentionInputsOf = std::function<AttentionInputs(const std::vector<Tensor>& values)>;
-using DeliverAttentionGrads =
-    std::function<void(std::vector<Var>& in, Backend& be, const Tensor& dq, const Tensor& dk, const Tensor& dv)>;
-Var attention_node(Backend& be, std::vector<Var> inputs, bool keep, AttentionInputsOf qkv_of,
-                   DeliverAttentionGrads deliver, const char* name) {
-  std::vector<Tensor> values;
-  for (const Var& v : inputs) values.push_back(v.value());
-  const AttentionInputs a = qkv_of(values);
-  Tensor out = new_output(be, a.q.shape(), a.q.dtype());
-  // What the backward needs (the row log-sum-exp (B, Hq, T)) is kept only when a backward can follow.
-  Tensor saved = be.attention(out, a.q, a.k, a.v, keep);
-  return Var::make(
-      out, std::move(inputs),
-      [values, out, saved, qkv_of = std::move(qkv_of), deliver = std::move(deliver), &be = be](
-          std::vector<Var>& in, const Tensor& grad) {
-        const AttentionInputs a = qkv_of(values);
-        Tensor g = grad.contiguous();
-        Tensor dq = new_output(be, a.q.shape(), a.q.dtype()), dk = new_output(be, a.k.shape(), a.k.dtype()),
-               dv = new_output(be, a.v.shape(), a.v.dtype());
-        be.attention_backward(dq, dk, dv, g, a.q, a.k, a.v, out, saved);
-        deliver(in, be, dq, dk, dv);
-      },
-      name);
-}
-}  // namespace
-
 Var causal_attention(const Var& q, const Var& k, const Var& v) {
   const char* op = "causal_attention";
   Backend& be = op_backend(op, {{"q", &q}, {"k", &k}, {"v", &v}});
@@ -260,9 +226,15 @@ Var causal_attention(const Var& q, const Var& k, const Var& v) {
   const bool keep = grad_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
   // contiguous() of a contiguous input is the input itself: nothing is copied or kept twice
   Tensor qc = q.value().contiguous(), kc = k.value().contiguous(), vc = v.value().contiguous();
-  return attention_node(
-      be, {q, k, v}, keep, [qc, kc, vc](const std::vector<Tensor>&) { return AttentionInputs{qc, kc, vc}; },
-      [](std::vector<Var>& in, Backend&, const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+  Tensor out = new_output(be, qc.shape(), qc.dtype());
+  // What the backward needs (the row log-sum-exp (B, Hq, T)) is kept only when a backward can follow.
+  Tensor saved = be.attention(out, qc, kc, vc, keep);
+  return Var::make(
+      out, {q, k, v},
+      [qc, kc, vc, out, saved, &be = be](std::vector<Var>& in, const Tensor& grad) {
+        Tensor dq = new_output(be, qc.shape(), qc.dtype()), dk = new_output(be, kc.shape(), kc.dtype()),
+               dv = new_output(be, vc.shape(), vc.dtype());
+        be.attention_backward(dq, dk, dv, grad.contiguous(), qc, kc, vc, out, saved);
         in[0].add_grad(dq);
         in[1].add_grad(dk);
         in[2].add_grad(dv);
@@ -281,30 +253,19 @@ Var causal_attention_packed(const Var& qkv, int64_t Hq, int64_t Hkv) {
   if (W % H != 0 || W / H < 1)
     ZT_THROW(op, ": qkv: the last dim ", W, " is not (Hq + 2 Hkv) = ", H, " heads of one head dim, in shape ",
              shape_str(qkv.shape()));
-  const int64_t D = W / H, nq = Hq * D, nkv = Hkv * D;
-  const DType dt = qkv.dtype();
-  // The three column blocks [q | k | v] of each row, copied out contiguous: (B, T, H*, D). Made
-  // for the forward and made again in the backward from the packed input (which the graph keeps
-  // anyway), so the copies never outlive one call.
-  auto blocks = [B, T_len, nq, nkv, Hq, Hkv, D, dt, &be](const std::vector<Tensor>& values) {
-    const Tensor& X = values[0];
-    auto block = [&](int64_t c0, int64_t n, int64_t heads) {
-      Tensor t = new_output(be, {B, T_len, heads, D}, dt);
-      be.copy(t.view({B, T_len, n}), X.slice(2, c0, c0 + n));
-      return t;
-    };
-    return AttentionInputs{block(0, nq, Hq), block(nq, nkv, Hkv), block(nq + nkv, nkv, Hkv)};
-  };
+  const int64_t D = W / H;
+  // The backend reads q, k, v from the packed rows (in place where its kernel takes strides:
+  // cuDNN; else copies that live for the call: core/attention_packed.h), and writes dq, dk, dv
+  // into one dqkv of the same layout.
   const bool keep = grad_enabled() && qkv.requires_grad();
-  return attention_node(
-      be, {qkv}, keep, blocks,
-      [B, T_len, W, nq, nkv, dt](std::vector<Var>& in, Backend& be, const Tensor& dq, const Tensor& dk,
-                                 const Tensor& dv) {
-        // dqkv (B, T, W) = [dq | dk | dv] along the last dim: three strided copies, no zero fill.
-        Tensor dqkv = new_output(be, {B, T_len, W}, dt);
-        be.copy(dqkv.slice(2, 0, nq), dq.view({B, T_len, nq}));
-        be.copy(dqkv.slice(2, nq, nq + nkv), dk.view({B, T_len, nkv}));
-        be.copy(dqkv.slice(2, nq + nkv, W), dv.view({B, T_len, nkv}));
+  const Tensor x = qkv.value().contiguous();
+  Tensor out = new_output(be, {B, T_len, Hq, D}, x.dtype());
+  Tensor saved = be.attention_packed(out, x, Hq, Hkv, keep);
+  return Var::make(
+      out, {qkv},
+      [x, out, saved, Hq, Hkv, &be = be](std::vector<Var>& in, const Tensor& grad) {
+        Tensor dqkv = new_output(be, x.shape(), x.dtype());
+        be.attention_packed_backward(dqkv, grad.contiguous(), x, out, saved, Hq, Hkv);
         in[0].add_grad(dqkv);
       },
       "causal_attention_packed");

@@ -4,8 +4,8 @@
 Input: `ncu --metrics gpu__time_duration.sum --csv --print-units base PROGRAM ...` (stdout; the
 program's own lines are mixed in and skipped). Output (markdown): the total kernel time, the share
 of each class of kernel (GEMMs: cuBLASLt's; attention: cuDNN's; ours by name) and the top kernels
-by name with their call counts. Kernel names are cut at the first '(' or '<' so the instances of
-one template sum together. Usage: bench/ncu_kernel_shares.py ncu.csv [--top 30]
+by name with their call counts. Kernel names are cut at the first '(' or '<' (after dropping
+"(anonymous namespace)::") so the instances of one template sum together. Usage: bench/ncu_kernel_shares.py ncu.csv [--top 30]
 """
 import argparse, collections, csv, re, sys
 
@@ -23,8 +23,9 @@ calls = collections.Counter()
 for r in reader:
     if r.get("Metric Name") != "gpu__time_duration.sum":
         continue
-    name = re.split(r"[(<]", r["Kernel Name"], maxsplit=1)[0].strip()
-    name = re.sub(r"^(void|at::native::)\s*", "", name)
+    name = re.sub(r"\(anonymous namespace\)::|<unnamed>::", "", r["Kernel Name"])
+    name = re.split(r"[(<]", name, maxsplit=1)[0].strip()
+    name = re.sub(r"^void\s+", "", name)
     time_ns[name] += float(r["Metric Value"].replace(",", ""))
     calls[name] += 1
 

@@ -7,7 +7,8 @@ with fp32 parameters and bf16 compute), the same B x T, the same FLOP count
 (6 N + 6 L C T per token, N = 124,475,904) and the same peak (989 TFLOP/s, H100 / H200 SXM dense
 bf16), so its MFU sits beside bench_train_step's in bench/results/gpu.md. PyTorch runs it with
 autocast(bfloat16), F.scaled_dot_product_attention (flash attention) and fused AdamW, eager and,
-with --compile, through torch.compile. Random tokens (the speed does not depend on them).
+with --compile, through torch.compile. Fresh random tokens every step (the speed does not depend
+on them; a fixed batch would only be memorized).
 Runs where PyTorch and a GPU are (scripts/gpu-check.sh's torch_peer part). Usage:
 
     python3 bench/torch_gpt2_gpu.py [--batch 64] [--seq 1024] [--steps 10] [--warmup 3] [--compile]
@@ -76,10 +77,11 @@ def run(make_model, name, vocab, n_layer, n_embd):
     step_fn = model
     if a.compile:
         step_fn = torch.compile(model)
-    x = torch.randint(0, vocab, (a.batch, a.seq), device=dev)
-    y = torch.randint(0, vocab, (a.batch, a.seq), device=dev)
     times = []
     for i in range(a.warmup + a.steps):
+        # fresh random ids every step, as bench_train_step draws them (drawn before the clock starts)
+        x = torch.randint(0, vocab, (a.batch, a.seq), device=dev)
+        y = torch.randint(0, vocab, (a.batch, a.seq), device=dev)
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         with torch.autocast("cuda", dtype=torch.bfloat16):

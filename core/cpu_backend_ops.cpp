@@ -1,4 +1,4 @@
-// defines: CpuBackend (binary, scale, mul_backward, sum_all, fill_scaled and 25 more)
+// defines: CpuBackend (binary, scale, mul_backward, sum_all, fill_scaled and 27 more)
 //
 // CpuBackend, part 2 (core/cpu_backend.h): elementwise, reductions, GEMM and linear, activations,
 // softmax, embedding, cross-entropy, norms, RoPE, attention (the fused entries: part 3,
@@ -19,6 +19,7 @@
 #include "core/cpu_bf16.h"  // defines: Bf16StandIns (bfloat16 entries on float32 stand-ins)
 #include "core/dispatch.h"  // dispatch_float: float / double kernels by the dtype
 #include "core/kernels/activation.h"
+#include "core/attention_packed.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/cross_entropy.h"
 #include "core/kernels/elementwise.h"
@@ -555,6 +556,17 @@ void CpuBackend::attention_backward(const Tensor& dq, const Tensor& dk, const Te
     zt::attention_backward<T>(dq.data<T>(), dk.data<T>(), dv.data<T>(), dout.data<T>(), q.data<T>(), k.data<T>(),
                               v.data<T>(), out.data<T>(), saved.data<T>(), B, T_len, Hq, Hkv, D);
   });
+}
+
+// The packed projection: its blocks copied out for the kernels above (core/attention_packed.h).
+Tensor CpuBackend::attention_packed(const Tensor& out, const Tensor& qkv, int64_t Hq, int64_t Hkv,
+                                    bool keep_for_backward) {
+  return attention_packed_by_copies(*this, out, qkv, Hq, Hkv, keep_for_backward);
+}
+
+void CpuBackend::attention_packed_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
+                                           const Tensor& out, const Tensor& saved, int64_t Hq, int64_t Hkv) {
+  attention_packed_backward_by_copies(*this, dqkv, dout, qkv, out, saved, Hq, Hkv);
 }
 
 }  // namespace zt

@@ -89,7 +89,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<CudnnAttention, CudnnAttentionDeleter> cudnn_attn_;
   std::set<std::string> fallback_reported_;
   // true: cuDNN runs this call; false with *why: our kernel (automatic); throws when forced
-  bool use_cudnn(DType dt, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D,
+  // (qkv_row: CudnnAttnShape::qkv_row, 0 for contiguous q, k, v)
+  bool use_cudnn(DType dt, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D, int64_t qkv_row,
                  std::initializer_list<const void*> ptrs, const char* op, std::string* why);
 };
 

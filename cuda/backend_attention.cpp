@@ -1,5 +1,5 @@
-// defines: CudaBackend (cudnn_built, gemm, linear, linear_backward, rope_tables and 5 more); file-local:
-//          precision_for, need_here, need_compute, need_shape, rows_of, AttnDims and 2 more
+// defines: CudaBackend (cudnn_built, gemm, linear, linear_backward, rope_tables and 7 more); file-local:
+//          precision_for, need_here, need_compute, need_shape, rows_of, AttnDims and 4 more
 //
 // CudaBackend (cuda/backend.h): GEMM, linear, RoPE, attention.
 //
@@ -36,6 +36,7 @@
 // table's "added to what db holds", with one rounding in bfloat16 too).
 #include <cuda_runtime_api.h>
 
+#include "core/attention_packed.h"
 #include "core/backend.h"
 #include "cuda/backend.h"
 #include "cuda/device.h"  // DeviceGuard
@@ -310,7 +311,7 @@ void CudaBackend::rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, 
 
 // ---- attention ----------------------------------------------------------------------------------
 
-bool CudaBackend::use_cudnn(DType dt, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D,
+bool CudaBackend::use_cudnn(DType dt, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D, int64_t qkv_row,
                             std::initializer_list<const void*> ptrs, const char* op, std::string* why) {
   if (attention_impl_ == AttentionImpl::own) {
     *why = "forced by set_attention_impl(own)";
@@ -319,7 +320,7 @@ bool CudaBackend::use_cudnn(DType dt, int64_t B, int64_t T, int64_t Hq, int64_t 
   std::string reason;
 #if defined(ZT_HAVE_CUDNN)
   if (!cudnn_attn_) cudnn_attn_.reset(new CudnnAttention(alloc_));
-  const CudnnAttnShape shape{B, T, Hq, Hkv, D, dt};
+  const CudnnAttnShape shape{B, T, Hq, Hkv, D, dt, qkv_row};
   if (cudnn_attn_->supported(shape, &reason)) {
     for (const void* p : ptrs)
       if (!CudnnAttention::aligned16(p)) {
@@ -329,7 +330,7 @@ bool CudaBackend::use_cudnn(DType dt, int64_t B, int64_t T, int64_t Hq, int64_t 
     if (reason.empty()) return true;
   }
 #else
-  (void)B, (void)T, (void)Hq, (void)Hkv, (void)D, (void)ptrs;
+  (void)B, (void)T, (void)Hq, (void)Hkv, (void)D, (void)qkv_row, (void)ptrs;
   reason = "this build has no cuDNN (cudnn.h / libcudnn not found by CMake, or ZT_CUDNN=OFF)";
 #endif
   if (attention_impl_ == AttentionImpl::cudnn)
@@ -342,7 +343,7 @@ bool CudaBackend::use_cudnn(DType dt, int64_t B, int64_t T, int64_t Hq, int64_t 
 std::string CudaBackend::attention_impl_name(DType dt, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D) {
   std::string why;
   DeviceGuard guard(index_);
-  if (use_cudnn(dt, B, T, Hq, Hkv, D, {}, "attention_impl_name", &why)) {
+  if (use_cudnn(dt, B, T, Hq, Hkv, D, 0, {}, "attention_impl_name", &why)) {
 #if defined(ZT_HAVE_CUDNN)
     return "cudnn " + CudnnAttention::version_string();
 #endif
@@ -380,7 +381,7 @@ Tensor CudaBackend::attention(const Tensor& out, const Tensor& q, const Tensor& 
   Tensor lse;
   if (keep_for_backward) lse = Tensor::empty({d.B, d.Hq, d.T}, DType::f32, Category::activations, allocator());
   std::string why;
-  if (use_cudnn(dt, d.B, d.T, d.Hq, d.Hkv, d.D, {out.raw(), q.raw(), k.raw(), v.raw()}, op, &why)) {
+  if (use_cudnn(dt, d.B, d.T, d.Hq, d.Hkv, d.D, 0, {out.raw(), q.raw(), k.raw(), v.raw()}, op, &why)) {
 #if defined(ZT_HAVE_CUDNN)
     // cuDNN's graph always writes the statistics: a scratch buffer when they are not kept
     Tensor stats = keep_for_backward ? lse
@@ -421,7 +422,7 @@ void CudaBackend::attention_backward(const Tensor& dq, const Tensor& dk, const T
   need_shape(saved, {d.B, d.Hq, d.T}, op, "saved (the forward's row log-sum-exp)");
   DeviceGuard guard(index_);
   std::string why;
-  if (use_cudnn(dt, d.B, d.T, d.Hq, d.Hkv, d.D,
+  if (use_cudnn(dt, d.B, d.T, d.Hq, d.Hkv, d.D, 0,
                 {dq.raw(), dk.raw(), dv.raw(), dout.raw(), q.raw(), k.raw(), v.raw(), out.raw(), saved.raw()}, op,
                 &why)) {
 #if defined(ZT_HAVE_CUDNN)
@@ -435,6 +436,81 @@ void CudaBackend::attention_backward(const Tensor& dq, const Tensor& dk, const T
   Tensor ws = Tensor::empty({ws_bytes / 4}, DType::f32, Category::workspace, allocator());
   cuda_kernels::attention_backward(dt, dq.raw(), dk.raw(), dv.raw(), dout.raw(), q.raw(), k.raw(), v.raw(), out.raw(),
                                    saved.data<float>(), ws.raw(), d.B, d.T, d.Hq, d.Hkv, d.D, stream());
+}
+
+// The packed projection qkv (B, T, (Hq + 2 Hkv) D): cuDNN reads q, k, v in place and writes dq,
+// dk, dv into dqkv's blocks (CudnnAttnShape::qkv_row, the row's width); where cuDNN cannot (our
+// kernel, or a shape cuDNN refuses) the blocks are copied out (core/attention_packed.h) and
+// attention() / attention_backward() run on them — in the automatic mode said once, as above.
+namespace {
+struct PackedBlocks {
+  const void *q, *k, *v;
+};
+PackedBlocks packed_blocks(const Tensor& t, const PackedQkv& p) {
+  const int64_t nq = p.Hq * p.D, nkv = p.Hkv * p.D;
+  return {t.raw(), t.slice(2, nq, nq + nkv).raw(), t.slice(2, nq + nkv, p.width()).raw()};
+}
+}  // namespace
+
+Tensor CudaBackend::attention_packed(const Tensor& out, const Tensor& qkv, int64_t Hq, int64_t Hkv,
+                                     bool keep_for_backward) {
+  const char* op = "attention_packed";
+  const DType dt = qkv.dtype();
+  need_compute(*this, qkv, dt, op, "qkv");
+  need_compute(*this, out, dt, op, "out");
+  const PackedQkv p = packed_qkv(qkv, Hq, Hkv, "CudaBackend::attention_packed");
+  need_shape(out, {p.B, p.T, Hq, p.D}, op, "out");
+  DeviceGuard guard(index_);
+  const PackedBlocks in = packed_blocks(qkv, p);
+  std::string why;
+  if (use_cudnn(dt, p.B, p.T, Hq, Hkv, p.D, p.width(), {out.raw(), in.q, in.k, in.v}, op, &why)) {
+#if defined(ZT_HAVE_CUDNN)
+    Tensor lse;
+    if (keep_for_backward) lse = Tensor::empty({p.B, Hq, p.T}, DType::f32, Category::activations, allocator());
+    Tensor stats = keep_for_backward ? lse : Tensor::empty({p.B, Hq, p.T}, DType::f32, Category::workspace, allocator());
+    cudnn_attn_->forward(CudnnAttnShape{p.B, p.T, Hq, Hkv, p.D, dt, p.width()}, out.raw(), stats.data<float>(), in.q,
+                         in.k, in.v, stream());
+    return lse;
+#endif
+  }
+  if (attention_impl_ == AttentionImpl::automatic)
+    report_fallback(fallback_reported_, device(), op, dt, AttnDims{p.B, p.T, Hq, Hkv, p.D},
+                    why + " (q, k, v copied out of the packed rows)");
+  return attention_packed_by_copies(*this, out, qkv, Hq, Hkv, keep_for_backward);
+}
+
+void CudaBackend::attention_packed_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
+                                            const Tensor& out, const Tensor& saved, int64_t Hq, int64_t Hkv) {
+  const char* op = "attention_packed_backward";
+  const DType dt = qkv.dtype();
+  need_compute(*this, qkv, dt, op, "qkv");
+  need_compute(*this, dqkv, dt, op, "dqkv");
+  need_compute(*this, out, dt, op, "out");
+  need_compute(*this, dout, dt, op, "dout");
+  const PackedQkv p = packed_qkv(qkv, Hq, Hkv, "CudaBackend::attention_packed_backward");
+  need_shape(dqkv, qkv.shape(), op, "dqkv");
+  need_shape(out, {p.B, p.T, Hq, p.D}, op, "out");
+  need_shape(dout, {p.B, p.T, Hq, p.D}, op, "dout");
+  ZT_CHECK(saved.defined(), "CudaBackend::attention_packed_backward: `saved` is undefined (the forward ran with "
+                            "keep_for_backward = false)");
+  need_compute(*this, saved, DType::f32, op, "saved (the forward's row log-sum-exp)");
+  need_shape(saved, {p.B, Hq, p.T}, op, "saved (the forward's row log-sum-exp)");
+  DeviceGuard guard(index_);
+  const PackedBlocks in = packed_blocks(qkv, p), d = packed_blocks(dqkv, p);
+  std::string why;
+  if (use_cudnn(dt, p.B, p.T, Hq, Hkv, p.D, p.width(),
+                {d.q, d.k, d.v, dout.raw(), in.q, in.k, in.v, out.raw(), saved.raw()}, op, &why)) {
+#if defined(ZT_HAVE_CUDNN)
+    cudnn_attn_->backward(CudnnAttnShape{p.B, p.T, Hq, Hkv, p.D, dt, p.width()}, const_cast<void*>(d.q),
+                          const_cast<void*>(d.k), const_cast<void*>(d.v), dout.raw(), in.q, in.k, in.v, out.raw(),
+                          saved.data<float>(), stream());
+    return;
+#endif
+  }
+  if (attention_impl_ == AttentionImpl::automatic)
+    report_fallback(fallback_reported_, device(), op, dt, AttnDims{p.B, p.T, Hq, Hkv, p.D},
+                    why + " (q, k, v copied out of the packed rows)");
+  attention_packed_backward_by_copies(*this, dqkv, dout, qkv, out, saved, Hq, Hkv);
 }
 
 }  // namespace zt

@@ -295,10 +295,10 @@ cudnnDataType_t io_type(DType t) {
   return CUDNN_DATA_BFLOAT16;
 }
 
-// Our (B, T, H, D) memory as cuDNN's [B, H, T, D], and the same memory with the last two dims
-// swapped ([B, H, D, T]: K^T, V^T).
-Dims bhtd_strides(int64_t T, int64_t H, int64_t D) { return {T * H * D, D, H * D, 1}; }
-Dims bhdt_strides(int64_t T, int64_t H, int64_t D) { return {T * H * D, D, 1, H * D}; }
+// Our (B, T, H, D) memory, R elements from one token to the next (H D when contiguous), as
+// cuDNN's [B, H, T, D], and the same memory with the last two dims swapped ([B, H, D, T]: K^T, V^T).
+Dims bhtd_strides(int64_t T, int64_t R, int64_t D) { return {T * R, D, R, 1}; }
+Dims bhdt_strides(int64_t T, int64_t R, int64_t D) { return {T * R, D, 1, R}; }
 
 // The causal mask on scores x [B, Hq, T, T]: keep x where row >= column, else lowest (by value).
 DescPtr causal_select(GraphBuilder& g, const DescPtr& x, const DescPtr& lowest, const Dims& dims, const Dims& strides) {
@@ -316,10 +316,10 @@ std::unique_ptr<CudnnAttention::Plan> build_forward(cudnnHandle_t h, const Cudnn
   const int64_t B = s.B, T = s.T, Hq = s.Hq, Hkv = s.Hkv, D = s.D;
   const cudnnDataType_t io = io_type(s.dtype), f32 = CUDNN_DATA_FLOAT;
   GraphBuilder g(h);
-  const DescPtr q = g.tensor(kQ, io, {B, Hq, T, D}, bhtd_strides(T, Hq, D), false);
-  const DescPtr kt = g.tensor(kK, io, {B, Hkv, D, T}, bhdt_strides(T, Hkv, D), false);
-  const DescPtr v = g.tensor(kV, io, {B, Hkv, T, D}, bhtd_strides(T, Hkv, D), false);
-  const DescPtr o = g.tensor(kO, io, {B, Hq, T, D}, bhtd_strides(T, Hq, D), false);
+  const DescPtr q = g.tensor(kQ, io, {B, Hq, T, D}, bhtd_strides(T, s.row(Hq), D), false);
+  const DescPtr kt = g.tensor(kK, io, {B, Hkv, D, T}, bhdt_strides(T, s.row(Hkv), D), false);
+  const DescPtr v = g.tensor(kV, io, {B, Hkv, T, D}, bhtd_strides(T, s.row(Hkv), D), false);
+  const DescPtr o = g.tensor(kO, io, {B, Hq, T, D}, bhtd_strides(T, Hq * D, D), false);
   const DescPtr stats = g.tensor(kStats, f32, {B, Hq, T, 1}, {Hq * T, T, 1, 1}, false);
   const DescPtr scale = g.scalar(kScale), lowest = g.scalar(kLowest);
   const Dims sd{B, Hq, T, T}, ss{Hq * T * T, T * T, T, 1};  // scores
@@ -351,15 +351,15 @@ std::unique_ptr<CudnnAttention::Plan> build_backward(cudnnHandle_t h, const Cudn
   const int64_t B = s.B, T = s.T, Hq = s.Hq, Hkv = s.Hkv, D = s.D;
   const cudnnDataType_t io = io_type(s.dtype), f32 = CUDNN_DATA_FLOAT;
   GraphBuilder g(h);
-  const DescPtr q = g.tensor(kQ, io, {B, Hq, T, D}, bhtd_strides(T, Hq, D), false);
-  const DescPtr kt = g.tensor(kK, io, {B, Hkv, D, T}, bhdt_strides(T, Hkv, D), false);
-  const DescPtr vt = g.tensor(kV, io, {B, Hkv, D, T}, bhdt_strides(T, Hkv, D), false);
-  const DescPtr o = g.tensor(kO, io, {B, Hq, T, D}, bhtd_strides(T, Hq, D), false);
-  const DescPtr dO = g.tensor(kDO, io, {B, Hq, T, D}, bhtd_strides(T, Hq, D), false);
+  const DescPtr q = g.tensor(kQ, io, {B, Hq, T, D}, bhtd_strides(T, s.row(Hq), D), false);
+  const DescPtr kt = g.tensor(kK, io, {B, Hkv, D, T}, bhdt_strides(T, s.row(Hkv), D), false);
+  const DescPtr vt = g.tensor(kV, io, {B, Hkv, D, T}, bhdt_strides(T, s.row(Hkv), D), false);
+  const DescPtr o = g.tensor(kO, io, {B, Hq, T, D}, bhtd_strides(T, Hq * D, D), false);
+  const DescPtr dO = g.tensor(kDO, io, {B, Hq, T, D}, bhtd_strides(T, Hq * D, D), false);
   const DescPtr stats = g.tensor(kStats, f32, {B, Hq, T, 1}, {Hq * T, T, 1, 1}, false);
-  const DescPtr dQ = g.tensor(kDQ, io, {B, Hq, T, D}, bhtd_strides(T, Hq, D), false);
-  const DescPtr dK = g.tensor(kDK, io, {B, Hkv, T, D}, bhtd_strides(T, Hkv, D), false);
-  const DescPtr dV = g.tensor(kDV, io, {B, Hkv, T, D}, bhtd_strides(T, Hkv, D), false);
+  const DescPtr dQ = g.tensor(kDQ, io, {B, Hq, T, D}, bhtd_strides(T, s.row(Hq), D), false);
+  const DescPtr dK = g.tensor(kDK, io, {B, Hkv, T, D}, bhtd_strides(T, s.row(Hkv), D), false);
+  const DescPtr dV = g.tensor(kDV, io, {B, Hkv, T, D}, bhtd_strides(T, s.row(Hkv), D), false);
   const DescPtr softmax_sum = g.tensor(kSoftmaxSum, f32, {B, Hq, T, 1}, {Hq * T, T, 1, 1}, false);
   const DescPtr scale = g.scalar(kScale), lowest = g.scalar(kLowest), one = g.scalar(kOne);
   const Dims sd{B, Hq, T, T}, ss{Hq * T * T, T * T, T, 1};
@@ -368,7 +368,7 @@ std::unique_ptr<CudnnAttention::Plan> build_backward(cudnnHandle_t h, const Cudn
   const bool gqa = Hq != Hkv;
 
   // softmax_sum_t = sum_d dO_td O_td (FlashAttention-2's D_i), times the frontend's "one" scale
-  DescPtr dOO = g.virt(f32, {B, Hq, T, D}, bhtd_strides(T, Hq, D));
+  DescPtr dOO = g.virt(f32, {B, Hq, T, D}, bhtd_strides(T, Hq * D, D));
   g.pointwise(CUDNN_POINTWISE_MUL, f32, dO, o, dOO);
   DescPtr rowsum = g.virt(f32, rd, rs);
   g.reduction(CUDNN_REDUCE_TENSOR_ADD, dOO, rowsum);
@@ -419,7 +419,7 @@ std::unique_ptr<CudnnAttention::Plan> build_backward(cudnnHandle_t h, const Cudn
   }
 
   // dQ = dS K, written directly (the deterministic form; see the header)
-  DescPtr k = g.virt(io, {B, Hkv, T, D}, bhtd_strides(T, Hkv, D));
+  DescPtr k = g.virt(io, {B, Hkv, T, D}, bhtd_strides(T, s.row(Hkv), D));
   g.reshape(kt, k);
   g.matmul(dS, k, dQ);
   return g.build("CudnnAttention backward (" + s.str() + ")");
@@ -455,7 +455,8 @@ void execute(cudnnHandle_t h, const CudnnAttention::Plan& plan, const std::vecto
 }  // namespace
 
 std::string CudnnAttnShape::str() const {
-  return detail::concat(dtype_name(dtype), " B ", B, " T ", T, " Hq ", Hq, " Hkv ", Hkv, " D ", D);
+  return detail::concat(dtype_name(dtype), " B ", B, " T ", T, " Hq ", Hq, " Hkv ", Hkv, " D ", D,
+                        qkv_row ? detail::concat(" packed row ", qkv_row) : std::string());
 }
 
 int64_t CudnnAttention::runtime_version() { return static_cast<int64_t>(cudnnGetVersion()); }

@@ -12,7 +12,9 @@
 // dout (B, T, Hq, D); k, v, dk, dv (B, T, Hkv, D), contiguous; scale 1/sqrt(D); position t
 // attends to keys j <= t; Hq % Hkv == 0 (query head h reads kv head h / (Hq / Hkv)).
 // In cuDNN's terms every such tensor is the 4-d [B, H, T, D] with strides [T H D, D, H D, 1]
-// (our row-major (B, T, H, D) read with heads second): no copy, no transpose.
+// (our row-major (B, T, H, D) read with heads second): no copy, no transpose. With a packed
+// projection (CudnnAttnShape::qkv_row = R) q, k, v, dq, dk, dv are [T R, D, R, 1] at their column
+// offsets in the packed rows: still no copy.
 //
 // Saved statistics: `stats` (B, Hq, T) float32 = lse_t = max_j s_tj + log sum_j exp(s_tj - max),
 // the natural-log row log-sum-exp of the scaled, masked scores — exactly what our kernel saves,
@@ -77,8 +79,15 @@ namespace zt {
 struct CudnnAttnShape {
   int64_t B = 0, T = 0, Hq = 0, Hkv = 0, D = 0;
   DType dtype = DType::bf16;
+  // Elements from one token's row of q, k, v (and dq, dk, dv) to the next: 0 = each contiguous
+  // (Hq D for q, Hkv D for k and v). (Hq + 2 Hkv) D reads them in place from one packed
+  // projection (B, T, (Hq + 2 Hkv) D) = [q heads | k heads | v heads] per token, and writes the
+  // gradients into one such buffer (GPT-2's c_attn; llm.c hands cuDNN the same strides).
+  // out, dout and stats are contiguous either way.
+  int64_t qkv_row = 0;
   auto operator<=>(const CudnnAttnShape&) const = default;
-  std::string str() const;  // "bfloat16 B 8 T 1024 Hq 12 Hkv 12 D 64"
+  std::string str() const;  // "bfloat16 B 8 T 1024 Hq 12 Hkv 12 D 64" (+ " packed row 2304")
+  int64_t row(int64_t H) const { return qkv_row ? qkv_row : H * D; }  // the token stride of an H-head tensor
 };
 
 class CudnnAttention {

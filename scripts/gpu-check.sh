@@ -154,8 +154,11 @@ ldd_check() {
   for f in "$PACK"/bin/* "$PACK"/lib/*.so*; do
     local out; out="$(ldd "$f" 2>&1)"
     if grep -q "not found" <<<"$out"; then echo "$f:"; grep "not found" <<<"$out"; bad=1; fi
-    # every library the pack bundles must come from the pack
+    # every library the pack bundles must come from the pack (but the OpenCL loader, which oneDNN
+    # links: the Khronos ICD loader's ABI is fixed, and the CUDA toolkit's copy, ahead of the pack
+    # on LD_LIBRARY_PATH, serves as well)
     while read -r name path; do
+      [[ "$name" == libOpenCL.so* ]] && continue
       if [ -e "$PACK/lib/$name" ] && [ "$(readlink -f "$path")" != "$(readlink -f "$PACK/lib/$name")" ]; then
         echo "$f: $name resolves to $path, not the pack's copy"; bad=1
       fi
@@ -165,7 +168,7 @@ ldd_check() {
   return $bad
 }
 export -f ldd_check
-export PACK HERE
+export PACK HERE PARTS
 part ldd 120 bash -c ldd_check
 
 tags=$(sed -n 's/^ *zt_gpu_test(\([a-z0-9_]*\)).*/\1/p' "$PACK/tests/gpu/tests.cmake")
@@ -217,6 +220,22 @@ part torch_llama_peer 420 bash -c 'torch_peer torch_llama_gpu.py'
 # logits of both compared (float32, 1e-4); our tokenizer.json in PreTrainedTokenizerFast.
 part hf_client 240 python3 "$PACK/bench/hf_client.py" --bin "$PACK/bin" --data "$PACK/data/corpus"
 
+# The other peer: llm.c's train_gpt2cu (packed by gpu-pack.sh, built for sm_90), the same GPT-2
+# 124M, B 64 x T 1024, cuDNN attention, random ids; llm.c's default (-r 1: GELU recomputed in the
+# backward) and -r 0 (nothing recomputed, as ours). One JSON line each (peers/llm.c/README.md).
+# -v: run.sh's "-v 0" makes llm.c divide by zero (step % val_loss_every); a period past the last
+# step validates at the first and the last step only, -m 1 on one batch (not timed either way).
+llmc_peer() {
+  local d="$PACK/peers/llm.c" r
+  [ -x "$d/bin/train_gpt2cu" ] || { echo "no llm.c peer in the pack (gpu-pack.sh packs ../shared/peers/llm.c)"; return 77; }
+  for r in 1 0; do
+    echo "== llm.c -r $r"
+    LLMC_BIN="$d/bin/train_gpt2cu" bash "$d/run.sh" --batch 64 --seq 1024 --steps 30 --work /tmp/llmc-peer -- -r "$r" -v 1000000 -m 1 || return 1
+  done
+}
+export -f llmc_peer
+part llmc_peer 240 bash -c llmc_peer
+
 # ZeRO-3 on GPU memory against the estimator: GPT-2 124M, fp32, 2 ranks sharing the GPU (MPI),
 # B 8 x T 1024 per rank, 3 steps; zt-train prints each rank's measured peaks by category beside
 # zt-estimate's prediction (the "est." row).
@@ -225,15 +244,16 @@ part zero3_memory 300 env OMP_NUM_THREADS=4 mpirun -np 2 --oversubscribe --allow
   --zero-stage 3 --device cuda:0 --dist mpi --threads 4
 
 # Where the step's GPU time goes: Nsight Compute's duration of every kernel of one GPT-2 124M bf16
-# step (B 16 x T 1024, no warmup: the kernels are the same, fewer of them), clocks left alone
-# (--clock-control none), summed by kernel name; the shares are what bench/results/gpu.md quotes.
+# step (B 16 x T 1024, no warmup: the kernels are the same, fewer of them), clocks and caches left
+# alone (--clock-control none --cache-control none: ncu's default flushes the caches before every
+# kernel, which makes the memory-bound ones look slower than they run), summed by kernel name; the shares are what bench/results/gpu.md quotes.
 profile_step() {
   local ncu; ncu="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)"
   [ -n "$ncu" ] || { echo "no ncu on this machine"; return 77; }
-  "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+  "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --print-units base \
     "$PACK/bin/bench_train_step" --model gpt2-124m --batch 16 --seq 1024 --steps 1 --warmup 0 \
-    --device cuda --precision bf16 --threads 8 >/tmp/zt-ncu.csv || return 1
-  python3 "$PACK/bench/ncu_kernel_shares.py" /tmp/zt-ncu.csv
+    --device cuda --precision bf16 --threads 8 >"$PARTS/ncu.csv" || return 1
+  python3 "$PACK/bench/ncu_kernel_shares.py" "$PARTS/ncu.csv" --top 45
 }
 export -f profile_step
 part profile_step 200 bash -c profile_step
