@@ -253,7 +253,10 @@ profile_step() {
   "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --print-units base \
     "$PACK/bin/bench_train_step" --model gpt2-124m --batch 16 --seq 1024 --steps 1 --warmup 0 \
     --device cuda --precision bf16 --threads 8 >"$PARTS/ncu.csv" || return 1
-  python3 "$PACK/bench/ncu_kernel_shares.py" "$PARTS/ncu.csv" --top 45
+  echo "== the step (from its first kernel, the embedding's)"
+  python3 "$PACK/bench/ncu_kernel_shares.py" "$PARTS/ncu.csv" --top 45 --from emb_fwd_kernel
+  echo "== the whole program (the model's setup too)"
+  python3 "$PACK/bench/ncu_kernel_shares.py" "$PARTS/ncu.csv" --top 10
 }
 export -f profile_step
 part profile_step 200 bash -c profile_step
