@@ -47,7 +47,9 @@ void attention_packed_backward_by_copies(Backend& be, const Tensor& dqkv, const 
   ZT_CHECK(dqkv.shape() == qkv.shape(), "attention_packed_backward: dqkv ", shape_str(dqkv.shape()),
            " must have qkv's shape ", shape_str(qkv.shape()));
   const Blocks b = cut_out(be, qkv, p);
-  auto like = [&](const Tensor& t) { return Tensor::empty(t.shape(), t.dtype(), Category::activations, be.allocator()); };
+  auto like = [&](const Tensor& t) {
+    return Tensor::empty(t.shape(), t.dtype(), Category::activations, be.allocator());
+  };
   Tensor dq = like(b.q), dk = like(b.k), dv = like(b.v);
   be.attention_backward(dq, dk, dv, dout, b.q, b.k, b.v, out, saved);
   // dqkv = [dq | dk | dv] along the last dim: three strided copies, no zero fill

@@ -14,12 +14,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/attention_packed.h"
 #include "core/cpu_backend.h"
 #include "core/cpu_backend_util.h"  // opt, need_contiguous, rows_cols
-#include "core/cpu_bf16.h"  // defines: Bf16StandIns (bfloat16 entries on float32 stand-ins)
-#include "core/dispatch.h"  // dispatch_float: float / double kernels by the dtype
+#include "core/cpu_bf16.h"          // defines: Bf16StandIns (bfloat16 entries on float32 stand-ins)
+#include "core/dispatch.h"          // dispatch_float: float / double kernels by the dtype
 #include "core/kernels/activation.h"
-#include "core/attention_packed.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/cross_entropy.h"
 #include "core/kernels/elementwise.h"
@@ -564,8 +564,8 @@ Tensor CpuBackend::attention_packed(const Tensor& out, const Tensor& qkv, int64_
   return attention_packed_by_copies(*this, out, qkv, Hq, Hkv, keep_for_backward);
 }
 
-void CpuBackend::attention_packed_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
-                                           const Tensor& out, const Tensor& saved, int64_t Hq, int64_t Hkv) {
+void CpuBackend::attention_packed_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& out,
+                                           const Tensor& saved, int64_t Hq, int64_t Hkv) {
   attention_packed_backward_by_copies(*this, dqkv, dout, qkv, out, saved, Hq, Hkv);
 }
 

@@ -467,7 +467,8 @@ Tensor CudaBackend::attention_packed(const Tensor& out, const Tensor& qkv, int64
 #if defined(ZT_HAVE_CUDNN)
     Tensor lse;
     if (keep_for_backward) lse = Tensor::empty({p.B, Hq, p.T}, DType::f32, Category::activations, allocator());
-    Tensor stats = keep_for_backward ? lse : Tensor::empty({p.B, Hq, p.T}, DType::f32, Category::workspace, allocator());
+    Tensor stats = keep_for_backward ? lse
+                                     : Tensor::empty({p.B, Hq, p.T}, DType::f32, Category::workspace, allocator());
     cudnn_attn_->forward(CudnnAttnShape{p.B, p.T, Hq, Hkv, p.D, dt, p.width()}, out.raw(), stats.data<float>(), in.q,
                          in.k, in.v, stream());
     return lse;
@@ -491,8 +492,9 @@ void CudaBackend::attention_packed_backward(const Tensor& dqkv, const Tensor& do
   need_shape(dqkv, qkv.shape(), op, "dqkv");
   need_shape(out, {p.B, p.T, Hq, p.D}, op, "out");
   need_shape(dout, {p.B, p.T, Hq, p.D}, op, "dout");
-  ZT_CHECK(saved.defined(), "CudaBackend::attention_packed_backward: `saved` is undefined (the forward ran with "
-                            "keep_for_backward = false)");
+  ZT_CHECK(saved.defined(),
+           "CudaBackend::attention_packed_backward: `saved` is undefined (the forward ran with "
+           "keep_for_backward = false)");
   need_compute(*this, saved, DType::f32, op, "saved (the forward's row log-sum-exp)");
   need_shape(saved, {p.B, Hq, p.T}, op, "saved (the forward's row log-sum-exp)");
   DeviceGuard guard(index_);

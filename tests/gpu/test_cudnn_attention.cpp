@@ -219,8 +219,7 @@ Outputs run_gpu(const Case& c, const Tensor& q, const Tensor& k, const Tensor& v
 
 #if defined(ZT_HAVE_CUDNN)
 
-TEST_CASE("cuDNN attention on a packed projection: q, k, v read in place, dqkv written in place",
-          "[cudnn_attention]") {
+TEST_CASE("cuDNN attention on a packed projection: q, k, v read in place, dqkv written in place", "[cudnn_attention]") {
   // MHA as GPT-2 (T not a multiple of 64 too); GQA where cuDNN takes it
   const Case cases[] = {{2, 64, 4, 4, 64}, {1, 100, 2, 2, 128}, {2, 64, 8, 2, 64}};
   CudnnAttention probe(gpu().cuda_alloc());
