@@ -45,7 +45,8 @@ namespace {
 void write_logits(Model& model, const std::vector<int32_t>& ids, const std::string& path) {
   NoGradGuard no_grad;
   const int64_t T = static_cast<int64_t>(ids.size()), V = model.vocab_size();
-  if (T > model.max_seq_len()) ZT_THROW("--logits: the prompt has ", T, " tokens, over the model's context ", model.max_seq_len());
+  if (T > model.max_seq_len())
+    ZT_THROW("--logits: the prompt has ", T, " tokens, over the model's context ", model.max_seq_len());
   Tensor idx = Tensor::empty({1, T}, DType::i32, Category::activations, cpu_allocator());
   std::copy(ids.begin(), ids.end(), idx.data<int32_t>());
   const std::vector<double> all = model.logits(idx).value().slice(2, 0, V).to_vector();  // (1, T, V)
