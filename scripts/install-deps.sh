@@ -18,6 +18,8 @@ pkgs=(
   pkg-config liburing-dev        # io_uring: the NVMe tier's asynchronous IO (zero/aio.cpp), found by pkg-config
   fio                            # the reference for bench/nvme.sh (NVMe bandwidth through io_uring)
   gnuplot-nox                    # bench/paper.sh: the plots of bench/results/zero_paper.md (PNG)
+  iproute2                       # scripts/cluster.sh: the cluster in a box (ip netns, veth, bridge, tc);
+                                 # unshare and nsenter come with util-linux (essential)
   patchelf                       # scripts/gpu-pack.sh: the packed binaries and libraries find each other ($ORIGIN)
   clang libclang-rt-14-dev libomp-dev  # scripts/fuzz.sh: libFuzzer, ASan, UBSan and OpenMP under clang
   clang-format                   # scripts/check-format.sh (CI): the changed lines against .clang-format
