@@ -1,6 +1,6 @@
 // defines: launched_by_mpirun, MpiProcessGroup (constructor, set_collective_timeout, destructor, loop,
 //          submit and 6 more) (dist/mpi_process_group.h); file-local: mpi_type, bf16_sum, f16_sum, mpi_sum,
-//          mpi_count, QueuedWork and 4 more
+//          mpi_count, QueuedWork and 5 more
 #include "dist/mpi_process_group.h"
 
 #define OMPI_SKIP_MPICXX 1  // the C API only (the C++ bindings are deprecated and warn)
@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <string>
+#include <vector>
 
 #include "core/backend.h"  // defines: backend_of, Backend (host_allocator, synchronize, copies)
 
@@ -117,6 +119,34 @@ void unstage(const Staged& st) {
   for (const auto& [dev, host] : st.copy_back) backend_of(dev).copy_from_host(dev, host);
 }
 
+// Collective over MPI_COMM_WORLD: the ranks that share memory form a node (MPI_COMM_TYPE_SHARED);
+// each node's lowest rank leads it, and the leaders, in rank order, number the nodes.
+Topology find_topology(int rank, int size) {
+  MPI_Comm local = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+  int local_rank = 0, node = 0;
+  MPI_Comm_rank(local, &local_rank);
+  MPI_Comm_split(MPI_COMM_WORLD, local_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders);
+  if (leaders != MPI_COMM_NULL) {
+    MPI_Comm_rank(leaders, &node);
+    MPI_Comm_free(&leaders);
+  }
+  MPI_Bcast(&node, 1, MPI_INT, 0, local);
+  MPI_Comm_free(&local);
+  std::vector<int> node_of(static_cast<size_t>(size));
+  MPI_Allgather(&node, 1, MPI_INT, node_of.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  Topology t = topology_of_nodes(std::move(node_of), rank, "MPI_Comm_split_type");
+  const LauncherRanks l = launcher_ranks();
+  if (l.local_rank >= 0 && (l.local_rank != t.local_rank() || (l.node >= 0 && l.node != t.node())))
+    std::fprintf(stderr,
+                 "zt: note: rank %d: %s says local rank %d%s, MPI finds local rank %d on node %d (%s); "
+                 "ZeroTensor uses MPI's\n",
+                 rank, l.launcher.c_str(), l.local_rank,
+                 l.node >= 0 ? (", node " + std::to_string(l.node)).c_str() : "", t.local_rank(), t.node(),
+                 t.summary().c_str());
+  return t;
+}
+
 }  // namespace
 
 MpiProcessGroup::MpiProcessGroup() {
@@ -133,6 +163,7 @@ MpiProcessGroup::MpiProcessGroup() {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  topology_ = find_topology(rank_, size_);
   if (g_bf16_sum == MPI_OP_NULL) {
     MPI_Op_create(&bf16_sum, /*commute=*/1, &g_bf16_sum);
     MPI_Op_create(&f16_sum, /*commute=*/1, &g_f16_sum);

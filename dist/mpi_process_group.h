@@ -35,6 +35,9 @@ class MpiProcessGroup final : public ProcessGroup {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "mpi"; }
+  // The nodes as MPI finds them (MPI_Comm_split_type: the ranks that share memory), numbered by
+  // their lowest rank; a launcher's local rank that disagrees is reported on stderr.
+  const Topology& topology() const override { return topology_; }
   [[noreturn]] void abort(const std::string& message, int code) override;
   bool set_collective_timeout(double seconds) override;
 
@@ -52,6 +55,7 @@ class MpiProcessGroup final : public ProcessGroup {
   void loop();
 
   int rank_ = 0, size_ = 1;
+  Topology topology_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;

@@ -1,6 +1,6 @@
 // defines: collective_name, CommCounters (total), CommTimes (busy_total, wait_total), ProcessGroup
 //          (set_collective_timeout, count, times, record_run, issue and 7 more), completed_work,
-//          SingleProcessGroup (do_reduce_scatter, do_all_gather, abort), init_process_group,
+//          SingleProcessGroup (topology, do_reduce_scatter, do_all_gather, abort), init_process_group,
 //          finalize_process_group (dist/process_group.h); file-local: DoneWork, check_buffer, ring,
 //          copy_whole, global_group
 #include "dist/process_group.h"
@@ -228,6 +228,11 @@ WorkPtr SingleProcessGroup::do_reduce_scatter(const Tensor& in, const Tensor& ou
 WorkPtr SingleProcessGroup::do_all_gather(const Tensor& in, const Tensor& out) {
   copy_whole(in, out);
   return completed_work();
+}
+
+const Topology& SingleProcessGroup::topology() const {
+  static const Topology one = topology_of_nodes({0}, 0, "one process");
+  return one;
 }
 
 void SingleProcessGroup::abort(const std::string& message, int code) {

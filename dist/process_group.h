@@ -34,7 +34,8 @@
 #include <string>
 
 #include "core/tensor.h"
-#include "core/trace.h"  // defines: Tracer
+#include "core/trace.h"     // defines: Tracer
+#include "dist/topology.h"  // defines: Topology
 
 namespace zt {
 
@@ -73,6 +74,8 @@ class ProcessGroup {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual std::string backend() const = 0;  // "single" | "mpi"
+  // Which ranks share a node (dist/topology.h): found once, when the group is made.
+  virtual const Topology& topology() const = 0;
 
   // ---- async forms: check shapes, count bytes, hand the work to the backend ----
   WorkPtr all_reduce_async(const Tensor& x);
@@ -164,6 +167,7 @@ class SingleProcessGroup final : public ProcessGroup {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::string backend() const override { return "single"; }
+  const Topology& topology() const override;
   [[noreturn]] void abort(const std::string& message, int code) override;
 
  protected:

@@ -38,10 +38,12 @@ struct Hub {
 
 class ThreadGroup final : public ProcessGroup {
  public:
-  ThreadGroup(Hub& h, int r) : h_(h), r_(r) {}
+  ThreadGroup(Hub& h, int r)
+      : h_(h), r_(r), topo_(topology_of_nodes(std::vector<int>(h.slot.size(), 0), r, "threads of one process")) {}
   int rank() const override { return r_; }
   int size() const override { return static_cast<int>(h_.slot.size()); }
   std::string backend() const override { return "threads"; }
+  const Topology& topology() const override { return topo_; }
   [[noreturn]] void abort(const std::string& message, int) override { throw Error(message); }
 
  protected:
@@ -96,6 +98,7 @@ class ThreadGroup final : public ProcessGroup {
   }
   Hub& h_;
   int r_;
+  Topology topo_;
 };
 
 // Runs fn(group) on N thread ranks; returns each rank's error message ("" when it succeeded).

@@ -215,6 +215,9 @@ void TrainingRun::print_banner() {
                static_cast<long long>(tr_.config().batch), static_cast<long long>(tr_.config().seq_len), nt_,
                gemm_lib_name(gemm_lib()), static_cast<long long>(c.steps),
                tr_.step_count() ? (" (resumed at step " + std::to_string(tr_.step_count()) + ")").c_str() : "");
+  if (group_.size() > 1)
+    std::fprintf(stderr, "zt-train: %s (found by %s)\n", group_.topology().summary().c_str(),
+                 group_.topology().source.c_str());
   if (c.zero.offload_optimizer.enabled()) {
     auto where = [](const OffloadConfig& o) { return o.device == "nvme" ? "nvme (" + o.nvme_path + ")" : o.device; };
     std::fprintf(stderr, "zt-train: offload: optimizer -> %s, parameters -> %s, sub_group_size %lld%s\n",

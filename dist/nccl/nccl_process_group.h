@@ -43,6 +43,7 @@ class NcclProcessGroup final : public ProcessGroup {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "nccl"; }
+  const Topology& topology() const override { return bootstrap_.topology(); }  // its bootstrap group's
   [[noreturn]] void abort(const std::string& message, int code) override;
   int device() const { return device_; }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The cluster in a box (scripts/cluster.sh): 2 nodes x 2 ranks, each node a network namespace,
 # TCP between the nodes, shared memory within a node, OpenMPI launched through the box's agent.
-#  1. every rank runs on its node (its hostname), two per node;
+#  1. every rank runs on its node (its hostname), two per node, and zt-train's process group finds
+#     the same 2 nodes (dist/topology.h), in agreement with OpenMPI's local ranks;
 #  2. zt-train at ZeRO stages 0-3 (float32, gpt2-nano) gives bitwise the losses of 4 ranks on one
 #     node: the same collectives in the same order, only the transport differs;
 #  3. a checkpoint written by 4 ranks on one node resumes on the box, bitwise the uninterrupted run;
@@ -32,6 +33,10 @@ for st in 0 1 2 3; do
     { echo "FAIL: stage $st: the box's losses differ from one node's"; paste <(losses "$TMP/one$st.jsonl") <(losses "$TMP/box$st.jsonl"); exit 1; }
   echo "ok: stage $st, 2 nodes x 2 ranks over TCP: the losses of 4 ranks on one node, bitwise"
 done
+grep -qF "zt-train: 2 nodes x 2 ranks: node 0 = ranks 0-1, node 1 = ranks 2-3 (found by MPI_Comm_split_type)" "$TMP/box.err" ||
+  { echo "FAIL: zt-train on the box does not report its 2 nodes:"; grep "zt-train:" "$TMP/box.err"; exit 1; }
+! grep -q "zt: note: rank" "$TMP/box.err" || { echo "FAIL: OpenMPI's local ranks disagree with MPI's nodes:"; grep "note: rank" "$TMP/box.err"; exit 1; }
+echo "ok: the ranks find their nodes (MPI_Comm_split_type), and OpenMPI's local ranks agree"
 
 # resume across the box: 4 ranks on one node save at step 3; the box resumes to step 6
 R=(--model gpt2-nano --train "$S/data/corpus/train.txt" -b 2 -t 32 --steps 6 --seed 7 --threads 1 --dist mpi --zero-stage 3)
