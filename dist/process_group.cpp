@@ -50,6 +50,7 @@ CommCounters CommCounters::operator-(const CommCounters& o) const {
     d.bytes[i] = bytes[i] - o.bytes[i];
     d.calls[i] = calls[i] - o.calls[i];
   }
+  for (int i = 0; i < 2; ++i) d.link[i] = link[i] - o.link[i];
   return d;
 }
 
@@ -78,6 +79,8 @@ WorkPtr completed_work() { return std::make_shared<DoneWork>(); }
 void ProcessGroup::count(Collective c, int64_t ring_bytes) {
   counters_.bytes[static_cast<int>(c)] += ring_bytes;
   counters_.calls[static_cast<int>(c)] += 1;
+  const Topology& t = topology();  // the link to the ring successor (CommCounters::link)
+  counters_.link[t.same_node(rank(), (rank() + 1) % size()) ? 0 : 1] += ring_bytes;
 }
 
 // Ring bytes of n elements of b bytes: factor * n * b * (N-1) / N, exact for n divisible by N.

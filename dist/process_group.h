@@ -46,6 +46,15 @@ const char* collective_name(Collective c);  // "all_reduce", ...
 struct CommCounters {
   std::array<int64_t, kNumCollectives> bytes{};  // ring-convention bytes moved by this rank
   std::array<int64_t, kNumCollectives> calls{};
+  // The same bytes by the link they cross in the ring model: a ring over the ranks in rank order,
+  // each rank sending to rank + 1 (mod N), so all of this rank's bytes cross the link to its
+  // successor — [0] when that rank is on the same node (shared memory), [1] when it is on another
+  // node (the network). It is the convention's split, not a measurement: MPI's own algorithm
+  // (recursive doubling, Bruck, ...) may route otherwise; the cluster in a box measures its links
+  // (scripts/cluster.sh run prints each node's bytes on the wire).
+  std::array<int64_t, 2> link{};
+  int64_t intra_node() const { return link[0]; }
+  int64_t inter_node() const { return link[1]; }
   int64_t of(Collective c) const { return bytes[static_cast<int>(c)]; }
   int64_t total() const;
   CommCounters operator-(const CommCounters& o) const;  // what moved between two readings

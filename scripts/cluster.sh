@@ -26,7 +26,8 @@
 #     (vader) within a node.
 # State: /run/zt-cluster/NAME (hostfile, agent, settings). Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN):
 # where namespaces cannot be made it says why and exits 77 (the tests' skip code).
-# run's exit status is the command's (mpirun's).
+# run's exit status is the command's (mpirun's); after it, run prints the bytes each node sent on
+# its link (eth0's counters: what really crossed the network, headers included).
 set -uo pipefail
 
 die() { echo "cluster.sh: error: $*" >&2; exit 1; }
@@ -160,11 +161,28 @@ cmd_run() {
   local np=${NP:-$((NODES * RANKS))}
   local fwd=() v  # the environment a rank needs from here, where it is set (-x: OpenMPI forwards it)
   for v in PATH LD_LIBRARY_PATH OMP_NUM_THREADS OMP_WAIT_POLICY; do [ -n "${!v:-}" ] && fwd+=(-x "$v"); done
+  local before; before=$(wire_bytes)
   # mpirun on node 1; the daemons of nodes 2..N through the agent
+  local rc=0
   "$S/on-node" 1 mpirun --hostfile "$S/hostfile" -np "$np" --allow-run-as-root --oversubscribe --bind-to none \
     --mca plm_rsh_agent "$S/agent" --mca btl self,vader,tcp --mca btl_tcp_if_include "$SUBNET.0/24" \
     --mca oob_tcp_if_include "$SUBNET.0/24" --mca btl_base_warn_component_unused 0 \
-    "${fwd[@]}" "${REST[@]}"
+    "${fwd[@]}" "${REST[@]}" || rc=$?
+  # what crossed the wire: each node's eth0 counters, before and after (TCP/IP, MPI's and the
+  # launch daemons' own traffic included)
+  local after; after=$(wire_bytes)
+  awk -v b="$before" -v a="$after" 'BEGIN { nb = split(b, x, " "); split(a, y, " "); s = "";
+      for (k = 1; k <= nb; k++) { d = y[k] - x[k]; t += d; s = s sprintf("%snode %d %.2f MiB", k > 1 ? ", " : "", k, d / 1048576) }
+      printf "cluster.sh: on the wire (bytes each node sent, eth0): %s; all nodes %.2f MiB\n", s, t / 1048576 }' >&2
+  return $rc
+}
+
+wire_bytes() {  # every node's eth0 tx_bytes, space-separated
+  local k out=""
+  for ((k = 1; k <= NODES; k++)); do
+    out+="$(ip netns exec "$NAME-n$k" cat /sys/class/net/eth0/statistics/tx_bytes) "
+  done
+  echo "$out"
 }
 
 down_quiet() {

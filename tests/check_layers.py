@@ -61,9 +61,11 @@ def layer_of(rel, layers):
 def sources(root):
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = os.path.relpath(dirpath, root)
-        # skip hidden folders and build trees at the top (build/, build-cuda/: generated views)
+        # skip hidden folders, build trees at the top (build/, build-cuda/: generated views) and the
+        # GPU pack scripts/gpu-pack.sh makes there (gpu-pack/: a copy of tests and peers' sources)
         dirnames[:] = sorted(d for d in dirnames
-                             if not d.startswith(".") and not (rel_dir == "." and d.startswith("build")))
+                             if not d.startswith(".")
+                             and not (rel_dir == "." and (d.startswith("build") or d == "gpu-pack")))
         for name in sorted(filenames):
             if name.endswith(SOURCE_EXT):
                 yield os.path.normpath(os.path.join(rel_dir, name)).replace(os.sep, "/")

@@ -276,7 +276,8 @@ void TrainingRun::report_step(const StepStats& s) {
                         {"mfu", mfu},
                         {"step_ms", s.step_ms},
                         {"memory", memory_json()},
-                        {"comm_bytes", tr_.group().counters().total()}};
+                        {"comm_bytes", tr_.group().counters().total()},
+                        {"comm_bytes_inter_node", tr_.group().counters().inter_node()}};
     if (c.precision == Precision::f16) {
       j["loss_scale"] = s.loss_scale;
       j["skipped"] = s.skipped;

@@ -126,8 +126,9 @@ void print_run_summary(ProcessGroup& g, const RunTotals& t) {
   for (int k = 0; k < C; ++k) mine.push_back(static_cast<double>(t.comm.bytes[k]));
   for (int k = 0; k < C; ++k) mine.push_back(static_cast<double>(t.comm.calls[k]));
   const double offload = t.engine.offload_step_s + t.engine.offload_fetch_s;
-  mine.insert(mine.end(), {t.step_s, t.comm_times.busy_total(), t.comm_times.wait_total(), offload,
-                           t.engine.offload_step_s, t.engine.offload_fetch_s});
+  mine.insert(mine.end(),
+              {t.step_s, t.comm_times.busy_total(), t.comm_times.wait_total(), offload, t.engine.offload_step_s,
+               t.engine.offload_fetch_s, static_cast<double>(t.comm.inter_node())});
   const int64_t K = static_cast<int64_t>(mine.size());
   const std::vector<double> all = gather_rows(g, mine);
   if (g.rank() != 0) return;
@@ -137,7 +138,8 @@ void print_run_summary(ProcessGroup& g, const RunTotals& t) {
                static_cast<long long>(t.steps));
   std::fprintf(stderr, "  %-5s", "rank");
   for (int k = 0; k < C; ++k) std::fprintf(stderr, " %22s", collective_name(static_cast<Collective>(k)));
-  std::fprintf(stderr, " %14s\n", "total");
+  const bool nodes = g.topology().num_nodes() > 1;
+  std::fprintf(stderr, " %14s%s\n", "total", nodes ? "   inter-node (ring model)" : "");
   for (int r = 0; r < g.size(); ++r) {
     const double* a = all.data() + r * K;
     std::fprintf(stderr, "  %-5d", r);
@@ -148,8 +150,13 @@ void print_run_summary(ProcessGroup& g, const RunTotals& t) {
       std::fprintf(stderr, " %22s", cell.c_str());
       total += a[k];
     }
-    std::fprintf(stderr, " %14s\n", format_bytes(static_cast<int64_t>(total)).c_str());
+    std::fprintf(stderr, " %14s", format_bytes(static_cast<int64_t>(total)).c_str());
+    if (nodes) std::fprintf(stderr, " %25s", format_bytes(static_cast<int64_t>(a[2 * C + 6])).c_str());
+    std::fprintf(stderr, "\n");
   }
+  if (nodes)
+    std::fprintf(stderr, "  on %s; inter-node: the bytes sent to the next rank when it is on another node\n",
+                 g.topology().summary().c_str());
   std::fprintf(
       stderr, "\ntime per rank over the steps (s): compute = step - comm wait - offload; comm busy overlaps compute\n");
   std::fprintf(stderr, "  %-5s %10s %10s %10s %10s %10s %22s\n", "rank", "step", "compute", "comm busy", "comm wait",

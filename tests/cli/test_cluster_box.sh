@@ -37,6 +37,9 @@ grep -qF "zt-train: 2 nodes x 2 ranks: node 0 = ranks 0-1, node 1 = ranks 2-3 (f
   { echo "FAIL: zt-train on the box does not report its 2 nodes:"; grep "zt-train:" "$TMP/box.err"; exit 1; }
 ! grep -q "zt: note: rank" "$TMP/box.err" || { echo "FAIL: OpenMPI's local ranks disagree with MPI's nodes:"; grep "note: rank" "$TMP/box.err"; exit 1; }
 echo "ok: the ranks find their nodes (MPI_Comm_split_type), and OpenMPI's local ranks agree"
+grep -q "inter-node (ring model)" "$TMP/box.err" && grep -q "^cluster.sh: on the wire (bytes each node sent, eth0): node 1 " "$TMP/box.err" ||
+  { echo "FAIL: no inter-node bytes in the summary, or no bytes on the wire from the box:"; tail -20 "$TMP/box.err"; exit 1; }
+echo "ok: $(grep "^cluster.sh: on the wire" "$TMP/box.err" | cut -c12-)"
 
 # resume across the box: 4 ranks on one node save at step 3; the box resumes to step 6
 R=(--model gpt2-nano --train "$S/data/corpus/train.txt" -b 2 -t 32 --steps 6 --seed 7 --threads 1 --dist mpi --zero-stage 3)
