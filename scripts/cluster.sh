@@ -94,7 +94,13 @@ cmd_up() {
   mkdir -p "$S"
   printf 'NODES=%s\nRANKS=%s\nLINK=%s\nLATENCY=%s\nSUBNET=%s\n' "$NODES" "$RANKS" "$LINK" "$LATENCY" "$SUBNET" >"$S/settings"
   trap 'down_quiet; exit 130' INT TERM
-  ip netns exec "$NAME-sw" ip link add br0 type bridge || { down_quiet; die "cannot make the switch's bridge"; }
+  # what the kernel and this process must allow, tried once: exec into a namespace (it remounts
+  # /sys there), a UTS namespace, a bridge
+  local why=""
+  ip netns exec "$NAME-sw" unshare --uts -- true 2>/dev/null || why="ip netns exec / unshare --uts refused"
+  [ -z "$why" ] && { ip netns exec "$NAME-sw" ip link add br0 type bridge 2>/dev/null || why="no bridge (the kernel's bridge module)"; }
+  [ -z "$why" ] && { ip link add "$NAME-vt" type veth peer name "$NAME-vu" 2>/dev/null && ip link del "$NAME-vt" || why="no veth pairs"; }
+  [ -n "$why" ] && { down_quiet; cannot "$why"; }
   ip netns exec "$NAME-sw" ip link set br0 up
   ip netns exec "$NAME-sw" ip link set lo up
   : >"$S/hostfile"
