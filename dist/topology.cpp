@@ -105,7 +105,7 @@ std::string Topology::summary() const {
     if (run && rs.size() > 1) {
       list = detail::concat(rs.front(), "-", rs.back());
     } else {
-      for (size_t i = 0; i < rs.size(); ++i) list += (i ? "," : "") + std::to_string(rs[i]);
+      for (size_t i = 0; i < rs.size(); ++i) list += detail::concat(i ? "," : "", rs[i]);
     }
     s += detail::concat(k ? ", " : " ", "node ", k, " = rank", rs.size() > 1 ? "s " : " ", list);
   }

@@ -29,6 +29,7 @@
 # run's exit status is the command's (mpirun's); after it, run prints the bytes each node sent on
 # its link (eth0's counters: what really crossed the network, headers included).
 set -uo pipefail
+export PATH="$PATH:/usr/sbin:/sbin"  # ip and tc live there, outside a non-login shell's PATH
 
 die() { echo "cluster.sh: error: $*" >&2; exit 1; }
 cannot() { echo "cluster.sh: cannot build a cluster in a box here: $*" >&2; exit 77; }
@@ -200,6 +201,10 @@ down_quiet() {
     ip netns del "$ns" 2>/dev/null
   done
   rm -rf "$S"
+  # ip netns add made /run/netns a mount point; the last box gone, it goes too (ip makes it again)
+  if [ -d /run/netns ] && [ -z "$(ls -A /run/netns 2>/dev/null)" ] && mountpoint -q /run/netns; then
+    umount /run/netns 2>/dev/null || true
+  fi
 }
 
 cmd_down() {
