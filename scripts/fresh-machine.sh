@@ -85,7 +85,7 @@ cleanup() {
     if mountpoint -q "$root/$m"; then umount -R "$root/$m" 2>/dev/null || umount -l -R "$root/$m" 2>/dev/null || true; fi
   done
   # what a test mounted inside (ip netns add's /run/netns, a tmpfs), deepest first
-  findmnt -rn -o TARGET | grep "^$root/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  { findmnt -rn -o TARGET | grep "^$root/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done; } || true
   if [ "${ZT_FRESH_KEEP:-0}" = 1 ]; then say "kept: $root"; return; fi
   if findmnt -rn -o TARGET | grep -q "^$root/"; then
     say "warning: something is still mounted under $root; not deleting it"
