@@ -10,11 +10,11 @@
 // device's Backend on contiguous tensors, and records a GradFn that captures only Tensors (the
 // contiguous inputs and the statistics the forward saved, in the backend's stats dtype).
 #include <cmath>
-#include <functional>
 #include <utility>
 
 #include "autograd/op_util.h"
 #include "autograd/ops.h"
+#include "core/attention_packed.h"  // defines: packed_qkv
 
 namespace zt {
 
@@ -246,20 +246,13 @@ Var causal_attention_packed(const Var& qkv, int64_t Hq, int64_t Hkv) {
   const char* op = "causal_attention_packed";
   Backend& be = op_backend(op, {{"qkv", &qkv}});
   need_compute(op, "qkv", qkv, be);
-  if (qkv.dim() != 3) ZT_THROW(op, ": qkv: expected shape (B, T, (Hq + 2 Hkv) D), got ", shape_str(qkv.shape()));
-  if (Hq < 1 || Hkv < 1 || Hq % Hkv != 0)
-    ZT_THROW(op, ": heads Hq = ", Hq, ", Hkv = ", Hkv, ": expected Hkv >= 1 dividing Hq");
-  const int64_t B = qkv.size(0), T_len = qkv.size(1), W = qkv.size(2), H = Hq + 2 * Hkv;
-  if (W % H != 0 || W / H < 1)
-    ZT_THROW(op, ": qkv: the last dim ", W, " is not (Hq + 2 Hkv) = ", H, " heads of one head dim, in shape ",
-             shape_str(qkv.shape()));
-  const int64_t D = W / H;
+  const PackedQkv p = packed_qkv(qkv.value(), Hq, Hkv, op);  // the shape checks, once for every backend
   // The backend reads q, k, v from the packed rows (in place where its kernel takes strides:
   // cuDNN; else copies that live for the call: core/attention_packed.h), and writes dq, dk, dv
   // into one dqkv of the same layout.
   const bool keep = grad_enabled() && qkv.requires_grad();
   const Tensor x = qkv.value().contiguous();
-  Tensor out = new_output(be, {B, T_len, Hq, D}, x.dtype());
+  Tensor out = new_output(be, {p.B, p.T, Hq, p.D}, x.dtype());
   Tensor saved = be.attention_packed(out, x, Hq, Hkv, keep);
   return Var::make(
       out, {qkv},

@@ -55,8 +55,7 @@ wait_share = float(wait.group(2)) / float(wait.group(1)) if wait else float("nan
 inter = re.search(r"inter-node \(ring model\)\n((?:\s+\d+ .*\n)+)", text)
 def parse(s):
     n, u = s.split(); return float(n) * {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[u]
-# all ranks' inter-node bytes (the summary's column, over every step) scaled to one step by rank
-# 0's own steady-state share where rank 0 sends across; else the column's mean per step
+# all ranks' inter-node bytes (the summary's column, over every step, setup included) per step
 inter_total = sum(parse(" ".join(l.split()[-2:])) for l in inter.group(1).splitlines()) / len(rows) if inter else 0.0
 wire = re.search(r"on the wire .*all nodes ([0-9.]+) MiB", text)
 wire_step = float(wire.group(1)) * 2**20 / len(rows) if wire else float("nan")
