@@ -7,6 +7,7 @@
 
 #include "cuda/check.h"
 #include "cuda/kernels/bias_grad.h"  // kBiasGradChunk, bias_grad_combine
+#include "cuda/kernels/column_walk.cuh"  // dev::column_walk, store_pack
 #include "cuda/kernels/ew_map.cuh"   // dev::Ptrs, launch_ew (cast.h's dev::Io, load8, grid_for)
 
 namespace zt::cuda_kernels {
@@ -92,26 +93,37 @@ __global__ void bias_gelu_fwd_kernel(Tp<D>* __restrict__ out, const Tp<D>* __res
   }
 }
 
-// Thread (chunk k, column c), i = k C + c (consecutive threads: consecutive columns of a row):
-// rows [k kBiasGradChunk, (k + 1) kBiasGradChunk) in order, dx written (when wanted) and its
-// float32 value added to partial[k][c] (when wanted).
-template <DType D>
+// Thread (chunk k, pack of P columns from c), i = k C / P + c / P (consecutive threads: consecutive
+// packs of a row): rows [k kBiasGradChunk, (k + 1) kBiasGradChunk) in order, dx written (when
+// wanted) and its float32 value added to partial[k][c + e] (when wanted). P == 8: 128-bit loads
+// and stores (C % 8 == 0, dout, x and dx 16-byte aligned).
+template <DType D, int P>
 __global__ void bias_gelu_bwd_kernel(Tp<D>* __restrict__ dx, float* __restrict__ partial,
                                      const Tp<D>* __restrict__ dout, const Tp<D>* __restrict__ x,
                                      const Tp<D>* __restrict__ b, int64_t R, int64_t C, int64_t chunks) {
   using Io = dev::Io<D>;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks * C;
+  const int64_t packs = C / P;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks * packs;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t k = i / C, c = i % C;
+    const int64_t k = i / packs, c = (i % packs) * P;
     const int64_t r0 = k * kBiasGradChunk, r1 = r0 + kBiasGradChunk < R ? r0 + kBiasGradChunk : R;
-    const float bc = Io::load(b[c]);
-    float a = 0.0f;
-    for (int64_t r = r0; r < r1; ++r) {
-      const float d = mul(Io::load(dout[r * C + c]), gelu_slope(add(Io::load(x[r * C + c]), bc)));
-      if (dx) dx[r * C + c] = Io::store(d);
-      a = add(a, d);
-    }
-    if (partial) partial[i] = a;
+    float bc[P], a[P];
+#pragma unroll
+    for (int e = 0; e < P; ++e) bc[e] = Io::load(b[c + e]), a[e] = 0.0f;
+    const Tp<D>* const in[2] = {dout, x};
+    dev::column_walk<D, P>(in, C, c, r0, r1, [&](int64_t r, const float(&v)[2][P]) {
+      alignas(16) Tp<D> o[P];
+#pragma unroll
+      for (int e = 0; e < P; ++e) {
+        const float d = mul(v[0][e], gelu_slope(add(v[1][e], bc[e])));
+        o[e] = Io::store(d);
+        a[e] = add(a[e], d);
+      }
+      if (dx) dev::store_pack<P>(dx + r * C + c, o);
+    });
+    if (partial)
+#pragma unroll
+      for (int e = 0; e < P; ++e) partial[k * C + c + e] = a[e];
   }
 }
 
@@ -146,9 +158,11 @@ void bias_gelu_backward(DType t, void* dx, void* db, const void* dout, const voi
     if (db && !workspace) ZT_THROW("cuda_kernels::bias_gelu_backward: db wanted but the workspace is null");
     if (reinterpret_cast<uintptr_t>(workspace) % alignof(float) != 0)
       ZT_THROW("cuda_kernels::bias_gelu_backward: workspace must be 4-byte aligned");
-    dispatch_compute(t, "bias_gelu_backward", [&](auto d) {
+    const bool vec = C % 8 == 0 && (!dx || dev::aligned16(dx)) && dev::aligned16(dout) && dev::aligned16(x);
+    dispatch_compute_vec(t, vec, "bias_gelu_backward", [&](auto d, auto v) {
       constexpr DType D = decltype(d)::value;
-      bias_gelu_bwd_kernel<D><<<dev::grid_for(chunks * C, kThreads), kThreads, 0, s>>>(
+      constexpr int P = decltype(v)::value ? 8 : 1;
+      bias_gelu_bwd_kernel<D, P><<<dev::grid_for(chunks * C / P, kThreads), kThreads, 0, s>>>(
           static_cast<Tp<D>*>(dx), partial, static_cast<const Tp<D>*>(dout), static_cast<const Tp<D>*>(x),
           static_cast<const Tp<D>*>(b), R, C, chunks);
     });

@@ -6,6 +6,7 @@
 
 #include "cuda/check.h"
 #include "cuda/kernels/cast.h"  // dev::Io, grid_for
+#include "cuda/kernels/column_walk.cuh"  // dev::column_walk, sum_chunks_in_order
 #include "cuda/kernels/dispatch.h"  // check_compute, dispatch_compute
 
 namespace zt::cuda_kernels {
@@ -17,18 +18,24 @@ constexpr int kThreads = 256;
 template <DType DT>
 using Tp = typename dev::Io<DT>::T;
 
-// pass 1: partial[c, n] = sum of dy[m, n] for m in chunk c, in increasing m. One thread per (c, n);
-// consecutive threads take consecutive columns (coalesced rows).
-template <DType DT>
+// pass 1: partial[c, n] = sum of dy[m, n] for m in chunk c, in increasing m. One thread per (c,
+// pack of P columns); consecutive threads take consecutive packs (coalesced rows).
+template <DType DT, int P>
 __global__ void bias_grad_partial_kernel(float* __restrict__ partial, const Tp<DT>* __restrict__ dy, int64_t M,
                                          int64_t N, int64_t chunks) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks * N;
+  const int64_t packs = N / P;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks * packs;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t c = i / N, n = i % N;
+    const int64_t c = i / packs, n = (i % packs) * P;
     const int64_t m0 = c * kBiasGradChunk, m1 = m0 + kBiasGradChunk < M ? m0 + kBiasGradChunk : M;
-    float a = 0.0f;
-    for (int64_t m = m0; m < m1; ++m) a += dev::Io<DT>::load(dy[m * N + n]);
-    partial[i] = a;
+    float a[P] = {};
+    const Tp<DT>* const in[1] = {dy};
+    dev::column_walk<DT, P>(in, N, n, m0, m1, [&](int64_t, const float(&v)[1][P]) {
+#pragma unroll
+      for (int e = 0; e < P; ++e) a[e] += v[0][e];
+    });
+#pragma unroll
+    for (int e = 0; e < P; ++e) partial[c * N + n + e] = a[e];
   }
 }
 
@@ -38,8 +45,7 @@ __global__ void bias_grad_final_kernel(Tp<DT>* __restrict__ db, const float* __r
                                        int64_t chunks, bool accumulate) {
   for (int64_t n = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; n < N;
        n += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float a = 0.0f;
-    for (int64_t c = 0; c < chunks; ++c) a += partial[c * N + n];
+    const float a = dev::sum_chunks_in_order(partial, chunks, N, n);
     db[n] = dev::Io<DT>::store(accumulate ? dev::Io<DT>::load(db[n]) + a : a);
   }
 }
@@ -56,8 +62,12 @@ template <DType DT>
 void launch(void* db, const void* dy, int64_t M, int64_t N, bool accumulate, float* partial, cudaStream_t s) {
   const int64_t chunks = (M + kBiasGradChunk - 1) / kBiasGradChunk;
   if (chunks > 0) {
-    bias_grad_partial_kernel<DT><<<dev::grid_for(chunks * N, kThreads), kThreads, 0, s>>>(
-        partial, static_cast<const Tp<DT>*>(dy), M, N, chunks);
+    if (N % 8 == 0 && dev::aligned16(dy))
+      bias_grad_partial_kernel<DT, 8><<<dev::grid_for(chunks * N / 8, kThreads), kThreads, 0, s>>>(
+          partial, static_cast<const Tp<DT>*>(dy), M, N, chunks);
+    else
+      bias_grad_partial_kernel<DT, 1><<<dev::grid_for(chunks * N, kThreads), kThreads, 0, s>>>(
+          partial, static_cast<const Tp<DT>*>(dy), M, N, chunks);
     ZT_CUDA_CHECK(cudaGetLastError());
   }
   launch_final<DT>(db, partial, M, N, accumulate, s);

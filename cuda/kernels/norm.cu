@@ -9,7 +9,8 @@
 #include <type_traits>
 
 #include "cuda/check.h"
-#include "cuda/kernels/dispatch.h"  // check_compute, dispatch_compute_vec
+#include "cuda/kernels/column_walk.cuh"  // dev::column_walk, sum_chunks_in_order
+#include "cuda/kernels/dispatch.h"       // check_compute, dispatch_compute_vec, dispatch_bool
 
 namespace zt::cuda_kernels {
 
@@ -132,23 +133,33 @@ __global__ void norm_bwd_dx_kernel(Tp<D>* __restrict__ dx, const Tp<D>* __restri
   }
 }
 
-// ---- backward dw / db: thread (chunk k = blockIdx.y, column c) sums its chunk's rows in order ----
-template <DType D, bool LN>
+// ---- backward dw / db: thread (chunk k, pack of P columns from c) sums its chunk's rows in order ----
+// P == 8: 128-bit loads (C % 8 == 0, dout and x 16-byte aligned).
+template <DType D, int P, bool LN>
 __global__ void norm_bwd_partial_kernel(float* __restrict__ pw, float* __restrict__ pb, const Tp<D>* __restrict__ dout,
                                         const Tp<D>* __restrict__ x, const float* __restrict__ mean,
                                         const float* __restrict__ rstd, int64_t N, int64_t C, int64_t nch) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  const int64_t k = blockIdx.y;
-  float aw = 0.0f, ab = 0.0f;
-  for (int64_t r = k * N / nch; r < (k + 1) * N / nch; ++r) {
-    const float g = dev::Io<D>::load(dout[r * C + c]);
-    const float xv = dev::Io<D>::load(x[r * C + c]);
-    aw += g * (LN ? (xv - mean[r]) * rstd[r] : xv * rstd[r]);
-    ab += g;
+  const int64_t packs = C / P;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < nch * packs;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t k = i / packs, c = (i % packs) * P;
+    float aw[P] = {}, ab[P] = {};
+    const Tp<D>* const in[2] = {dout, x};
+    dev::column_walk<D, P>(in, C, c, k * N / nch, (k + 1) * N / nch, [&](int64_t r, const float(&v)[2][P]) {
+      const float m = LN ? mean[r] : 0.0f, s = rstd[r];
+#pragma unroll
+      for (int e = 0; e < P; ++e) {
+        const float g = v[0][e], xv = v[1][e];
+        aw[e] += g * (LN ? (xv - m) * s : xv * s);
+        ab[e] += g;
+      }
+    });
+#pragma unroll
+    for (int e = 0; e < P; ++e) {
+      if (pw) pw[k * C + c + e] = aw[e];
+      if (pb) pb[k * C + c + e] = ab[e];
+    }
   }
-  if (pw) pw[k * C + c] = aw;
-  if (pb) pb[k * C + c] = ab;
 }
 
 // out[c] = sum over k = 0..nch-1 (in order) of partial[k][c], rounded once to D.
@@ -156,11 +167,8 @@ template <DType D>
 __global__ void combine_partials_kernel(Tp<D>* __restrict__ out, const float* __restrict__ partial, int64_t nch,
                                         int64_t C) {
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < C;
-       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float acc = 0.0f;
-    for (int64_t k = 0; k < nch; ++k) acc += partial[k * C + c];
-    out[c] = dev::Io<D>::store(acc);
-  }
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[c] = dev::Io<D>::store(dev::sum_chunks_in_order(partial, nch, C, c));
 }
 
 void check_args(const char* who, DType t, int64_t N, int64_t C) {
@@ -252,9 +260,15 @@ void launch_bwd(const char* who, DType t, void* dx, void* dw, void* db, const vo
       const int64_t nch = num_chunks(N);
       float* pw_part = dw ? static_cast<float*>(workspace) : nullptr;
       float* pb_part = db ? static_cast<float*>(workspace) + nch * C : nullptr;
-      const dim3 grid(static_cast<unsigned>((C + kThreads - 1) / kThreads), static_cast<unsigned>(nch));
-      if (ln) norm_bwd_partial_kernel<D, true><<<grid, kThreads, 0, s>>>(pw_part, pb_part, pg, px, mean, rstd, N, C, nch);
-      else norm_bwd_partial_kernel<D, false><<<grid, kThreads, 0, s>>>(pw_part, pb_part, pg, px, mean, rstd, N, C, nch);
+      const bool pack8 = C % 8 == 0 && all_aligned({dout, x});
+      const unsigned grid = dev::grid_for(nch * C / (pack8 ? 8 : 1), kThreads);
+      dispatch_bool(ln, [&](auto l) {
+        constexpr bool L = decltype(l)::value;
+        if (pack8)
+          norm_bwd_partial_kernel<D, 8, L><<<grid, kThreads, 0, s>>>(pw_part, pb_part, pg, px, mean, rstd, N, C, nch);
+        else
+          norm_bwd_partial_kernel<D, 1, L><<<grid, kThreads, 0, s>>>(pw_part, pb_part, pg, px, mean, rstd, N, C, nch);
+      });
       ZT_CUDA_CHECK(cudaGetLastError());
       const unsigned cgrid = dev::grid_for(C, kThreads);
       if (dw) combine_partials_kernel<D><<<cgrid, kThreads, 0, s>>>(static_cast<Tp<D>*>(dw), pw_part, nch, C);

@@ -1,6 +1,6 @@
 // defines: softmax_forward, softmax_backward, cross_entropy_forward, cross_entropy_backward
-//          (cuda/kernels/softmax_ce.h); file-local: block_reduce, softmax_fwd_kernel, need, rows_aligned,
-//          check_ce, cross_entropy_forward_impl and 1 more
+//          (cuda/kernels/softmax_ce.h); file-local: block_reduce, softmax_fwd_kernel, stage_row,
+//          ce_fwd_kernel, need, rows_aligned, stage_rows, check_ce and 5 more
 #include "cuda/kernels/softmax_ce.h"
 
 #include <cmath>
@@ -64,18 +64,48 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <DType D, bool Vec>
+// Copies row src[0, n) into dst (shared memory) with the block's threads; Vec: both 16-byte
+// aligned, whole 16-byte words four at a time per thread (loads in flight), the tail element-wise.
+template <class T, bool Vec>
+__device__ __forceinline__ void stage_row(T* __restrict__ dst, const T* __restrict__ src, int64_t n) {
+  int64_t done = 0;
+  if constexpr (Vec) {
+    const int64_t words = n * static_cast<int64_t>(sizeof(T)) / 16;
+    const uint4* s4 = reinterpret_cast<const uint4*>(src);
+    uint4* d4 = reinterpret_cast<uint4*>(dst);
+    int64_t i = threadIdx.x;
+    for (; i + 3 * kThreads < words; i += 4 * kThreads) {
+      const uint4 a = s4[i], b = s4[i + kThreads], c = s4[i + 2 * kThreads], d = s4[i + 3 * kThreads];
+      d4[i] = a, d4[i + kThreads] = b, d4[i + 2 * kThreads] = c, d4[i + 3 * kThreads] = d;
+    }
+    for (; i < words; i += kThreads) d4[i] = s4[i];
+    done = words * 16 / static_cast<int64_t>(sizeof(T));
+  }
+  for (int64_t j = done + threadIdx.x; j < n; j += kThreads) dst[j] = src[j];
+}
+
+// Staged: the row is first copied to shared memory (dynamic, the row's Vv elements rounded up to
+// 16 bytes), and the two walks (max, then sum of exp) read it there: the logits are read from
+// memory once instead of twice. The walks, and so the bits, are the same either way.
+template <DType D, bool Vec, bool Staged>
 __global__ void __launch_bounds__(kThreads)
     ce_fwd_kernel(float* __restrict__ loss, float* __restrict__ lse, const Tp<D>* __restrict__ logits,
                   const int32_t* __restrict__ targets, int64_t N, int64_t V, int64_t Vv) {
   __shared__ float sh[kWarps];
+  extern __shared__ uint4 staged_row[];
   for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
     const int32_t t = targets[r];
     if (t == -1) {  // block-uniform
       if (threadIdx.x == 0) loss[r] = 0.0f, lse[r] = 0.0f;
       continue;
     }
-    const Tp<D>* const p[1] = {logits + r * V};
+    const Tp<D>* row = logits + r * V;
+    if constexpr (Staged) {
+      stage_row<Tp<D>, Vec>(reinterpret_cast<Tp<D>*>(staged_row), row, Vv);
+      __syncthreads();
+      row = reinterpret_cast<const Tp<D>*>(staged_row);
+    }
+    const Tp<D>* const p[1] = {row};
     float acc = -INFINITY;
     dev::row_walk<D, Vec>(p, Vv, threadIdx.x, kThreads, [&](int64_t, const float (&v)[1]) { acc = fmaxf(acc, v[0]); });
     const float m = block_reduce<true>(acc, sh);
@@ -86,6 +116,7 @@ __global__ void __launch_bounds__(kThreads)
       lse[r] = l;
       loss[r] = (t >= 0 && t < Vv) ? l - dev::Io<D>::load(p[0][t]) : NAN;
     }
+    if constexpr (Staged) __syncthreads();  // thread 0's read of the row before the next row's copy
   }
 }
 
@@ -145,6 +176,17 @@ bool rows_aligned(int64_t stride, std::initializer_list<const void*> ps) {
     if (!dev::aligned16(p)) return false;
   return true;
 }
+// Whether the forward stages a row of `bytes` in shared memory: from 16 KiB on (a shorter row is
+// read twice from L1 / L2 anyway, and the copy would only add a barrier), and only while two blocks
+// still fit on a multiprocessor (one block per SM would leave too few warps to hide the loads).
+bool stage_rows(int64_t bytes) {
+  int dev = 0, per_block = 0, per_sm = 0;
+  ZT_CUDA_CHECK(cudaGetDevice(&dev));
+  ZT_CUDA_CHECK(cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  ZT_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  const int64_t block = bytes + static_cast<int64_t>(kWarps * sizeof(float)) + 1024;  // + static, + reserved
+  return bytes >= 16 * 1024 && block <= per_block && 2 * block <= per_sm;
+}
 void check_ce(const char* who, DType t, int64_t N, int64_t V, int64_t Vv) {
   check_compute(who, t);
   if (N < 0 || V < 1 || Vv < 1 || Vv > V)
@@ -192,8 +234,17 @@ void cross_entropy_forward_impl(DType t, float* mean_loss, float* loss, float* l
   if (N > 0)
     dispatch_compute_vec(t, rows_aligned(V, {logits}), who, [&](auto d, auto v) {
       constexpr DType D = decltype(d)::value;
-      ce_fwd_kernel<D, decltype(v)::value><<<dev::grid_for(N, 1), kThreads, 0, s>>>(
-          loss, lse, static_cast<const Tp<D>*>(logits), targets, N, V, Vv);
+      constexpr bool Vec = decltype(v)::value;
+      const auto* lg = static_cast<const Tp<D>*>(logits);
+      const int64_t stage = (Vv * static_cast<int64_t>(sizeof(Tp<D>)) + 15) / 16 * 16;
+      if (stage_rows(stage)) {
+        ZT_CUDA_CHECK(cudaFuncSetAttribute(ce_fwd_kernel<D, Vec, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(stage)));
+        ce_fwd_kernel<D, Vec, true>
+            <<<dev::grid_for(N, 1), kThreads, static_cast<size_t>(stage), s>>>(loss, lse, lg, targets, N, V, Vv);
+      } else {
+        ce_fwd_kernel<D, Vec, false><<<dev::grid_for(N, 1), kThreads, 0, s>>>(loss, lse, lg, targets, N, V, Vv);
+      }
     });
   ce_mean_kernel<<<1, kThreads, 0, s>>>(mean_loss, loss, targets, N, static_cast<long long>(count));
   ZT_CUDA_CHECK(cudaGetLastError());

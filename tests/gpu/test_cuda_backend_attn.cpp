@@ -259,7 +259,7 @@ TEST_CASE("CudaBackend linear_backward: dx, dw, db written or accumulated", "[cu
     Shape x;
     int64_t out;
   };
-  const Case cases[] = {{{2, 9, 24}, 40}, {{130, 33}, 17}};
+  const Case cases[] = {{{2, 9, 24}, 40}, {{130, 33}, 17}, {{1100, 16}, 24}};  // the last: 18 row chunks of db
   uint32_t seed = 2000;
   for (DType dt : {DType::f32, DType::bf16})
     for (const auto& c : cases)

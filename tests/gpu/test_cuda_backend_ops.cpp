@@ -374,7 +374,8 @@ TEST_CASE("cuda backend: softmax, cross_entropy, embedding match the cpu backend
 
 TEST_CASE("cuda backend: layernorm and rmsnorm forward and backward match the cpu backend", "[cuda_backend_ops]") {
   Backend& g = gpu();
-  const struct { int64_t N, C; } shapes[] = {{1, 1}, {13, 33}, {64, 768}};
+  // {1000, 64}: 128 chunks of 7 or 8 rows for dw, db (whole batches of rows and a tail, vector loads)
+  const struct { int64_t N, C; } shapes[] = {{1, 1}, {13, 33}, {64, 768}, {1000, 64}};
   for (DType t : kTypes)
     for (const auto& sh : shapes)
       for (bool bias : {true, false}) {
