@@ -134,26 +134,30 @@ __global__ void norm_bwd_dx_kernel(Tp<D>* __restrict__ dx, const Tp<D>* __restri
 }
 
 // ---- backward dw / db: thread (chunk k, pack of P columns from c) sums its chunk's rows in order ----
-// P == 8: 128-bit loads (C % 8 == 0, dout and x 16-byte aligned).
+// P > 1: one access per pack (C % P == 0, dout and x aligned to the pack). The mean and rstd of a
+// batch of rows are loaded with the rows.
 template <DType D, int P, bool LN>
 __global__ void norm_bwd_partial_kernel(float* __restrict__ pw, float* __restrict__ pb, const Tp<D>* __restrict__ dout,
                                         const Tp<D>* __restrict__ x, const float* __restrict__ mean,
                                         const float* __restrict__ rstd, int64_t N, int64_t C, int64_t nch) {
+  constexpr int NR = LN ? 2 : 1;  // per-row values: {mean, rstd} or {rstd}
+  const float* const rows[2] = {LN ? mean : rstd, rstd};
   const int64_t packs = C / P;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < nch * packs;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t k = i / packs, c = (i % packs) * P;
     float aw[P] = {}, ab[P] = {};
     const Tp<D>* const in[2] = {dout, x};
-    dev::column_walk<D, P>(in, C, c, k * N / nch, (k + 1) * N / nch, [&](int64_t r, const float(&v)[2][P]) {
-      const float m = LN ? mean[r] : 0.0f, s = rstd[r];
+    const auto add_row = [&](int64_t, const float(&v)[2][P], const float(&w)[NR]) {
+      const float m = LN ? w[0] : 0.0f, s = w[NR - 1];
 #pragma unroll
       for (int e = 0; e < P; ++e) {
         const float g = v[0][e], xv = v[1][e];
         aw[e] += g * (LN ? (xv - m) * s : xv * s);
         ab[e] += g;
       }
-    });
+    };
+    dev::column_walk<D, P, 2, NR>(in, rows, C, c, k * N / nch, (k + 1) * N / nch, add_row);
 #pragma unroll
     for (int e = 0; e < P; ++e) {
       if (pw) pw[k * C + c + e] = aw[e];
@@ -260,12 +264,14 @@ void launch_bwd(const char* who, DType t, void* dx, void* dw, void* db, const vo
       const int64_t nch = num_chunks(N);
       float* pw_part = dw ? static_cast<float*>(workspace) : nullptr;
       float* pb_part = db ? static_cast<float*>(workspace) + nch * C : nullptr;
-      const bool pack8 = C % 8 == 0 && all_aligned({dout, x});
-      const unsigned grid = dev::grid_for(nch * C / (pack8 ? 8 : 1), kThreads);
+      // pairs of columns: nch C / 2 threads (8-column packs left too few: slower on an H100)
+      const int es = static_cast<int>(sizeof(Tp<D>));
+      const bool pair = C % 2 == 0 && dev::pack_aligned(dout, 2, es) && dev::pack_aligned(x, 2, es);
+      const unsigned grid = dev::grid_for(nch * C / (pair ? 2 : 1), kThreads);
       dispatch_bool(ln, [&](auto l) {
         constexpr bool L = decltype(l)::value;
-        if (pack8)
-          norm_bwd_partial_kernel<D, 8, L><<<grid, kThreads, 0, s>>>(pw_part, pb_part, pg, px, mean, rstd, N, C, nch);
+        if (pair)
+          norm_bwd_partial_kernel<D, 2, L><<<grid, kThreads, 0, s>>>(pw_part, pb_part, pg, px, mean, rstd, N, C, nch);
         else
           norm_bwd_partial_kernel<D, 1, L><<<grid, kThreads, 0, s>>>(pw_part, pb_part, pg, px, mean, rstd, N, C, nch);
       });
