@@ -1,5 +1,6 @@
-// defines: SlotFields, CollectiveWatchdog (constructor, destructor, set_timeout, started, finished and 2
-//          more) (dist/mpi_watchdog.h); file-local: monotonic_ns
+// defines: SlotFields, CollectiveWatchdog (constructor, destructor, set_timeout, started, finished and 3
+//          more) (dist/mpi_watchdog.h); file-local: monotonic_ns, PeerRecord, this_host, state_line,
+//          parse_state
 #include "dist/mpi_watchdog.h"
 
 #define OMPI_SKIP_MPICXX 1
@@ -10,11 +11,14 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>  // std::_Exit
+#include <cstring>
 #include <ctime>
+#include <future>
 #include <sstream>
 #include <vector>
 
 #include "core/check.h"
+#include "dist/peer_probe.h"  // StateServer, probe_peer
 
 namespace zt {
 
@@ -30,6 +34,30 @@ int64_t monotonic_ns() {
 
 constexpr int64_t kBeatNs = 100'000'000;       // the watchdog thread wakes (and beats) every 100 ms
 constexpr int64_t kSilentNs = 2'000'000'000;   // a peer that has not beaten for 2 s is not answering
+
+// What a rank tells the others when the group is made: where it runs and where it answers.
+struct PeerRecord {
+  char host[64];
+  uint32_t port;
+  uint32_t count;       // addresses used
+  uint32_t address[6];  // IPv4, network byte order
+};
+
+std::string this_host() {
+  char h[64] = {};
+  if (::gethostname(h, sizeof h - 1) != 0) return "?";
+  return h;
+}
+
+// The state server's line: "zt-state entered=57 left=56 kind=2 pid=4242".
+std::string state_line(int64_t entered, int64_t left, int64_t kind, int64_t pid) {
+  return "zt-state entered=" + std::to_string(entered) + " left=" + std::to_string(left) +
+         " kind=" + std::to_string(kind) + " pid=" + std::to_string(pid);
+}
+bool parse_state(const std::string& line, long long& entered, long long& left, long long& kind, long long& pid) {
+  return std::sscanf(line.c_str(), "zt-state entered=%lld left=%lld kind=%lld pid=%lld", &entered, &left, &kind,
+                     &pid) == 4;
+}
 
 }  // namespace
 
@@ -79,12 +107,30 @@ CollectiveWatchdog::CollectiveWatchdog(int rank, int size) : rank_(rank), size_(
     MPI_Win_shared_query(b.win, q, &bytes, &disp, &p);
     b.slots[static_cast<size_t>(q)] = static_cast<SlotFields*>(p);
   }
+  // This rank's state for the ranks of other machines, and where every rank answers.
+  server_ = std::make_unique<StateServer>(
+      [me] { return state_line(me->entered.load(), me->left.load(), me->kind.load(), me->pid.load()); });
+  PeerRecord mine{};
+  std::strncpy(mine.host, this_host().c_str(), sizeof mine.host - 1);
+  mine.port = server_->port();
+  for (uint32_t a : local_ipv4_addresses())
+    if (mine.count < std::size(mine.address)) mine.address[mine.count++] = a;
+  std::vector<PeerRecord> all(static_cast<size_t>(size));
+  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
+  peers_.resize(all.size());
+  for (size_t q = 0; q < all.size(); ++q) {
+    all[q].host[sizeof all[q].host - 1] = 0;
+    peers_[q].host = all[q].host;
+    peers_[q].port = static_cast<uint16_t>(all[q].port);
+    peers_[q].addresses.assign(all[q].address, all[q].address + std::min<uint32_t>(all[q].count, 6));
+  }
   thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
 }
 
 CollectiveWatchdog::~CollectiveWatchdog() {
   thread_.request_stop();
   thread_.join();
+  server_.reset();  // before the board it reads
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;  // MPI took the window with it
@@ -123,12 +169,12 @@ std::string CollectiveWatchdog::report(int64_t seq, double waited_s) const {
   s << " has waited " << waited_s << " s, longer than collective_timeout_s = " << timeout_s_.load()
     << " (zt-train --collective-timeout-s)";
   const int64_t now = monotonic_ns();
-  std::vector<int64_t> suspects;
+  std::vector<int> suspects, behind;  // silent (stopped, gone, cut off); alive but not in this collective
   for (const SlotFields* p : board_->slots) {
-    const int64_t q = p->world_rank.load();
+    const int q = static_cast<int>(p->world_rank.load());
     if (q == rank_) continue;
     const int64_t silent = now - p->heartbeat_ns.load(), entered = p->entered.load(), left = p->left.load();
-    s << "\n  rank " << q << " (pid " << p->pid.load() << ")";
+    s << "\n  rank " << q << " (pid " << p->pid.load() << ", node " << peers_[static_cast<size_t>(q)].host << ")";
     const bool mute = silent > kSilentNs;
     if (mute) s << " has not answered for " << silent / 1e9 << " s (stopped or hung)";
     else s << " is alive";
@@ -138,16 +184,54 @@ std::string CollectiveWatchdog::report(int64_t seq, double waited_s) const {
       s << " and has not reached this collective: its last is #" << entered << " "
         << collective_name(static_cast<Collective>(p->kind.load())) << (left == entered ? ", finished" : ", running");
     }
-    if (mute || entered < seq) suspects.push_back(q);
+    if (mute) suspects.push_back(q);
+    else if (entered < seq) behind.push_back(q);
   }
-  const int on_board = static_cast<int>(board_->slots.size());
-  if (on_board < size_)
-    s << "\n  " << size_ - on_board << " rank(s) on other machines: not visible from here (their watchdogs report there)";
+  report_off_board(s, seq, suspects, behind);
+  // A rank that is alive but still in an earlier collective waits, most often, on a silent one:
+  // it is a suspect only when no rank is silent (then it may be stuck outside MPI, or deadlocked).
+  if (suspects.empty()) suspects = behind;
   if (!suspects.empty()) {
     s << "\n  suspect: rank";
-    for (size_t i = 0; i < suspects.size(); ++i) s << (i ? ", " : " ") << suspects[i];
+    for (size_t i = 0; i < suspects.size(); ++i)
+      s << (i ? ", " : " ") << suspects[i] << " (node " << peers_[static_cast<size_t>(suspects[i])].host << ")";
   }
   return s.str();
+}
+
+void CollectiveWatchdog::report_off_board(std::ostringstream& s, int64_t seq, std::vector<int>& suspects,
+                                          std::vector<int>& behind) const {
+  std::vector<bool> on_board(static_cast<size_t>(size_), false);
+  for (const SlotFields* p : board_->slots) on_board[static_cast<size_t>(p->world_rank.load())] = true;
+  std::vector<int> off;
+  for (int q = 0; q < size_; ++q)
+    if (!on_board[static_cast<size_t>(q)]) off.push_back(q);
+  // All at once: the report waits kProbeS seconds at most, however many machines are silent.
+  std::vector<std::future<ProbeResult>> asked;
+  for (int q : off) {
+    const Peer& p = peers_[static_cast<size_t>(q)];
+    asked.push_back(std::async(std::launch::async, [&p] { return probe_peer(p.addresses, p.port, kProbeS); }));
+  }
+  for (size_t i = 0; i < off.size(); ++i) {
+    const int q = off[i];
+    const ProbeResult r = asked[i].get();
+    long long entered = 0, left = 0, kind = 0, pid = 0;
+    const bool state = r.outcome == ProbeOutcome::answered && parse_state(r.answer, entered, left, kind, pid);
+    s << "\n  rank " << q << " (";
+    if (state) s << "pid " << pid << ", ";
+    s << "node " << peers_[static_cast<size_t>(q)].host << ", another machine)";
+    if (!state) {
+      s << " " << outcome_text(r, kProbeS);
+      if (r.outcome == ProbeOutcome::answered) s << ", but not with its state: '" << r.answer << "'";
+      suspects.push_back(q);
+    } else if (entered >= seq) {
+      s << " is alive and is in this collective too";
+    } else {
+      s << " is alive and has not reached this collective: its last is #" << entered << " "
+        << collective_name(static_cast<Collective>(kind)) << (left == entered ? ", finished" : ", running");
+      behind.push_back(q);
+    }
+  }
 }
 
 void CollectiveWatchdog::loop(std::stop_token stop) {

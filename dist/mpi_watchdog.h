@@ -1,4 +1,5 @@
-// defines: CollectiveWatchdog — the MPI backend's guard against a rank that stops answering.
+// defines: CollectiveWatchdog, kDefaultCollectiveTimeoutS, kProbeS — the MPI backend's guard
+//          against a rank that stops answering, here or on another machine.
 //
 // A rank that dies is mpirun's business: it notices the exit and kills the job, naming the rank.
 // A rank that stops answering (SIGSTOP, a deadlock, a livelock in a kernel, a swapped-out node)
@@ -16,9 +17,15 @@
 //                 rank issues the same sequence, so #57 is the same collective on every rank),
 //                 entered_ns when it started: the rank's own timeout reads its own slot.
 // The timed-out rank reports, for every other rank of its machine, whether it still beats and
-// whether it reached this collective: "rank 1 (pid 4242) has not answered for 5.1 s (stopped or
-// hung) and has not reached it: its last collective is #56 all_gather, finished". Ranks on other
-// machines are not on the board; their own watchdogs report from there.
+// whether it reached this collective: "rank 1 (pid 4242, node gpu-a) has not answered for 5.1 s
+// (stopped or hung) and has not reached it: its last collective is #56 all_gather, finished".
+// Ranks on other machines are asked over TCP (dist/peer_probe.h: each rank serves its own slot
+// as one line; the addresses, ports and host names are exchanged when the group is made), in
+// parallel, within kProbeS seconds: "rank 3 (node gpu-b) does not answer: its machine accepted
+// the connection (...), the process said nothing in 2.0 s (stopped or hung)", "... is
+// unreachable: no connection in 2.0 s (its machine or its link is down)", "... is gone: its
+// machine refused the connection". The report ends with the suspects and their nodes: the ranks
+// that do not answer; where every rank answers, the ones that have not reached the collective.
 //
 // Threads: the board is created and freed by the thread that creates the group (collective over
 // MPI_COMM_WORLD); started()/finished() are called by the communication thread; the watchdog's
@@ -30,15 +37,20 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <string>
+#include <sstream>
 #include <stop_token>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "dist/process_group.h"  // defines: Collective
 
 namespace zt {
 
+class StateServer;  // dist/peer_probe.h
+
 inline constexpr double kDefaultCollectiveTimeoutS = 600.0;
+inline constexpr double kProbeS = 2.0;  // how long the report waits for a rank on another machine
 
 class CollectiveWatchdog {
  public:
@@ -62,8 +74,21 @@ class CollectiveWatchdog {
   // The report of a timed-out collective: what this rank waits for, and every peer's state.
   std::string report(int64_t seq, double waited_s) const;
 
+  // Where every rank runs and answers (by world rank): its host name, and its state server's
+  // port and addresses (network byte order), exchanged by the constructor.
+  struct Peer {
+    std::string host;
+    uint16_t port = 0;
+    std::vector<uint32_t> addresses;
+  };
+  // The lines of the report for the ranks off this machine's board (probed in parallel).
+  // silent ones join `suspects`, live ones that have not reached the collective `behind`.
+  void report_off_board(std::ostringstream& s, int64_t seq, std::vector<int>& suspects, std::vector<int>& behind) const;
+
   int rank_, size_;
   std::unique_ptr<Board> board_;
+  std::vector<Peer> peers_;
+  std::unique_ptr<StateServer> server_;  // answers for this rank; made after the board
 
   std::atomic<double> timeout_s_{kDefaultCollectiveTimeoutS};
   // The running collective itself is this rank's slot on the board (entered, left, its start);

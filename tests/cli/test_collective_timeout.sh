@@ -35,7 +35,7 @@ fi
 kill -9 "$victim" 2>/dev/null || true
 dt=$(( $(date +%s) - t0 ))
 wait "$job" && { echo "FAIL: a job whose rank stopped answering exited 0"; exit 1; }
-for needle in "collective timeout:" "longer than collective_timeout_s = 5" "rank 1 (pid $victim) has not answered" "suspect: rank 1"; do
+for needle in "collective timeout:" "longer than collective_timeout_s = 5" "rank 1 (pid $victim, node $(hostname)) has not answered" "suspect: rank 1 (node $(hostname))"; do
   grep -qF -- "$needle" "$TMP/stop.err" || { echo "FAIL: the job's error lacks '$needle':"; cat "$TMP/stop.err"; exit 1; }
 done
 echo "ok: rank 1 stopped: the job ended in $dt s: $(grep -m1 -F 'collective timeout:' "$TMP/stop.err" | cut -c1-150)"
