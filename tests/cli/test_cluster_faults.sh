@@ -6,6 +6,8 @@
 #  1. rank 3 (node 2) stopped (SIGSTOP): the job ends within the timeout, the report names rank 3
 #     and its node; the last checkpoint is intact and resumes on one node (2 ranks: fewer nodes,
 #     the resharded resume) with the losses of the uninterrupted run;
+#  1b. node 2 frozen (both its ranks stopped): node 1's ranks find them over TCP, accepting
+#     connections and saying nothing, and name both;
 #  2. node 2's link down: the ranks of node 1 report node 2's ranks unreachable within the
 #     timeout; with the link back (a flap), the reports of node 2 arrive too and the job ends
 #     (OpenMPI's mpirun waits for the daemon behind a link that stays down: docs/multi-node.md);
@@ -82,6 +84,17 @@ worst = max(abs(a - b) / abs(b) for a, b in zip(got, full))
 assert worst <= 1e-5, f"resumed losses differ from the uninterrupted run by {worst:.2e} relative"
 PY
 echo "ok: the checkpoint of step $k, written by 2 nodes x 2 ranks, resumed on 1 node x 2 ranks: steps $((k + 1))-$((k + 3)) within 1e-5 of the uninterrupted run"
+
+# 1b. node 2 frozen: both its ranks stopped. Only node 1's ranks can report, and they ask node 2.
+start_job frozen
+f2=$(rank_pid 2) f3=$(rank_pid 3)
+kill -STOP $f2 $f3
+ended_within frozen 30
+kill -9 $f2 $f3 2>/dev/null || true
+need frozen "rank 3 (node $name-node2, another machine) does not answer: its machine accepted the connection"
+need frozen "suspect: rank 2 (node $name-node2), 3 (node $name-node2)"
+echo "ok: node 2 frozen (both ranks stopped): the job ended in $ended s, node 1's ranks asked node 2 over TCP:"
+grep -m1 -F "rank 3 (node $name-node2, another machine)" "$TMP/frozen/err" | sed 's/^/    /'
 
 # 2. node 2's link down, then up again
 start_job link
