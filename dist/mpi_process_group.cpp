@@ -1,20 +1,25 @@
-// defines: launched_by_mpirun, MpiProcessGroup (constructor, set_collective_timeout, destructor, loop,
-//          submit and 6 more) (dist/mpi_process_group.h); file-local: mpi_type, bf16_sum, f16_sum, mpi_sum,
-//          mpi_count, QueuedWork and 5 more
+// defines: launched_by_mpirun, MpiProcessGroup (constructors, set_collective_timeout, destructor, submit,
+//          do_split and 7 more), MpiProcessGroup::Runtime, MpiProcessGroup::Comm (dist/mpi_process_group.h);
+//          file-local: mpi_type, bf16_sum, f16_sum, mpi_sum, mpi_count, QueuedWork and 5 more
 #include "dist/mpi_process_group.h"
 
 #define OMPI_SKIP_MPICXX 1  // the C API only (the C++ bindings are deprecated and warn)
 #include <mpi.h>
 
 #include <climits>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <future>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "core/backend.h"  // defines: backend_of, Backend (host_allocator, synchronize, copies)
+#include "core/backend.h"       // defines: backend_of, Backend (host_allocator, synchronize, copies)
+#include "dist/mpi_watchdog.h"  // defines: CollectiveWatchdog
 
 namespace zt {
 
@@ -149,7 +154,74 @@ Topology find_topology(int rank, int size) {
 
 }  // namespace
 
-MpiProcessGroup::MpiProcessGroup() {
+// The communication thread and what it serves: one per process, shared by the world group and
+// its sub-groups. Made by the world's constructor (MPI_Init_thread first); the last group to go
+// destroys it, which stops the thread, frees the watchdog's board and finalizes MPI.
+struct MpiProcessGroup::Runtime {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> queue;
+  bool stop = false;
+  std::thread thread;
+  std::unique_ptr<CollectiveWatchdog> watchdog;  // created before the thread, destroyed after it
+  int64_t seq = 0;                               // collectives run so far (the thread's count)
+
+  void loop() {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [this] { return stop || !queue.empty(); });
+        if (queue.empty()) return;  // stop and drained
+        fn = std::move(queue.front());
+        queue.pop_front();
+      }
+      fn();
+    }
+  }
+  void push(std::function<void()> fn) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      queue.push_back(std::move(fn));
+    }
+    cv.notify_one();
+  }
+  // Runs fn on the communication thread and waits for it (the group's own MPI calls: splits, frees).
+  void run_now(std::function<void()> fn) {
+    std::promise<void> done;
+    push([&] {
+      try {
+        fn();
+        done.set_value();
+      } catch (...) {
+        done.set_exception(std::current_exception());
+      }
+    });
+    done.get_future().get();
+  }
+  ~Runtime() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    thread.join();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) {
+      watchdog.reset();  // collective: frees the progress board
+      MPI_Op_free(&g_bf16_sum);
+      MPI_Op_free(&g_f16_sum);
+      MPI_Finalize();
+    }
+  }
+};
+
+struct MpiProcessGroup::Comm {
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
+MpiProcessGroup::MpiProcessGroup() : rt_(std::make_shared<Runtime>()), comm_(std::make_unique<Comm>()) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -161,6 +233,7 @@ MpiProcessGroup::MpiProcessGroup() {
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
   }
+  comm_->comm = MPI_COMM_WORLD;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   topology_ = find_topology(rank_, size_);
@@ -168,44 +241,30 @@ MpiProcessGroup::MpiProcessGroup() {
     MPI_Op_create(&bf16_sum, /*commute=*/1, &g_bf16_sum);
     MPI_Op_create(&f16_sum, /*commute=*/1, &g_f16_sum);
   }
-  watchdog_ = std::make_unique<CollectiveWatchdog>(rank_, size_);
-  thread_ = std::thread([this] { loop(); });
+  rt_->watchdog = std::make_unique<CollectiveWatchdog>(rank_, size_);
+  Runtime* rt = rt_.get();
+  rt_->thread = std::thread([rt] { rt->loop(); });
+}
+
+MpiProcessGroup::MpiProcessGroup(std::shared_ptr<Runtime> rt, std::unique_ptr<Comm> comm, Topology topology)
+    : rt_(std::move(rt)), comm_(std::move(comm)), topology_(std::move(topology)) {
+  rank_ = topology_.rank;
+  size_ = topology_.size();
 }
 
 bool MpiProcessGroup::set_collective_timeout(double seconds) {
   ProcessGroup::set_collective_timeout(seconds);  // checks the value
-  watchdog_->set_timeout(seconds);
+  rt_->watchdog->set_timeout(seconds);            // the process's one watchdog: every group's collectives
   return true;
 }
 
 MpiProcessGroup::~MpiProcessGroup() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) {
-    watchdog_.reset();  // collective: frees the progress board
-    MPI_Op_free(&g_bf16_sum);
-    MPI_Op_free(&g_f16_sum);
-    MPI_Finalize();
-  }
-}
-
-void MpiProcessGroup::loop() {
-  for (;;) {
-    std::function<void()> fn;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stop_ and drained
-      fn = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    fn();
+  // A sub-group frees its communicator on the communication thread, after its queued collectives
+  // (the queue runs in order); the world's is MPI_COMM_WORLD. The runtime goes with the last group.
+  if (comm_->comm != MPI_COMM_WORLD && comm_->comm != MPI_COMM_NULL) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) rt_->run_now([c = comm_.get()] { MPI_Comm_free(&c->comm); });
   }
 }
 
@@ -222,44 +281,45 @@ WorkPtr MpiProcessGroup::submit(std::function<void()> fn, std::vector<Tensor> ke
     issuing_->claimed = true;
     kind = issuing_->kind;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back([this, fn = std::move(fn), promise, op, kind, label = label()]() mutable {
-      const int64_t seq = ++seq_;
-      watchdog_->started(seq, kind, label);  // from here the collective timeout runs
-      try {
-        const auto t0 = std::chrono::steady_clock::now();
-        fn();
-        fn = nullptr;  // drop the captured buffers before the waiter wakes (memory is exact then)
-        watchdog_->finished(seq);
-        if (op) record_run(*op, t0, std::chrono::steady_clock::now());
-        promise->set_value();
-      } catch (...) {
-        watchdog_->finished(seq);
-        promise->set_exception(std::current_exception());
-      }
-    });
-  }
-  cv_.notify_one();
+  Runtime* rt = rt_.get();
+  rt->push([this, rt, fn = std::move(fn), promise, op, kind, label = label()]() mutable {
+    const int64_t seq = ++rt->seq;
+    rt->watchdog->started(seq, kind, label);  // from here the collective timeout runs
+    try {
+      const auto t0 = std::chrono::steady_clock::now();
+      fn();
+      fn = nullptr;  // drop the captured buffers before the waiter wakes (memory is exact then)
+      rt->watchdog->finished(seq);
+      if (op) record_run(*op, t0, std::chrono::steady_clock::now());
+      promise->set_value();
+    } catch (...) {
+      rt->watchdog->finished(seq);
+      promise->set_exception(std::current_exception());
+    }
+  });
   return w;
 }
 
 WorkPtr MpiProcessGroup::do_all_reduce(const Tensor& x) {
   Staged st = stage({x}, {true}, -1, rank_);
   const Tensor h = st.host[0];
-  return submit([h, st] {
-    MPI_Allreduce(MPI_IN_PLACE, h.raw(), mpi_count(h), mpi_type(h), mpi_sum(h), MPI_COMM_WORLD);
-    unstage(st);
-  }, {x, h});
+  return submit(
+      [h, st, c = comm_->comm] {
+        MPI_Allreduce(MPI_IN_PLACE, h.raw(), mpi_count(h), mpi_type(h), mpi_sum(h), c);
+        unstage(st);
+      },
+      {x, h});
 }
 
 WorkPtr MpiProcessGroup::do_reduce_scatter(const Tensor& in, const Tensor& out) {
   Staged st = stage({in, out}, {false, true}, -1, rank_);
   const Tensor hi = st.host[0], ho = st.host[1];
-  return submit([hi, ho, st] {
-    MPI_Reduce_scatter_block(hi.raw(), ho.raw(), mpi_count(ho), mpi_type(hi), mpi_sum(hi), MPI_COMM_WORLD);
-    unstage(st);
-  }, {in, out, hi, ho});
+  return submit(
+      [hi, ho, st, c = comm_->comm] {
+        MPI_Reduce_scatter_block(hi.raw(), ho.raw(), mpi_count(ho), mpi_type(hi), mpi_sum(hi), c);
+        unstage(st);
+      },
+      {in, out, hi, ho});
 }
 
 WorkPtr MpiProcessGroup::do_all_gather(const Tensor& in, const Tensor& out) {
@@ -268,30 +328,61 @@ WorkPtr MpiProcessGroup::do_all_gather(const Tensor& in, const Tensor& out) {
   const bool in_place = in.raw() == static_cast<char*>(out.raw()) + static_cast<size_t>(rank_) * in.nbytes();
   Staged st = stage({in, out}, {false, true}, in_place ? 1 : -1, rank_);
   const Tensor hi = st.host[0], ho = st.host[1];
-  return submit([hi, ho, in_place, st] {
-    MPI_Allgather(in_place ? MPI_IN_PLACE : hi.raw(), mpi_count(hi), mpi_type(hi), ho.raw(), mpi_count(hi),
-                  mpi_type(ho), MPI_COMM_WORLD);
-    unstage(st);
-  }, {in, out, hi, ho});
+  return submit(
+      [hi, ho, in_place, st, c = comm_->comm] {
+        MPI_Allgather(in_place ? MPI_IN_PLACE : hi.raw(), mpi_count(hi), mpi_type(hi), ho.raw(), mpi_count(hi),
+                      mpi_type(ho), c);
+        unstage(st);
+      },
+      {in, out, hi, ho});
 }
 
 WorkPtr MpiProcessGroup::do_broadcast(const Tensor& x, int root) {
   Staged st = stage({x}, {true}, -1, rank_);
   const Tensor h = st.host[0];
-  return submit([h, root, st] {
-    MPI_Bcast(h.raw(), mpi_count(h), mpi_type(h), root, MPI_COMM_WORLD);
-    unstage(st);
-  }, {x, h});
+  return submit(
+      [h, root, st, c = comm_->comm] {
+        MPI_Bcast(h.raw(), mpi_count(h), mpi_type(h), root, c);
+        unstage(st);
+      },
+      {x, h});
 }
 
 WorkPtr MpiProcessGroup::do_barrier() {
-  return submit([] { MPI_Barrier(MPI_COMM_WORLD); }, {});
+  return submit([c = comm_->comm] { MPI_Barrier(c); }, {});
+}
+
+WorkPtr MpiProcessGroup::do_all_to_all(const Tensor& in, const Tensor& out) {
+  Staged st = stage({in, out}, {false, true}, -1, rank_);
+  const Tensor hi = st.host[0], ho = st.host[1];
+  mpi_count(in);  // at most 2^31 - 1 elements
+  const int block = static_cast<int>(in.numel() / size_);
+  return submit(
+      [hi, ho, block, st, c = comm_->comm] {
+        MPI_Alltoall(hi.raw(), block, mpi_type(hi), ho.raw(), block, mpi_type(ho), c);
+        unstage(st);
+      },
+      {in, out, hi, ho});
+}
+
+std::unique_ptr<ProcessGroup> MpiProcessGroup::do_split(int color, const std::vector<int>& members) {
+  // Collective on this communicator, so queued behind this group's collectives; key = the place
+  // in `members` (the order ProcessGroup::split agreed on).
+  int key = 0;
+  for (size_t i = 0; i < members.size(); ++i)
+    if (members[i] == rank_) key = static_cast<int>(i);
+  auto comm = std::make_unique<Comm>();
+  rt_->run_now(
+      [&, parent = comm_->comm] { MPI_Comm_split(parent, color < 0 ? MPI_UNDEFINED : color, key, &comm->comm); });
+  if (color < 0) return nullptr;
+  Topology t = sub_topology(topology_, members, key);
+  return std::unique_ptr<ProcessGroup>(new MpiProcessGroup(rt_, std::move(comm), std::move(t)));
 }
 
 void MpiProcessGroup::abort(const std::string& message, int code) {
   std::fprintf(stderr, "error on rank %d of %d: %s\n", rank_, size_, message.c_str());
   std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, code);
+  MPI_Abort(MPI_COMM_WORLD, code);  // the whole job, whichever group failed
   std::exit(code);  // MPI_Abort does not return; this line is for the compiler
 }
 

@@ -22,6 +22,7 @@ const char* collective_name(Collective c) {
     case Collective::all_gather: return "all_gather";
     case Collective::broadcast: return "broadcast";
     case Collective::barrier: return "barrier";
+    case Collective::all_to_all: return "all_to_all";
   }
   return "?";
 }
@@ -83,6 +84,16 @@ void ProcessGroup::count(Collective c, int64_t ring_bytes) {
   counters_.link[t.same_node(rank(), (rank() + 1) % size()) ? 0 : 1] += ring_bytes;
 }
 
+// An all-to-all sends one block to every other rank, straight to it: each block on its own link.
+void ProcessGroup::count_all_to_all(int64_t block_bytes) {
+  const int N = size(), r = rank();
+  counters_.bytes[static_cast<int>(Collective::all_to_all)] += block_bytes * (N - 1);
+  counters_.calls[static_cast<int>(Collective::all_to_all)] += 1;
+  const Topology& t = topology();
+  for (int q = 0; q < N; ++q)
+    if (q != r) counters_.link[t.same_node(r, q) ? 0 : 1] += block_bytes;
+}
+
 // Ring bytes of n elements of b bytes: factor * n * b * (N-1) / N, exact for n divisible by N.
 static int64_t ring(int64_t factor, int64_t n, int64_t b, int64_t N) { return factor * n * b * (N - 1) / N; }
 
@@ -122,10 +133,10 @@ void ProcessGroup::record_run(const CommOp& op, std::chrono::steady_clock::time_
   if (Tracer* t = tracer_.load()) t->span(TraceTrack::comm, op.name, "comm", t0, t1, {{"bytes", op.bytes}});
 }
 
-// Counts, hands the collective to the backend (do_it), and times its run and its wait.
-template <class F>
-WorkPtr ProcessGroup::issue(Collective c, int64_t ring_bytes, F&& do_it) {
-  count(c, ring_bytes);
+// Counts (unless the caller has), hands the collective to the backend (do_it), and times its run
+// and its wait.
+template <class F> WorkPtr ProcessGroup::issue(Collective c, int64_t ring_bytes, F&& do_it, bool counted) {
+  if (!counted) count(c, ring_bytes);
   // The name is only for the trace: no string is built per collective when nobody traces.
   std::string name;
   if (tracer_.load()) name = label_.empty() ? collective_name(c) : std::string(collective_name(c)) + " " + label_;
@@ -175,6 +186,38 @@ WorkPtr ProcessGroup::broadcast_async(const Tensor& x, int root) {
 }
 
 WorkPtr ProcessGroup::barrier_async() { return issue(Collective::barrier, 0, [&] { return do_barrier(); }); }
+
+WorkPtr ProcessGroup::all_to_all_async(const Tensor& in, const Tensor& out) {
+  check_buffer(in, "input", "all_to_all");
+  check_buffer(out, "output", "all_to_all");
+  ZT_CHECK(in.dtype() == out.dtype() && in.numel() == out.numel() && in.numel() % size() == 0, "all_to_all: input ",
+           in.str(), " and output ", out.str(), " must be of one dtype and size, a multiple of the world size (",
+           size(), ")");
+  ZT_CHECK(in.raw() != out.raw(), "all_to_all: input and output must be different buffers");
+  const int64_t block = in.numel() / size() * in.element_size();
+  count_all_to_all(block);  // per link, so issue() counts nothing more
+  return issue(
+      Collective::all_to_all, block * (size() - 1), [&] { return do_all_to_all(in, out); }, true);
+}
+
+std::unique_ptr<ProcessGroup> ProcessGroup::split(int color, int key) {
+  // Every rank's (color, key), so that every rank knows its new group's members and their order.
+  const int N = size();
+  Tensor mine = Tensor::from_vector({static_cast<double>(color), static_cast<double>(key)}, {2}, DType::f64,
+                                    Category::comm);
+  Tensor all = Tensor::empty({2 * N}, DType::f64, Category::comm);
+  all_gather(mine, all);
+  const Tensor h = all.to(Device::cpu(), Category::comm);
+  const double* a = h.data<double>();
+  // A negative color still takes part in the backend's split (MPI_Comm_split is collective over
+  // every rank, MPI_UNDEFINED included); the backend returns null for it.
+  std::vector<int> members;
+  for (int q = 0; q < N && color >= 0; ++q)
+    if (static_cast<int>(a[2 * q]) == color) members.push_back(q);
+  std::stable_sort(members.begin(), members.end(),
+                   [&](int x, int y) { return a[2 * x + 1] < a[2 * y + 1]; });  // by key, ties by rank
+  return do_split(color, members);
+}
 
 double ProcessGroup::all_reduce_sum(double v) {
   Tensor t = Tensor::full({1}, v, DType::f64, Category::comm);
@@ -233,6 +276,15 @@ WorkPtr SingleProcessGroup::do_all_gather(const Tensor& in, const Tensor& out) {
   return completed_work();
 }
 
+WorkPtr SingleProcessGroup::do_all_to_all(const Tensor& in, const Tensor& out) {
+  copy_whole(in, out);  // the one block goes to this rank
+  return completed_work();
+}
+
+std::unique_ptr<ProcessGroup> SingleProcessGroup::do_split(int color, const std::vector<int>&) {
+  return color < 0 ? nullptr : std::make_unique<SingleProcessGroup>();
+}
+
 const Topology& SingleProcessGroup::topology() const {
   static const Topology one = topology_of_nodes({0}, 0, "one process");
   return one;
@@ -241,6 +293,27 @@ const Topology& SingleProcessGroup::topology() const {
 void SingleProcessGroup::abort(const std::string& message, int code) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
   std::exit(code);
+}
+
+// ---- groups of the nodes ----
+
+std::unique_ptr<ProcessGroup> intra_node_group(ProcessGroup& g) { return g.split(g.topology().node(), g.rank()); }
+
+std::unique_ptr<ProcessGroup> inter_node_group(ProcessGroup& g) {
+  return g.split(g.topology().local_rank(), g.topology().node());
+}
+
+Topology sub_topology(const Topology& parent, const std::vector<int>& members, int rank) {
+  // nodes numbered by their first member in the sub-group's order (topology_of_nodes' rule)
+  std::vector<int> parent_node;  // new node number -> the parent's
+  std::vector<int> node_of;
+  for (int q : members) {
+    const int n = parent.node_of[static_cast<size_t>(q)];
+    auto it = std::find(parent_node.begin(), parent_node.end(), n);
+    if (it == parent_node.end()) it = parent_node.insert(parent_node.end(), n);
+    node_of.push_back(static_cast<int>(it - parent_node.begin()));
+  }
+  return topology_of_nodes(std::move(node_of), rank, parent.source);
 }
 
 // ---- the process-wide group ----

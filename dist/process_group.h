@@ -1,4 +1,5 @@
-// defines: Collective, CommCounters, Work, ProcessGroup, SingleProcessGroup, init_process_group —
+// defines: Collective, CommCounters, Work, ProcessGroup, SingleProcessGroup, intra_node_group,
+//          inter_node_group, sub_topology, init_process_group —
 //          the communication interface ZeRO talks to (docs/architecture.md "Devices and backends").
 //
 // A ProcessGroup is N ranks that run the same program and call the same collectives in the same
@@ -11,11 +12,19 @@
 //   reduce_scatter(in, out)  in (N*S)         -> out (S) = sum over ranks of in[r*S, (r+1)*S)
 //   all_gather(in, out)      in (S)           -> out (N*S), out[q*S, (q+1)*S) = rank q's in
 //   broadcast(x, root)       x (n)            -> x = root's x
+//   all_to_all(in, out)      in (N*S)         -> out (N*S), out[q*S, (q+1)*S) = rank q's in[r*S, (r+1)*S)
+//                                                (r = this rank: block q of in goes to rank q)
+//
+// split(color, key) makes sub-groups (MPI_Comm_split): collective over the group, the ranks that
+// pass the same color form one new group, ranked by key (ties by their rank here); a negative
+// color joins none (null). intra_node_group / inter_node_group split by the topology: the ranks of
+// this rank's node, and the ranks with this rank's local rank on every node (one per node), the
+// two levels a hierarchical collective (ZeRO++'s hpZ, NCCL's trees) runs on.
 //
 // Counters: bytes each rank moves per collective kind, by the ring convention the ZeRO paper
 // uses (Rajbhandari et al. 2019, section 7): for n elements of b bytes on N ranks,
 //   all-reduce 2*n*b*(N-1)/N, reduce-scatter and all-gather n*b*(N-1)/N (n = the full N*S),
-//   broadcast n*b*(N-1)/N, barrier 0.
+//   broadcast n*b*(N-1)/N, barrier 0, all-to-all n*b*(N-1)/N (n = in's N*S: every block but its own).
 // So stages 0-2 move 2*Psi*(N-1)/N elements per step and stage 3 3*Psi*(N-1)/N; one rank moves 0.
 //
 // Time (CommTimes, always measured): per kind, `busy` = how long the collectives ran (on the
@@ -32,6 +41,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 #include "core/trace.h"     // defines: Tracer
@@ -39,8 +49,8 @@
 
 namespace zt {
 
-enum class Collective : uint8_t { all_reduce, reduce_scatter, all_gather, broadcast, barrier };
-inline constexpr int kNumCollectives = 5;
+enum class Collective : uint8_t { all_reduce, reduce_scatter, all_gather, broadcast, barrier, all_to_all };
+inline constexpr int kNumCollectives = 6;
 const char* collective_name(Collective c);  // "all_reduce", ...
 
 struct CommCounters {
@@ -49,7 +59,8 @@ struct CommCounters {
   // The same bytes by the link they cross in the ring model: a ring over the ranks in rank order,
   // each rank sending to rank + 1 (mod N), so all of this rank's bytes cross the link to its
   // successor — [0] when that rank is on the same node (shared memory), [1] when it is on another
-  // node (the network). It is the convention's split, not a measurement: MPI's own algorithm
+  // node (the network); an all-to-all's blocks go straight to their ranks, each block counted on
+  // its own link. It is the convention's split, not a measurement: MPI's own algorithm
   // (recursive doubling, Bruck, ...) may route otherwise; the cluster in a box measures its links
   // (scripts/cluster.sh run prints each node's bytes on the wire).
   std::array<int64_t, 2> link{};
@@ -92,6 +103,7 @@ class ProcessGroup {
   WorkPtr all_gather_async(const Tensor& in, const Tensor& out);
   WorkPtr broadcast_async(const Tensor& x, int root);
   WorkPtr barrier_async();
+  WorkPtr all_to_all_async(const Tensor& in, const Tensor& out);
 
   // ---- blocking forms ----
   void all_reduce(const Tensor& x) { all_reduce_async(x)->wait(); }
@@ -99,12 +111,19 @@ class ProcessGroup {
   void all_gather(const Tensor& in, const Tensor& out) { all_gather_async(in, out)->wait(); }
   void broadcast(const Tensor& x, int root) { broadcast_async(x, root)->wait(); }
   void barrier() { barrier_async()->wait(); }
+  void all_to_all(const Tensor& in, const Tensor& out) { all_to_all_async(in, out)->wait(); }
   double all_reduce_sum(double v);  // one double (a loss, a squared norm): sum over ranks
   // Collective. Every rank passes its own error message ("" = it succeeded). Returns "" when no
   // rank failed, else "rank q: <message>" of the lowest failing rank (its first 4000 bytes), so
   // that a rank whose own part succeeded reports the cause, not only that a peer failed (and the
   // cause is printed even when that peer is killed by the abort before it prints).
   std::string first_error(const std::string& mine);
+
+  // Collective over this group (see the header comment): the new group of the ranks with this
+  // rank's color, ranked by (key, rank here); null for a negative color. Its topology is this
+  // group's restricted to its ranks; its collectives are ordered with this group's (on the MPI
+  // backend, one communication thread runs both, in the order they are issued).
+  std::unique_ptr<ProcessGroup> split(int color, int key);
 
   // Stops the whole job: every rank exits, the message names this rank (a rank that cannot go on
   // must never leave the others waiting in a collective).
@@ -144,11 +163,16 @@ class ProcessGroup {
   virtual WorkPtr do_all_gather(const Tensor& in, const Tensor& out) = 0;
   virtual WorkPtr do_broadcast(const Tensor& x, int root) = 0;
   virtual WorkPtr do_barrier() = 0;
+  virtual WorkPtr do_all_to_all(const Tensor& in, const Tensor& out) = 0;
+  // The backend's split, called on every rank; `members` holds the new group's ranks in this group,
+  // in the new order (agreed by every rank: ProcessGroup::split gathers the colors and keys first),
+  // empty for a negative color, which gets null.
+  virtual std::unique_ptr<ProcessGroup> do_split(int color, const std::vector<int>& members) = 0;
 
  private:
   void count(Collective c, int64_t ring_bytes);
-  template <class F>
-  WorkPtr issue(Collective c, int64_t ring_bytes, F&& do_it);
+  void count_all_to_all(int64_t block_bytes);
+  template <class F> WorkPtr issue(Collective c, int64_t ring_bytes, F&& do_it, bool counted = false);
   CommCounters counters_;
   mutable std::mutex times_mu_;  // busy_s is written by the communication thread
   CommTimes times_;
@@ -185,7 +209,18 @@ class SingleProcessGroup final : public ProcessGroup {
   WorkPtr do_all_gather(const Tensor& in, const Tensor& out) override;
   WorkPtr do_broadcast(const Tensor&, int) override { return completed_work(); }
   WorkPtr do_barrier() override { return completed_work(); }
+  WorkPtr do_all_to_all(const Tensor& in, const Tensor& out) override;
+  std::unique_ptr<ProcessGroup> do_split(int color, const std::vector<int>& members) override;
 };
+
+// The two levels of the nodes (collective over g): the ranks of this rank's node, ranked as in g;
+// and one rank per node, those with this rank's local rank (ranked by node).
+std::unique_ptr<ProcessGroup> intra_node_group(ProcessGroup& g);
+std::unique_ptr<ProcessGroup> inter_node_group(ProcessGroup& g);
+
+// A sub-group's topology: `parent` restricted to `members` (parent ranks, in the sub-group's
+// order), nodes renumbered by their lowest member; `rank` is the rank in the sub-group.
+Topology sub_topology(const Topology& parent, const std::vector<int>& members, int rank);
 
 // The process-wide group (the one other global the architecture allows): MPI when this process
 // was started by mpirun (OMPI_COMM_WORLD_SIZE / PMI_SIZE set), else a SingleProcessGroup, so a

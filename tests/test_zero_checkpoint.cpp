@@ -86,6 +86,17 @@ class ThreadGroup final : public ProcessGroup {
     h_.bar.arrive_and_wait();
     return completed_work();
   }
+  WorkPtr do_all_to_all(const Tensor& in, const Tensor& out) override {
+    const int64_t S = in.numel() / size();
+    meet(in, [&] {
+      for (int q = 0; q < size(); ++q) out.flat_view(q * S, {S}).copy_(h_.slot[q].flat_view(r_ * S, {S}));
+    });
+    return completed_work();
+  }
+  // These tests never split: the thread ranks share one hub, with no sub-hubs to give.
+  std::unique_ptr<ProcessGroup> do_split(int, const std::vector<int>&) override {
+    throw Error("ThreadGroup (a test helper): split is not supported");
+  }
 
  private:
   // Publish `mine`, run `read` while every rank's buffer is published and unchanged, meet again.

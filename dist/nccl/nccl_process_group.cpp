@@ -1,5 +1,5 @@
-// defines: nccl_type, NcclProcessGroup (constructor, destructor, run, do_all_reduce, do_reduce_scatter and
-//          4 more) (dist/nccl/nccl_process_group.h); file-local: NcclWork
+// defines: nccl_type, NcclProcessGroup (constructors, destructor, run, do_all_reduce, do_reduce_scatter and
+//          6 more) (dist/nccl/nccl_process_group.h); file-local: NcclWork
 #include "dist/nccl/nccl_process_group.h"
 
 #include <cstdio>
@@ -58,7 +58,11 @@ struct NcclWork final : Work {
 }  // namespace
 
 NcclProcessGroup::NcclProcessGroup(ProcessGroup& bootstrap, int device, cudaStream_t compute_stream)
-    : bootstrap_(bootstrap), rank_(bootstrap.rank()), size_(bootstrap.size()), device_(device),
+    : bootstrap_(bootstrap),
+      topology_(bootstrap.topology()),
+      rank_(bootstrap.rank()),
+      size_(bootstrap.size()),
+      device_(device),
       compute_(compute_stream) {
   ZT_CUDA_CHECK(cudaSetDevice(device_));
   ncclUniqueId id;
@@ -74,6 +78,18 @@ NcclProcessGroup::NcclProcessGroup(ProcessGroup& bootstrap, int device, cudaStre
   bootstrap_.broadcast(bytes, 0);
   for (int64_t i = 0; i < nb; ++i) id.internal[i] = static_cast<char>(static_cast<unsigned char>(b[i]));
   ZT_NCCL_CHECK(ncclCommInitRank(&comm_nccl_, size_, id, rank_));
+  ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
+}
+
+NcclProcessGroup::NcclProcessGroup(NcclProcessGroup& parent, ncclComm_t comm, Topology topology)
+    : bootstrap_(parent.bootstrap_),
+      topology_(std::move(topology)),
+      rank_(topology_.rank),
+      size_(topology_.size()),
+      device_(parent.device_),
+      comm_nccl_(comm),
+      compute_(parent.compute_) {
+  ZT_CUDA_CHECK(cudaSetDevice(device_));
   ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
 }
 
@@ -155,6 +171,32 @@ WorkPtr NcclProcessGroup::do_barrier() {
   Tensor one = Tensor::zeros({1}, DType::f32, Category::comm);
   WorkPtr w = do_all_reduce(one);
   return w;
+}
+
+WorkPtr NcclProcessGroup::do_all_to_all(const Tensor& in, const Tensor& out) {
+  const size_t block = static_cast<size_t>(in.numel() / size_);
+  const size_t block_bytes = block * static_cast<size_t>(in.element_size());
+  return run({in, out}, [&](const std::vector<void*>& p) {
+    ZT_NCCL_CHECK(ncclGroupStart());
+    for (int q = 0; q < size_; ++q) {
+      ZT_NCCL_CHECK(ncclSend(static_cast<const char*>(p[0]) + q * block_bytes, block, nccl_type(in.dtype()), q,
+                             comm_nccl_, comm_));
+      ZT_NCCL_CHECK(
+          ncclRecv(static_cast<char*>(p[1]) + q * block_bytes, block, nccl_type(out.dtype()), q, comm_nccl_, comm_));
+    }
+    ZT_NCCL_CHECK(ncclGroupEnd());
+  });
+}
+
+std::unique_ptr<ProcessGroup> NcclProcessGroup::do_split(int color, const std::vector<int>& members) {
+  int key = 0;
+  for (size_t i = 0; i < members.size(); ++i)
+    if (members[i] == rank_) key = static_cast<int>(i);
+  ZT_CUDA_CHECK(cudaSetDevice(device_));
+  ncclComm_t sub = nullptr;
+  ZT_NCCL_CHECK(ncclCommSplit(comm_nccl_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &sub, nullptr));
+  if (color < 0) return nullptr;
+  return std::unique_ptr<ProcessGroup>(new NcclProcessGroup(*this, sub, sub_topology(topology_, members, key)));
 }
 
 void NcclProcessGroup::abort(const std::string& message, int code) {

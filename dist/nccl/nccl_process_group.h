@@ -25,6 +25,7 @@
 #include <nccl.h>
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "dist/process_group.h"
@@ -43,7 +44,7 @@ class NcclProcessGroup final : public ProcessGroup {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "nccl"; }
-  const Topology& topology() const override { return bootstrap_.topology(); }  // its bootstrap group's
+  const Topology& topology() const override { return topology_; }  // its bootstrap group's (a split: restricted)
   [[noreturn]] void abort(const std::string& message, int code) override;
   int device() const { return device_; }
 
@@ -53,13 +54,20 @@ class NcclProcessGroup final : public ProcessGroup {
   WorkPtr do_all_gather(const Tensor& in, const Tensor& out) override;
   WorkPtr do_broadcast(const Tensor& x, int root) override;
   WorkPtr do_barrier() override;
+  // ncclSend / ncclRecv of every block in one NCCL group (NCCL has no all-to-all call).
+  WorkPtr do_all_to_all(const Tensor& in, const Tensor& out) override;
+  // ncclCommSplit (NCCL 2.18+): the new group keeps this one's GPU and compute stream, with a
+  // communication stream of its own.
+  std::unique_ptr<ProcessGroup> do_split(int color, const std::vector<int>& members) override;
 
  private:
+  NcclProcessGroup(NcclProcessGroup& parent, ncclComm_t comm, Topology topology);  // a split
   // Runs `issue` (the NCCL call on comm_) ordered after the compute stream, on device copies of
   // the host buffers among `bufs` (copied in first and back after); returns the completion Work.
   WorkPtr run(const std::vector<Tensor>& bufs, const std::function<void(const std::vector<void*>&)>& issue);
 
   ProcessGroup& bootstrap_;
+  Topology topology_;
   int rank_ = 0, size_ = 1, device_ = 0;
   ncclComm_t comm_nccl_ = nullptr;
   cudaStream_t compute_ = nullptr, comm_ = nullptr;

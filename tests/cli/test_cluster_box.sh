@@ -5,7 +5,9 @@
 #     the same 2 nodes (dist/topology.h), in agreement with OpenMPI's local ranks;
 #  2. zt-train at ZeRO stages 0-3 (float32, gpt2-nano) gives bitwise the losses of 4 ranks on one
 #     node: the same collectives in the same order, only the transport differs;
-#  3. a checkpoint written by 4 ranks on one node resumes on the box, bitwise the uninterrupted run;
+#  3. split groups (intra-node, inter-node, by color) and all-to-all across the two nodes
+#     (tests/mpi/test_split.cpp's cases, run on the box);
+#  3b. a checkpoint written by 4 ranks on one node resumes on the box, bitwise the uninterrupted run;
 #  4. the box leaves nothing behind (no namespace, no state), also when its command fails; bad
 #     options are refused by name.
 # Skipped (77) where namespaces cannot be made (not root, no CAP_NET_ADMIN).
@@ -40,6 +42,12 @@ echo "ok: the ranks find their nodes (MPI_Comm_split_type), and OpenMPI's local 
 grep -q "inter-node (ring model)" "$TMP/box.err" && grep -q "^cluster.sh: on the wire (bytes each node sent, eth0): node 1 " "$TMP/box.err" ||
   { echo "FAIL: no inter-node bytes in the summary, or no bytes on the wire from the box:"; tail -20 "$TMP/box.err"; exit 1; }
 echo "ok: $(grep "^cluster.sh: on the wire" "$TMP/box.err" | cut -c12-)"
+
+# split groups and all-to-all across real nodes (tests/mpi/test_split.cpp): intra-node groups of
+# 2, inter-node groups of one rank per node, a hierarchical all-reduce equal to the flat one
+OMP_NUM_THREADS=1 "${box[@]}" -- "$B/tests/zt_mpi_tests" "[split]" -w NoTests >"$TMP/split.out" 2>&1 ||
+  { echo "FAIL: the [split] cases on the box:"; grep -v "^$" "$TMP/split.out" | tail -30; exit 1; }
+echo "ok: split groups on 2 nodes: intra-node and inter-node groups, all-to-all counted per link, the sums of both levels the flat sum"
 
 # resume across the box: 4 ranks on one node save at step 3; the box resumes to step 6
 R=(--model gpt2-nano --train "$S/data/corpus/train.txt" -b 2 -t 32 --steps 6 --seed 7 --threads 1 --dist mpi --zero-stage 3)

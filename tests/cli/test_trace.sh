@@ -151,13 +151,13 @@ python3 - "$TMP" <<'PY'
 import json, re, sys
 tmp = sys.argv[1]
 UNIT = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
-KINDS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "barrier"]
+KINDS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "barrier", "all_to_all"]
 def fail(msg):
     print("FAIL:", msg); sys.exit(1)
 for name in ["z3", "nv"]:
     t = open(f"{tmp}/{name}.err").read()
     table = t.split("bytes moved per rank")[1].split("time per rank")[0]
-    rows = re.findall(r"^  ([01]) +((?:[0-9.]+ (?:B|KiB|MiB|GiB) \([0-9]+\) +){5})", table, re.M)
+    rows = re.findall(r"^  ([01]) +((?:[0-9.]+ (?:B|KiB|MiB|GiB) \([0-9]+\) +){6})", table, re.M)
     if len(rows) != 2: fail(f"{name}: bytes table rows {rows}")
     ev = json.load(open(f"{tmp}/{name}.json"))["traceEvents"]
     for r, cells in rows:
