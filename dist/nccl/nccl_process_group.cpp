@@ -1,14 +1,16 @@
-// defines: nccl_type, NcclProcessGroup (constructors, destructor, run, do_all_reduce, do_reduce_scatter and
-//          6 more) (dist/nccl/nccl_process_group.h); file-local: NcclWork
+// defines: nccl_type, NcclProcessGroup (constructors, init_comm, destructor, run, do_all_reduce and 7
+//          more) (dist/nccl/nccl_process_group.h); file-local: NcclWork
 #include "dist/nccl/nccl_process_group.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 
-#include "cuda/check.h"   // defines: ZT_CUDA_CHECK, cuda_error_message
-#include "cuda/device.h"  // defines: is_device_pointer
+#include "cuda/check.h"           // defines: ZT_CUDA_CHECK, cuda_error_message
+#include "cuda/device.h"          // defines: is_device_pointer
+#include "dist/tcp_rendezvous.h"  // defines: tcp_rendezvous
 
 #define ZT_NCCL_CHECK(call)                                                                               \
   do {                                                                                                    \
@@ -58,7 +60,7 @@ struct NcclWork final : Work {
 }  // namespace
 
 NcclProcessGroup::NcclProcessGroup(ProcessGroup& bootstrap, int device, cudaStream_t compute_stream)
-    : bootstrap_(bootstrap),
+    : bootstrap_(&bootstrap),
       topology_(bootstrap.topology()),
       rank_(bootstrap.rank()),
       size_(bootstrap.size()),
@@ -75,8 +77,40 @@ NcclProcessGroup::NcclProcessGroup(ProcessGroup& bootstrap, int device, cudaStre
   Tensor bytes = Tensor::zeros({nb}, DType::f64, Category::comm, cpu_allocator());
   double* b = bytes.data<double>();
   for (int64_t i = 0; i < nb; ++i) b[i] = static_cast<unsigned char>(id.internal[i]);
-  bootstrap_.broadcast(bytes, 0);
+  bootstrap_->broadcast(bytes, 0);
   for (int64_t i = 0; i < nb; ++i) id.internal[i] = static_cast<char>(static_cast<unsigned char>(b[i]));
+  init_comm(id);
+}
+
+NcclProcessGroup::NcclProcessGroup(const LauncherRanks& l, int device, cudaStream_t compute_stream, double timeout_s)
+    : rank_(l.rank), size_(l.size), device_(device), compute_(compute_stream) {
+  ZT_CHECK(l.rank >= 0 && l.size >= 1, "NCCL without MPI: no rank and world size from the launcher (",
+           l.launcher.empty() ? std::string("no RANK / WORLD_SIZE set") : l.launcher, ")");
+  ZT_CHECK(l.size == 1 || (!l.master_addr.empty() && l.master_port > 0),
+           "NCCL without MPI: MASTER_ADDR and MASTER_PORT must be set (rank 0's host and a free port)");
+  ZT_CUDA_CHECK(cudaSetDevice(device_));
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  if (rank_ == 0) ZT_NCCL_CHECK(ncclGetUniqueId(&id));
+  // the node: GROUP_RANK, else rank / LOCAL_WORLD_SIZE, else one node
+  const int node = l.node >= 0 ? l.node : l.local_size > 0 ? l.rank / l.local_size : 0;
+  const Rendezvous r = tcp_rendezvous(l.size == 1 ? "127.0.0.1" : l.master_addr, l.size == 1 ? 1 : l.master_port, rank_,
+                                      size_, node, std::string(id.internal, sizeof id.internal), timeout_s);
+  ZT_CHECK(r.payload.size() == sizeof id.internal, "NCCL without MPI: rank 0 sent ", r.payload.size(),
+           " bytes, expected an ncclUniqueId of ", sizeof id.internal);
+  std::memcpy(id.internal, r.payload.data(), sizeof id.internal);
+  // nodes renumbered by their lowest rank (topology_of_nodes' rule)
+  std::vector<int> first, node_of;
+  for (int n : r.node_of) {
+    auto it = std::find(first.begin(), first.end(), n);
+    if (it == first.end()) it = first.insert(first.end(), n);
+    node_of.push_back(static_cast<int>(it - first.begin()));
+  }
+  topology_ = topology_of_nodes(std::move(node_of), rank_, l.launcher + " variables, TCP rendezvous");
+  init_comm(id);
+}
+
+void NcclProcessGroup::init_comm(const ncclUniqueId& id) {
   ZT_NCCL_CHECK(ncclCommInitRank(&comm_nccl_, size_, id, rank_));
   ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
 }
@@ -204,8 +238,8 @@ void NcclProcessGroup::abort(const std::string& message, int code) {
   std::fflush(stderr);
   if (comm_nccl_) ncclCommAbort(comm_nccl_);
   comm_nccl_ = nullptr;
-  bootstrap_.abort(message, code);  // MPI_Abort, or exit for a single process
-  std::exit(code);                   // not reached; for the compiler
+  if (bootstrap_) bootstrap_->abort(message, code);  // MPI_Abort, or exit for a single process
+  std::exit(code);  // bootstrapped over TCP: this process; the launcher ends the others
 }
 
 }  // namespace zt

@@ -3,7 +3,8 @@
 //
 // Bootstrap: rank 0 creates an ncclUniqueId and every rank receives it through `bootstrap` (the
 // MPI group of the job, or a SingleProcessGroup for one rank); then ncclCommInitRank. The unique
-// id's 128 bytes travel as 128 float64 values 0..255, exact in any MPI.
+// id's 128 bytes travel as 128 float64 values 0..255, exact in any MPI. Without MPI, the id travels
+// over TCP from rank 0 at MASTER_ADDR:MASTER_PORT (the launcher's variables), as under torchrun.
 //
 // Ordering: collectives run on a communication stream of their own. Before each one, an event
 // recorded on the compute stream makes the communication stream wait (so the collective sees
@@ -37,6 +38,12 @@ class NcclProcessGroup final : public ProcessGroup {
   // Collective over every rank of `bootstrap`: rank r of N drives GPU `device` (cudaSetDevice).
   // compute_stream: the stream the training kernels run on (0: the legacy default stream).
   NcclProcessGroup(ProcessGroup& bootstrap, int device, cudaStream_t compute_stream = nullptr);
+  // Without MPI: the ranks as a torchrun-style launcher describes them (RANK, WORLD_SIZE,
+  // MASTER_ADDR, MASTER_PORT, GROUP_RANK: launcher_ranks(), dist/topology.h), the unique id from
+  // rank 0 over TCP (dist/tcp_rendezvous.h), waiting at most timeout_s for every rank. abort()
+  // then ends this process only (the launcher ends the others, as torchrun does).
+  NcclProcessGroup(const LauncherRanks& launcher, int device, cudaStream_t compute_stream = nullptr,
+                   double timeout_s = 300.0);
   ~NcclProcessGroup() override;
   NcclProcessGroup(const NcclProcessGroup&) = delete;
   NcclProcessGroup& operator=(const NcclProcessGroup&) = delete;
@@ -66,7 +73,9 @@ class NcclProcessGroup final : public ProcessGroup {
   // the host buffers among `bufs` (copied in first and back after); returns the completion Work.
   WorkPtr run(const std::vector<Tensor>& bufs, const std::function<void(const std::vector<void*>&)>& issue);
 
-  ProcessGroup& bootstrap_;
+  void init_comm(const ncclUniqueId& id);  // ncclCommInitRank and the communication stream
+
+  ProcessGroup* bootstrap_ = nullptr;  // null: bootstrapped over TCP
   Topology topology_;
   int rank_ = 0, size_ = 1, device_ = 0;
   ncclComm_t comm_nccl_ = nullptr;

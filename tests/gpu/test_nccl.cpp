@@ -1,4 +1,4 @@
-// defines: 4 Catch2 test cases tagged [nccl]; helpers: DeviceFloats
+// defines: 5 Catch2 test cases tagged [nccl]; helpers: DeviceFloats
 //
 // The NCCL process group on the GPUs of this machine. With one GPU the group has one rank
 // (bootstrapped by a SingleProcessGroup): the collectives are identities that still go through
@@ -60,6 +60,32 @@ TEST_CASE("NCCL group of one rank: collectives, host staging, byte counters", "[
   g.all_reduce(host);
   CHECK(host.to_vector() == std::vector<double>{1.0, 2.0, 3.0});
   CHECK(g.counters().total() == 0);  // one rank moves nothing (ring convention)
+}
+
+// Without MPI, as under torchrun: the launcher's variables and the TCP rendezvous (one rank here:
+// the rendezvous opens no socket; two ranks need two GPUs). Then the same collectives, an
+// all-to-all and a split through ncclCommSplit.
+TEST_CASE("NCCL group bootstrapped from launcher variables, all_to_all and split", "[nccl]") {
+  LauncherRanks l;
+  l.launcher = "torchrun";
+  l.rank = 0, l.size = 1, l.node = 0;
+  l.master_addr = "127.0.0.1", l.master_port = 29500;
+  NcclProcessGroup g(l, 0);
+  CHECK(g.size() == 1);
+  CHECK_THAT(g.topology().source, Catch::Contains("TCP rendezvous"));
+  std::vector<float> v(64);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) - 9.5f;
+  DeviceFloats x(v), y(std::vector<float>(v.size(), -1.0f));
+  g.all_to_all(x.tensor(), y.tensor());  // one rank: its one block comes back
+  CHECK(y.read() == v);
+  std::unique_ptr<ProcessGroup> sub = g.split(0, 0);
+  REQUIRE(sub);
+  CHECK(sub->backend() == "nccl");
+  sub->all_reduce(x.tensor());
+  CHECK(x.read() == v);
+  CHECK(g.split(-1, 0) == nullptr);
+  LauncherRanks none;
+  CHECK_THROWS_WITH(NcclProcessGroup(none, 0), Catch::Contains("no RANK / WORLD_SIZE set"));
 }
 
 // gpu-preflight.md #1: zt-train --device cuda sets the default device before it builds the group,
