@@ -130,17 +130,20 @@ void ProcessGroup::record_run(const CommOp& op, std::chrono::steady_clock::time_
     std::lock_guard<std::mutex> lock(times_mu_);
     times_.busy_s[static_cast<int>(op.kind)] += std::chrono::duration<double>(t1 - t0).count();
   }
-  if (Tracer* t = tracer_.load()) t->span(TraceTrack::comm, op.name, "comm", t0, t1, {{"bytes", op.bytes}});
+  if (Tracer* t = tracer_.load())
+    t->span(TraceTrack::comm, op.name, "comm", t0, t1, {{"bytes", op.bytes}, {"inter_node_bytes", op.inter_node}});
 }
 
-// Counts (unless the caller has), hands the collective to the backend (do_it), and times its run
-// and its wait.
-template <class F> WorkPtr ProcessGroup::issue(Collective c, int64_t ring_bytes, F&& do_it, bool counted) {
-  if (!counted) count(c, ring_bytes);
+// Counts (an all-to-all per link, the others by the ring model), hands the collective to the
+// backend (do_it), and times its run and its wait.
+template <class F> WorkPtr ProcessGroup::issue(Collective c, int64_t ring_bytes, F&& do_it) {
+  const int64_t inter_before = counters_.inter_node();
+  if (c == Collective::all_to_all) count_all_to_all(size() > 1 ? ring_bytes / (size() - 1) : 0);
+  else count(c, ring_bytes);
   // The name is only for the trace: no string is built per collective when nobody traces.
   std::string name;
   if (tracer_.load()) name = label_.empty() ? collective_name(c) : std::string(collective_name(c)) + " " + label_;
-  CommOp op{c, std::move(name), ring_bytes, false};
+  CommOp op{c, std::move(name), ring_bytes, counters_.inter_node() - inter_before, false};
   const auto t0 = std::chrono::steady_clock::now();
   issuing_ = &op;
   WorkPtr w;
@@ -195,9 +198,7 @@ WorkPtr ProcessGroup::all_to_all_async(const Tensor& in, const Tensor& out) {
            size(), ")");
   ZT_CHECK(in.raw() != out.raw(), "all_to_all: input and output must be different buffers");
   const int64_t block = in.numel() / size() * in.element_size();
-  count_all_to_all(block);  // per link, so issue() counts nothing more
-  return issue(
-      Collective::all_to_all, block * (size() - 1), [&] { return do_all_to_all(in, out); }, true);
+  return issue(Collective::all_to_all, block * (size() - 1), [&] { return do_all_to_all(in, out); });
 }
 
 std::unique_ptr<ProcessGroup> ProcessGroup::split(int color, int key) {

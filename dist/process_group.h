@@ -32,7 +32,8 @@
 // that runs a collective inside the call, the call), `wait` = how long the caller blocked in
 // Work::wait() (the communication that compute did not hide). With a Tracer (core/trace.h) each
 // run is a span on the rank's comm track and each wait one on its compute track, named after
-// the kind and the CommLabel in effect when it was issued ("all_gather block3").
+// the kind and the CommLabel in effect when it was issued ("all_gather block3"); a run's args
+// give its bytes and, of those, the ones that cross to another node (the link classes).
 #pragma once
 #include <array>
 #include <atomic>
@@ -153,6 +154,7 @@ class ProcessGroup {
     Collective kind = Collective::barrier;
     std::string name;  // "all_gather block3"; empty when no tracer is set
     int64_t bytes = 0;
+    int64_t inter_node = 0;  // of `bytes`, those that cross to another node (CommCounters::link)
     bool claimed = false;
   };
   CommOp* issuing_ = nullptr;  // non-null inside do_*()
@@ -171,8 +173,8 @@ class ProcessGroup {
 
  private:
   void count(Collective c, int64_t ring_bytes);
-  void count_all_to_all(int64_t block_bytes);
-  template <class F> WorkPtr issue(Collective c, int64_t ring_bytes, F&& do_it, bool counted = false);
+  void count_all_to_all(int64_t block_bytes);  // each block on the link to its rank
+  template <class F> WorkPtr issue(Collective c, int64_t ring_bytes, F&& do_it);
   CommCounters counters_;
   mutable std::mutex times_mu_;  // busy_s is written by the communication thread
   CommTimes times_;

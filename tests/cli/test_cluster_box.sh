@@ -5,6 +5,7 @@
 #     the same 2 nodes (dist/topology.h), in agreement with OpenMPI's local ranks;
 #  2. zt-train at ZeRO stages 0-3 (float32, gpt2-nano) gives bitwise the losses of 4 ranks on one
 #     node: the same collectives in the same order, only the transport differs;
+#  2b. the trace's comm spans carry their link class (inter_node_bytes, the ring model);
 #  3. split groups (intra-node, inter-node, by color) and all-to-all across the two nodes
 #     (tests/mpi/test_split.cpp's cases, run on the box);
 #  3b. a checkpoint written by 4 ranks on one node resumes on the box, bitwise the uninterrupted run;
@@ -42,6 +43,20 @@ echo "ok: the ranks find their nodes (MPI_Comm_split_type), and OpenMPI's local 
 grep -q "inter-node (ring model)" "$TMP/box.err" && grep -q "^cluster.sh: on the wire (bytes each node sent, eth0): node 1 " "$TMP/box.err" ||
   { echo "FAIL: no inter-node bytes in the summary, or no bytes on the wire from the box:"; tail -20 "$TMP/box.err"; exit 1; }
 echo "ok: $(grep "^cluster.sh: on the wire" "$TMP/box.err" | cut -c12-)"
+
+# the trace's link classes: rank 1's ring successor (rank 2) is on the other node, rank 0's (rank 1) on its own
+OMP_NUM_THREADS=1 "${box[@]}" -- "$B/zt-train" "${A[@]}" --zero-stage 3 --trace "$TMP/box3.json" 2>/dev/null ||
+  { echo "FAIL: stage 3 with --trace on the box"; exit 1; }
+python3 - "$TMP/box3.json" <<'PY' || exit 1
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "comm"]
+def spans(pid): return [e for e in ev if e["pid"] == pid and e["args"].get("bytes", 0) > 0]
+r0, r1 = spans(0), spans(1)
+assert r0 and r1, "no collectives with bytes on the comm tracks"
+assert all(e["args"]["inter_node_bytes"] == 0 for e in r0), "rank 0's collectives should stay on its node (ring model)"
+assert all(e["args"]["inter_node_bytes"] == e["args"]["bytes"] for e in r1), "rank 1's should all cross to node 2"
+print(f"ok: the trace's link classes: rank 0's {len(r0)} collectives intra-node, rank 1's {len(r1)} inter-node")
+PY
 
 # split groups and all-to-all across real nodes (tests/mpi/test_split.cpp): intra-node groups of
 # 2, inter-node groups of one rank per node, a hierarchical all-reduce equal to the flat one
