@@ -7,7 +7,7 @@
 # 3 Psi (N-1)/N elements of 4 bytes, Psi from zt-estimate's padded count), the bytes the ring model
 # puts on inter-node links (all ranks, per step, the setup's share included), and the bytes really
 # sent on the nodes' links (eth0 counters, all nodes, per step, the launch and setup included).
-# Prints a markdown table and writes JSON lines.
+# Prints a markdown table and writes JSON lines (bench/cluster_plot.sh draws them).
 #
 # Usage: bench/cluster.sh [--model gpt-mini] [--steps 6] [--layouts "2x2 4x1"] [--links "none 1gbit 100mbit"]
 #                         [--stages "0 1 2 3"] [--batch 4] [--seq 128] [--json FILE]
