@@ -259,13 +259,15 @@ bool MpiProcessGroup::set_collective_timeout(double seconds) {
 }
 
 MpiProcessGroup::~MpiProcessGroup() {
-  // A sub-group frees its communicator on the communication thread, after its queued collectives
-  // (the queue runs in order); the world's is MPI_COMM_WORLD. The runtime goes with the last group.
-  if (comm_->comm != MPI_COMM_WORLD && comm_->comm != MPI_COMM_NULL) {
+  // The queue runs in order: what this group queued (a Work dropped without wait) runs before the
+  // group goes. A sub-group then frees its communicator there too; the world's is MPI_COMM_WORLD.
+  // The runtime (the thread, MPI itself) goes with the last group.
+  const bool sub = comm_->comm != MPI_COMM_WORLD && comm_->comm != MPI_COMM_NULL;
+  rt_->run_now([c = comm_.get(), sub] {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) rt_->run_now([c = comm_.get()] { MPI_Comm_free(&c->comm); });
-  }
+    if (sub && !finalized) MPI_Comm_free(&c->comm);
+  });
 }
 
 WorkPtr MpiProcessGroup::submit(std::function<void()> fn, std::vector<Tensor> keep) {

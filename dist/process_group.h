@@ -132,8 +132,7 @@ class ProcessGroup {
 
   // The longest one collective may wait before the job is aborted with a report of the ranks it
   // waits for (dist/mpi_watchdog.h; 0 = no limit; throws for a negative value). Returns whether
-  // this backend enforces it: the MPI backend does; one rank has no peer to wait for; the NCCL
-  // backend does not yet (docs/faults.md).
+  // this backend enforces it: the MPI and NCCL backends do; one rank has no peer to wait for.
   virtual bool set_collective_timeout(double seconds);
 
   const CommCounters& counters() const { return counters_; }

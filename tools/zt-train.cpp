@@ -94,7 +94,8 @@ int threads_per_rank(int requested) {
 RunDevice start_device(const TrainOptions& o, RunConfig& c, ProcessGroup& group) {
   const bool lead = group.rank() == 0;
   RunDevice run = select_run_device(o.device_text, o.dist_text, group);
-  // The collective timeout (dist/mpi_watchdog.h) guards the MPI group; NCCL's own is not wired yet.
+  // The collective timeout guards the MPI group (dist/mpi_watchdog.h) and the NCCL one
+  // (NcclProcessGroup's watchdog).
   group.set_collective_timeout(c.collective_timeout_s);
   if (run.group != &group && !run.group->set_collective_timeout(c.collective_timeout_s) && lead && group.size() > 1)
     std::fprintf(stderr, "zt-train: note: the %s backend does not enforce collective_timeout_s (docs/faults.md)\n",

@@ -1,12 +1,14 @@
-// defines: nccl_type, NcclProcessGroup (constructors, init_comm, destructor, run, do_all_reduce and 7
+// defines: nccl_type, NcclProcessGroup (constructors, init_comm, start_watchdog, watch, on_timeout and 12
 //          more) (dist/nccl/nccl_process_group.h); file-local: NcclWork
 #include "dist/nccl/nccl_process_group.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <sstream>
 
 #include "cuda/check.h"           // defines: ZT_CUDA_CHECK, cuda_error_message
 #include "cuda/device.h"          // defines: is_device_pointer
@@ -113,6 +115,76 @@ NcclProcessGroup::NcclProcessGroup(const LauncherRanks& l, int device, cudaStrea
 void NcclProcessGroup::init_comm(const ncclUniqueId& id) {
   ZT_NCCL_CHECK(ncclCommInitRank(&comm_nccl_, size_, id, rank_));
   ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
+  start_watchdog();
+}
+
+void NcclProcessGroup::start_watchdog() {
+  watchdog_ = std::jthread([this](std::stop_token stop) { watch(stop); });
+}
+
+bool NcclProcessGroup::set_collective_timeout(double seconds) {
+  ProcessGroup::set_collective_timeout(seconds);  // checks the value
+  timeout_s_.store(seconds);
+  return true;
+}
+
+void NcclProcessGroup::set_timeout_handler(std::function<void(const std::string&)> handler) {
+  std::lock_guard<std::mutex> lock(watch_mu_);
+  handler_ = std::move(handler);
+}
+
+void NcclProcessGroup::watch(std::stop_token stop) {
+  if (cudaSetDevice(device_) != cudaSuccess) return;  // no device here: nothing to watch
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock<std::mutex> sleep_lock(mu);
+  while (!cv.wait_for(sleep_lock, stop, std::chrono::milliseconds(100), [&stop] { return stop.stop_requested(); })) {
+    if (aborted_.load()) return;
+    std::string report;
+    std::function<void(const std::string&)> handler;
+    {
+      std::lock_guard<std::mutex> lock(watch_mu_);
+      while (!watched_.empty() && cudaEventQuery(watched_.front().done) == cudaSuccess) {
+        cudaEventDestroy(watched_.front().done);
+        watched_.pop_front();
+      }
+      const double limit = timeout_s_.load();
+      std::ostringstream s;
+      s.setf(std::ios::fixed);
+      s.precision(1);
+      if (!watched_.empty() && limit > 0) {
+        const Watched& w = watched_.front();
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - w.t0).count();
+        if (waited > limit) {
+          s << "collective timeout: NCCL collective #" << w.seq << " " << collective_name(w.kind);
+          if (!w.label.empty()) s << " (" << w.label << ")";
+          s << " has not completed in " << waited << " s, longer than collective_timeout_s = " << limit
+            << " (zt-train --collective-timeout-s); " << watched_.size() << " collective(s) in flight on GPU "
+            << device_ << "; NCCL cannot tell which rank is silent";
+        }
+      }
+      ncclResult_t async = ncclSuccess;
+      if (ncclCommGetAsyncError(comm_nccl_, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress)
+        s << (s.tellp() > 0 ? "; " : "") << "NCCL reports an asynchronous error: " << ncclGetErrorString(async) << " ("
+          << ncclGetLastError(comm_nccl_) << ")";
+      report = s.str();
+      handler = handler_;
+      if (!report.empty()) watched_.front().t0 = std::chrono::steady_clock::now();  // one report per wait
+    }
+    if (report.empty()) continue;
+    if (handler) handler(report);
+    else on_timeout(report);
+  }
+}
+
+void NcclProcessGroup::on_timeout(const std::string& report) {
+  std::fprintf(stderr, "error on rank %d of %d (nccl, GPU %d): %s; aborting the communicator (ncclCommAbort)\n", rank_,
+               size_, device_, report.c_str());
+  std::fflush(stderr);
+  aborted_.store(true);
+  ncclCommAbort(comm_nccl_);                     // NCCL's kernels return; what waits on them wakes
+  if (bootstrap_) bootstrap_->abort(report, 1);  // MPI_Abort: every rank of the job
+  std::_Exit(1);                                 // bootstrapped over TCP: this process (the launcher ends the others)
 }
 
 NcclProcessGroup::NcclProcessGroup(NcclProcessGroup& parent, ncclComm_t comm, Topology topology)
@@ -125,16 +197,22 @@ NcclProcessGroup::NcclProcessGroup(NcclProcessGroup& parent, ncclComm_t comm, To
       compute_(parent.compute_) {
   ZT_CUDA_CHECK(cudaSetDevice(device_));
   ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
+  start_watchdog();
 }
 
 NcclProcessGroup::~NcclProcessGroup() {
+  watchdog_.request_stop();  // first: it reads the communicator and the events below
+  if (watchdog_.joinable()) watchdog_.join();
   if (comm_) cudaStreamSynchronize(comm_);
-  if (comm_nccl_) ncclCommDestroy(comm_nccl_);
+  for (Watched& w : watched_) cudaEventDestroy(w.done);
+  if (comm_nccl_ && !aborted_.load()) ncclCommDestroy(comm_nccl_);
   if (comm_) cudaStreamDestroy(comm_);
 }
 
 WorkPtr NcclProcessGroup::run(const std::vector<Tensor>& bufs,
                               const std::function<void(const std::vector<void*>&)>& issue) {
+  if (aborted_.load())
+    ZT_THROW("NCCL group of rank ", rank_, ": the communicator was aborted by the collective timeout");
   ZT_CUDA_CHECK(cudaSetDevice(device_));
   // The communication stream starts after everything the compute stream has queued.
   cudaEvent_t ready = nullptr;
@@ -157,6 +235,17 @@ WorkPtr NcclProcessGroup::run(const std::vector<Tensor>& bufs,
     ptrs.push_back(p);
   }
   issue(ptrs);
+  {  // the watchdog's view of it: done when this event is
+    Watched w;
+    w.kind = issuing_ ? issuing_->kind : Collective::barrier;
+    w.label = label();
+    w.t0 = std::chrono::steady_clock::now();
+    ZT_CUDA_CHECK(cudaEventCreateWithFlags(&w.done, cudaEventDisableTiming));
+    ZT_CUDA_CHECK(cudaEventRecord(w.done, comm_));
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    w.seq = ++seq_;
+    watched_.push_back(std::move(w));
+  }
   if (!staged.empty()) {  // host buffers: copy back and finish before returning
     for (auto& [i, d] : staged) {
       ZT_CUDA_CHECK(cudaMemcpyAsync(bufs[i].raw(), d, bufs[i].nbytes(), cudaMemcpyDeviceToHost, comm_));

@@ -25,10 +25,18 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <atomic>
+#include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <thread>
 #include <vector>
 
+#include "dist/mpi_watchdog.h"  // defines: kDefaultCollectiveTimeoutS
 #include "dist/process_group.h"
 
 namespace zt {
@@ -55,6 +63,18 @@ class NcclProcessGroup final : public ProcessGroup {
   [[noreturn]] void abort(const std::string& message, int code) override;
   int device() const { return device_; }
 
+  // The collective timeout: a watchdog thread looks every 100 ms at the oldest collective still
+  // running on the communication stream (an event recorded after it) and at NCCL's asynchronous
+  // error (ncclCommGetAsyncError). When one has run longer than the timeout, or NCCL reports an
+  // error, it calls the timeout handler with a report ("NCCL collective #12 all_gather (h.3) has
+  // not completed in 600.0 s ..."). The default handler prints it, aborts the communicator
+  // (ncclCommAbort: NCCL's kernels return, the streams drain) and ends the job through abort().
+  // 0 = no timeout. NCCL cannot say which rank is silent; the MPI group's watchdog, where there is
+  // one, names it (dist/mpi_watchdog.h).
+  bool set_collective_timeout(double seconds) override;
+  // Replaces the default handler (tests: they check the report and let the collective finish).
+  void set_timeout_handler(std::function<void(const std::string& report)> handler);
+
  protected:
   WorkPtr do_all_reduce(const Tensor& x) override;
   WorkPtr do_reduce_scatter(const Tensor& in, const Tensor& out) override;
@@ -74,12 +94,32 @@ class NcclProcessGroup final : public ProcessGroup {
   WorkPtr run(const std::vector<Tensor>& bufs, const std::function<void(const std::vector<void*>&)>& issue);
 
   void init_comm(const ncclUniqueId& id);  // ncclCommInitRank and the communication stream
+  void start_watchdog();
+  void watch(std::stop_token stop);            // the watchdog thread's loop
+  void on_timeout(const std::string& report);  // the default handler
+
+  // A collective in flight, for the watchdog: an event recorded after it on comm_.
+  struct Watched {
+    int64_t seq = 0;
+    Collective kind = Collective::barrier;
+    std::string label;
+    std::chrono::steady_clock::time_point t0;
+    cudaEvent_t done = nullptr;
+  };
 
   ProcessGroup* bootstrap_ = nullptr;  // null: bootstrapped over TCP
   Topology topology_;
   int rank_ = 0, size_ = 1, device_ = 0;
   ncclComm_t comm_nccl_ = nullptr;
   cudaStream_t compute_ = nullptr, comm_ = nullptr;
+
+  std::atomic<double> timeout_s_{kDefaultCollectiveTimeoutS};
+  std::atomic<bool> aborted_{false};  // the communicator was aborted: no more collectives
+  std::mutex watch_mu_;               // guards watched_, seq_, handler_
+  std::deque<Watched> watched_;
+  int64_t seq_ = 0;
+  std::function<void(const std::string&)> handler_;
+  std::jthread watchdog_;  // last: stops (and joins) before the members it reads go
 };
 
 // NCCL's type for a tensor's dtype (float32, float64, bfloat16, float16); a zt::Error otherwise.

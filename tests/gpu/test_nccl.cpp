@@ -1,4 +1,4 @@
-// defines: 5 Catch2 test cases tagged [nccl]; helpers: DeviceFloats
+// defines: 6 Catch2 test cases tagged [nccl]; helpers: DeviceFloats
 //
 // The NCCL process group on the GPUs of this machine. With one GPU the group has one rank
 // (bootstrapped by a SingleProcessGroup): the collectives are identities that still go through
@@ -8,6 +8,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda/check.h"
@@ -134,4 +138,42 @@ TEST_CASE("NCCL work dropped without wait: later work on the compute stream is o
   const auto v = last.to_vector();
   CHECK(v.front() == 7.0);
   CHECK(v.back() == 7.0);
+}
+
+// The collective timeout of the NCCL backend: the compute stream held by a host function for 2 s,
+// so the collective ordered after it cannot start; with a 0.5 s timeout the watchdog reports it
+// (to a handler here: the default one aborts the communicator and ends the job), and a collective
+// that finishes in time is not reported.
+TEST_CASE("NCCL collective timeout: a collective held back past the timeout is reported", "[nccl]") {
+  register_cuda_backend();
+  auto& cb = static_cast<CudaBackend&>(backend(Device::cuda(0)));
+  SingleProcessGroup boot;
+  NcclProcessGroup g(boot, 0, cb.stream());
+  std::mutex mu;
+  std::vector<std::string> reports;
+  g.set_timeout_handler([&](const std::string& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    reports.push_back(r);
+  });
+  CHECK(g.set_collective_timeout(0.5));
+  DeviceFloats x(std::vector<float>(16, 1.0f));  // before the hold: its copy must not wait behind it
+  ZT_CUDA_CHECK(cudaLaunchHostFunc(
+      cb.stream(), [](void*) { std::this_thread::sleep_for(std::chrono::seconds(2)); }, nullptr));
+  {
+    CommLabel label(g, "held");
+    g.all_reduce(x.tensor());  // returns after the hold, about 2 s
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    REQUIRE(!reports.empty());
+    CHECK_THAT(reports[0],
+               Catch::Contains("collective timeout: NCCL collective #1 all_reduce (held) has not completed in") &&
+                   Catch::Contains("longer than collective_timeout_s = 0.5"));
+    reports.clear();
+  }
+  g.all_reduce(x.tensor());
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  std::lock_guard<std::mutex> lock(mu);
+  CHECK(reports.empty());
+  CHECK(x.read() == std::vector<float>(16, 1.0f));
 }
