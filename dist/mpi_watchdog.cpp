@@ -250,6 +250,9 @@ void CollectiveWatchdog::loop(std::stop_token stop) {
     const std::string msg = report(seq, waited);
     std::fprintf(stderr, "error on rank %d of %d: %s\n", rank_, size_, msg.c_str());
     std::fflush(stderr);
+    // The other waiting ranks time out within a beat or two of this one: give their reports time
+    // to get out before the abort ends them (a job then tells its story from every side).
+    std::this_thread::sleep_for(std::chrono::duration<double>(kReportGraceS));
     MPI_Abort(MPI_COMM_WORLD, 1);
     std::_Exit(1);  // MPI_Abort does not return
   }

@@ -6,7 +6,8 @@
 // does not exit, and every other rank would wait in its next collective forever. The watchdog
 // turns that wait into an error: when one collective has run longer than the collective timeout
 // (config key `collective_timeout_s`, zt-train --collective-timeout-s; default 600 s, PyTorch's
-// NCCL default; 0 = none), the rank prints what it waits for and which ranks it suspects, and
+// NCCL default; 0 = none), the rank prints what it waits for and which ranks it suspects, waits
+// kReportGraceS (the other waiting ranks' timeouts expire meanwhile, and they print theirs), and
 // calls MPI_Abort, which ends every rank of the job.
 //
 // Naming the culprit: the ranks of one machine share a small progress board, one slot per rank
@@ -51,6 +52,7 @@ class StateServer;  // dist/peer_probe.h
 
 inline constexpr double kDefaultCollectiveTimeoutS = 600.0;
 inline constexpr double kProbeS = 2.0;  // how long the report waits for a rank on another machine
+inline constexpr double kReportGraceS = 2.0;  // between a rank's report and its MPI_Abort
 
 class CollectiveWatchdog {
  public:

@@ -3,8 +3,8 @@
 # collective timeout (dist/mpi_watchdog.h) ends a job whose rank on the other node stops
 # answering, and names that rank and its node; ranks on the other machine are asked over TCP
 # (dist/peer_probe.h), so the report says what happened there:
-#  1. rank 3 (node 2) stopped (SIGSTOP): the job ends within the timeout, the report names rank 3
-#     and its node; the last checkpoint is intact and resumes on one node (2 ranks: fewer nodes,
+#  1. rank 3 (node 2) stopped (SIGSTOP): the job ends within the timeout, every surviving rank
+#     reports, naming rank 3 and its node; the last checkpoint is intact and resumes on one node (2 ranks: fewer nodes,
 #     the resharded resume) with the losses of the uninterrupted run;
 #  1b. node 2 frozen (both its ranks stopped): node 1's ranks find them over TCP, accepting
 #     connections and saying nothing, and name both;
@@ -64,6 +64,7 @@ ended_within stop 30
 kill -9 "$victim" 2>/dev/null || true
 need stop "collective timeout:"
 need stop "suspect: rank 3 (node $name-node2)"
+for r in 0 1 2; do need stop "error on rank $r of 4: collective timeout:"; done  # every surviving rank reports
 echo "ok: rank 3 stopped on node 2: the job ended in $ended s (timeout 5 s), suspect: rank 3 (node $name-node2)"
 grep -A5 -F 'collective timeout:' "$TMP/stop/err" | grep -F -e 'collective timeout' -e 'rank ' | head -5 | sed 's/^/    /'
 
