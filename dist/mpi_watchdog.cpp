@@ -206,7 +206,8 @@ void CollectiveWatchdog::report_off_board(std::ostringstream& s, int64_t seq, st
   std::vector<int> off;
   for (int q = 0; q < size_; ++q)
     if (!on_board[static_cast<size_t>(q)]) off.push_back(q);
-  // All at once: the report waits kProbeS seconds at most, however many machines are silent.
+  // All at once: the report waits kProbeS seconds at most, however many machines are silent. One
+  // thread per rank off this board: right for tens of machines; thousands would want one poll loop.
   std::vector<std::future<ProbeResult>> asked;
   for (int q : off) {
     const Peer& p = peers_[static_cast<size_t>(q)];
