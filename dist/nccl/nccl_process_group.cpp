@@ -325,8 +325,9 @@ std::unique_ptr<ProcessGroup> NcclProcessGroup::do_split(int color, const std::v
 void NcclProcessGroup::abort(const std::string& message, int code) {
   std::fprintf(stderr, "error on rank %d of %d (nccl, GPU %d): %s\n", rank_, size_, device_, message.c_str());
   std::fflush(stderr);
-  if (comm_nccl_) ncclCommAbort(comm_nccl_);
-  comm_nccl_ = nullptr;
+  watchdog_.request_stop();  // it reads the communicator aborted below
+  if (watchdog_.joinable() && watchdog_.get_id() != std::this_thread::get_id()) watchdog_.join();
+  if (comm_nccl_ && !aborted_.exchange(true)) ncclCommAbort(comm_nccl_);
   if (bootstrap_) bootstrap_->abort(message, code);  // MPI_Abort, or exit for a single process
   std::exit(code);  // bootstrapped over TCP: this process; the launcher ends the others
 }
