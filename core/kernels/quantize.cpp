@@ -1,0 +1,91 @@
+// defines: quantized_code_bytes, quantized_blocks, quantize_blocks, dequantize_blocks
+//          (core/kernels/quantize.h); file-local: check_format, qmax_of, code_of, put_code, get_code
+#include "core/kernels/quantize.h"
+
+#include <cmath>
+
+#include "core/check.h"
+
+namespace zt {
+
+namespace {
+
+void check_format(const char* who, int64_t n, int bits, int64_t block) {
+  ZT_CHECK(bits == 4 || bits == 8, who, ": bits = ", bits, ", expected 4 or 8");
+  ZT_CHECK(block >= 1, who, ": block = ", block, ", expected >= 1 element");
+  ZT_CHECK(n >= 0, who, ": n = ", n, ", expected >= 0");
+}
+
+int qmax_of(int bits) { return (1 << (bits - 1)) - 1; }
+
+// round(x / s) to the nearest integer, half away from zero, clamped to [-qmax, qmax]; in double,
+// so that the only rounding before the integer is the division's (2^-53 relative).
+int code_of(float x, float s, int qmax) {
+  if (s == 0.0f) return 0;
+  const double q = std::round(static_cast<double>(x) / static_cast<double>(s));
+  return static_cast<int>(q > qmax ? qmax : q < -qmax ? -qmax : q);
+}
+
+void put_code(uint8_t* codes, int bits, int64_t i, int q) {
+  if (bits == 8) {
+    codes[i] = static_cast<uint8_t>(static_cast<int8_t>(q));
+    return;
+  }
+  const uint8_t nib = static_cast<uint8_t>(q & 0xf);  // two's complement in 4 bits
+  uint8_t& b = codes[i / 2];
+  // elements in order: the low nibble first (which clears the byte), then the high one
+  b = (i % 2 == 0) ? nib : static_cast<uint8_t>((b & 0x0f) | (nib << 4));
+}
+
+int get_code(const uint8_t* codes, int bits, int64_t i) {
+  if (bits == 8) return static_cast<int8_t>(codes[i]);
+  const int nib = (i % 2 == 0) ? (codes[i / 2] & 0xf) : (codes[i / 2] >> 4);
+  return nib >= 8 ? nib - 16 : nib;  // sign-extend
+}
+
+}  // namespace
+
+int64_t quantized_code_bytes(int64_t n, int bits) {
+  check_format("quantized_code_bytes", n, bits, 1);
+  return bits == 8 ? n : (n + 1) / 2;
+}
+
+int64_t quantized_blocks(int64_t n, int64_t block) {
+  check_format("quantized_blocks", n, 8, block);
+  return (n + block - 1) / block;
+}
+
+void quantize_blocks(const float* x, int64_t n, int bits, int64_t block, uint8_t* codes, float* scales) {
+  check_format("quantize_blocks", n, bits, block);
+  if (n == 0) return;
+  ZT_CHECK(x && codes && scales, "quantize_blocks: a null buffer for n = ", n);
+  const int qmax = qmax_of(bits);
+  const int64_t nb = quantized_blocks(n, block);
+  // Threads over blocks. With 4 bits and an odd block size two blocks share a byte: one thread.
+  const bool parallel = bits == 8 || block % 2 == 0;
+  int64_t bad = -1;
+#pragma omp parallel for schedule(static) if (parallel && nb > 1) reduction(max : bad)
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t i0 = b * block, i1 = i0 + block < n ? i0 + block : n;
+    float amax = 0.0f;
+    for (int64_t i = i0; i < i1; ++i) {
+      if (!std::isfinite(x[i])) bad = bad > i ? bad : i;
+      amax = std::fabs(x[i]) > amax ? std::fabs(x[i]) : amax;
+    }
+    const float s = static_cast<float>(static_cast<double>(amax) / qmax);
+    scales[b] = s;
+    for (int64_t i = i0; i < i1; ++i) put_code(codes, bits, i, code_of(x[i], s, qmax));
+  }
+  ZT_CHECK(bad < 0, "quantize_blocks: element ", bad, " is ", bad >= 0 ? x[bad] : 0.0f,
+           ": quantization needs finite values (a NaN or infinity has no scale)");
+}
+
+void dequantize_blocks(const uint8_t* codes, const float* scales, int64_t n, int bits, int64_t block, float* out) {
+  check_format("dequantize_blocks", n, bits, block);
+  if (n == 0) return;
+  ZT_CHECK(codes && scales && out, "dequantize_blocks: a null buffer for n = ", n);
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(get_code(codes, bits, i)) * scales[i / block];
+}
+
+}  // namespace zt

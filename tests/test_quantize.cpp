@@ -1,0 +1,133 @@
+// defines: Catch2 test cases tagged [quantize]; helpers: bound_ok, data
+//
+// core/kernels/quantize.h against a float64 reference: every element within the stated bound
+// |x - x'| <= s_b / 2 + 2^-23 max|x|_block, the scale the block's max over qmax, codes in range,
+// exact values (multiples of the scale) round-tripping exactly, zero blocks, a short last block,
+// an odd count of 4-bit codes, odd block sizes, thread counts giving the same bytes, and the
+// errors (bits, block, NaN / infinity named by element).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "core/kernels/quantize.h"
+#include "core/parallel.h"  // set_num_threads, num_threads
+
+using namespace zt;
+
+namespace {
+
+std::vector<float> data(int64_t n, uint32_t seed, double spread) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> d(0.0, 1.0);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    x[static_cast<size_t>(i)] = static_cast<float>(d(rng) * std::pow(10.0, spread * d(rng)));
+  return x;
+}
+
+// Every element within the bound; the scales are the blocks' max |x| / qmax (float64 reference).
+void bound_ok(const std::vector<float>& x, int bits, int64_t block) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> codes(static_cast<size_t>(quantized_code_bytes(n, bits)));
+  std::vector<float> scales(static_cast<size_t>(quantized_blocks(n, block))), back(x.size());
+  quantize_blocks(x.data(), n, bits, block, codes.data(), scales.data());
+  dequantize_blocks(codes.data(), scales.data(), n, bits, block, back.data());
+  const double qmax = bits == 8 ? 127.0 : 7.0;
+  int64_t worst = -1;
+  double worst_ratio = 0;
+  for (int64_t b = 0; b < static_cast<int64_t>(scales.size()); ++b) {
+    const int64_t i0 = b * block, i1 = std::min(n, i0 + block);
+    double amax = 0;
+    for (int64_t i = i0; i < i1; ++i) amax = std::max(amax, std::fabs(static_cast<double>(x[static_cast<size_t>(i)])));
+    REQUIRE(scales[static_cast<size_t>(b)] == static_cast<float>(amax / qmax));
+    const double s = scales[static_cast<size_t>(b)];
+    const double bound = s / 2 + std::ldexp(amax, -23);
+    for (int64_t i = i0; i < i1; ++i) {
+      const double err = std::fabs(static_cast<double>(x[static_cast<size_t>(i)]) - back[static_cast<size_t>(i)]);
+      if (bound > 0 && err / bound > worst_ratio) worst_ratio = err / bound, worst = i;
+      if (bound == 0) REQUIRE(back[static_cast<size_t>(i)] == 0.0f);
+    }
+  }
+  INFO("bits " << bits << ", block " << block << ", n " << n << ": worst element " << worst << " at " << worst_ratio
+               << " of its bound");
+  CHECK(worst_ratio <= 1.0);
+}
+
+}  // namespace
+
+TEST_CASE("quantize: every element within s/2 of its value, against a float64 reference", "[quantize]") {
+  for (int bits : {8, 4})
+    for (int64_t block : {int64_t(1), int64_t(7), int64_t(64), kQuantBlockDefault})
+      for (int64_t n : {int64_t(1), int64_t(63), int64_t(1000), int64_t(20001)}) bound_ok(data(n, 7, 1.0), bits, block);
+  // values across 30 orders of magnitude in one block: the small ones round to 0, within the bound
+  bound_ok(data(5000, 8, 10.0), 8, 512);
+  bound_ok(data(5000, 9, 10.0), 4, 512);
+}
+
+TEST_CASE("quantize: multiples of the scale round-trip exactly; zeros stay zeros", "[quantize]") {
+  for (int bits : {8, 4}) {
+    const int qmax = bits == 8 ? 127 : 7;
+    std::vector<float> x;
+    for (int q = -qmax; q <= qmax; ++q) x.push_back(0.125f * static_cast<float>(q));  // s = 0.125
+    x.push_back(0.0f);                                                                // odd count for 4 bits
+    const int64_t n = static_cast<int64_t>(x.size());
+    std::vector<uint8_t> codes(static_cast<size_t>(quantized_code_bytes(n, bits)));
+    std::vector<float> scales(1), back(x.size());
+    quantize_blocks(x.data(), n, bits, n, codes.data(), scales.data());
+    CHECK(scales[0] == 0.125f);
+    dequantize_blocks(codes.data(), scales.data(), n, bits, n, back.data());
+    CHECK(back == x);
+    std::vector<float> zeros(33, 0.0f), zback(33, 1.0f);
+    std::vector<uint8_t> zc(static_cast<size_t>(quantized_code_bytes(33, bits)), 0xff);
+    std::vector<float> zs(3, -1.0f);
+    quantize_blocks(zeros.data(), 33, bits, 16, zc.data(), zs.data());
+    CHECK(zs == std::vector<float>(3, 0.0f));
+    dequantize_blocks(zc.data(), zs.data(), 33, bits, 16, zback.data());
+    CHECK(zback == zeros);
+  }
+  CHECK(quantized_code_bytes(7, 4) == 4);
+  CHECK(quantized_code_bytes(7, 8) == 7);
+  CHECK(quantized_blocks(4097, 4096) == 2);
+  CHECK(quantized_blocks(0, 4096) == 0);
+}
+
+TEST_CASE("quantize: the bytes do not depend on the thread count", "[quantize]") {
+  const std::vector<float> x = data(300001, 11, 1.0);
+  for (int bits : {8, 4})
+    for (int64_t block : {int64_t(4096), int64_t(255)}) {
+      const int64_t n = static_cast<int64_t>(x.size());
+      auto run = [&] {
+        std::vector<uint8_t> c(static_cast<size_t>(quantized_code_bytes(n, bits)));
+        std::vector<float> s(static_cast<size_t>(quantized_blocks(n, block)));
+        quantize_blocks(x.data(), n, bits, block, c.data(), s.data());
+        return std::make_pair(c, s);
+      };
+      const int prev = num_threads();
+      set_num_threads(1);
+      const auto one = run();
+      set_num_threads(2);
+      const auto two = run();
+      set_num_threads(prev);
+      CHECK(one.first == two.first);
+      CHECK(one.second == two.second);
+    }
+}
+
+TEST_CASE("quantize: bad formats and non-finite values are refused by name", "[quantize][errors]") {
+  std::vector<float> x{1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN(), 4.0f};
+  std::vector<uint8_t> c(4);
+  std::vector<float> s(4);
+  CHECK_THROWS_WITH(quantize_blocks(x.data(), 4, 2, 4, c.data(), s.data()),
+                    Catch::Contains("bits = 2, expected 4 or 8"));
+  CHECK_THROWS_WITH(quantize_blocks(x.data(), 4, 8, 0, c.data(), s.data()),
+                    Catch::Contains("block = 0, expected >= 1"));
+  CHECK_THROWS_WITH(quantize_blocks(x.data(), 4, 8, 2, c.data(), s.data()),
+                    Catch::Contains("element 2 is nan") && Catch::Contains("needs finite values"));
+  x[2] = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_WITH(quantize_blocks(x.data(), 4, 4, 4, c.data(), s.data()), Catch::Contains("element 2 is inf"));
+  CHECK_THROWS_WITH(dequantize_blocks(c.data(), s.data(), 4, 16, 4, x.data()), Catch::Contains("bits = 16"));
+}
