@@ -65,7 +65,7 @@ TEST_CASE("peer probe: a state server's line is read back", "[peer_probe]") {
   CHECK(outcome_text(a, 2.0) == "answers (" + a.address + ")");
 }
 
-TEST_CASE("peer probe: a process that accepts nothing is silent, after the timeout", "[peer_probe]") {
+TEST_CASE("peer probe: a process that accepts nothing is silent after the timeout", "[peer_probe]") {
   Listener stopped(true);  // the kernel completes the handshake; nobody reads or writes
   ProbeResult r;
   const double took = seconds_of([&] { r = probe_peer({loopback()}, stopped.port, 0.5); });

@@ -59,7 +59,7 @@ void bound_ok(const std::vector<float>& x, int bits, int64_t block) {
 
 }  // namespace
 
-TEST_CASE("quantize: every element within s/2 of its value, against a float64 reference", "[quantize]") {
+TEST_CASE("quantize: every element within s/2 of its value against a float64 reference", "[quantize]") {
   for (int bits : {8, 4})
     for (int64_t block : {int64_t(1), int64_t(7), int64_t(64), kQuantBlockDefault})
       for (int64_t n : {int64_t(1), int64_t(63), int64_t(1000), int64_t(20001)}) bound_ok(data(n, 7, 1.0), bits, block);
@@ -68,7 +68,7 @@ TEST_CASE("quantize: every element within s/2 of its value, against a float64 re
   bound_ok(data(5000, 9, 10.0), 4, 512);
 }
 
-TEST_CASE("quantize: multiples of the scale round-trip exactly; zeros stay zeros", "[quantize]") {
+TEST_CASE("quantize: multiples of the scale round-trip exactly and zeros stay zeros", "[quantize]") {
   for (int bits : {8, 4}) {
     const int qmax = bits == 8 ? 127 : 7;
     std::vector<float> x;
