@@ -68,10 +68,12 @@ void quantize_blocks(const float* x, int64_t n, int bits, int64_t block, uint8_t
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t i0 = b * block, i1 = i0 + block < n ? i0 + block : n;
     float amax = 0.0f;
+    bool finite = true;
     for (int64_t i = i0; i < i1; ++i) {
-      if (!std::isfinite(x[i])) bad = bad > i ? bad : i;
+      if (!std::isfinite(x[i])) finite = false, bad = bad > i ? bad : i;
       amax = std::fabs(x[i]) > amax ? std::fabs(x[i]) : amax;
     }
+    if (!finite) continue;  // refused below (a NaN's code would be an undefined conversion)
     const float s = static_cast<float>(static_cast<double>(amax) / qmax);
     scales[b] = s;
     for (int64_t i = i0; i < i1; ++i) put_code(codes, bits, i, code_of(x[i], s, qmax));
