@@ -305,16 +305,9 @@ std::unique_ptr<ProcessGroup> inter_node_group(ProcessGroup& g) {
 }
 
 Topology sub_topology(const Topology& parent, const std::vector<int>& members, int rank) {
-  // nodes numbered by their first member in the sub-group's order (topology_of_nodes' rule)
-  std::vector<int> parent_node;  // new node number -> the parent's
-  std::vector<int> node_of;
-  for (int q : members) {
-    const int n = parent.node_of[static_cast<size_t>(q)];
-    auto it = std::find(parent_node.begin(), parent_node.end(), n);
-    if (it == parent_node.end()) it = parent_node.insert(parent_node.end(), n);
-    node_of.push_back(static_cast<int>(it - parent_node.begin()));
-  }
-  return topology_of_nodes(std::move(node_of), rank, parent.source);
+  std::vector<int> ids;  // the parent's node of each member, in the sub-group's order
+  for (int q : members) ids.push_back(parent.node_of[static_cast<size_t>(q)]);
+  return topology_of_node_ids(ids, rank, parent.source);
 }
 
 // ---- the process-wide group ----

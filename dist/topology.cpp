@@ -1,4 +1,4 @@
-// defines: launcher_ranks, topology_of_nodes, Topology (num_nodes, local_rank, local_size, summary)
+// defines: launcher_ranks, topology_of_node_ids, topology_of_nodes, Topology (num_nodes, local_rank, local_size, summary)
 //          (dist/topology.h); file-local: Reader
 #include "dist/topology.h"
 
@@ -61,6 +61,16 @@ LauncherRanks launcher_ranks(const std::function<const char*(const char*)>& env)
 
 LauncherRanks launcher_ranks() {
   return launcher_ranks([](const char* n) -> const char* { return std::getenv(n); });
+}
+
+Topology topology_of_node_ids(const std::vector<int>& ids, int rank, std::string source) {
+  std::vector<int> first, node_of;  // first: the id of node 0, 1, ... in order of appearance
+  for (int id : ids) {
+    auto it = std::find(first.begin(), first.end(), id);
+    if (it == first.end()) it = first.insert(first.end(), id);
+    node_of.push_back(static_cast<int>(it - first.begin()));
+  }
+  return topology_of_nodes(std::move(node_of), rank, std::move(source));
 }
 
 Topology topology_of_nodes(std::vector<int> node_of, int rank, std::string source) {

@@ -1,4 +1,4 @@
-// defines: LauncherRanks, launcher_ranks, Topology, topology_of_nodes — where each rank runs:
+// defines: LauncherRanks, launcher_ranks, Topology, topology_of_nodes, topology_of_node_ids — where each rank runs:
 //          what the launcher says (its environment variables) and which ranks share a node.
 //
 // A rank learns its place from the program that started it, as PyTorch's and DeepSpeed's
@@ -51,5 +51,8 @@ struct Topology {
 // A Topology from every rank's node (node_of[r]), as the process groups build it: checks that
 // nodes are numbered 0.. in order of their lowest rank.
 Topology topology_of_nodes(std::vector<int> node_of, int rank, std::string source);
+// The same from any per-rank node labels (a launcher's GROUP_RANK, a parent group's node numbers),
+// renumbered 0, 1, ... in order of their lowest rank.
+Topology topology_of_node_ids(const std::vector<int>& ids, int rank, std::string source);
 
 }  // namespace zt

@@ -2,7 +2,6 @@
 //          more) (dist/nccl/nccl_process_group.h); file-local: NcclWork
 #include "dist/nccl/nccl_process_group.h"
 
-#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -101,14 +100,7 @@ NcclProcessGroup::NcclProcessGroup(const LauncherRanks& l, int device, cudaStrea
   ZT_CHECK(r.payload.size() == sizeof id.internal, "NCCL without MPI: rank 0 sent ", r.payload.size(),
            " bytes, expected an ncclUniqueId of ", sizeof id.internal);
   std::memcpy(id.internal, r.payload.data(), sizeof id.internal);
-  // nodes renumbered by their lowest rank (topology_of_nodes' rule)
-  std::vector<int> first, node_of;
-  for (int n : r.node_of) {
-    auto it = std::find(first.begin(), first.end(), n);
-    if (it == first.end()) it = first.insert(first.end(), n);
-    node_of.push_back(static_cast<int>(it - first.begin()));
-  }
-  topology_ = topology_of_nodes(std::move(node_of), rank_, l.launcher + " variables, TCP rendezvous");
+  topology_ = topology_of_node_ids(r.node_of, rank_, l.launcher + " variables, TCP rendezvous");
   init_comm(id);
 }
 
