@@ -1,4 +1,4 @@
-// defines: cpu_backend, CpuBackend (copy, copy_from_host, copy_to_host, fill, accumulate and 6 more)
+// defines: cpu_backend, CpuBackend (copy, copy_from_host, copy_to_host, fill, accumulate and 8 more)
 //          (core/cpu_backend.h); file-local: need_cpu, host_copy
 //
 // CpuBackend, part 1 (core/cpu_backend.h): memory, copies, casts, shard norms, AdamW, and the
@@ -13,6 +13,7 @@
 #include "core/kernels/accumulate.h"
 #include "core/kernels/adamw.h"
 #include "core/kernels/cast.h"
+#include "core/kernels/quantize.h"
 #include "core/kernels/reduce.h"
 
 namespace zt {
@@ -100,6 +101,16 @@ double CpuBackend::sum_of_squares(const Tensor& t) {
       ZT_THROW("sum_of_squares: tensor ", t.str(), " has dtype ", dtype_name(t.dtype()),
                ", expected float32, float64, bfloat16 or float16");
   }
+}
+
+void CpuBackend::quantize(const Tensor& codes, const Tensor& scales, const Tensor& x, int bits, int64_t block) {
+  need_cpu(x, "quantize");
+  zt::quantize_(codes, scales, x, bits, block);
+}
+
+void CpuBackend::dequantize(const Tensor& out, const Tensor& codes, const Tensor& scales, int bits, int64_t block) {
+  need_cpu(out, "dequantize");
+  zt::dequantize_(out, codes, scales, bits, block);
 }
 
 void CpuBackend::scale_(const Tensor& t, double factor) {

@@ -14,6 +14,7 @@ size_t dtype_size(DType t) {
     case DType::i32: return 4;
     case DType::i64: return 8;
     case DType::u16: return 2;
+    case DType::u8: return 1;
   }
   ZT_THROW("dtype_size: unknown dtype ", int(t));
 }
@@ -27,14 +28,15 @@ const char* dtype_name(DType t) {
     case DType::i32: return "int32";
     case DType::i64: return "int64";
     case DType::u16: return "uint16";
+    case DType::u8: return "uint8";
   }
   return "unknown";
 }
 
 DType dtype_from_name(const std::string& name) {
-  for (DType t : {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64, DType::u16})
+  for (DType t : {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64, DType::u16, DType::u8})
     if (name == dtype_name(t)) return t;
-  ZT_THROW("unknown dtype '", name, "' (expected float32, float64, bfloat16, float16, int32, int64 or uint16)");
+  ZT_THROW("unknown dtype '", name, "' (expected float32, float64, bfloat16, float16, int32, int64, uint16 or uint8)");
 }
 
 uint16_t f32_to_f16(float f) {

@@ -11,7 +11,7 @@
 
 namespace zt {
 
-enum class DType : uint8_t { f32, f64, bf16, f16, i32, i64, u16 };
+enum class DType : uint8_t { f32, f64, bf16, f16, i32, i64, u16, u8 };
 
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);  // "float32", "float64", "bfloat16", ...
@@ -24,6 +24,7 @@ template <> struct dtype_of<double> { static constexpr DType value = DType::f64;
 template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
 template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
 template <> struct dtype_of<uint16_t> { static constexpr DType value = DType::u16; };
+template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::u8; };
 
 // bfloat16: the top 16 bits of a float32. Conversion rounds to nearest even (as PyTorch and
 // llm.c do); NaN stays NaN.

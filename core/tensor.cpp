@@ -147,6 +147,7 @@ double load(const void* p, DType dt) {
     case DType::i32: return *static_cast<const int32_t*>(p);
     case DType::i64: return static_cast<double>(*static_cast<const int64_t*>(p));
     case DType::u16: return *static_cast<const uint16_t*>(p);
+    case DType::u8: return *static_cast<const uint8_t*>(p);
   }
   return 0;
 }
@@ -160,6 +161,7 @@ void store(void* p, DType dt, double v) {
     case DType::i32: *static_cast<int32_t*>(p) = static_cast<int32_t>(v); break;
     case DType::i64: *static_cast<int64_t*>(p) = static_cast<int64_t>(v); break;
     case DType::u16: *static_cast<uint16_t*>(p) = static_cast<uint16_t>(v); break;
+    case DType::u8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(v); break;
   }
 }
 

@@ -4,7 +4,8 @@
 //
 // CudaBackend (cuda/backend.h): construction, registration, and the memory entries of the table —
 // copies (device <-> device through cuda/kernels/copy.h, host <-> device through cudaMemcpyAsync),
-// fills, accumulate, casts, the shard norms (all_finite, sum_of_squares), scale_ and AdamW.
+// fills, accumulate, casts, the shard norms (all_finite, sum_of_squares), ZeRO++'s block
+// quantization, scale_ and AdamW.
 //
 // Every entry makes the backend's device current for its CUDA calls (DeviceGuard: the caller's
 // device is restored after) and queues its work on stream(), the allocator's stream; argument
@@ -28,6 +29,7 @@
 #include "cuda/kernels/cast.h"
 #include "cuda/kernels/copy.h"
 #include "cuda/kernels/elementwise.h"
+#include "cuda/kernels/quantize.h"
 #include "cuda/kernels/reduce.h"
 
 namespace zt {
@@ -213,6 +215,30 @@ double CudaBackend::sum_of_squares(const Tensor& t) {
   ZT_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof(double), cudaMemcpyDeviceToHost, stream()));
   ZT_CUDA_CHECK(cudaStreamSynchronize(stream()));
   return host;
+}
+
+// ---- ZeRO++'s block quantization -------------------------------------------------------------
+
+void CudaBackend::quantize(const Tensor& codes, const Tensor& scales, const Tensor& x, int bits, int64_t block) {
+  const Tensor* ts[] = {&codes, &scales, &x};
+  for (const Tensor* t : ts) {
+    need_here(*this, *t, "quantize", "codes, scales and x");
+    need_contiguous(*t, "quantize", "codes, scales and x");
+  }
+  DeviceGuard g(index_);
+  cuda_kernels::quantize_blocks(x.data<float>(), x.numel(), bits, block, codes.data<uint8_t>(), scales.data<float>(),
+                                stream());
+}
+
+void CudaBackend::dequantize(const Tensor& out, const Tensor& codes, const Tensor& scales, int bits, int64_t block) {
+  const Tensor* ts[] = {&out, &codes, &scales};
+  for (const Tensor* t : ts) {
+    need_here(*this, *t, "dequantize", "out, codes and scales");
+    need_contiguous(*t, "dequantize", "out, codes and scales");
+  }
+  DeviceGuard g(index_);
+  cuda_kernels::dequantize_blocks(codes.data<uint8_t>(), scales.data<float>(), out.numel(), bits, block,
+                                  out.data<float>(), stream());
 }
 
 void CudaBackend::scale_(const Tensor& t, double factor) {

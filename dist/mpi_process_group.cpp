@@ -38,6 +38,7 @@ MPI_Datatype mpi_type(const Tensor& t) {
     case DType::f64: return MPI_DOUBLE;
     case DType::bf16:
     case DType::f16: return MPI_UINT16_T;
+    case DType::u8: return MPI_UINT8_T;  // quantized payloads: moved, never added
     default: return MPI_FLOAT;
   }
 }

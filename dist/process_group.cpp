@@ -1,7 +1,7 @@
 // defines: collective_name, CommCounters (total), CommTimes (busy_total, wait_total), ProcessGroup
 //          (set_collective_timeout, count, times, record_run, issue and 7 more), completed_work,
 //          SingleProcessGroup (topology, do_reduce_scatter, do_all_gather, abort), init_process_group,
-//          finalize_process_group (dist/process_group.h); file-local: DoneWork, check_buffer, ring,
+//          finalize_process_group (dist/process_group.h); file-local: DoneWork, Adds, check_buffer, ring,
 //          copy_whole, global_group
 #include "dist/process_group.h"
 
@@ -66,12 +66,19 @@ struct DoneWork final : Work {
   void wait() override {}
 };
 
-void check_buffer(const Tensor& t, const char* what, const char* op) {
+// A collective that only moves data (all-gather, broadcast, all-to-all) also takes uint8 bytes
+// (ZeRO++'s quantized payloads); one that adds takes the float types only.
+enum class Adds : bool { no, yes };
+void check_buffer(const Tensor& t, const char* what, const char* op, Adds adds) {
   ZT_CHECK(t.defined() && t.dim() == 1 && t.is_contiguous(), op, ": ", what, " must be a defined contiguous 1-D tensor, got ",
            t.defined() ? t.str() : std::string("undefined"));
   const DType d = t.dtype();
-  ZT_CHECK(d == DType::f32 || d == DType::f64 || d == DType::bf16 || d == DType::f16, op, ": ", what,
-           " must be float32, float64, bfloat16 or float16, got ", t.str());
+  const bool float_type = d == DType::f32 || d == DType::f64 || d == DType::bf16 || d == DType::f16;
+  if (adds == Adds::yes)
+    ZT_CHECK(float_type, op, ": ", what, " must be float32, float64, bfloat16 or float16, got ", t.str());
+  else
+    ZT_CHECK(float_type || d == DType::u8, op, ": ", what,
+             " must be float32, float64, bfloat16, float16 or uint8, got ", t.str());
 }
 }  // namespace
 
@@ -159,13 +166,13 @@ template <class F> WorkPtr ProcessGroup::issue(Collective c, int64_t ring_bytes,
 }
 
 WorkPtr ProcessGroup::all_reduce_async(const Tensor& x) {
-  check_buffer(x, "x", "all_reduce");
+  check_buffer(x, "x", "all_reduce", Adds::yes);
   return issue(Collective::all_reduce, ring(2, x.numel(), x.element_size(), size()), [&] { return do_all_reduce(x); });
 }
 
 WorkPtr ProcessGroup::reduce_scatter_async(const Tensor& in, const Tensor& out) {
-  check_buffer(in, "input", "reduce_scatter");
-  check_buffer(out, "output", "reduce_scatter");
+  check_buffer(in, "input", "reduce_scatter", Adds::yes);
+  check_buffer(out, "output", "reduce_scatter", Adds::yes);
   ZT_CHECK(in.dtype() == out.dtype() && in.numel() == out.numel() * size(), "reduce_scatter: input ", in.str(),
            " must hold world size (", size(), ") x output ", out.str());
   return issue(Collective::reduce_scatter, ring(1, in.numel(), in.element_size(), size()),
@@ -173,8 +180,8 @@ WorkPtr ProcessGroup::reduce_scatter_async(const Tensor& in, const Tensor& out) 
 }
 
 WorkPtr ProcessGroup::all_gather_async(const Tensor& in, const Tensor& out) {
-  check_buffer(in, "input", "all_gather");
-  check_buffer(out, "output", "all_gather");
+  check_buffer(in, "input", "all_gather", Adds::no);
+  check_buffer(out, "output", "all_gather", Adds::no);
   ZT_CHECK(in.dtype() == out.dtype() && out.numel() == in.numel() * size(), "all_gather: output ", out.str(),
            " must hold world size (", size(), ") x input ", in.str());
   return issue(Collective::all_gather, ring(1, out.numel(), out.element_size(), size()),
@@ -182,7 +189,7 @@ WorkPtr ProcessGroup::all_gather_async(const Tensor& in, const Tensor& out) {
 }
 
 WorkPtr ProcessGroup::broadcast_async(const Tensor& x, int root) {
-  check_buffer(x, "x", "broadcast");
+  check_buffer(x, "x", "broadcast", Adds::no);
   ZT_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " is not a rank of ", size());
   return issue(Collective::broadcast, ring(1, x.numel(), x.element_size(), size()),
                [&] { return do_broadcast(x, root); });
@@ -191,8 +198,8 @@ WorkPtr ProcessGroup::broadcast_async(const Tensor& x, int root) {
 WorkPtr ProcessGroup::barrier_async() { return issue(Collective::barrier, 0, [&] { return do_barrier(); }); }
 
 WorkPtr ProcessGroup::all_to_all_async(const Tensor& in, const Tensor& out) {
-  check_buffer(in, "input", "all_to_all");
-  check_buffer(out, "output", "all_to_all");
+  check_buffer(in, "input", "all_to_all", Adds::no);
+  check_buffer(out, "output", "all_to_all", Adds::no);
   ZT_CHECK(in.dtype() == out.dtype() && in.numel() == out.numel() && in.numel() % size() == 0, "all_to_all: input ",
            in.str(), " and output ", out.str(), " must be of one dtype and size, a multiple of the world size (",
            size(), ")");

@@ -6,7 +6,8 @@
 // order. Every collective has an async form returning a Work handle (wait() blocks until the
 // result is in place and the buffers may be touched again); the plain form is async + wait.
 // Buffers are contiguous 1-D float32 / float64 / bfloat16 / float16 tensors; the reduction is a sum
-// (2-byte types add in float32 and round after each addition).
+// (2-byte types add in float32 and round after each addition). The collectives that only move
+// data (all-gather, broadcast, all-to-all) also take uint8 bytes: ZeRO++'s quantized payloads.
 //
 //   all_reduce(x)            x (n)            -> x = sum over ranks of x
 //   reduce_scatter(in, out)  in (N*S)         -> out (S) = sum over ranks of in[r*S, (r+1)*S)

@@ -27,7 +27,7 @@ struct DTypeName {
   const char* name;
 };
 constexpr DTypeName kNames[] = {{DType::f32, "F32"}, {DType::bf16, "BF16"}, {DType::f64, "F64"}, {DType::f16, "F16"},
-                                {DType::i32, "I32"}, {DType::i64, "I64"},   {DType::u16, "U16"}};
+                                {DType::i32, "I32"}, {DType::i64, "I64"},   {DType::u16, "U16"}, {DType::u8, "U8"}};
 }  // namespace
 
 const char* safetensors_dtype(DType t) {

@@ -1,9 +1,11 @@
-// defines: quantized_code_bytes, quantized_blocks, quantize_blocks, dequantize_blocks
-//          (core/kernels/quantize.h); file-local: check_format, qmax_of, code_of, put_code, get_code
+// defines: quantized_code_bytes, quantized_blocks, quantize_blocks, dequantize_blocks, quantize_,
+//          dequantize_ (core/kernels/quantize.h); file-local: check_format, qmax_of, code_of,
+//          put_code, get_code, check_tensors
 #include "core/kernels/quantize.h"
 
 #include <cmath>
 
+#include "core/backend.h"
 #include "core/check.h"
 
 namespace zt {
@@ -63,23 +65,21 @@ void quantize_blocks(const float* x, int64_t n, int bits, int64_t block, uint8_t
   const int64_t nb = quantized_blocks(n, block);
   // Threads over blocks. With 4 bits and an odd block size two blocks share a byte: one thread.
   const bool parallel = bits == 8 || block % 2 == 0;
-  int64_t bad = -1;
-#pragma omp parallel for schedule(static) if (parallel && nb > 1) reduction(max : bad)
+#pragma omp parallel for schedule(static) if (parallel && nb > 1)
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t i0 = b * block, i1 = i0 + block < n ? i0 + block : n;
     float amax = 0.0f;
     bool finite = true;
     for (int64_t i = i0; i < i1; ++i) {
-      if (!std::isfinite(x[i])) finite = false, bad = bad > i ? bad : i;
+      finite = finite && std::isfinite(x[i]);
       amax = std::fabs(x[i]) > amax ? std::fabs(x[i]) : amax;
     }
-    if (!finite) continue;  // refused below (a NaN's code would be an undefined conversion)
-    const float s = static_cast<float>(static_cast<double>(amax) / qmax);
+    // A NaN or an infinity: the block's scale is NaN and its codes 0 (never converted: a NaN's
+    // integer is undefined), so every element of it dequantizes to NaN.
+    const float s = finite ? static_cast<float>(static_cast<double>(amax) / qmax) : std::nanf("");
     scales[b] = s;
-    for (int64_t i = i0; i < i1; ++i) put_code(codes, bits, i, code_of(x[i], s, qmax));
+    for (int64_t i = i0; i < i1; ++i) put_code(codes, bits, i, finite ? code_of(x[i], s, qmax) : 0);
   }
-  ZT_CHECK(bad < 0, "quantize_blocks: element ", bad, " is ", bad >= 0 ? x[bad] : 0.0f,
-           ": quantization needs finite values (a NaN or infinity has no scale)");
 }
 
 void dequantize_blocks(const uint8_t* codes, const float* scales, int64_t n, int bits, int64_t block, float* out) {
@@ -88,6 +88,36 @@ void dequantize_blocks(const uint8_t* codes, const float* scales, int64_t n, int
   ZT_CHECK(codes && scales && out, "dequantize_blocks: a null buffer for n = ", n);
 #pragma omp parallel for schedule(static) if (n > 65536)
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(get_code(codes, bits, i)) * scales[i / block];
+}
+
+namespace {
+// The tensors of one (de)quantization of n = values.numel() elements, as quantize_ / dequantize_ take them.
+void check_tensors(const char* who, const Tensor& values, const Tensor& codes, const Tensor& scales, int bits,
+                   int64_t block) {
+  for (const Tensor* t : {&values, &codes, &scales})
+    ZT_CHECK(t->defined() && t->is_contiguous(), who, ": every tensor must be defined and contiguous, got ",
+             t->defined() ? t->str() : std::string("undefined"));
+  const int64_t n = values.numel();
+  ZT_CHECK(values.dtype() == DType::f32, who, ": values ", values.str(), ": expected float32");
+  ZT_CHECK(codes.dtype() == DType::u8 && codes.numel() == quantized_code_bytes(n, bits), who, ": codes ", codes.str(),
+           ": expected uint8 of ", quantized_code_bytes(n, bits), " bytes (", n, " values at ", bits, " bits)");
+  ZT_CHECK(scales.dtype() == DType::f32 && scales.numel() == quantized_blocks(n, block), who, ": scales ", scales.str(),
+           ": expected float32 of ", quantized_blocks(n, block), " (blocks of ", block, ")");
+  ZT_CHECK(codes.device() == values.device() && scales.device() == values.device(), who,
+           ": values, codes and scales must be on one device");
+}
+}  // namespace
+
+void quantize_(const Tensor& codes, const Tensor& scales, const Tensor& x, int bits, int64_t block) {
+  check_tensors("quantize_", x, codes, scales, bits, block);
+  if (!x.device().is_cpu()) return backend_of(x).quantize(codes, scales, x, bits, block);
+  quantize_blocks(x.data<float>(), x.numel(), bits, block, codes.data<uint8_t>(), scales.data<float>());
+}
+
+void dequantize_(const Tensor& out, const Tensor& codes, const Tensor& scales, int bits, int64_t block) {
+  check_tensors("dequantize_", out, codes, scales, bits, block);
+  if (!out.device().is_cpu()) return backend_of(out).dequantize(out, codes, scales, bits, block);
+  dequantize_blocks(codes.data<uint8_t>(), scales.data<float>(), out.numel(), bits, block, out.data<float>());
 }
 
 }  // namespace zt

@@ -18,7 +18,10 @@ constexpr int kThreads = 256;
 bool valid_dtype(DType t) {
   switch (t) {
     case DType::f32: case DType::f64: case DType::bf16: case DType::f16:
-    case DType::i32: case DType::i64: case DType::u16: return true;
+    case DType::i32:
+    case DType::i64:
+    case DType::u16:
+    case DType::u8: return true;
   }
   return false;
 }
@@ -60,6 +63,7 @@ __device__ __forceinline__ double load_double(const void* p, int64_t i, DType t)
     case DType::i32: return static_cast<double>(static_cast<const int32_t*>(p)[i]);
     case DType::i64: return __ll2double_rn(static_cast<const long long*>(p)[i]);
     case DType::u16: return static_cast<double>(static_cast<const uint16_t*>(p)[i]);
+    case DType::u8: return static_cast<double>(static_cast<const uint8_t*>(p)[i]);
   }
   return 0.0;
 }
@@ -73,6 +77,7 @@ __device__ __forceinline__ void store_double(void* p, int64_t i, DType t, double
     case DType::i32: static_cast<int32_t*>(p)[i] = __double2int_rz(v); break;
     case DType::i64: static_cast<long long*>(p)[i] = __double2ll_rz(v); break;
     case DType::u16: static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(__double2int_rz(v)); break;
+    case DType::u8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(__double2int_rz(v)); break;
   }
 }
 
@@ -124,6 +129,11 @@ void host_bits(DType t, double v, void* out) {
     case DType::i32: { const int32_t k = static_cast<int32_t>(v); std::memcpy(out, &k, 4); break; }
     case DType::i64: { const int64_t k = static_cast<int64_t>(v); std::memcpy(out, &k, 8); break; }
     case DType::u16: { const uint16_t k = static_cast<uint16_t>(v); std::memcpy(out, &k, 2); break; }
+    case DType::u8: {
+      const uint8_t k = static_cast<uint8_t>(v);
+      std::memcpy(out, &k, 1);
+      break;
+    }
   }
 }
 

@@ -28,7 +28,10 @@ ncclDataType_t nccl_type(DType t) {
     case DType::f64: return ncclFloat64;
     case DType::bf16: return ncclBfloat16;
     case DType::f16: return ncclFloat16;
-    default: ZT_THROW("NCCL: dtype ", dtype_name(t), " is not supported (expected float32, float64, bfloat16, float16)");
+    case DType::u8: return ncclUint8;  // quantized payloads: moved, never added
+    default:
+      ZT_THROW("NCCL: dtype ", dtype_name(t),
+               " is not supported (expected float32, float64, bfloat16, float16, uint8)");
   }
 }
 

@@ -31,3 +31,5 @@ zt_gpu_test(cudnn_attention)
 zt_gpu_test(cuda_f32_matmul)
 # generation with the KV cache on the GPU against the CPU
 zt_gpu_test(cuda_generation)
+# ZeRO++'s block quantization: the GPU's bytes against the CPU's
+zt_gpu_test(cuda_quantize)
