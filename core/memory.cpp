@@ -18,6 +18,7 @@ const char* category_name(Category c) {
     case Category::optim: return "optim";
     case Category::activations: return "activations";
     case Category::comm: return "comm";
+    case Category::secondary: return "secondary";
     case Category::workspace: return "workspace";
   }
   return "unknown";

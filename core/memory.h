@@ -17,12 +17,14 @@
 
 namespace zt {
 
-enum class Category : uint8_t { params, grads, optim, activations, comm, workspace };
-inline constexpr int kNumCategories = 6;
+// secondary: ZeRO++ hpZ's secondary parameter shards (zero/zeropp.h), kept between a unit's
+// forward and its backward.
+enum class Category : uint8_t { params, grads, optim, activations, comm, workspace, secondary };
+inline constexpr int kNumCategories = 7;
 const char* category_name(Category c);  // "params", "grads", ...
 inline constexpr std::array<Category, kNumCategories> kAllCategories = {
-    Category::params, Category::grads,  Category::optim,
-    Category::activations, Category::comm, Category::workspace};
+    Category::params, Category::grads,     Category::optim,    Category::activations,
+    Category::comm,   Category::workspace, Category::secondary};
 
 // Byte counts of one allocator, per category. `peak` is the high-water mark of `current` of
 // that category alone; `peak_total` the high-water mark of the sum (not the sum of peaks).

@@ -55,6 +55,15 @@ CommCounters CommCounters::operator-(const CommCounters& o) const {
   return d;
 }
 
+CommCounters& CommCounters::operator+=(const CommCounters& o) {
+  for (int i = 0; i < kNumCollectives; ++i) {
+    bytes[i] += o.bytes[i];
+    calls[i] += o.calls[i];
+  }
+  for (int i = 0; i < 2; ++i) link[i] += o.link[i];
+  return *this;
+}
+
 bool ProcessGroup::set_collective_timeout(double seconds) {
   ZT_CHECK(std::isfinite(seconds) && seconds >= 0, "collective_timeout_s = ", seconds,
            " is invalid: expected a number of seconds >= 0 (0 = no timeout)");
@@ -112,12 +121,12 @@ struct ProcessGroup::TimedWork final : Work {
     const auto t0 = std::chrono::steady_clock::now();
     inner->wait();
     const auto t1 = std::chrono::steady_clock::now();
-    {
-      std::lock_guard<std::mutex> lock(g->times_mu_);
-      g->times_.wait_s[static_cast<int>(kind)] += std::chrono::duration<double>(t1 - t0).count();
+    for (ProcessGroup* up = g; up; up = up->parent_) {  // this group's time, and its parents'
+      std::lock_guard<std::mutex> lock(up->times_mu_);
+      up->times_.wait_s[static_cast<int>(kind)] += std::chrono::duration<double>(t1 - t0).count();
     }
     // Waits shorter than a microsecond (the collective had landed) would only clutter the view.
-    Tracer* t = g->tracer_.load();
+    Tracer* t = g->tracer();
     if (t && t1 - t0 >= std::chrono::microseconds(1)) t->span(TraceTrack::compute, "wait " + name, "wait", t0, t1);
   }
   WorkPtr inner;
@@ -133,24 +142,27 @@ CommTimes ProcessGroup::times() const {
 
 void ProcessGroup::record_run(const CommOp& op, std::chrono::steady_clock::time_point t0,
                               std::chrono::steady_clock::time_point t1) {
-  {
-    std::lock_guard<std::mutex> lock(times_mu_);
-    times_.busy_s[static_cast<int>(op.kind)] += std::chrono::duration<double>(t1 - t0).count();
+  for (ProcessGroup* up = this; up; up = up->parent_) {
+    std::lock_guard<std::mutex> lock(up->times_mu_);
+    up->times_.busy_s[static_cast<int>(op.kind)] += std::chrono::duration<double>(t1 - t0).count();
   }
-  if (Tracer* t = tracer_.load())
+  if (Tracer* t = tracer())
     t->span(TraceTrack::comm, op.name, "comm", t0, t1, {{"bytes", op.bytes}, {"inter_node_bytes", op.inter_node}});
 }
 
 // Counts (an all-to-all per link, the others by the ring model), hands the collective to the
 // backend (do_it), and times its run and its wait.
 template <class F> WorkPtr ProcessGroup::issue(Collective c, int64_t ring_bytes, F&& do_it) {
-  const int64_t inter_before = counters_.inter_node();
+  const CommCounters before = counters_;
   if (c == Collective::all_to_all) count_all_to_all(size() > 1 ? ring_bytes / (size() - 1) : 0);
   else count(c, ring_bytes);
+  const CommCounters moved = counters_ - before;
+  for (ProcessGroup* up = parent_; up; up = up->parent_)
+    up->counters_ += moved;  // a sub-group's bytes are its parent's too
   // The name is only for the trace: no string is built per collective when nobody traces.
   std::string name;
-  if (tracer_.load()) name = label_.empty() ? collective_name(c) : std::string(collective_name(c)) + " " + label_;
-  CommOp op{c, std::move(name), ring_bytes, counters_.inter_node() - inter_before, false};
+  if (tracer()) name = label().empty() ? collective_name(c) : std::string(collective_name(c)) + " " + label();
+  CommOp op{c, std::move(name), ring_bytes, moved.inter_node(), false};
   const auto t0 = std::chrono::steady_clock::now();
   issuing_ = &op;
   WorkPtr w;
@@ -224,7 +236,21 @@ std::unique_ptr<ProcessGroup> ProcessGroup::split(int color, int key) {
     if (static_cast<int>(a[2 * q]) == color) members.push_back(q);
   std::stable_sort(members.begin(), members.end(),
                    [&](int x, int y) { return a[2 * x + 1] < a[2 * y + 1]; });  // by key, ties by rank
-  return do_split(color, members);
+  std::unique_ptr<ProcessGroup> g = do_split(color, members);
+  if (g) g->parent_ = this;
+  return g;
+}
+
+Tracer* ProcessGroup::tracer() const {
+  for (const ProcessGroup* g = this; g; g = g->parent_)
+    if (Tracer* t = g->tracer_.load()) return t;
+  return nullptr;
+}
+
+const std::string& ProcessGroup::label() const {
+  for (const ProcessGroup* g = this; g; g = g->parent_)
+    if (!g->label_.empty()) return g->label_;
+  return label_;
 }
 
 double ProcessGroup::all_reduce_sum(double v) {

@@ -71,6 +71,7 @@ struct CommCounters {
   int64_t of(Collective c) const { return bytes[static_cast<int>(c)]; }
   int64_t total() const;
   CommCounters operator-(const CommCounters& o) const;  // what moved between two readings
+  CommCounters& operator+=(const CommCounters& o);
 };
 
 // Seconds per collective kind (see the header comment).
@@ -124,7 +125,10 @@ class ProcessGroup {
   // Collective over this group (see the header comment): the new group of the ranks with this
   // rank's color, ranked by (key, rank here); null for a negative color. Its topology is this
   // group's restricted to its ranks; its collectives are ordered with this group's (on the MPI
-  // backend, one communication thread runs both, in the order they are issued).
+  // backend, one communication thread runs both, in the order they are issued). It counts and
+  // times into this group too (the world's counters are everything a rank moved, sub-groups
+  // included), traces with this group's tracer and label unless it has its own, and must not
+  // outlive it.
   std::unique_ptr<ProcessGroup> split(int color, int key);
 
   // Stops the whole job: every rank exits, the message names this rank (a rank that cannot go on
@@ -142,9 +146,9 @@ class ProcessGroup {
 
   // Tracing (null: off). The label names the collectives issued while it is set (CommLabel).
   void set_tracer(Tracer* t) { tracer_ = t; }
-  Tracer* tracer() const { return tracer_; }
+  Tracer* tracer() const;  // this group's, else its parent's (split)
   void set_label(std::string label) { label_ = std::move(label); }
-  const std::string& label() const { return label_; }
+  const std::string& label() const;  // this group's, else its parent's (split)
 
  protected:
   // What is being issued, for the backend: one that runs the collective later (on its own
@@ -180,13 +184,15 @@ class ProcessGroup {
   CommTimes times_;
   std::atomic<Tracer*> tracer_{nullptr};
   std::string label_;
-  struct TimedWork;  // wait() timed (process_group.cpp)
+  ProcessGroup* parent_ = nullptr;  // the group this one was split from
+  struct TimedWork;
+  friend class CommLabel;  // wait() timed (process_group.cpp)
 };
 
 // Names the collectives issued in its scope (trace spans: "all_gather block3").
 class CommLabel {
  public:
-  CommLabel(ProcessGroup& g, std::string label) : g_(g), prev_(g.label()) { g.set_label(std::move(label)); }
+  CommLabel(ProcessGroup& g, std::string label) : g_(g), prev_(g.label_) { g.set_label(std::move(label)); }
   ~CommLabel() { g_.set_label(std::move(prev_)); }
   CommLabel(const CommLabel&) = delete;
   CommLabel& operator=(const CommLabel&) = delete;

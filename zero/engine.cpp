@@ -185,6 +185,7 @@ void Engine::backward(const Var& loss) {
            cfg_.gradient_accumulation_steps);
   loss_sum_ += loss.value().item();
   in_backward_ = true;
+  stage_->backward_begins();
   // d(mean over all micro-batches)/d(loss of this one) = 1 / gradient_accumulation_steps; fp16
   // scales it by the loss scale, so that small gradients survive the rounding to float16.
   loss.backward(Tensor::full({}, loss_scale() / static_cast<double>(cfg_.gradient_accumulation_steps), loss.dtype()));

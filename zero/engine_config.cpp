@@ -49,11 +49,27 @@ OffloadConfig parse_offload(const Reader& r, const json& o, const std::string& p
 
 ZeroOptimization parse_zero(const Reader& r, const json& o) {
   const std::string p = "zero_optimization";
-  r.check_keys(o, p, {"stage", "overlap_comm", "contiguous_gradients", "reduce_bucket_size",
-                      "allgather_bucket_size", "stage3_prefetch_bucket_size",
-                      "stage3_param_persistence_threshold", "stage3_max_live_parameters",
-                      "stage3_max_reuse_distance", "sub_group_size", "offload_optimizer",
-                      "offload_param", "allgather_partitions", "reduce_scatter", "round_robin_gradients"});
+  r.check_keys(o, p,
+               {"stage",
+                "overlap_comm",
+                "contiguous_gradients",
+                "reduce_bucket_size",
+                "allgather_bucket_size",
+                "stage3_prefetch_bucket_size",
+                "stage3_param_persistence_threshold",
+                "stage3_max_live_parameters",
+                "stage3_max_reuse_distance",
+                "sub_group_size",
+                "offload_optimizer",
+                "offload_param",
+                "allgather_partitions",
+                "reduce_scatter",
+                "round_robin_gradients",
+                "zero_quantized_weights",
+                "zero_hpz_partition_size",
+                "zero_quantized_gradients",
+                "zero_quantized_gradients_bits",
+                "zero_quantization_block_size"});
   ZeroOptimization z;
   z.stage = static_cast<int>(r.integer(o, p, "stage", 0, 0, 3, "0, 1, 2 or 3"));
   z.overlap_comm = r.boolean(o, p, "overlap_comm", z.stage == 3);  // DeepSpeed: true only for stage 3
@@ -87,6 +103,26 @@ ZeroOptimization parse_zero(const Reader& r, const json& o) {
              " is invalid with device \"nvme\": expected >= 2 (one sub-group updating while the next is read)");
     (is_param ? z.offload_param : z.offload_optimizer) = c;
   }
+  // ZeRO++ (zero/zeropp.h). Whether the hpZ size fits the nodes is known only once the ranks are
+  // placed: the engine checks it against the topology.
+  z.zero_quantized_weights = r.boolean(o, p, "zero_quantized_weights", false);
+  z.zero_hpz_partition_size = r.integer(o, p, "zero_hpz_partition_size", 1, 1, 1 << 20, kIntPos);
+  z.zero_quantized_gradients = r.boolean(o, p, "zero_quantized_gradients", false);
+  z.zero_quantized_gradients_bits = static_cast<int>(
+      r.integer(o, p, "zero_quantized_gradients_bits", 4, 4, 8, "4 or 8"));
+  if (z.zero_quantized_gradients_bits != 4 && z.zero_quantized_gradients_bits != 8)
+    r.fail(p, ".zero_quantized_gradients_bits = ", z.zero_quantized_gradients_bits, " is invalid: expected 4 or 8");
+  z.zero_quantization_block_size = r.integer(o, p, "zero_quantization_block_size", z.zero_quantization_block_size, 1,
+                                             1 << 24, kIntPos);
+  if (z.zero_quantized_weights && z.stage != 3)
+    r.fail(p, ".zero_quantized_weights = true requires ", p, ".stage = 3 (stage is ", z.stage,
+           "; only stage 3 all-gathers the parameters before every use)");
+  if (z.zero_hpz_partition_size > 1 && z.stage != 3)
+    r.fail(p, ".zero_hpz_partition_size = ", z.zero_hpz_partition_size, " requires ", p, ".stage = 3 (stage is ",
+           z.stage, "; the secondary shard is of partitioned parameters)");
+  if (z.zero_quantized_gradients && z.stage < 2)
+    r.fail(p, ".zero_quantized_gradients = true requires ", p, ".stage 2 or 3 (stage is ", z.stage,
+           "; the gradients are reduced every micro-step only from stage 2 on)");
   return z;
 }
 
@@ -303,6 +339,9 @@ EngineConfig parse_engine_config(const json& j, const std::string& source, int w
     r.fail("zero_optimization.offload_param.device = \"", z.offload_param.device,
            "\" needs zero_optimization.offload_optimizer.device \"cpu\" or \"nvme\" (the parameters are updated on "
            "the host), got \"none\"");
+  if (z.zero_hpz_partition_size > 1 && world_size % z.zero_hpz_partition_size != 0)
+    r.fail("zero_optimization.zero_hpz_partition_size = ", z.zero_hpz_partition_size,
+           " does not divide the world size ", world_size, " (expected a divisor of the ranks per node)");
   if (j.contains("activation_checkpointing"))
     parse_activation_checkpointing(r, r.section(j, "activation_checkpointing"), c);
   return c;

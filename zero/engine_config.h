@@ -60,6 +60,15 @@ struct ZeroOptimization {
   int64_t stage3_max_reuse_distance = 1000000000;       // keep a unit gathered if reused this soon
   int64_t sub_group_size = 1000000000;  // offload: the CPU optimizer steps in chunks of this many elements
   OffloadConfig offload_optimizer, offload_param;
+  // ZeRO++ (Wang et al. 2023; zero/zeropp.h): DeepSpeed's three keys, and two of ours for its wire format.
+  bool zero_quantized_weights = false;          // qwZ: stage 3's parameter all-gathers as int8 blocks
+  int64_t zero_hpz_partition_size = 1;          // hpZ: > 1, a secondary shard over this many ranks of a
+                                                // node serves the backward's all-gather
+  bool zero_quantized_gradients = false;        // qgZ: the gradient reduce-scatter as a hierarchical
+                                                // all-to-all of int4 (or int8) blocks
+  int zero_quantized_gradients_bits = 4;        // ours: qgZ's code width, 4 (DeepSpeed's) or 8
+  int64_t zero_quantization_block_size = 4096;  // ours: elements per quantization block (one scale each)
+  bool zeropp() const { return zero_quantized_weights || zero_hpz_partition_size > 1 || zero_quantized_gradients; }
   bool operator==(const ZeroOptimization&) const = default;
 };
 

@@ -48,6 +48,7 @@
 #include "zero/shard_optimizer.h"
 #include "zero/sharded_unit.h"
 #include "zero/tiers.h"
+#include "zero/zeropp.h"
 
 namespace zt {
 
@@ -105,6 +106,7 @@ class ZeroStage {
   // Between acquire and release the unit's compute parameters (ps->flat()) are resident and
   // current. Stages 0-2: the precision's compute copy, if it keeps one.
   virtual void forward_begins() {}
+  virtual void backward_begins() {}  // the training backward starts (recomputes inside it included)
   virtual void acquire(ShardedUnit& s, bool evaluating);
   virtual void release(ShardedUnit& s, bool evaluating);
 
@@ -195,13 +197,18 @@ class OptimizerSharded : public Replicated {  // stage 1: zero/stage1_optimizer_
   // Reduce-scatter of `grad` (P) into this rank's grad_shard, averaged; accumulated into it
   // (stages 2-3, after the first micro-step) or written.
   void reduce_scatter(ShardedUnit& s, const Tensor& grad, bool accumulate);
+  // A reduced chunk `got` (the sum over ranks of shard elements [a, a + got.numel())) into the
+  // shard: scaled, accumulated or written by the precision, on the shard's device.
+  static void land_chunk(const PrecisionPolicy& precision, const Tensor& shard, int64_t a, const Tensor& got,
+                         bool accumulate, double scale);
   // The updated shard to where forward reads it (stages 1-2: all-gathered into params_full).
   virtual void publish_unit(ShardedUnit& s, std::deque<Pending>& q);
 };
 
 class GradientSharded : public OptimizerSharded {  // stage 2: zero/stage2_gradient_sharded.cpp
  public:
-  using OptimizerSharded::OptimizerSharded;
+  // With ZeRO++ configured (zero/zeropp.h), makes its groups: collective over the world.
+  GradientSharded(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt, Units& units);
   static StageKeeps keeps() {
     StageKeeps k = OptimizerSharded::keeps();
     k.grads_sharded = true;
@@ -215,6 +222,7 @@ class GradientSharded : public OptimizerSharded {  // stage 2: zero/stage2_gradi
  protected:
   void place_grads(ShardedUnit& s) override;
   void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) override;
+  std::unique_ptr<ZeroPlusPlus> zeropp_;  // null without ZeRO++; qgZ here, qwZ and hpZ in stage 3
 };
 
 class ParameterSharded : public GradientSharded,
@@ -229,9 +237,13 @@ class ParameterSharded : public GradientSharded,
   std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const override { return {s.lo, s.lo + s.S}; }
   void setup_done() override;
   StageKeeps kept() const override { return keeps(); }
-  void forward_begins() override { schedule_.forward_begins(); }
+  void forward_begins() override {
+    backward_ = false;
+    schedule_.forward_begins();
+  }
+  void backward_begins() override { backward_ = true; }
   void acquire(ShardedUnit& s, bool evaluating) override { schedule_.acquire(s.index, evaluating); }
-  void release(ShardedUnit& s, bool evaluating) override { schedule_.release(s.index, evaluating); }
+  void release(ShardedUnit& s, bool evaluating) override;
   void micro_step_done() override { schedule_.micro_step_done(); }
 
  protected:
@@ -248,9 +260,14 @@ class ParameterSharded : public GradientSharded,
   // A persistent unit whose model buffer holds its initial values keeps it (stays gathered).
   bool kept_whole(const ShardedUnit& s, const UnitInit& init) const;
   // Issues what makes the unit's compute parameters current: the shard fetched from its tier,
-  // all-gathered, and converted by the precision where it keeps a compute copy.
+  // all-gathered (qwZ: quantized), and converted by the precision where it keeps a compute copy.
   void fill(ShardedUnit& s, std::deque<Pending>& q);
+  // hpZ: the same from the unit's secondary shard, inside its node; the secondary freed after.
+  void fill_from_secondary(ShardedUnit& s, std::deque<Pending>& q);
   GatherSchedule schedule_;
+  bool backward_ = false;          // between backward_begins and the next forward_begins
+  bool keep_secondary_ = false;    // hpZ: the scope being released is a training forward's
+  std::vector<Tensor> secondary_;  // hpZ: by unit index, from a forward's release to its backward's gather
 };
 
 // The stage zero_optimization.stage names (0-3), and what it keeps (the same choice).

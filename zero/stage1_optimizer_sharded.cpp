@@ -37,16 +37,19 @@ void OptimizerSharded::reduce_scatter(ShardedUnit& s, const Tensor& grad, bool a
     }
     Tensor out = Tensor::empty({n}, grad.dtype(), Category::comm);
     WorkPtr w = cx_.group.reduce_scatter_async(in, out);
-    state(s).reduces.push_back({w, [in, out, shard, a, n, scale, accumulate, precision] {
-                                  const Tensor dst = range(shard, a, n);
-                                  // offload (stages 2-3): the shard is in host memory; on a GPU the
-                                  // chunk comes over first, and the arithmetic runs on the host
-                                  const Tensor got = out.device() == dst.device()
-                                                         ? out
-                                                         : out.to(dst.device(), Category::comm);
-                                  precision->land(dst, got, accumulate, scale);
+    state(s).reduces.push_back({w, [in, out, shard, a, scale, accumulate, precision] {
+                                  land_chunk(*precision, shard, a, out, accumulate, scale);
                                 }});
   }
+}
+
+void OptimizerSharded::land_chunk(const PrecisionPolicy& precision, const Tensor& shard, int64_t a, const Tensor& got,
+                                  bool accumulate, double scale) {
+  const Tensor dst = range(shard, a, got.numel());
+  // offload (stages 2-3): the shard is in host memory; on a GPU the chunk comes over first, and
+  // the arithmetic runs on the host
+  const Tensor here = got.device() == dst.device() ? got : got.to(dst.device(), Category::comm);
+  precision.land(dst, here, accumulate, scale);
 }
 
 double OptimizerSharded::global_sum_of_squares(const std::vector<Tensor>& grads) {

@@ -26,8 +26,27 @@ void GradientSharded::gradient_ready(ShardedUnit& s, bool, int64_t micro) {
   reduce(s, precision_.gradient_for_reduction(s, cx_.N), micro);
 }
 
+GradientSharded::GradientSharded(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt,
+                                 Units& units)
+    : OptimizerSharded(cx, precision, params, opt, units) {
+  if (cx.cfg.zero.zeropp()) zeropp_ = std::make_unique<ZeroPlusPlus>(cx.cfg.zero, cx.group);
+}
+
+// The reduce-scatter, or ZeRO++'s quantized hierarchical all-to-all (qgZ, zero/zeropp.h) that
+// gives each rank the same shard.
 void GradientSharded::issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) {
-  reduce_scatter(s, grad, /*accumulate=*/micro > 0);
+  const bool accumulate = micro > 0;
+  if (zeropp_ && zeropp_->quantized_gradients()) {
+    const Tensor shard = state(s).grad_shard;
+    const PrecisionPolicy* precision = &precision_;
+    const double scale = precision_.reduction_scale(cx_.N);
+    zeropp_->reduce_scatter(
+        grad, s.S, std::max<int64_t>(1, cx_.cfg.zero.reduce_bucket_size),
+        [=](int64_t a, const Tensor& sum) { land_chunk(*precision, shard, a, sum, accumulate, scale); },
+        state(s).reduces);
+  } else {
+    reduce_scatter(s, grad, accumulate);
+  }
   // the full gradient goes once every chunk has left it
   state(s).reduces.push_back({completed_work(), [grad] { grad.storage()->release(); }});
 }

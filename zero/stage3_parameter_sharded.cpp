@@ -14,7 +14,15 @@
 // Units below stage3_param_persistence_threshold stay gathered. When to gather and free is the
 // GatherSchedule's (zero/gather_schedule.h: the recorded order, prefetch, reuse distance); this
 // file says what a gather is.
+//
+// ZeRO++ (zero/zeropp.h) changes what a gather is, not when: with qwZ the world all-gather is
+// quantized; with hpZ a training forward's release keeps this rank's secondary shard of the
+// gathered parameters (1/H of them, Category::secondary) before freeing the rest, and the next
+// gather of that unit (its backward's, or a recompute's) is an all-gather of the secondary shards
+// inside the node, after which the secondary is freed.
 #include "zero/stage.h"
+
+#include "core/kernels/cast.h"  // defines: cast_
 
 namespace zt {
 
@@ -52,16 +60,31 @@ void ParameterSharded::setup_done() {
 void ParameterSharded::start(int i, bool prefetch) {
   ShardedUnit& s = *units_[i];
   s.ps->flat().storage()->materialize();
+  const bool secondary = static_cast<size_t>(i) < secondary_.size() && secondary_[i].defined();
   if (Tracer* t = cx_.active_tracer())
     t->instant(TraceTrack::compute, "gather " + s.unit->name(), "gather",
-               {{"unit", s.unit->name()}, {"elements", s.P}, {"prefetch", prefetch}});
+               {{"unit", s.unit->name()}, {"elements", s.P}, {"prefetch", prefetch}, {"from_secondary", secondary}});
   CommLabel label(cx_.group, s.unit->name());
-  fill(s, state(s).gathers);
+  if (secondary) fill_from_secondary(s, state(s).gathers);
+  else fill(s, state(s).gathers);
+}
+
+void ParameterSharded::release(ShardedUnit& s, bool evaluating) {
+  keep_secondary_ = zeropp_ && zeropp_->hpz() && !evaluating && !backward_;
+  schedule_.release(s.index, evaluating);
+  keep_secondary_ = false;
 }
 
 void ParameterSharded::drop(int i) {
   ShardedUnit& s = *units_[i];
   drain(state(s).gathers);  // a prefetch nobody used: let it land before freeing its buffer
+  if (keep_secondary_) {    // hpZ: this rank's 1/H of what the forward used, for the backward
+    if (secondary_.size() < units_.size()) secondary_.resize(units_.size());
+    const int64_t m = s.P / zeropp_->hpz_size();
+    Tensor sec = Tensor::empty({m}, precision_.working(), Category::secondary);
+    cast_(sec, range(s.ps->flat(), zeropp_->secondary_offset(s.P), m));  // exact: the values came from `working`
+    secondary_[i] = sec;
+  }
   s.ps->flat().storage()->release();
   if (Tracer* t = cx_.active_tracer())
     t->instant(TraceTrack::compute, "release " + s.unit->name(), "gather", {{"unit", s.unit->name()}});
@@ -83,14 +106,24 @@ bool ParameterSharded::may_prefetch() const {
 void ParameterSharded::fill(ShardedUnit& s, std::deque<Pending>& q) {
   const int64_t bucket = cx_.cfg.zero.allgather_bucket_size;
   params_.fetch(s, q, [this, bucket](ShardedUnit& u, const Tensor& src, std::deque<Pending>& out) {
-    precision_.receive_gathered(u, out,
-                                [&](const Tensor& dst) { all_gather_chunked(cx_.group, src, dst, bucket, out); });
+    precision_.receive_gathered(u, out, [&](const Tensor& dst) {
+      if (zeropp_) zeropp_->gather(src, dst, out);
+      else all_gather_chunked(cx_.group, src, dst, bucket, out);
+    });
   });
+}
+
+void ParameterSharded::fill_from_secondary(ShardedUnit& s, std::deque<Pending>& q) {
+  const Tensor sec = secondary_[s.index];
+  precision_.receive_gathered(s, q, [&](const Tensor& dst) { zeropp_->gather_secondary(sec, dst, q); });
+  secondary_[s.index] = Tensor();  // the gather's pending work holds it until it landed
+  q.push_back({completed_work(), [sec] { (void)sec; }});
 }
 
 // The update changed the shards: the gathered copies are stale. Persistent units are refreshed,
 // the others freed (their next acquire gathers the new parameters).
 void ParameterSharded::publish_unit(ShardedUnit& s, std::deque<Pending>& q) {
+  if (static_cast<size_t>(s.index) < secondary_.size()) secondary_[s.index] = Tensor();  // stale (hpZ)
   if (schedule_.persistent(s.index)) fill(s, q);
   else schedule_.free_unit(s.index);
 }

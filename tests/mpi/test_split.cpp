@@ -1,4 +1,4 @@
-// defines: 4 Catch2 test cases tagged [split]; helpers: val, filled
+// defines: 6 Catch2 test cases tagged [split]; helpers: val, filled
 //
 // ProcessGroup::split and all_to_all on the MPI backend (dist/process_group.h), against values
 // every rank can compute by itself and against the flat collectives of the world group: a
@@ -143,4 +143,47 @@ TEST_CASE("node groups: intra-node and inter-node follow the topology; a sum ove
   } else {
     inter->barrier();  // the other local ranks' inter-node groups meet too
   }
+}
+
+TEST_CASE("split: a sub-group's bytes and calls count in the world's counters too", "[split]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size(), r = g.rank();
+  std::unique_ptr<ProcessGroup> sub = g.split(r % 2, r);
+  REQUIRE(sub != nullptr);
+  g.reset_counters();
+  sub->reset_counters();
+  Tensor x = filled(8 * sub->size(), DType::f32, [&](int64_t i) { return val(r, i); });
+  sub->all_reduce(x);
+  const CommCounters s = sub->counters(), w = g.counters();
+  CHECK(s.of(Collective::all_reduce) == 2 * 8 * 4 * (sub->size() - 1));
+  CHECK(w.of(Collective::all_reduce) == s.of(Collective::all_reduce));
+  CHECK(w.calls[static_cast<int>(Collective::all_reduce)] == 1);
+  CHECK(w.intra_node() == s.intra_node());
+  CHECK(w.inter_node() == s.inter_node());
+  g.all_gather(Tensor::zeros({1}, DType::f32, Category::comm), Tensor::empty({N}, DType::f32, Category::comm));
+  CHECK(sub->counters().total() == s.total());  // the world's own collectives are not the sub-group's
+}
+
+TEST_CASE("uint8 bytes move through all_gather, broadcast and all_to_all; sums refuse them", "[split]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size(), r = g.rank();
+  const int64_t n = 7;
+  auto byte = [](int q, int64_t i) { return static_cast<double>((q * 37 + i * 11) % 256); };
+  Tensor mine = filled(n, DType::u8, [&](int64_t i) { return byte(r, i); });
+  Tensor all = Tensor::empty({N * n}, DType::u8, Category::comm);
+  g.reset_counters();
+  g.all_gather(mine, all);
+  CHECK(g.counters().of(Collective::all_gather) == N * n * (N - 1) / N);
+  for (int q = 0; q < N; ++q)
+    for (int64_t i = 0; i < n; ++i) REQUIRE(all.to_vector()[static_cast<size_t>(q * n + i)] == byte(q, i));
+  Tensor in = filled(N * n, DType::u8, [&](int64_t i) { return byte(r, i); });
+  Tensor out = Tensor::empty({N * n}, DType::u8, Category::comm);
+  g.all_to_all(in, out);
+  for (int q = 0; q < N; ++q)
+    for (int64_t i = 0; i < n; ++i) REQUIRE(out.to_vector()[static_cast<size_t>(q * n + i)] == byte(q, r * n + i));
+  Tensor b = filled(n, DType::u8, [&](int64_t i) { return byte(r, i); });
+  g.broadcast(b, N - 1);
+  for (int64_t i = 0; i < n; ++i) REQUIRE(b.to_vector()[static_cast<size_t>(i)] == byte(N - 1, i));
+  CHECK_THROWS_WITH(g.all_reduce(b), Catch::Contains("all_reduce: x must be float32, float64, bfloat16 or float16") &&
+                                         Catch::Contains("uint8"));
 }

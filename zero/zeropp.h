@@ -1,0 +1,103 @@
+// defines: QuantFormat, quantized_all_gather, ZeroPlusPlus — ZeRO++'s three communication
+//          changes to stages 2-3 (Wang et al. 2023, "ZeRO++: Extremely Efficient Collective
+//          Communication for Giant Model Training"; DeepSpeed's zero_quantized_weights,
+//          zero_hpz_partition_size, zero_quantized_gradients).
+//
+// Stage 3 moves 3 Psi per rank per step (zero/stage.h): the forward's all-gather, the
+// backward's all-gather and the gradient reduce-scatter, and across nodes that volume is what a
+// step waits for. ZeRO++ cuts each term:
+//
+//   qwZ (section 3.1)  the forward's all-gather sends int8 blocks (one float32 scale per block,
+//                      core/kernels/quantize.h) and dequantizes into the gathered buffer:
+//                      Psi -> about Psi / 2 of 2-byte weights (Psi / 4 of float32 ones).
+//   hpZ (section 3.2)  when the forward frees a unit, each rank keeps a secondary shard of it,
+//                      1/H of the gathered (dequantized) parameters, H = zero_hpz_partition_size
+//                      ranks of its node; the backward's all-gather runs over those H ranks only:
+//                      no inter-node bytes, for P/H more elements per rank between a unit's
+//                      forward and its backward (Category::secondary).
+//   qgZ (section 3.3)  the gradient reduce-scatter becomes a hierarchical all-to-all: the
+//                      gradient is quantized (int4 by default), exchanged within the node and
+//                      summed in float32, the node sums quantized again, exchanged across nodes
+//                      (one rank per node: the ranks with the same local rank) and summed: one
+//                      quantization per hop, never a ring of re-quantizations, and each rank's
+//                      inter-node traffic is its 1/M of the node's gradient, M = ranks per node.
+//
+// qgZ's slice order (the paper's "tensor slice reordering"). World rank w(k, l) is node k's l-th
+// rank (K nodes of M ranks, ranks of a node ordered by rank, nodes by their lowest rank, as the
+// Topology numbers them), and owns gradient shard w(k, l) (elements [w S, (w+1) S)). Hop 1 sends
+// intra-node peer l' the K slices its inter-node group needs, in node order (shard w(0, l'),
+// w(1, l'), ...); after summing over the node, block k' of what rank (k, l) holds is shard
+// w(k', l) summed over node k, which hop 2 sends to node k' (inter-node rank k'): what lands is
+// shard w(k, l), summed over every rank — this rank's shard, as a reduce-scatter gives it.
+// A hop over one rank (one node; one rank per node) is skipped rather than quantized for nothing.
+//
+// Non-finite values survive: a quantization block holding a NaN or an infinity dequantizes to
+// NaN, so fp16's loss scaler still sees an overflow.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "zero/engine_config.h"
+#include "zero/pending.h"
+
+namespace zt {
+
+struct QuantFormat {
+  int bits = 8;
+  int64_t block = 4096;  // elements per float32 scale
+  std::string name() const { return "int" + std::to_string(bits); }
+};
+
+// Payload bytes of n values: the codes and the float32 scales.
+int64_t quantized_bytes(int64_t n, QuantFormat f);
+
+// qwZ's all-gather: src (S, any float dtype) of every rank into dst (N * S), chunk by chunk of at
+// most `chunk` elements per rank, each chunk quantized by its owner (blocks restart at a chunk)
+// and sent as two all-gathers (codes, scales); rank q's dequantized values land at
+// dst[q S, (q+1) S), converted to dst's dtype, when the chunk's Pending finishes.
+void quantized_all_gather(ProcessGroup& g, const Tensor& src, const Tensor& dst, int64_t chunk, QuantFormat f,
+                          std::deque<Pending>& out);
+
+class ZeroPlusPlus {
+ public:
+  // Collective over `world` (every rank, at the same point): makes the groups the enabled parts
+  // need from world.topology() and checks that the nodes allow them (an error names the key, its
+  // value and the nodes): hpZ needs zero_hpz_partition_size to divide every node's rank count,
+  // qgZ the same number of ranks on every node.
+  ZeroPlusPlus(const ZeroOptimization& z, ProcessGroup& world);
+
+  // ---- qwZ ----
+  bool quantized_weights() const { return z_.zero_quantized_weights; }
+  // The primary all-gather of a stage-3 unit over the world: qwZ's quantized one, or the plain
+  // chunked all-gather.
+  void gather(const Tensor& src, const Tensor& dst, std::deque<Pending>& out) const;
+
+  // ---- hpZ ----
+  bool hpz() const { return secondary_ != nullptr; }
+  int hpz_size() const { return static_cast<int>(z_.zero_hpz_partition_size); }
+  // This rank's slice [h P/H, (h+1) P/H) of a unit's P gathered elements (h: its rank in the
+  // secondary group), and the all-gather of those slices back into P, inside the group.
+  int64_t secondary_offset(int64_t P) const { return secondary_->rank() * (P / hpz_size()); }
+  void gather_secondary(const Tensor& src, const Tensor& dst, std::deque<Pending>& out) const;
+
+  // ---- qgZ ----
+  bool quantized_gradients() const { return z_.zero_quantized_gradients; }
+  // Receives chunk [a, a + n) of this rank's shard: `sum` (n, float32), the sum over every rank.
+  using Land = std::function<void(int64_t a, const Tensor& sum)>;
+  // The hierarchical reduce-scatter of grad (N * S, any float dtype) in chunks of at most
+  // `chunk` elements of the shard. The intra-node hop is waited for here; the inter-node hop is
+  // left in flight in `out`, its chunk landed when it finishes.
+  void reduce_scatter(const Tensor& grad, int64_t S, int64_t chunk, const Land& land, std::deque<Pending>& out) const;
+
+ private:
+  const ZeroOptimization& z_;
+  ProcessGroup& world_;
+  std::unique_ptr<ProcessGroup> secondary_;      // hpZ: H consecutive ranks of a node
+  std::unique_ptr<ProcessGroup> intra_, inter_;  // qgZ: this node's M ranks; one rank per node (K)
+  std::vector<int> world_rank_;                  // qgZ: [k * M + l] = w(k, l)
+};
+
+}  // namespace zt
