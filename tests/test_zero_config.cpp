@@ -74,6 +74,16 @@ TEST_CASE("ready configs parse with the expected fields", "[config]") {
     CHECK(b.precision == Precision::bf16);
     CHECK(b.zero.stage == 3);
     CHECK(b.zero.stage3_max_live_parameters == 4000000);
+    if (world % 2 == 0) {  // hpZ over 2 ranks: an even world
+      const EngineConfig z = engine_config_from_file(cfg_path("zero3-zeropp.json"), world, kCallerKeys);
+      CHECK(z.zero.zero_quantized_weights);
+      CHECK(z.zero.zero_hpz_partition_size == 2);
+      CHECK(z.zero.zero_quantized_gradients);
+      CHECK(z.zero.zero_quantized_gradients_bits == 4);  // DeepSpeed's int4
+      CHECK(z.zero.zero_quantization_block_size == 4096);
+      CHECK(z.zero.zeropp());
+      CHECK(!b.zero.zeropp());
+    }
     const EngineConfig h = engine_config_from_file(cfg_path("zero2-fp16.json"), world, kCallerKeys);
     CHECK(h.precision == Precision::f16);
     CHECK(h.fp16.enabled);
@@ -170,7 +180,9 @@ TEST_CASE("to_json then parse gives the same config", "[config]") {
           "scheduler": {"type": "WarmupCosineLR", "params": {"warmup_num_steps": 5, "total_num_steps": 100, "cos_min_ratio": 0.05}},
           "zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 0, "stage3_param_persistence_threshold": 5,
                                 "stage3_max_live_parameters": 100, "stage3_max_reuse_distance": 3,
-                                "offload_param": {"device": "none"}, "offload_optimizer": {"device": "none"}}})",
+                                "offload_param": {"device": "none"}, "offload_optimizer": {"device": "none"},
+                                "zero_quantized_weights": true, "zero_quantized_gradients": true,
+                                "zero_quantized_gradients_bits": 8, "zero_quantization_block_size": 512}})",
       R"({"bf16": {"enabled": true}, "aio": {"block_size": 262144, "queue_depth": 32},
           "zero_optimization": {"stage": 3, "sub_group_size": 5000,
                                 "offload_param": {"device": "cpu", "pin_memory": true},
@@ -199,13 +211,17 @@ TEST_CASE("to_json then parse gives the same config", "[config]") {
   CHECK(c.cpu_checkpointing);
   CHECK(!parse(texts[0], 2).cpu_checkpointing);  // off unless asked
   CHECK(c.wall_clock_breakdown);
+  const EngineConfig e = parse(texts[2], 2);
+  CHECK(e.zero.zero_quantized_weights);
+  CHECK(e.zero.zero_quantized_gradients_bits == 8);
+  CHECK(e.zero.zero_quantization_block_size == 512);
   const EngineConfig d = parse(texts[3], 2);
   CHECK(d.aio.block_size == 262144);
   CHECK(d.aio.queue_depth == 32);
   CHECK(d.zero.offload_param.pin_memory);
   CHECK(d.zero.offload_optimizer.buffer_count == 2);
   // the ready configs round-trip too
-  for (const char* name : {"zero0.json", "zero3.json", "zero3-bf16.json", "zero2-fp16.json"}) {
+  for (const char* name : {"zero0.json", "zero3.json", "zero3-bf16.json", "zero2-fp16.json", "zero3-zeropp.json"}) {
     const EngineConfig r = engine_config_from_file(cfg_path(name), 2, kCallerKeys);
     CHECK(parse_engine_config(json(r), "round trip", 2) == r);
   }
@@ -226,7 +242,8 @@ TEST_CASE("invalid configs are errors naming the key and the allowed values", "[
   const std::vector<Case> cases = {
       // unknown keys
       {R"({"zero_optimisation": {}})", {"config 'test.json'", "unknown key 'zero_optimisation'", "zero_optimization"}},
-      {R"({"zero_optimization": {"stag": 3}})", {"unknown key 'zero_optimization.stag'", "known keys: stage, overlap_comm"}},
+      {R"({"zero_optimization": {"stag": 3}})",
+       {"unknown key 'zero_optimization.stag'", "known keys: stage, overlap_comm"}},
       {R"({"fp16": {"enable": true}})", {"unknown key 'fp16.enable'", "enabled"}},
       {R"({"optimizer": {"type": "AdamW", "params": {"momentum": 0.9}}})",
        {"unknown key 'optimizer.params.momentum'", "for AdamW", "betas"}},
@@ -243,29 +260,39 @@ TEST_CASE("invalid configs are errors naming the key and the allowed values", "[
       // out of range
       {R"({"zero_optimization": {"stage": 4}})", {"zero_optimization.stage = 4 is invalid: expected 0, 1, 2 or 3"}},
       {R"({"zero_optimization": {"stage": -1}})", {"zero_optimization.stage = -1 is invalid: expected 0, 1, 2 or 3"}},
-      {R"({"zero_optimization": {"reduce_bucket_size": 0}})", {"zero_optimization.reduce_bucket_size = 0 is invalid: expected an integer >= 1"}},
-      {R"({"zero_optimization": {"reduce_bucket_size": -5}})", {"zero_optimization.reduce_bucket_size = -5 is invalid", ">= 1"}},
-      {R"({"zero_optimization": {"allgather_bucket_size": 0}})", {"zero_optimization.allgather_bucket_size = 0 is invalid", ">= 1"}},
+      {R"({"zero_optimization": {"reduce_bucket_size": 0}})",
+       {"zero_optimization.reduce_bucket_size = 0 is invalid: expected an integer >= 1"}},
+      {R"({"zero_optimization": {"reduce_bucket_size": -5}})",
+       {"zero_optimization.reduce_bucket_size = -5 is invalid", ">= 1"}},
+      {R"({"zero_optimization": {"allgather_bucket_size": 0}})",
+       {"zero_optimization.allgather_bucket_size = 0 is invalid", ">= 1"}},
       {R"({"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": -1}})",
        {"zero_optimization.stage3_prefetch_bucket_size = -1 is invalid", ">= 0"}},
       {R"({"zero_optimization": {"sub_group_size": 0}})", {"zero_optimization.sub_group_size = 0 is invalid", ">= 1"}},
-      {R"({"fp16": {"enabled": true, "loss_scale": -1}})", {"fp16.loss_scale = -1 is invalid", "0 (dynamic) or a positive"}},
+      {R"({"fp16": {"enabled": true, "loss_scale": -1}})",
+       {"fp16.loss_scale = -1 is invalid", "0 (dynamic) or a positive"}},
       {R"({"fp16": {"min_loss_scale": 0}})", {"fp16.min_loss_scale = 0 is invalid", "> 0"}},
       {R"({"gradient_clipping": -1})", {"gradient_clipping = -1 is invalid", ">= 0"}},
       {R"({"train_micro_batch_size_per_gpu": 0})", {"train_micro_batch_size_per_gpu = 0 is invalid", ">= 1"}},
       // unsupported DeepSpeed values
       {R"({"zero_optimization": {"contiguous_gradients": false}})",
-       {"zero_optimization.contiguous_gradients = false is not supported", "expected true", "always true: gradients live in flat buffers"}},
-      {R"({"zero_optimization": {"reduce_scatter": false}})", {"zero_optimization.reduce_scatter = false is not supported", "expected true"}},
-      {R"({"zero_optimization": {"allgather_partitions": false}})", {"zero_optimization.allgather_partitions = false is not supported"}},
-      {R"({"zero_optimization": {"round_robin_gradients": true}})", {"zero_optimization.round_robin_gradients = true is not supported", "expected false"}},
-      {R"({"fp16": {"enabled": true, "auto_cast": true}})", {"fp16.auto_cast = true is not supported", "expected false"}},
+       {"zero_optimization.contiguous_gradients = false is not supported", "expected true",
+        "always true: gradients live in flat buffers"}},
+      {R"({"zero_optimization": {"reduce_scatter": false}})",
+       {"zero_optimization.reduce_scatter = false is not supported", "expected true"}},
+      {R"({"zero_optimization": {"allgather_partitions": false}})",
+       {"zero_optimization.allgather_partitions = false is not supported"}},
+      {R"({"zero_optimization": {"round_robin_gradients": true}})",
+       {"zero_optimization.round_robin_gradients = true is not supported", "expected false"}},
+      {R"({"fp16": {"enabled": true, "auto_cast": true}})",
+       {"fp16.auto_cast = true is not supported", "expected false"}},
       {R"({"activation_checkpointing": {"partition_activations": true}})",
        {"activation_checkpointing.partition_activations = true is not supported", "expected false"}},
       {R"({"activation_checkpointing": {"number_checkpoints": 4}})",
        {"activation_checkpointing.number_checkpoints must be null, got 4"}},
       {R"({"activation_checkpointing": {"cpu_checkpointing": true}})",
-       {"activation_checkpointing.cpu_checkpointing = true needs activation_checkpointing.enabled = true", "got enabled = false"}},
+       {"activation_checkpointing.cpu_checkpointing = true needs activation_checkpointing.enabled = true",
+        "got enabled = false"}},
       {R"({"activation_checkpointing": {"enabled": false, "cpu_checkpointing": true}})",
        {"activation_checkpointing.cpu_checkpointing = true needs activation_checkpointing.enabled = true"}},
       {R"({"activation_checkpointing": {"enabled": true, "cpu_checkpointing": 1}})",
@@ -291,6 +318,25 @@ TEST_CASE("invalid configs are errors naming the key and the allowed values", "[
        {"zero_optimization.offload_param.device = \"cpu\" needs zero_optimization.offload_optimizer.device"}},
       {R"({"zero_optimization": {"stage": 1, "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp/z", "buffer_count": 1}}})",
        {"zero_optimization.offload_optimizer.buffer_count = 1 is invalid with device \"nvme\": expected >= 2"}},
+      // ZeRO++ (zero/zeropp.h)
+      {R"({"zero_optimization": {"stage": 2, "zero_quantized_weights": true}})",
+       {"zero_optimization.zero_quantized_weights = true requires zero_optimization.stage = 3", "stage is 2"}},
+      {R"({"zero_optimization": {"stage": 2, "zero_hpz_partition_size": 2}})",
+       {"zero_optimization.zero_hpz_partition_size = 2 requires zero_optimization.stage = 3"},
+       2},
+      {R"({"zero_optimization": {"stage": 3, "zero_hpz_partition_size": 3}})",
+       {"zero_optimization.zero_hpz_partition_size = 3 does not divide the world size 4"},
+       4},
+      {R"({"zero_optimization": {"stage": 3, "zero_hpz_partition_size": 0}})",
+       {"zero_optimization.zero_hpz_partition_size = 0 is invalid"}},
+      {R"({"zero_optimization": {"stage": 1, "zero_quantized_gradients": true}})",
+       {"zero_optimization.zero_quantized_gradients = true requires zero_optimization.stage 2 or 3", "stage is 1"}},
+      {R"({"zero_optimization": {"stage": 3, "zero_quantized_gradients": true, "zero_quantized_gradients_bits": 6}})",
+       {"zero_optimization.zero_quantized_gradients_bits = 6 is invalid: expected 4 or 8"}},
+      {R"({"zero_optimization": {"stage": 3, "zero_quantization_block_size": 0}})",
+       {"zero_optimization.zero_quantization_block_size = 0 is invalid"}},
+      {R"({"zero_optimization": {"stage": 3, "zero_quantized_weights": 1}})",
+       {"zero_optimization.zero_quantized_weights must be a boolean"}},
       {R"({"aio": {"block_size": 5000}})", {"aio.block_size = 5000 is invalid", "multiple of 4096"}},
       {R"({"aio": {"queue_depth": 0}})", {"aio.queue_depth"}},
       {R"({"aio": {"thread_count": 4}})", {"aio.thread_count"}},
@@ -298,22 +344,32 @@ TEST_CASE("invalid configs are errors naming the key and the allowed values", "[
       {R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}})",
        {"zero_optimization.offload_param.device = \"nvme\" requires zero_optimization.offload_param.nvme_path"}},
       {R"({"bf16": {"enabled": true}, "fp16": {"enabled": true}})", {"bf16.enabled and fp16.enabled are both true"}},
-      {R"({"bfloat16": {"enabled": true}, "fp16": {"enabled": true}})", {"bf16.enabled and fp16.enabled are both true"}},
+      {R"({"bfloat16": {"enabled": true}, "fp16": {"enabled": true}})",
+       {"bf16.enabled and fp16.enabled are both true"}},
       {R"({"bf16": {"enabled": true}, "bfloat16": {"enabled": true}})", {"bf16 and its alias bfloat16"}},
       {R"({"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1})",
-       {"train_batch_size = 16 is invalid", "train_micro_batch_size_per_gpu x gradient_accumulation_steps x world_size = 4 x 1 x 2 = 8"}, 2},
+       {"train_batch_size = 16 is invalid",
+        "train_micro_batch_size_per_gpu x gradient_accumulation_steps x world_size = 4 x 1 x 2 = 8"},
+       2},
       {R"({"train_batch_size": 10, "train_micro_batch_size_per_gpu": 4})",
-       {"train_batch_size = 10 is invalid: expected a multiple of train_micro_batch_size_per_gpu x world_size"}, 1},
+       {"train_batch_size = 10 is invalid: expected a multiple of train_micro_batch_size_per_gpu x world_size"},
+       1},
       {R"({"train_batch_size": 6, "gradient_accumulation_steps": 4})",
-       {"train_batch_size = 6 is invalid: expected a multiple of gradient_accumulation_steps x world_size"}, 1},
+       {"train_batch_size = 6 is invalid: expected a multiple of gradient_accumulation_steps x world_size"},
+       1},
       {R"({"train_batch_size": 5})", {"train_batch_size = 5 is invalid: expected a multiple of world_size = 2"}, 2},
       // optimizer and scheduler
-      {R"({"optimizer": {"type": "Lamb"}})", {"optimizer.type = \"Lamb\" is invalid: expected \"AdamW\", \"Adam\" or \"SGD\""}},
+      {R"({"optimizer": {"type": "Lamb"}})",
+       {"optimizer.type = \"Lamb\" is invalid: expected \"AdamW\", \"Adam\" or \"SGD\""}},
       {R"({"optimizer": {"params": {"lr": 1}}})", {"optimizer.type is missing"}},
-      {R"({"optimizer": {"type": "AdamW", "params": {"betas": [0.9]}}})", {"optimizer.params.betas must be an array of 2 numbers in [0, 1)", "[0.9]"}},
-      {R"({"optimizer": {"type": "AdamW", "params": {"betas": 0.9}}})", {"optimizer.params.betas must be an array of 2 numbers"}},
-      {R"({"optimizer": {"type": "AdamW", "params": {"betas": [0.9, 1.5]}}})", {"optimizer.params.betas must be an array of 2 numbers"}},
-      {R"({"scheduler": {"type": "OneCycle"}})", {"scheduler.type = \"OneCycle\" is invalid: expected \"WarmupCosineLR\", \"WarmupLR\" or \"none\""}},
+      {R"({"optimizer": {"type": "AdamW", "params": {"betas": [0.9]}}})",
+       {"optimizer.params.betas must be an array of 2 numbers in [0, 1)", "[0.9]"}},
+      {R"({"optimizer": {"type": "AdamW", "params": {"betas": 0.9}}})",
+       {"optimizer.params.betas must be an array of 2 numbers"}},
+      {R"({"optimizer": {"type": "AdamW", "params": {"betas": [0.9, 1.5]}}})",
+       {"optimizer.params.betas must be an array of 2 numbers"}},
+      {R"({"scheduler": {"type": "OneCycle"}})",
+       {"scheduler.type = \"OneCycle\" is invalid: expected \"WarmupCosineLR\", \"WarmupLR\" or \"none\""}},
       {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 0.5}}})",
        {"scheduler.params.warmup_max_lr = 0.5 is invalid: expected optimizer.params.lr"}},
       {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0.1}}})",
@@ -325,7 +381,8 @@ TEST_CASE("invalid configs are errors naming the key and the allowed values", "[
       {R"({"scheduler": {"type": "WarmupCosineLR", "params": {"cos_min_ratio": 2}}})",
        {"scheduler.params.cos_min_ratio = 2 is invalid: expected a number in [0, 1]"}},
       // "auto" where DeepSpeed does not accept it
-      {R"({"zero_optimization": {"stage": "auto"}})", {"zero_optimization.stage = \"auto\" is invalid", "expected 0, 1, 2 or 3"}},
+      {R"({"zero_optimization": {"stage": "auto"}})",
+       {"zero_optimization.stage = \"auto\" is invalid", "expected 0, 1, 2 or 3"}},
       {R"({"bf16": {"enabled": "auto"}})", {"bf16.enabled = \"auto\" is invalid", "expected true or false"}},
       {R"({"fp16": {"loss_scale": "auto"}})", {"fp16.loss_scale = \"auto\" is invalid"}},
       {R"({"steps_per_print": "auto"})", {"steps_per_print = \"auto\" is invalid", ">= 1"}},

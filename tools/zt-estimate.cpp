@@ -24,8 +24,9 @@
 using namespace zt;
 
 int main(int argc, char** argv) {
-  CLI::App app{"zt-estimate: per-rank memory (params, grads, optim, activations, comm, workspace) of a "
-               "ZeRO training run, or the ZeRO paper's Table 1 (--paper)"};
+  CLI::App app{
+      "zt-estimate: per-rank memory (params, grads, optim, activations, comm, workspace, secondary) of a "
+      "ZeRO training run, or the ZeRO paper's Table 1 (--paper)"};
   std::string model_name, params_str, precision = "fp32", config_path;
   int stage = 0;
   int64_t world = 1, batch = 0, seq_len = 0, threads = omp_get_max_threads();

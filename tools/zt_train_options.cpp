@@ -23,6 +23,20 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
   app.add_option("--config", o.config_path,
                  "DeepSpeed-style JSON config (docs/config.md): batch, optimizer, scheduler, zero_optimization, ...");
   app.add_option("--zero-stage", c.zero.stage, "ZeRO stage 0-3 (without --config)")->capture_default_str();
+  // ZeRO++ (docs/zero.md), the config's zero_optimization keys of the same names
+  app.add_flag("--zero-quantized-weights", c.zero.zero_quantized_weights,
+               "ZeRO++ qwZ: stage 3's parameter all-gathers sent as int8 blocks");
+  app.add_option("--zero-hpz-partition-size", c.zero.zero_hpz_partition_size,
+                 "ZeRO++ hpZ: a secondary shard over this many ranks of a node serves the backward's all-gather "
+                 "(1 = off; usually the ranks per node)")
+      ->capture_default_str();
+  app.add_flag("--zero-quantized-gradients", c.zero.zero_quantized_gradients,
+               "ZeRO++ qgZ: the gradient reduce-scatter as a hierarchical all-to-all of quantized blocks");
+  app.add_option("--zero-quantized-gradients-bits", c.zero.zero_quantized_gradients_bits, "qgZ's code width: 4 or 8")
+      ->capture_default_str();
+  app.add_option("--zero-quantization-block-size", c.zero.zero_quantization_block_size,
+                 "ZeRO++: elements per quantization block (one float32 scale each)")
+      ->capture_default_str();
   app.add_option("--train", c.train_data, "training tokens: an llm.c token shard or a text file (byte tokens)");
   app.add_option("--val", c.val_data, "validation tokens (same formats)");
   app.add_option("--tokenizer", c.tokenizer,
@@ -123,9 +137,27 @@ RunConfig resolve_run_config(const TrainOptions& o, int world_size) {
   RunConfig c = o.run;
   if (!config_path.empty()) {
     // The config file holds the engine settings; a flag that would contradict it is an error.
-    for (const char* flag : {"--batch", "--grad-accum", "--optimizer", "--lr", "--min-lr-frac", "--warmup",
-                             "--schedule", "--weight-decay", "--beta1", "--beta2", "--eps", "--momentum", "--grad-clip",
-                             "--activation-checkpointing", "--cpu-checkpointing", "--zero-stage"})
+    for (const char* flag : {"--batch",
+                             "--grad-accum",
+                             "--optimizer",
+                             "--lr",
+                             "--min-lr-frac",
+                             "--warmup",
+                             "--schedule",
+                             "--weight-decay",
+                             "--beta1",
+                             "--beta2",
+                             "--eps",
+                             "--momentum",
+                             "--grad-clip",
+                             "--activation-checkpointing",
+                             "--cpu-checkpointing",
+                             "--zero-stage",
+                             "--zero-quantized-weights",
+                             "--zero-hpz-partition-size",
+                             "--zero-quantized-gradients",
+                             "--zero-quantized-gradients-bits",
+                             "--zero-quantization-block-size"})
       if (given(flag))
         ZT_THROW(flag, " cannot be combined with --config '", config_path, "': set it in the config file");
     RunConfig from_file = c;

@@ -1,4 +1,4 @@
-// defines: parse_engine_config, engine_config_from_file (zero/engine_config.h) and one parse_* per section.
+// defines: parse_engine_config, engine_config_from_file, zeropp_problem (zero/engine_config.h) and one parse_* per section.
 //
 // The DeepSpeed-style config parser (zero/engine_config.h; every key and error case: docs/config.md).
 //
@@ -14,6 +14,7 @@
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <sstream>
 #include <vector>
 
 #include "core/json.h"  // defines: parse_json
@@ -110,19 +111,8 @@ ZeroOptimization parse_zero(const Reader& r, const json& o) {
   z.zero_quantized_gradients = r.boolean(o, p, "zero_quantized_gradients", false);
   z.zero_quantized_gradients_bits = static_cast<int>(
       r.integer(o, p, "zero_quantized_gradients_bits", 4, 4, 8, "4 or 8"));
-  if (z.zero_quantized_gradients_bits != 4 && z.zero_quantized_gradients_bits != 8)
-    r.fail(p, ".zero_quantized_gradients_bits = ", z.zero_quantized_gradients_bits, " is invalid: expected 4 or 8");
   z.zero_quantization_block_size = r.integer(o, p, "zero_quantization_block_size", z.zero_quantization_block_size, 1,
                                              1 << 24, kIntPos);
-  if (z.zero_quantized_weights && z.stage != 3)
-    r.fail(p, ".zero_quantized_weights = true requires ", p, ".stage = 3 (stage is ", z.stage,
-           "; only stage 3 all-gathers the parameters before every use)");
-  if (z.zero_hpz_partition_size > 1 && z.stage != 3)
-    r.fail(p, ".zero_hpz_partition_size = ", z.zero_hpz_partition_size, " requires ", p, ".stage = 3 (stage is ",
-           z.stage, "; the secondary shard is of partitioned parameters)");
-  if (z.zero_quantized_gradients && z.stage < 2)
-    r.fail(p, ".zero_quantized_gradients = true requires ", p, ".stage 2 or 3 (stage is ", z.stage,
-           "; the gradients are reduced every micro-step only from stage 2 on)");
   return z;
 }
 
@@ -339,12 +329,34 @@ EngineConfig parse_engine_config(const json& j, const std::string& source, int w
     r.fail("zero_optimization.offload_param.device = \"", z.offload_param.device,
            "\" needs zero_optimization.offload_optimizer.device \"cpu\" or \"nvme\" (the parameters are updated on "
            "the host), got \"none\"");
-  if (z.zero_hpz_partition_size > 1 && world_size % z.zero_hpz_partition_size != 0)
-    r.fail("zero_optimization.zero_hpz_partition_size = ", z.zero_hpz_partition_size,
-           " does not divide the world size ", world_size, " (expected a divisor of the ranks per node)");
+  if (const std::string bad = zeropp_problem(z, world_size); !bad.empty()) r.fail(bad);
   if (j.contains("activation_checkpointing"))
     parse_activation_checkpointing(r, r.section(j, "activation_checkpointing"), c);
   return c;
+}
+
+std::string zeropp_problem(const ZeroOptimization& z, int world_size) {
+  const std::string p = "zero_optimization.";
+  std::ostringstream m;
+  if (z.zero_quantized_gradients_bits != 4 && z.zero_quantized_gradients_bits != 8)
+    m << p << "zero_quantized_gradients_bits = " << z.zero_quantized_gradients_bits << " is invalid: expected 4 or 8";
+  else if (z.zero_quantization_block_size < 1)
+    m << p << "zero_quantization_block_size = " << z.zero_quantization_block_size << " is invalid: expected >= 1";
+  else if (z.zero_hpz_partition_size < 1)
+    m << p << "zero_hpz_partition_size = " << z.zero_hpz_partition_size << " is invalid: expected >= 1 (1 = off)";
+  else if (z.zero_quantized_weights && z.stage != 3)
+    m << p << "zero_quantized_weights = true requires " << p << "stage = 3 (stage is " << z.stage
+      << "; only stage 3 all-gathers the parameters before every use)";
+  else if (z.zero_hpz_partition_size > 1 && z.stage != 3)
+    m << p << "zero_hpz_partition_size = " << z.zero_hpz_partition_size << " requires " << p << "stage = 3 (stage is "
+      << z.stage << "; the secondary shards are of partitioned parameters)";
+  else if (z.zero_quantized_gradients && z.stage < 2)
+    m << p << "zero_quantized_gradients = true requires " << p << "stage 2 or 3 (stage is " << z.stage
+      << "; only from stage 2 on are the gradients reduce-scattered after every backward)";
+  else if (z.zero_hpz_partition_size > 1 && world_size % z.zero_hpz_partition_size != 0)
+    m << p << "zero_hpz_partition_size = " << z.zero_hpz_partition_size << " does not divide the world size "
+      << world_size << " (expected a divisor of the ranks per node)";
+  return m.str();
 }
 
 EngineConfig engine_config_from_file(const std::string& path, int world_size,

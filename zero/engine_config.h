@@ -1,6 +1,6 @@
 // defines: Precision, OffloadConfig, ZeroOptimization, Fp16Config, OptimizerConfig,
 //          SchedulerConfig, AioConfig, EngineConfig, parse_engine_config, engine_config_from_file,
-//          to_json(EngineConfig) — the DeepSpeed-style JSON config (docs/architecture.md "Configuration").
+//          to_json(EngineConfig), zeropp_problem — the DeepSpeed-style JSON config (docs/architecture.md "Configuration").
 //
 // A DeepSpeed user is at home: the keys, their meaning and their defaults are DeepSpeed's
 // (https://www.deepspeed.ai/docs/config-json/), sizes in elements as DeepSpeed counts them.
@@ -130,6 +130,11 @@ EngineConfig parse_engine_config(const nlohmann::json& j, const std::string& sou
 // Reads a JSON file (an error names the file and the JSON parse position) and parses it.
 EngineConfig engine_config_from_file(const std::string& path, int world_size,
                                      const std::set<std::string>& caller_keys = {});
+// What is wrong with a ZeRO++ setting that needs no topology to tell (bits, block size, the stage it
+// needs, an hpZ size that does not divide the world), naming the key; "" when nothing. The JSON
+// parser and the engine (for configs made in code) both ask; the nodes are checked by
+// ZeroPlusPlus (zero/zeropp.h), which knows them.
+std::string zeropp_problem(const ZeroOptimization& z, int world_size);
 // The config back as DeepSpeed JSON (every key explicit): stored in checkpoints' meta.json.
 void to_json(nlohmann::json& j, const EngineConfig& c);
 

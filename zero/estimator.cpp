@@ -30,6 +30,9 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // and the all-gather staging buffers (comm) of gathers in flight: a unit whose shard is larger
 // than allgather_bucket_size is gathered in chunks through N x chunk staging buffers, all issued
 // at once (P elements in all), until it is waited for.
+// ZeRO++ hpZ (zero/zeropp.h, zero/stage3_parameter_sharded.cpp): a unit freed during a training
+// forward leaves a secondary shard of P/H elements, freed once the next gather of that unit
+// (from the secondary) has landed; counted the same way (their peak).
 class CountedGathers final : public GatherSchedule::Actions {
  public:
   CountedGathers(const std::vector<UnitSize>& units, const ZeroOptimization& z, int64_t N)
@@ -40,10 +43,17 @@ class CountedGathers final : public GatherSchedule::Actions {
       P_.push_back(u.padded_numel);
     }
     in_flight_.assign(P_.size(), false);
+    secondary_.assign(P_.size(), 0);
   }
   GatherSchedule& schedule() { return schedule_; }
   int64_t peak_live() const { return peak_live_; }
   int64_t peak_comm() const { return peak_comm_; }
+  int64_t peak_secondary() const { return peak_secondary_; }
+  void forward_begins() {
+    backward_ = false;
+    schedule_.forward_begins();
+  }
+  void backward_begins() { backward_ = true; }
 
  private:
   void start(int i, bool) override {
@@ -57,15 +67,26 @@ class CountedGathers final : public GatherSchedule::Actions {
   void finish(int i) override {
     if (in_flight_[i]) comm_ -= P_[i];
     in_flight_[i] = false;
+    secondary_live_ -= secondary_[i];  // gathered from it: freed once landed
+    secondary_[i] = 0;
   }
-  void drop(int i) override { finish(i); }
+  void drop(int i) override {
+    finish(i);
+    if (z_.zero_hpz_partition_size > 1 && !backward_) {
+      secondary_[i] = P_[i] / z_.zero_hpz_partition_size;
+      secondary_live_ += secondary_[i];
+      peak_secondary_ = std::max(peak_secondary_, secondary_live_);
+    }
+  }
 
   GatherSchedule schedule_;
   const ZeroOptimization& z_;
   int64_t N_;
   std::vector<int64_t> P_;
   std::vector<bool> in_flight_;
-  int64_t comm_ = 0, peak_comm_ = 0, peak_live_ = 0;
+  std::vector<int64_t> secondary_;  // hpZ: elements of unit i's secondary shard (0: none)
+  bool backward_ = false;
+  int64_t comm_ = 0, peak_comm_ = 0, peak_live_ = 0, secondary_live_ = 0, peak_secondary_ = 0;
 };
 
 // The residency events of one training micro-step in order (models/transformer.h's forward loop,
@@ -251,9 +272,10 @@ Estimate estimate(const EstimateRequest& r) {
       CountedGathers sim(units, r.zero, N);
       GatherSchedule& schedule = sim.schedule();
       for (int step = 0; step < 2; ++step) {  // the recording step, then a steady one
-        schedule.forward_begins();
+        sim.forward_begins();
         for (const Event& e : ev) {
           const int i = static_cast<int>(e.unit);
+          if (e.backward) sim.backward_begins();
           e.acquire ? schedule.acquire(i, false) : schedule.release(i, false);
         }
         schedule.micro_step_done();
@@ -264,6 +286,7 @@ Estimate estimate(const EstimateRequest& r) {
         if (schedule.persistent(static_cast<int>(i))) persistent += units[i].padded_numel;
       gathered = persistent + sim.peak_live();
       gather_comm = sim.peak_comm();
+      est.peak[idx(Category::secondary)] = sim.peak_secondary() * pe;
       // offload_param: a unit's shard reaches the device in a shard-sized buffer that lives until
       // its gather landed (zero/tiers.cpp's HostParams). cpu: one per gathered non-persistent unit
       // (a prefetch issues its copy with its gather); nvme: one at a time (a unit's copy is issued

@@ -2,7 +2,8 @@
 //          ActivationEstimate, estimate_activations, model_state_bytes_x_n, format_paper_gb,
 //          paper_table1_cell, paper_table1, parse_count — the memory estimator behind zt-estimate.
 //
-// Per-rank bytes by category (core/memory.h: params, grads, optim, activations, comm, workspace)
+// Per-rank bytes by category (core/memory.h: params, grads, optim, activations, comm, workspace,
+// secondary)
 // for a model (its exact unit layout) or a bare parameter count Psi, a ZeRO stage 0-3, N ranks and
 // a precision. Model states (Rajbhandari et al. 2019, arXiv:1910.02054, section 5, Figure 1):
 //

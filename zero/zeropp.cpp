@@ -82,6 +82,7 @@ void quantized_all_gather(ProcessGroup& g, const Tensor& src, const Tensor& dst,
 }
 
 ZeroPlusPlus::ZeroPlusPlus(const ZeroOptimization& z, ProcessGroup& world) : z_(z), world_(world) {
+  if (const std::string bad = zeropp_problem(z, world.size()); !bad.empty()) ZT_THROW("config: ", bad);
   const Topology& t = world.topology();
   const std::vector<std::vector<int>> nodes = ranks_by_node(t);
   const int r = world.rank();

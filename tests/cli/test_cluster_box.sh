@@ -8,6 +8,7 @@
 #  2b. the trace's comm spans carry their link class (inter_node_bytes, the ring model);
 #  3. split groups (intra-node, inter-node, by color) and all-to-all across the two nodes
 #     (tests/mpi/test_split.cpp's cases, run on the box);
+#  3a. ZeRO++ with its node groups real (tests/mpi/test_zeropp.cpp's cases, run on the box);
 #  3b. a checkpoint written by 4 ranks on one node resumes on the box, bitwise the uninterrupted run;
 #  4. the box leaves nothing behind (no namespace, no state), also when its command fails; bad
 #     options are refused by name.
@@ -63,6 +64,12 @@ PY
 OMP_NUM_THREADS=1 "${box[@]}" -- "$B/tests/zt_mpi_tests" "[split]" -w NoTests >"$TMP/split.out" 2>&1 ||
   { echo "FAIL: the [split] cases on the box:"; grep -v "^$" "$TMP/split.out" | tail -30; exit 1; }
 echo "ok: split groups on 2 nodes: intra-node and inter-node groups, all-to-all counted per link, the sums of both levels the flat sum"
+
+# ZeRO++ across real nodes (tests/mpi/test_zeropp.cpp): hpZ's secondary groups inside each node
+# (bitwise stage 3), qgZ's two hops (the inter-node one over the network), within tolerance
+OMP_NUM_THREADS=1 "${box[@]}" -- "$B/tests/zt_mpi_tests" "[zeropp]" -w NoTests >"$TMP/zeropp.out" 2>&1 ||
+  { echo "FAIL: the [zeropp] cases on the box:"; grep -v "^$" "$TMP/zeropp.out" | tail -30; exit 1; }
+echo "ok: ZeRO++ on 2 nodes: hpZ bitwise stage 3, qwZ and qgZ (both hops) within their tolerance"
 
 # resume across the box: 4 ranks on one node save at step 3; the box resumes to step 6
 R=(--model gpt2-nano --train "$S/data/corpus/train.txt" -b 2 -t 32 --steps 6 --seed 7 --threads 1 --dist mpi --zero-stage 3)

@@ -15,7 +15,7 @@ assert len(rows) == 24, len(rows)
 for r in rows:
     missing = {"step", "loss", "lr", "grad_norm", "tokens_per_s", "step_ms", "memory"} - r.keys()
     assert not missing, f"log line lacks {missing}"
-    assert set(r["memory"]["current"]) == {"params", "grads", "optim", "activations", "comm", "workspace"}
+    assert set(r["memory"]["current"]) == {"params", "grads", "optim", "activations", "comm", "workspace", "secondary"}
 assert [r["step"] for r in rows] == list(range(1, 25))
 print("ok: --log has one JSON object per step with step, loss, lr, grad_norm, tokens_per_s, step_ms, memory by category")
 PY
