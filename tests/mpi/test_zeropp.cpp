@@ -84,9 +84,10 @@ TEST_CASE("hpZ alone is bitwise plain stage 3", "[zeropp]") {
     }
 }
 
-// The tolerances (relative, every loss of 20 steps, against plain stage 3 on the same ranks):
-// measured on 1, 2 and 4 ranks of one node and on the box's 2 x 2, gpt2-nano and llama-nano,
-// 2026-11-27 — see docs/zero.md; the bounds leave about 3x.
+// The tolerances (relative, every loss of 20 steps, against plain stage 3 on the same ranks),
+// measured 2026-11-27 at most (gpt2-nano fp32, llama-nano bf16; 4 ranks on one node / the box's
+// 2 nodes x 2 ranks, where qgZ's two hops both quantize): qwZ 1.8e-3 / 1.8e-3, qgZ int4 5.4e-3 /
+// 1.1e-2, qgZ int8 3.9e-4 / 8.4e-4, all three 6.0e-3 / 1.2e-2. The bounds leave about 3x.
 TEST_CASE("qwZ and qgZ stay within their tolerance of plain stage 3", "[zeropp]") {
   ProcessGroup& g = init_process_group();
   const int N = g.size();
@@ -98,10 +99,10 @@ TEST_CASE("qwZ and qgZ stay within their tolerance of plain stage 3", "[zeropp]"
   };
   const Case cases[] = {
       {"qwZ", true, false, 1, 4, 3, 5e-3},
-      {"qgZ int4", false, true, 1, 4, 3, 2e-2},
-      {"qgZ int8", false, true, 1, 8, 3, 1.5e-3},
-      {"qgZ int4, stage 2", false, true, 1, 4, 2, 2e-2},
-      {"qwZ + hpZ + qgZ", true, true, 2, 4, 3, 2e-2},
+      {"qgZ int4", false, true, 1, 4, 3, 3e-2},
+      {"qgZ int8", false, true, 1, 8, 3, 2.5e-3},
+      {"qgZ int4, stage 2", false, true, 1, 4, 2, 3e-2},
+      {"qwZ + hpZ + qgZ", true, true, 2, 4, 3, 3.5e-2},
   };
   const std::pair<const char*, Precision> runs[] = {{"gpt2-nano", Precision::f32}, {"llama-nano", Precision::bf16}};
   for (const auto& [model, p] : runs) {
