@@ -11,7 +11,11 @@
 # writes JSON lines.
 #
 # Each run's settings go in a generated DeepSpeed-style config (stage 3, the variant's ZeRO++ keys,
-# bf16 with --precision bf16: the paper's baseline moves 2-byte weights and gradients).
+# bf16 with --precision bf16: the paper's baseline moves 2-byte weights and gradients), with
+# stage3_max_reuse_distance 0: each unit is freed after its forward and gathered again for its
+# backward, as in a model too large to stay gathered (with DeepSpeed's default of 1e9 a small
+# model stays gathered from its forward to its backward, stage 3 moves 2 Psi, and hpZ has nothing
+# to serve).
 #
 # Usage: bench/zeropp.sh [--model gpt-mini] [--steps 6] [--layouts "2x2"] [--links "1gbit 100mbit"]
 #                        [--variants "stage3 qwZ hpZ qgZ all"] [--precision fp32|bf16] [--batch 4]
@@ -49,7 +53,8 @@ for layout in $LAYOUTS; do
       esac
       cat >"$tmp/config.json" <<EOF
 {"train_micro_batch_size_per_gpu": $BATCH, "gradient_clipping": 1.0, "bf16": {"enabled": $bf16},
- "zero_optimization": {"stage": 3, "zero_quantized_weights": $qw, "zero_hpz_partition_size": $hpz,
+ "zero_optimization": {"stage": 3, "stage3_max_reuse_distance": 0,
+                       "zero_quantized_weights": $qw, "zero_hpz_partition_size": $hpz,
                        "zero_quantized_gradients": $qg}}
 EOF
       rc=0

@@ -12,6 +12,7 @@
 #include "core/kernels/attention.h"
 #include "zero/activation_offload.h"  // defines: ActivationOffload
 #include "zero/aio.h"  // defines: kAioAlignment
+#include "zero/estimator_events.h"  // defines: Event, step_events
 #include "zero/footprint.h"        // defines: Footprint, model_state
 #include "zero/gather_schedule.h"  // defines: GatherSchedule
 #include "zero/stage.h"            // defines: StageKeeps, stage_keeps
@@ -19,6 +20,9 @@
 namespace zt {
 
 namespace {
+
+using estimator_detail::Event;
+using estimator_detail::step_events;
 
 int idx(Category c) { return static_cast<int>(c); }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -31,8 +35,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // than allgather_bucket_size is gathered in chunks through N x chunk staging buffers, all issued
 // at once (P elements in all), until it is waited for.
 // ZeRO++ hpZ (zero/zeropp.h, zero/stage3_parameter_sharded.cpp): a unit freed during a training
-// forward leaves a secondary shard of P/H elements, freed once the next gather of that unit
-// (from the secondary) has landed; counted the same way (their peak).
+// forward leaves a secondary shard of P/H elements, freed when the unit's backward begins (after
+// its acquire); counted the same way (their peak).
 class CountedGathers final : public GatherSchedule::Actions {
  public:
   CountedGathers(const std::vector<UnitSize>& units, const ZeroOptimization& z, int64_t N)
@@ -54,6 +58,10 @@ class CountedGathers final : public GatherSchedule::Actions {
     schedule_.forward_begins();
   }
   void backward_begins() { backward_ = true; }
+  void backward_acquired(int i) {  // the unit's backward begins: its secondary has served
+    secondary_live_ -= secondary_[i];
+    secondary_[i] = 0;
+  }
 
  private:
   void start(int i, bool) override {
@@ -67,12 +75,10 @@ class CountedGathers final : public GatherSchedule::Actions {
   void finish(int i) override {
     if (in_flight_[i]) comm_ -= P_[i];
     in_flight_[i] = false;
-    secondary_live_ -= secondary_[i];  // gathered from it: freed once landed
-    secondary_[i] = 0;
   }
   void drop(int i) override {
     finish(i);
-    if (z_.zero_hpz_partition_size > 1 && !backward_) {
+    if (z_.zero_hpz_partition_size > 1 && !backward_ && secondary_[i] == 0) {
       secondary_[i] = P_[i] / z_.zero_hpz_partition_size;
       secondary_live_ += secondary_[i];
       peak_secondary_ = std::max(peak_secondary_, secondary_live_);
@@ -88,26 +94,6 @@ class CountedGathers final : public GatherSchedule::Actions {
   bool backward_ = false;
   int64_t comm_ = 0, peak_comm_ = 0, peak_live_ = 0, secondary_live_ = 0, peak_secondary_ = 0;
 };
-
-// The residency events of one training micro-step in order (models/transformer.h's forward loop,
-// autograd/backward.cpp's before/after_backward hooks): +1 acquire unit i, -1 release unit i.
-// Units: 0 = embed, 1..L = blocks, L+1 = head. Tied: the head's forward also holds the embedding,
-// and in backward the embedding's span runs from the head's matmul to the token lookup.
-struct Event { bool acquire; size_t unit; bool backward; };
-std::vector<Event> step_events(size_t n_units, bool tied) {
-  const size_t E = 0, H = n_units - 1;
-  std::vector<Event> ev;
-  for (size_t i = 0; i < H; ++i) ev.insert(ev.end(), {{true, i, false}, {false, i, false}});
-  if (tied) ev.push_back({true, E, false});
-  ev.insert(ev.end(), {{true, H, false}, {false, H, false}});
-  if (tied) ev.push_back({false, E, false});
-  if (tied) ev.push_back({true, E, true});
-  ev.insert(ev.end(), {{true, H, true}, {false, H, true}});
-  for (size_t i = H - 1; i >= 1; --i) ev.insert(ev.end(), {{true, i, true}, {false, i, true}});
-  if (!tied) ev.push_back({true, E, true});
-  ev.push_back({false, E, true});
-  return ev;
-}
 
 // Stages 2-3: full gradient buffers (elements) alive during backward, and the reduce-scatter
 // staging buffers (comm elements). A unit's buffer appears at its before_backward and goes when
@@ -277,6 +263,7 @@ Estimate estimate(const EstimateRequest& r) {
           const int i = static_cast<int>(e.unit);
           if (e.backward) sim.backward_begins();
           e.acquire ? schedule.acquire(i, false) : schedule.release(i, false);
+          if (e.acquire && e.backward) sim.backward_acquired(i);
         }
         schedule.micro_step_done();
         for (size_t i = 0; i < units.size(); ++i) schedule.free_unit(static_cast<int>(i));  // the step's publish

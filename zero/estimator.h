@@ -1,6 +1,7 @@
 // defines: UnitSize, ModelShape, unit_sizes, model_shape, EstimateRequest, Estimate, estimate,
 //          ActivationEstimate, estimate_activations, model_state_bytes_x_n, format_paper_gb,
-//          paper_table1_cell, paper_table1, parse_count — the memory estimator behind zt-estimate.
+//          paper_table1_cell, paper_table1, parse_count, CommEstimate, estimate_comm — the memory
+//          estimator behind zt-estimate, and the bytes a step moves.
 //
 // Per-rank bytes by category (core/memory.h: params, grads, optim, activations, comm, workspace,
 // secondary)
@@ -53,6 +54,7 @@
 #include <vector>
 
 #include "core/memory.h"
+#include "dist/process_group.h"  // defines: Collective, kNumCollectives, Topology
 #include "nn/model.h"
 #include "zero/engine_config.h"
 
@@ -139,6 +141,20 @@ struct Estimate {
 
 // Validates the request (an error names the field and the allowed values) and estimates.
 Estimate estimate(const EstimateRequest& req);
+
+// The bytes rank t.rank moves in one steady training step (one after the first, which records
+// stage 3's order) of gradient_accumulation_steps = grad_accum micro-steps, by collective kind
+// and by the link class they cross, exactly as its process group counts them (dist/
+// process_group.h: the ring convention, each all-to-all block on its own link, a sub-group's
+// bytes in the world's): stages 0-3 with their bucket sizes, stage 3's gathers as GatherSchedule
+// starts them, and ZeRO++ (qwZ's quantized gathers, hpZ's gathers inside the node, qgZ's two
+// hops). zero/estimator_comm.cpp; tests/mpi/test_zeropp.cpp holds it equal to the counters.
+struct CommEstimate {
+  std::array<int64_t, kNumCollectives> bytes{};
+  std::array<int64_t, 2> link{};  // [0] intra-node, [1] inter-node (CommCounters::link)
+  int64_t total() const;
+};
+CommEstimate estimate_comm(const EstimateRequest& req, const Topology& t, int64_t grad_accum);
 
 // Activation bytes of one micro-batch (B, T) through our ops (models/gpt2.cpp, models/llama.cpp,
 // nn/layers.cpp, autograd/ops_*.cpp): `saved` is what the graph holds when the forward ends,

@@ -245,6 +245,7 @@ class ParameterSharded : public GradientSharded,
   void acquire(ShardedUnit& s, bool evaluating) override { schedule_.acquire(s.index, evaluating); }
   void release(ShardedUnit& s, bool evaluating) override;
   void micro_step_done() override { schedule_.micro_step_done(); }
+  void open_gradient(ShardedUnit& s) override;
 
  protected:
   void place_params(ShardedUnit& s, const UnitInit& init) override;
@@ -262,12 +263,12 @@ class ParameterSharded : public GradientSharded,
   // Issues what makes the unit's compute parameters current: the shard fetched from its tier,
   // all-gathered (qwZ: quantized), and converted by the precision where it keeps a compute copy.
   void fill(ShardedUnit& s, std::deque<Pending>& q);
-  // hpZ: the same from the unit's secondary shard, inside its node; the secondary freed after.
+  // hpZ: the same from the unit's secondary shard, inside its node (kept until open_gradient).
   void fill_from_secondary(ShardedUnit& s, std::deque<Pending>& q);
   GatherSchedule schedule_;
   bool backward_ = false;          // between backward_begins and the next forward_begins
   bool keep_secondary_ = false;    // hpZ: the scope being released is a training forward's
-  std::vector<Tensor> secondary_;  // hpZ: by unit index, from a forward's release to its backward's gather
+  std::vector<Tensor> secondary_;  // hpZ: by unit index, from a forward's release to its backward's start
 };
 
 // The stage zero_optimization.stage names (0-3), and what it keeps (the same choice).

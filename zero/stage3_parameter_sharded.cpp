@@ -17,9 +17,9 @@
 //
 // ZeRO++ (zero/zeropp.h) changes what a gather is, not when: with qwZ the world all-gather is
 // quantized; with hpZ a training forward's release keeps this rank's secondary shard of the
-// gathered parameters (1/H of them, Category::secondary) before freeing the rest, and the next
-// gather of that unit (its backward's, or a recompute's) is an all-gather of the secondary shards
-// inside the node, after which the secondary is freed.
+// gathered parameters (1/H of them, Category::secondary) before freeing the rest, and every
+// gather of that unit until its backward opens its gradient (a recompute's, the backward's) is an
+// all-gather of the secondary shards inside the node; then the secondary is freed.
 #include "zero/stage.h"
 
 #include "core/kernels/cast.h"  // defines: cast_
@@ -78,7 +78,9 @@ void ParameterSharded::release(ShardedUnit& s, bool evaluating) {
 void ParameterSharded::drop(int i) {
   ShardedUnit& s = *units_[i];
   drain(state(s).gathers);  // a prefetch nobody used: let it land before freeing its buffer
-  if (keep_secondary_) {    // hpZ: this rank's 1/H of what the forward used, for the backward
+  if (keep_secondary_ &&
+      !(static_cast<size_t>(i) < secondary_.size() &&
+        secondary_[i].defined())) {  // hpZ: this rank's 1/H of what the forward used, for the backward
     if (secondary_.size() < units_.size()) secondary_.resize(units_.size());
     const int64_t m = s.P / zeropp_->hpz_size();
     Tensor sec = Tensor::empty({m}, precision_.working(), Category::secondary);
@@ -116,8 +118,12 @@ void ParameterSharded::fill(ShardedUnit& s, std::deque<Pending>& q) {
 void ParameterSharded::fill_from_secondary(ShardedUnit& s, std::deque<Pending>& q) {
   const Tensor sec = secondary_[s.index];
   precision_.receive_gathered(s, q, [&](const Tensor& dst) { zeropp_->gather_secondary(sec, dst, q); });
-  secondary_[s.index] = Tensor();  // the gather's pending work holds it until it landed
-  q.push_back({completed_work(), [sec] { (void)sec; }});
+}
+
+// The unit's backward begins (its acquire has landed): its secondary shard has served.
+void ParameterSharded::open_gradient(ShardedUnit& s) {
+  if (static_cast<size_t>(s.index) < secondary_.size()) secondary_[s.index] = Tensor();
+  GradientSharded::open_gradient(s);
 }
 
 // The update changed the shards: the gathered copies are stale. Persistent units are refreshed,

@@ -1,4 +1,4 @@
-// defines: 3 Catch2 test cases tagged [zeropp]; helpers: run, losses, max_rel_diff
+// defines: 4 Catch2 test cases tagged [zeropp]; helpers: run, losses, max_rel_diff
 //
 // ZeRO++ (zero/zeropp.h) on N ranks against plain stage 3 on the same ranks: hpZ alone changes
 // where the backward's parameters come from, not their values, so its losses are bitwise stage
@@ -153,5 +153,60 @@ TEST_CASE("hpZ's secondary shards: measured peak equals the estimator's, none le
       CHECK(m.measured.max(Category::secondary) > 0);
       CHECK(m.measured.max(Category::secondary) == e.max(Category::secondary));
       CHECK(m.measured.cur(Category::secondary) == 0);
+    }
+}
+
+// The estimator's bytes per step (zero/estimator_comm.cpp) against the group's counters of a
+// steady step, exactly: by collective kind and by link class, for stages 0-3 and every ZeRO++
+// combination stage 2 or 3 allows, with gradient accumulation and without.
+TEST_CASE("estimated bytes per collective and per link class equal the counted ones", "[zeropp]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size();
+  const bool even_nodes = N % g.topology().num_nodes() == 0;  // the box: 2 x 2; one node: N
+  struct Combo {
+    int stage;
+    bool qw;
+    int hpz;
+    bool qg;
+  };
+  std::vector<Combo> combos = {{0, false, 1, false}, {1, false, 1, false}, {2, false, 1, false}, {2, false, 1, true}};
+  for (bool qw : {false, true})
+    for (bool hp : {false, true})
+      for (bool qg : {false, true}) combos.push_back({3, qw, hp ? 2 : 1, qg});
+  struct Run {
+    const char* model;
+    Precision p;
+    int64_t accum;
+  };
+  for (const auto& [model, p, accum] : {Run{"gpt2-nano", Precision::f32, 1}, Run{"llama-nano", Precision::bf16, 2}})
+    for (const Combo& k : combos) {
+      if (k.hpz > 1 && (N % k.hpz != 0 || g.topology().local_size() % k.hpz != 0)) continue;
+      if (k.qg && !even_nodes) continue;
+      RunConfig c = run(model, N);
+      c.precision = p;
+      c.steps = 3;
+      c.grad_accum = accum;
+      c.batch = std::max<int64_t>(1, c.batch / accum);
+      c.zero.stage = k.stage;
+      c.zero.zero_quantized_weights = k.qw;
+      c.zero.zero_hpz_partition_size = k.hpz;
+      c.zero.zero_quantized_gradients = k.qg;
+      Trainer t(c, g);
+      t.step();
+      t.step();
+      const CommCounters before = g.counters();
+      t.step();
+      const CommCounters d = g.counters() - before;
+      const CommEstimate e = estimate_comm(estimate_request(t.model_config(), t.model(), c.engine_config(), N, 0, 1),
+                                           g.topology(), accum);
+      INFO(model << ", " << precision_name(p) << ", accumulation " << accum << ", stage " << k.stage
+                 << (k.qw ? " qwZ" : "") << (k.hpz > 1 ? " hpZ" : "") << (k.qg ? " qgZ" : "") << ", rank " << g.rank()
+                 << " of " << N);
+      for (int kind = 0; kind < kNumCollectives; ++kind) {
+        INFO(collective_name(static_cast<Collective>(kind)));
+        CHECK(d.bytes[kind] == e.bytes[kind]);
+      }
+      CHECK(d.intra_node() == e.link[0]);
+      CHECK(d.inter_node() == e.link[1]);
     }
 }
