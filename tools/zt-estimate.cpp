@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -19,7 +20,7 @@
 #include "models/model_config.h"     // defines: ModelConfig, model_config
 #include "train/estimate_request.h"  // defines: estimate_request
 #include "zero/engine_config.h"      // defines: Precision, ZeroOptimization, engine_config_from_file
-#include "zero/estimator.h"          // defines: estimate, paper_table1, parse_count
+#include "zero/estimator.h"          // defines: estimate, estimate_comm, paper_table1, parse_count
 
 using namespace zt;
 
@@ -55,6 +56,11 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "OpenMP threads per rank (attention backward scratch)");
   app.add_flag("--paper", paper, "print Table 1 of the ZeRO paper (Rajbhandari et al. 2019) from the formulas");
   app.add_flag("--json", json, "machine-readable output (bytes)");
+  int64_t nodes = 1, accum = 0;
+  app.add_option(
+      "--nodes", nodes,
+      "with --model: the bytes a step moves, ranks spread over this many nodes (N / nodes each, in rank order)");
+  app.add_option("--grad-accum", accum, "gradient accumulation steps of that step (default: --config's, else 1)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -83,6 +89,7 @@ int main(int argc, char** argv) {
       if (!app.count("--activation-checkpointing")) ckpt = ec.activation_checkpointing;
       if (!app.count("--cpu-checkpointing")) cpu_ckpt = ec.cpu_checkpointing;
       if (!app.count("--batch")) batch = ec.train_micro_batch_size_per_gpu;
+      if (!app.count("--grad-accum")) accum = ec.gradient_accumulation_steps;
     }
     if (stage < 0 || stage > 3) ZT_THROW("--stage ", stage, ": expected 0, 1, 2 or 3");
     if (world < 1) ZT_THROW("--world-size ", world, ": expected >= 1");
@@ -120,6 +127,18 @@ int main(int argc, char** argv) {
                                : estimate_request(run, world, seq_len, threads);
     if (!layout) r.psi = psi;
     const Estimate e = estimate(r);
+    // The bytes of one steady step, per rank (zero/estimator_comm.cpp): a model's units are needed.
+    if (nodes < 1 || world % nodes != 0) ZT_THROW("--nodes ", nodes, ": expected a divisor of --world-size ", world);
+    if (accum < 1) accum = 1;
+    std::vector<CommEstimate> comm;
+    if (layout) {
+      std::vector<int> node_of(static_cast<size_t>(world));
+      for (int64_t q = 0; q < world; ++q) node_of[static_cast<size_t>(q)] = static_cast<int>(q / (world / nodes));
+      for (int64_t q = 0; q < world; ++q)
+        comm.push_back(estimate_comm(r, topology_of_nodes(node_of, static_cast<int>(q), "zt-estimate --nodes"), accum));
+    }
+    int64_t intra_all = 0, inter_all = 0;
+    for (const CommEstimate& c : comm) intra_all += c.link[0], inter_all += c.link[1];
 
     if (json) {
       nlohmann::json j;
@@ -140,6 +159,17 @@ int main(int argc, char** argv) {
       for (Category c : {Category::params, Category::grads, Category::optim, Category::activations}) {
         j["host_state"][category_name(c)] = e.host_state[static_cast<int>(c)];
         j["nvme_state"][category_name(c)] = e.nvme_state[static_cast<int>(c)];
+      }
+      if (!comm.empty()) {
+        nlohmann::json& cj = j["comm_per_step"];
+        cj["nodes"] = nodes;
+        cj["gradient_accumulation_steps"] = accum;
+        for (int k = 0; k < kNumCollectives; ++k)
+          cj["rank0"][collective_name(static_cast<Collective>(k))] = comm[0].bytes[k];
+        cj["rank0"]["intra_node"] = comm[0].link[0];
+        cj["rank0"]["inter_node"] = comm[0].link[1];
+        cj["all_ranks"]["intra_node"] = intra_all;
+        cj["all_ranks"]["inter_node"] = inter_all;
       }
       j["model_state_total"] = e.model_state_total();
       j["peak_sum"] = e.peak_sum();
@@ -178,6 +208,20 @@ int main(int argc, char** argv) {
                   format_bytes(e.host_state[static_cast<int>(Category::activations)]).c_str());
     if (!e.has_activations)
       std::printf("\nactivations: give --model with --batch (and --seq-len) to estimate them.\n");
+    if (!comm.empty()) {
+      std::printf(
+          "\nbytes moved per step (%lld node%s x %lld ranks, %lld micro-step%s; ring convention, "
+          "docs/multi-node.md)\n",
+          static_cast<long long>(nodes), nodes == 1 ? "" : "s", static_cast<long long>(world / nodes),
+          static_cast<long long>(accum), accum == 1 ? "" : "s");
+      for (int k = 0; k < kNumCollectives; ++k)
+        if (comm[0].bytes[k] > 0)
+          std::printf("  rank 0 %-16s %16lld %12s\n", collective_name(static_cast<Collective>(k)),
+                      static_cast<long long>(comm[0].bytes[k]), format_bytes(comm[0].bytes[k]).c_str());
+      std::printf("  all ranks, intra-node %16lld %12s\n  all ranks, inter-node %16lld %12s\n",
+                  static_cast<long long>(intra_all), format_bytes(intra_all).c_str(), static_cast<long long>(inter_all),
+                  format_bytes(inter_all).c_str());
+    }
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "zt-estimate: error: %s\n", ex.what());
     return 1;
