@@ -53,6 +53,7 @@ bool ParameterSharded::kept_whole(const ShardedUnit& s, const UnitInit& init) co
 }
 
 void ParameterSharded::setup_done() {
+  secondary_.resize(units_.size());  // hpZ: none yet
   for (auto& s : units_)  // a persistent unit freed at placement is gathered once, for the run
     if (schedule_.persistent(s->index) && !schedule_.gathered(s->index)) schedule_.gather(s->index, /*wait=*/true);
 }
@@ -60,7 +61,7 @@ void ParameterSharded::setup_done() {
 void ParameterSharded::start(int i, bool prefetch) {
   ShardedUnit& s = *units_[i];
   s.ps->flat().storage()->materialize();
-  const bool secondary = static_cast<size_t>(i) < secondary_.size() && secondary_[i].defined();
+  const bool secondary = secondary_[i].defined();
   if (Tracer* t = cx_.active_tracer())
     t->instant(TraceTrack::compute, "gather " + s.unit->name(), "gather",
                {{"unit", s.unit->name()}, {"elements", s.P}, {"prefetch", prefetch}, {"from_secondary", secondary}});
@@ -78,10 +79,7 @@ void ParameterSharded::release(ShardedUnit& s, bool evaluating) {
 void ParameterSharded::drop(int i) {
   ShardedUnit& s = *units_[i];
   drain(state(s).gathers);  // a prefetch nobody used: let it land before freeing its buffer
-  if (keep_secondary_ &&
-      !(static_cast<size_t>(i) < secondary_.size() &&
-        secondary_[i].defined())) {  // hpZ: this rank's 1/H of what the forward used, for the backward
-    if (secondary_.size() < units_.size()) secondary_.resize(units_.size());
+  if (keep_secondary_ && !secondary_[i].defined()) {  // hpZ: this rank's 1/H of what the forward used
     const int64_t m = s.P / zeropp_->hpz_size();
     Tensor sec = Tensor::empty({m}, precision_.working(), Category::secondary);
     cast_(sec, range(s.ps->flat(), zeropp_->secondary_offset(s.P), m));  // exact: the values came from `working`
@@ -122,14 +120,14 @@ void ParameterSharded::fill_from_secondary(ShardedUnit& s, std::deque<Pending>& 
 
 // The unit's backward begins (its acquire has landed): its secondary shard has served.
 void ParameterSharded::open_gradient(ShardedUnit& s) {
-  if (static_cast<size_t>(s.index) < secondary_.size()) secondary_[s.index] = Tensor();
+  secondary_[s.index] = Tensor();
   GradientSharded::open_gradient(s);
 }
 
 // The update changed the shards: the gathered copies are stale. Persistent units are refreshed,
 // the others freed (their next acquire gathers the new parameters).
 void ParameterSharded::publish_unit(ShardedUnit& s, std::deque<Pending>& q) {
-  if (static_cast<size_t>(s.index) < secondary_.size()) secondary_[s.index] = Tensor();  // stale (hpZ)
+  secondary_[s.index] = Tensor();  // stale (hpZ)
   if (schedule_.persistent(s.index)) fill(s, q);
   else schedule_.free_unit(s.index);
 }

@@ -91,19 +91,20 @@ ZeroPlusPlus::ZeroPlusPlus(const ZeroOptimization& z, ProcessGroup& world) : z_(
   if (z.zero_hpz_partition_size > 1) {
     const int H = hpz_size();
     for (size_t k = 0; k < nodes.size(); ++k)
-      ZT_CHECK(nodes[k].size() % static_cast<size_t>(H) == 0, "zero_optimization.zero_hpz_partition_size = ", H,
-               " does not divide node ", k, "'s ", nodes[k].size(), " ranks (", t.summary(),
-               "): the secondary shards are kept by H ranks of one node");
+      if (nodes[k].size() % static_cast<size_t>(H) != 0)
+        ZT_THROW("zero_optimization.zero_hpz_partition_size = ", H, " does not divide node ", k, "'s ", nodes[k].size(),
+                 " ranks (", t.summary(), "): the secondary shards are kept by H ranks of one node");
     // The group of H consecutive ranks of this node that holds this rank, named by its first rank.
     secondary_ = world.split(mine[static_cast<size_t>(l / H * H)], r);
   }
   if (z.zero_quantized_gradients) {
     const size_t M = mine.size();
     for (size_t k = 0; k < nodes.size(); ++k)
-      ZT_CHECK(nodes[k].size() == M,
-               "zero_optimization.zero_quantized_gradients = true needs the same number of ranks "
-               "on every node (its all-to-all pairs rank l of each node): node ",
-               k, " has ", nodes[k].size(), ", node ", t.node(), " has ", M, " (", t.summary(), ")");
+      if (nodes[k].size() != M)
+        ZT_THROW(
+            "zero_optimization.zero_quantized_gradients = true needs the same number of ranks on every node (its "
+            "all-to-all pairs rank l of each node): node ",
+            k, " has ", nodes[k].size(), ", node ", t.node(), " has ", M, " (", t.summary(), ")");
     for (const auto& node : nodes) world_rank_.insert(world_rank_.end(), node.begin(), node.end());
     intra_ = intra_node_group(world);
     inter_ = inter_node_group(world);
