@@ -1,6 +1,6 @@
 // defines: 8 Catch2 test cases tagged [equivalence], [equivalence_mixed], [zero_memory], [zero_comm],
-//          [fp16_scaling], [zero_resume_mixed]; helpers: MixedTolerance, mixed_tolerance, small_run,
-//          losses, check_close
+//          [fp16_scaling], [zero_resume_mixed]; helpers: MixedTolerance, mixed_tolerance,
+//          check_close
 //
 // ZeRO stages 0-3 on N ranks against stage 0 on one rank (the same global batch), the measured
 // model-state bytes against the paper's formulas, and the bytes moved per step against 2Psi / 3Psi.
@@ -12,42 +12,14 @@
 #include <cstring>
 #include <filesystem>
 
+#include "tests/mpi/small_run.h"  // defines: small_run, losses
 #include "train/trainer.h"
 
 using namespace zt;
+using zt::test::losses;
+using zt::test::small_run;
 
 namespace {
-
-const std::string kCorpus = std::string(ZT_SOURCE_DIR) + "/data/corpus/train.txt";
-
-// A small run: `model`, global batch 8 x 32 tokens split over the group's ranks.
-RunConfig small_run(const std::string& model, int world_size, int stage) {
-  RunConfig c;
-  c.model = model;
-  c.train_data = kCorpus;
-  c.batch = 8 / world_size;
-  c.seq_len = 32;
-  c.steps = 20;
-  c.lr = 3e-3;
-  c.warmup = 2;
-  c.grad_clip = 1.0;  // the norm is computed across shards: part of what must agree
-  c.zero.stage = stage;
-  c.zero.overlap_comm = true;
-  c.zero.reduce_bucket_size = 1000;      // several chunks per unit: the packing paths
-  c.zero.allgather_bucket_size = 1500;
-  c.zero.stage3_param_persistence_threshold = 100;  // GPT-2's head (ln_f, 64 values) stays gathered
-  c.zero.stage3_prefetch_bucket_size = 20000;
-  c.zero.stage3_max_live_parameters = 100000;
-  c.zero.stage3_max_reuse_distance = 0;
-  return c;
-}
-
-std::vector<double> losses(const RunConfig& c, ProcessGroup& g) {
-  Trainer t(c, g);
-  std::vector<double> out;
-  while (!t.done()) out.push_back(t.step().loss);
-  return out;
-}
 
 void check_close(const std::vector<double>& got, const std::vector<double>& ref, double rel) {
   REQUIRE(got.size() == ref.size());

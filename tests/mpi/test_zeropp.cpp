@@ -1,4 +1,4 @@
-// defines: 4 Catch2 test cases tagged [zeropp]; helpers: run, losses, max_rel_diff
+// defines: 4 Catch2 test cases tagged [zeropp]; helpers: run, max_rel_diff
 //
 // ZeRO++ (zero/zeropp.h) on N ranks against plain stage 3 on the same ranks: hpZ alone changes
 // where the backward's parameters come from, not their values, so its losses are bitwise stage
@@ -12,43 +12,20 @@
 #include <cmath>
 
 #include "core/kernels/quantize.h"
+#include "tests/mpi/small_run.h"     // defines: small_run, losses
 #include "train/estimate_request.h"  // defines: estimate_request
 #include "train/trainer.h"
 
 using namespace zt;
+using zt::test::losses;
 
 namespace {
 
-const std::string kCorpus = std::string(ZT_SOURCE_DIR) + "/data/corpus/train.txt";
-
-// A small stage-3 run (tests/mpi/test_zero.cpp's settings): global batch 8 x 32 tokens.
+// A small stage-3 run (tests/mpi/small_run.h) with several quantization blocks per chunk.
 RunConfig run(const std::string& model, int world_size) {
-  RunConfig c;
-  c.model = model;
-  c.train_data = kCorpus;
-  c.batch = 8 / world_size;
-  c.seq_len = 32;
-  c.steps = 20;
-  c.lr = 3e-3;
-  c.warmup = 2;
-  c.grad_clip = 1.0;
-  c.zero.stage = 3;
-  c.zero.overlap_comm = true;
-  c.zero.reduce_bucket_size = 1000;  // several chunks per unit
-  c.zero.allgather_bucket_size = 1500;
-  c.zero.stage3_param_persistence_threshold = 100;
-  c.zero.stage3_prefetch_bucket_size = 20000;
-  c.zero.stage3_max_live_parameters = 100000;
-  c.zero.stage3_max_reuse_distance = 0;
-  c.zero.zero_quantization_block_size = 256;  // several blocks per chunk
+  RunConfig c = zt::test::small_run(model, world_size, 3);
+  c.zero.zero_quantization_block_size = 256;
   return c;
-}
-
-std::vector<double> losses(const RunConfig& c, ProcessGroup& g) {
-  Trainer t(c, g);
-  std::vector<double> out;
-  while (!t.done()) out.push_back(t.step().loss);
-  return out;
 }
 
 double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) {

@@ -1,0 +1,42 @@
+// defines: small_run, losses — the small training runs the multi-rank ZeRO tests compare
+//          (tests/mpi/test_zero.cpp, tests/mpi/test_zeropp.cpp).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "train/trainer.h"
+
+namespace zt::test {
+
+// `model` at ZeRO `stage`, global batch 8 x 32 tokens split over world_size ranks, 20 steps, with
+// buckets small enough that every unit is reduced and gathered in several chunks.
+inline RunConfig small_run(const std::string& model, int world_size, int stage) {
+  RunConfig c;
+  c.model = model;
+  c.train_data = std::string(ZT_SOURCE_DIR) + "/data/corpus/train.txt";
+  c.batch = 8 / world_size;
+  c.seq_len = 32;
+  c.steps = 20;
+  c.lr = 3e-3;
+  c.warmup = 2;
+  c.grad_clip = 1.0;  // the norm is computed across shards: part of what must agree
+  c.zero.stage = stage;
+  c.zero.overlap_comm = true;
+  c.zero.reduce_bucket_size = 1000;  // several chunks per unit: the packing paths
+  c.zero.allgather_bucket_size = 1500;
+  c.zero.stage3_param_persistence_threshold = 100;  // GPT-2's head (ln_f, 64 values) stays gathered
+  c.zero.stage3_prefetch_bucket_size = 20000;
+  c.zero.stage3_max_live_parameters = 100000;
+  c.zero.stage3_max_reuse_distance = 0;
+  return c;
+}
+
+// Every step's loss of a run on g.
+inline std::vector<double> losses(const RunConfig& c, ProcessGroup& g) {
+  Trainer t(c, g);
+  std::vector<double> out;
+  while (!t.done()) out.push_back(t.step().loss);
+  return out;
+}
+
+}  // namespace zt::test
