@@ -63,14 +63,14 @@ void compare(int64_t n, int bits, int64_t block, std::vector<double> v) {
 
 }  // namespace
 
-TEST_CASE("cuda quantize: codes, scales and dequantized values are the cpu's bytes", "[cuda_quantize]") {
+TEST_CASE("cuda quantize: codes and scales and dequantized values are the cpu's bytes", "[cuda_quantize]") {
   for (int bits : {4, 8})
     for (int64_t block : {int64_t(1), int64_t(7), int64_t(256), kQuantBlockDefault})
       for (int64_t n : {int64_t(1), int64_t(37), int64_t(8193), int64_t(300001)})
         compare(n, bits, block, values(n, static_cast<uint32_t>(n + bits + block), DType::f32, 0.0, 3.0));
 }
 
-TEST_CASE("cuda quantize: a block with a NaN or infinity is NaN after the trip, as on the cpu", "[cuda_quantize]") {
+TEST_CASE("cuda quantize: a block with a NaN or infinity is NaN after the trip as on the cpu", "[cuda_quantize]") {
   for (int bits : {4, 8}) {
     std::vector<double> v = values(1000, 7, DType::f32);
     v[10] = std::nan("");

@@ -164,7 +164,7 @@ TEST_CASE("split: a sub-group's bytes and calls count in the world's counters to
   CHECK(sub->counters().total() == s.total());  // the world's own collectives are not the sub-group's
 }
 
-TEST_CASE("uint8 bytes move through all_gather, broadcast and all_to_all; sums refuse them", "[split]") {
+TEST_CASE("uint8 bytes move through all_gather and broadcast and all_to_all and sums refuse them", "[split]") {
   ProcessGroup& g = init_process_group();
   const int N = g.size(), r = g.rank();
   const int64_t n = 7;

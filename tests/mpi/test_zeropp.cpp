@@ -1,4 +1,4 @@
-// defines: 4 Catch2 test cases tagged [zeropp]; helpers: run, max_rel_diff
+// defines: 5 Catch2 test cases tagged [zeropp]; helpers: run, max_rel_diff
 //
 // ZeRO++ (zero/zeropp.h) on N ranks against plain stage 3 on the same ranks: hpZ alone changes
 // where the backward's parameters come from, not their values, so its losses are bitwise stage
@@ -9,7 +9,11 @@
 // both hops and the node-local secondary groups are real.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "core/kernels/quantize.h"
 #include "tests/mpi/small_run.h"     // defines: small_run, losses
@@ -110,7 +114,7 @@ TEST_CASE("qwZ and qgZ stay within their tolerance of plain stage 3", "[zeropp]"
 // hpZ's memory: one P/H secondary shard per unit the forward freed, alive until the backward's
 // gather of that unit landed, counted as `secondary`; the estimator's peak (zero/estimator.cpp,
 // the same GatherSchedule) is the measured one, and nothing is left after the step.
-TEST_CASE("hpZ's secondary shards: measured peak equals the estimator's, none left after the step", "[zeropp]") {
+TEST_CASE("hpZ's secondary shards: measured peak equals the estimator's and none is left after the step", "[zeropp]") {
   ProcessGroup& g = init_process_group();
   const int N = g.size();
   if (N < 2) return;
@@ -186,4 +190,52 @@ TEST_CASE("estimated bytes per collective and per link class equal the counted o
       CHECK(d.intra_node() == e.link[0]);
       CHECK(d.inter_node() == e.link[1]);
     }
+}
+
+// A ZeRO++ run's checkpoint is an ordinary sharded checkpoint (the float32 master, the moments):
+// resumed on the same ranks it continues bitwise; resumed by one rank alone (resharded, no
+// ZeRO++: nothing travels) it trains on from the same state.
+TEST_CASE("a ZeRO++ checkpoint resumes bitwise and resharded on one rank", "[zeropp]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size();
+  if (N < 2) return;
+  Tensor pid = Tensor::full({1}, static_cast<double>(::getpid()), DType::f64);
+  g.broadcast(pid, 0);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("zt_zeropp_ckpt_" + std::to_string(static_cast<int64_t>(pid.item())));
+  RunConfig c = run("gpt2-nano", N);
+  c.steps = 6;
+  c.precision = Precision::bf16;
+  c.zero.zero_quantized_weights = true;
+  c.zero.zero_quantized_gradients = true;
+  c.zero.zero_hpz_partition_size = g.topology().local_size() % 2 == 0 ? 2 : 1;
+  c.ckpt_dir = dir.string();
+  c.ckpt_interval = 3;
+  const std::vector<double> full = losses(c, g);
+  g.barrier();
+  if (g.rank() == 0) std::ofstream(dir / "latest") << "step_00000003\n";
+  g.barrier();
+  RunConfig r = c;
+  r.resume = true;
+  r.ckpt_interval = 0;
+  const std::vector<double> resumed = losses(r, g);
+  REQUIRE(resumed.size() == 3);
+  for (int k = 0; k < 3; ++k) CHECK(resumed[k] == full[3 + k]);
+  g.barrier();
+  if (g.rank() == 0) {
+    SingleProcessGroup one;
+    RunConfig s = r;
+    s.batch = c.batch * N;  // the same global batch
+    s.zero.zero_hpz_partition_size = 1;
+    s.ckpt_dir = (dir / "one").string();
+    std::filesystem::create_directories(s.ckpt_dir);
+    std::filesystem::copy(dir / "step_00000003", std::filesystem::path(s.ckpt_dir) / "step_00000003",
+                          std::filesystem::copy_options::recursive);
+    std::ofstream(std::filesystem::path(s.ckpt_dir) / "latest") << "step_00000003\n";
+    const std::vector<double> alone = losses(s, one);
+    REQUIRE(alone.size() == 3);
+    for (int k = 0; k < 3; ++k) CHECK(std::abs(alone[k] - full[3 + k]) <= 3.5e-2 * full[3 + k]);
+    std::filesystem::remove_all(dir);
+  }
+  g.barrier();
 }
