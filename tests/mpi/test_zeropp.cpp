@@ -1,4 +1,4 @@
-// defines: 5 Catch2 test cases tagged [zeropp]; helpers: run, max_rel_diff
+// defines: 6 Catch2 test cases tagged [zeropp]; helpers: run, max_rel_diff
 //
 // ZeRO++ (zero/zeropp.h) on N ranks against plain stage 3 on the same ranks: hpZ alone changes
 // where the backward's parameters come from, not their values, so its losses are bitwise stage
@@ -238,4 +238,33 @@ TEST_CASE("a ZeRO++ checkpoint resumes bitwise and resharded on one rank", "[zer
     std::filesystem::remove_all(dir);
   }
   g.barrier();
+}
+
+// fp16's loss scaler behind quantized collectives: an overflowing gradient (a scale of 2^40) is
+// quantized into NaN blocks by qgZ, stays non-finite through both hops, and every rank skips the
+// step; once the scale has come down, the quantized steps train.
+TEST_CASE("fp16 with qgZ and qwZ: overflows survive the quantized reduction and the steps are skipped", "[zeropp]") {
+  ProcessGroup& g = init_process_group();
+  RunConfig c = run("llama-nano", g.size());
+  c.precision = Precision::f16;
+  c.fp16.initial_scale_power = 40;  // every gradient overflows float16 at first
+  c.fp16.hysteresis = 2;
+  c.fp16.loss_scale_window = 4;
+  c.steps = 40;
+  c.zero.zero_quantized_weights = true;
+  c.zero.zero_quantized_gradients = true;
+  Trainer t(c, g);
+  int64_t skipped = 0;
+  std::vector<double> applied;
+  while (!t.done()) {
+    const StepStats s = t.step();
+    INFO("step " << s.step << ", scale " << s.loss_scale);
+    CHECK(std::isfinite(s.grad_norm) == !s.skipped);
+    if (s.step <= 2) CHECK(s.skipped);
+    if (s.skipped) ++skipped;
+    else applied.push_back(s.loss);
+  }
+  CHECK(skipped >= 10);
+  REQUIRE(applied.size() >= 10);
+  CHECK(applied.back() < applied.front() - 0.3);
 }
