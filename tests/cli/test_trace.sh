@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # zt-train --trace (core/trace.h, dist/trace_file.h): one Chrome trace-event file for every rank.
-# Checked on 2 ranks at stage 3, stage 3 + nvme offload, and one process at stage 0:
+# Checked on 2 ranks at stage 3, stage 3 + nvme offload, stage 3 + ZeRO++, and one process at stage 0:
 #   valid JSON with a process (and its track names) per rank; every unit's forward and backward
 #   on every rank; each unit's "gather" paired with a "release" (alternating, none left open);
 #   the collectives on the comm track named after their unit, and a prefetched all-gather that
@@ -15,7 +15,7 @@ A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 32 --threads 1 --step
 python3 - "$S/configs" "$TMP" <<'PY'
 import json, sys
 src, tmp = sys.argv[1], sys.argv[2]
-for name in ["zero3.json", "zero3-nvme.json"]:
+for name in ["zero3.json", "zero3-nvme.json", "zero3-zeropp.json"]:
     c = json.load(open(f"{src}/{name}"))
     c.pop("model", None)
     c["train_micro_batch_size_per_gpu"] = 2
@@ -34,6 +34,8 @@ PY
   2>"$TMP/z3.err" || { echo "FAIL: stage 3 run"; cat "$TMP/z3.err"; exit 1; }
 "${MPI[@]}" -np 2 "$B/zt-train" --config "$TMP/zero3-nvme.json" "${A[@]}" --log "$TMP/nv.jsonl" --trace "$TMP/nv.json" \
   2>"$TMP/nv.err" || { echo "FAIL: nvme run"; cat "$TMP/nv.err"; exit 1; }
+"${MPI[@]}" -np 2 "$B/zt-train" --config "$TMP/zero3-zeropp.json" "${A[@]}" --log "$TMP/zp.jsonl" --trace "$TMP/zp.json" \
+  2>"$TMP/zp.err" || { echo "FAIL: ZeRO++ run"; cat "$TMP/zp.err"; exit 1; }
 "$B/zt-train" --zero-stage 0 "${A[@]}" --log "$TMP/z0.jsonl" --trace "$TMP/z0.json" --trace-steps 2 \
   2>"$TMP/z0.err" || { echo "FAIL: stage 0 run"; cat "$TMP/z0.err"; exit 1; }
 
@@ -119,6 +121,14 @@ check_pairs("z3", ev, 2, units)
 check_overlap("z3", ev)
 check_memory("z3", ev, "z3.jsonl", "memory: device (cpu)")
 
+ev = load("zp", 2)
+check_memory("zp", ev, "zp.jsonl", "memory: device (cpu)")
+for r in range(2):
+    names = {e["name"] for e in ev if e["pid"] == r and e["ph"] == "X" and e["tid"] == 1}
+    for part in ["(qwZ int8)", "(hpZ secondary)", "(qgZ int4, in the node)"]:
+        if not any(n.endswith(part) for n in names): fail(f"zp rank {r}: no comm span ending in '{part}': {sorted(names)[:8]}")
+print("ok: zp: ZeRO++'s collectives on the comm track, named after their part (qwZ, hpZ, qgZ)")
+
 ev = load("nv", 2)
 units = check_units("nv", ev, 2, 4)
 check_pairs("nv", ev, 2, units)
@@ -154,7 +164,7 @@ UNIT = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
 KINDS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "barrier", "all_to_all"]
 def fail(msg):
     print("FAIL:", msg); sys.exit(1)
-for name in ["z3", "nv"]:
+for name in ["z3", "nv", "zp"]:
     t = open(f"{tmp}/{name}.err").read()
     table = t.split("bytes moved per rank")[1].split("time per rank")[0]
     rows = re.findall(r"^  ([01]) +((?:[0-9.]+ (?:B|KiB|MiB|GiB) \([0-9]+\) +){6})", table, re.M)
