@@ -21,7 +21,9 @@
 // Communication per step (ring convention, dist/process_group.h): stage 0 an all-reduce of the
 // gradients (2Psi); stages 1-2 a reduce-scatter of the gradients and an all-gather of the updated
 // parameters (Psi + Psi); stage 3 an all-gather per unit in forward and again in backward and a
-// reduce-scatter of the gradients (3Psi), section 7.2.
+// reduce-scatter of the gradients (3Psi), section 7.2. ZeRO++ (zero/zeropp.h) changes what those
+// collectives are, not when they run: stage 3's gathers (qwZ: int8 blocks; hpZ: the backward's
+// inside the node) and the reduction of stages 2-3 (qgZ: a quantized hierarchical all-to-all).
 //
 // Each stage is the one before it plus what it shards, as in the paper (P_os, P_os+g, P_os+g+p):
 // the classes below derive from each other and each overrides only what changes, in its own file:
