@@ -201,7 +201,8 @@ TEST_CASE("a ZeRO++ checkpoint resumes bitwise and resharded on one rank", "[zer
   if (N < 2) return;
   Tensor pid = Tensor::full({1}, static_cast<double>(::getpid()), DType::f64);
   g.broadcast(pid, 0);
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+  // under the working directory, which every rank sees (the box gives each node its own TMPDIR)
+  const std::filesystem::path dir = std::filesystem::current_path() /
                                     ("zt_zeropp_ckpt_" + std::to_string(static_cast<int64_t>(pid.item())));
   RunConfig c = run("gpt2-nano", N);
   c.steps = 6;
