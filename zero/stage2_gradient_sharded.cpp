@@ -36,7 +36,7 @@ GradientSharded::GradientSharded(ZeroContext& cx, PrecisionPolicy& precision, Pa
 // gives each rank the same shard.
 void GradientSharded::issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) {
   const bool accumulate = micro > 0;
-  if (zeropp_ && zeropp_->quantized_gradients()) {
+  if (zeropp_ && zeropp_->quantized_gradients() && cx_.N > 1) {  // one rank: nothing travels, nothing to quantize
     const Tensor shard = state(s).grad_shard;
     const PrecisionPolicy* precision = &precision_;
     const double scale = precision_.reduction_scale(cx_.N);
