@@ -358,6 +358,83 @@ Var bias_gelu(const Var& x, const Var& b) {
   }, op);
 }
 
+Var gelu_mlp(const Var& x, const Var& w_fc, const Var& b_fc, const Var& w_proj, const Var& b_proj) {
+  const char* op = "gelu_mlp";
+  Backend& be = op_backend(op, {{"x", &x}, {"w_fc", &w_fc}, {"b_fc", &b_fc}, {"w_proj", &w_proj}, {"b_proj", &b_proj}});
+  need_compute(op, "x", x, be);
+  for (const auto& [name, v] : {std::pair{"w_fc", &w_fc}, {"b_fc", &b_fc}, {"w_proj", &w_proj}}) {
+    need_compute(op, name, *v, be);
+    need_same_dtype(op, name, *v, "x", x);
+  }
+  if (x.dim() < 1) ZT_THROW("gelu_mlp: x must be (..., C), got a scalar");
+  if (w_fc.dim() != 2 || w_proj.dim() != 2)
+    ZT_THROW("gelu_mlp: w_fc ", shape_str(w_fc.shape()), " and w_proj ", shape_str(w_proj.shape()),
+             " must be 2-D (out, in)");
+  const int64_t C = x.size(-1), H = w_fc.size(0), out = w_proj.size(0);
+  const int64_t M = shape_numel(drop_last(x.shape()));
+  if (w_fc.size(1) != C || b_fc.shape() != Shape{H} || w_proj.size(1) != H)
+    ZT_THROW("gelu_mlp: for x (..., ", C, ") expected w_fc (H, ", C, "), b_fc (H) and w_proj (out, H); got w_fc ",
+             shape_str(w_fc.shape()), ", b_fc ", shape_str(b_fc.shape()), ", w_proj ", shape_str(w_proj.shape()));
+  const bool has_b_proj = b_proj.defined();
+  if (has_b_proj) {
+    need_compute(op, "b_proj", b_proj, be);
+    need_same_dtype(op, "b_proj", b_proj, "x", x);
+    if (b_proj.shape() != Shape{out})
+      ZT_THROW("gelu_mlp: b_proj must have shape ", shape_str(Shape{out}), ", got ", shape_str(b_proj.shape()));
+  }
+  const DType dt = x.dtype();
+  const Tensor X = x.value().contiguous().view({M, C});
+  Tensor pre = new_output(be, {M, H}, dt), a = new_output(be, {M, H}, dt);  // saved for the backward
+  be.linear_gelu(a, pre, X, w_fc.value().contiguous(), b_fc.value().contiguous());
+  Shape out_shape = x.shape();
+  out_shape.back() = out;
+  Tensor y = new_output(be, out_shape, dt);
+  be.linear(y.view({M, out}), a, w_proj.value().contiguous(), has_b_proj ? b_proj.value().contiguous() : Tensor());
+  std::vector<Var> inputs{x, w_fc, b_fc, w_proj};
+  if (has_b_proj) inputs.push_back(b_proj);
+  auto backward = [M, C, H, out, has_b_proj, pre, a, &be = be](std::vector<Var>& in, const Tensor& grad_out) {
+    const Tensor g = grad_out.contiguous().view({M, out});
+    const DType dt = g.dtype();
+    // A parameter's gradient goes straight into its buffer when it may (accumulate), as linear's.
+    struct Slot {
+      Tensor t;
+      bool direct = false;
+    };
+    auto slot = [&](Var& v, const Shape& shape) {
+      if (!v.requires_grad()) return Slot{};
+      Tensor* d = direct_grad(v, dt);
+      return d ? Slot{*d, true} : Slot{new_output(be, shape, dt), false};
+    };
+    Slot dw_proj = slot(in[3], {out, H}), db_proj = has_b_proj ? slot(in[4], {out}) : Slot{};
+    Slot dw_fc = slot(in[1], {H, C}), db_fc = slot(in[2], {H});
+    const Tensor W_fc = in[1].value().contiguous(), W_proj = in[3].value().contiguous();
+    // c_proj: dw_proj (out, H) (+)= g^T a, db_proj (out) (+)= column sums of g
+    if (dw_proj.t.defined() && db_proj.t.defined() && dw_proj.direct != db_proj.direct) {
+      be.linear_backward(Tensor(), dw_proj.t, Tensor(), g, a, W_proj, dw_proj.direct);
+      be.linear_backward(Tensor(), Tensor(), db_proj.t, g, a, W_proj, db_proj.direct);
+    } else if (dw_proj.t.defined() || db_proj.t.defined()) {
+      be.linear_backward(Tensor(), dw_proj.t, db_proj.t, g, a, W_proj, dw_proj.direct || db_proj.direct);
+    }
+    // through the GELU: dpre (M, H) = (g W_proj) * gelu'(pre); db_fc (H) (+)= its column sums
+    const bool want_x = in[0].requires_grad();
+    if (want_x || dw_fc.t.defined() || db_fc.t.defined()) {
+      const Tensor dpre = new_output(be, {M, H}, dt);
+      be.linear_dgelu_backward(dpre, db_fc.t, g, W_proj, pre, db_fc.direct);
+      // c_fc: dx (M, C) = dpre W_fc, dw_fc (H, C) (+)= dpre^T x
+      Tensor dx = want_x ? new_output(be, in[0].shape(), dt) : Tensor();
+      if (want_x || dw_fc.t.defined())
+        be.linear_backward(want_x ? dx.view({M, C}) : Tensor(), dw_fc.t, Tensor(), dpre,
+                           in[0].value().contiguous().view({M, C}), W_fc, dw_fc.direct);
+      if (want_x) in[0].add_grad(dx);
+    }
+    if (dw_fc.t.defined() && !dw_fc.direct) in[1].add_grad(dw_fc.t);
+    if (db_fc.t.defined() && !db_fc.direct) in[2].add_grad(db_fc.t);
+    if (dw_proj.t.defined() && !dw_proj.direct) in[3].add_grad(dw_proj.t);
+    if (db_proj.t.defined() && !db_proj.direct) in[4].add_grad(db_proj.t);
+  };
+  return Var::make(y, std::move(inputs), std::move(backward), op);
+}
+
 Var swiglu(const Var& gate, const Var& up) {
   Backend& be = op_backend("swiglu", {{"gate", &gate}, {"up", &up}});
   need_compute("swiglu", "gate", gate, be);

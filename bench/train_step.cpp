@@ -28,6 +28,9 @@
 #include "core/fma_ceiling.h"
 #include "core/kernels/gemm_libs.h"
 #include "core/parallel.h"
+#ifdef ZT_HAVE_CUDA
+#include "cuda/backend.h"  // CudaBackend::set_gelu_epilogue
+#endif
 #include "models/init.h"
 #include "optim/adamw.h"
 #include "train/launch/run_device.h"
@@ -60,6 +63,11 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision, "fp32, or bf16 (bf16 compute through the ZeRO engine, stage 0)")
       ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   app.add_option("--f32-matmul", f32_matmul, "float32 GEMMs: highest (IEEE) or high (TF32, GPU only)")->capture_default_str();
+  std::string gelu_epilogue = "on";
+  app.add_option("--gelu-epilogue", gelu_epilogue,
+                 "GPU: GPT-2's GELU in cuBLASLt's epilogues (on) or in our kernels after the GEMMs (off)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   const bool bf16 = precision == "bf16";
 
@@ -74,6 +82,13 @@ int main(int argc, char** argv) {
   const RunDevice run = select_run_device(device_text, "mpi", single);
   Backend& dev = backend(run.device);
   dev.set_f32_matmul_precision(parse_f32_matmul(f32_matmul));
+#ifdef ZT_HAVE_CUDA
+  if (auto* cuda = dynamic_cast<CudaBackend*>(&dev)) cuda->set_gelu_epilogue(gelu_epilogue == "on");
+#endif
+  if (gelu_epilogue == "off" && run.device.type != DeviceType::cuda) {
+    std::fprintf(stderr, "bench_train_step: --gelu-epilogue off is a GPU setting (the CPU has no epilogues)\n");
+    return 2;
+  }
 
   const ModelConfig cfg = model_config(model);
   auto m = make_model(cfg, ModelOptions{.dtype = bf16 ? DType::bf16 : DType::f32});

@@ -1,7 +1,9 @@
-// defines: CpuBackend (bias_gelu, bias_gelu_backward, residual_layernorm, residual_rmsnorm)
+// defines: CpuBackend (bias_gelu, bias_gelu_backward, linear_gelu, linear_dgelu_backward,
+//          residual_layernorm, residual_rmsnorm); file-local: col_sums
 //
 // CpuBackend, part 3 (core/cpu_backend.h): the fused entries — bias + GELU forward and backward,
-// residual + LayerNorm, residual + RMSNorm (core/backend_ops.def's rows) — each one pass of a
+// linear + GELU and its backward (composed of the other entries here: the GPU's are the fused
+// ones), residual + LayerNorm, residual + RMSNorm (core/backend_ops.def's rows) — each one pass of a
 // raw-pointer kernel of core/kernels (activation.h, norm.h), float / double by the tensors' dtype.
 //
 // bfloat16, as every cpu entry, runs the float32 kernel on float32 stand-ins (core/cpu_bf16.h),
@@ -14,6 +16,7 @@
 #include "core/cpu_bf16.h"          // Bf16StandIns
 #include "core/dispatch.h"          // dispatch_float
 #include "core/kernels/activation.h"
+#include "core/kernels/elementwise.h"  // col_sum
 #include "core/kernels/norm.h"
 
 namespace zt {
@@ -59,6 +62,46 @@ void CpuBackend::bias_gelu_backward(const Tensor& dx, const Tensor& db, const Te
     using T = decltype(tag);
     zt::bias_gelu_backward<T>(opt<T>(dx), opt<T>(db), dout.data<T>(), x.data<T>(), b.data<T>(), R, C, accumulate);
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPT-2's MLP around its GELU: the linear and GELU entries in turn (each rounds its own output in
+// bfloat16), the GELU's derivative in place on the dX GEMM's output, then db's column sums.
+
+namespace {
+
+// db (C) (+)= the column sums of x (R, C), rows in order (core/kernels/elementwise.h's col_sum).
+void col_sums(const Tensor& db, const Tensor& x, bool accumulate) {
+  need_contiguous("linear_dgelu_backward", {&db, &x});
+  const auto rc = rows_cols(x);
+  dispatch_float(x.dtype(), "cpu backend ", "linear_dgelu_backward", [&](auto tag) {
+    using T = decltype(tag);
+    col_sum(db.data<T>(), x.data<T>(), rc.first, rc.second, accumulate);
+  });
+}
+
+}  // namespace
+
+void CpuBackend::linear_gelu(const Tensor& y, const Tensor& pre, const Tensor& x, const Tensor& w, const Tensor& b) {
+  ZT_CHECK(y.numel() == pre.numel() && y.dtype() == pre.dtype(), "cpu backend linear_gelu: y ", y.str(), ", pre ",
+           pre.str());
+  linear(pre, x, w, b);  // pre (M, out) = x w^T + b
+  gelu(y, pre);          // y = gelu(pre)
+}
+
+void CpuBackend::linear_dgelu_backward(const Tensor& dpre, const Tensor& db, const Tensor& dy, const Tensor& w,
+                                       const Tensor& pre, bool accumulate) {
+  ZT_CHECK(dpre.numel() == pre.numel() && w.dim() == 2 && (!db.defined() || db.numel() == w.size(1)),
+           "cpu backend linear_dgelu_backward: dpre ", dpre.str(), ", pre ", pre.str(), ", w ", w.str(), ", db ",
+           db.str());
+  linear_backward(dpre, Tensor(), Tensor(), dy, Tensor(), w, false);  // dpre = dy w: the GELU output's gradient
+  gelu_backward(dpre, dpre, pre);  // dpre *= gelu'(pre), element by element (in place)
+  if (!db.defined()) return;
+  if (Bf16StandIns f{&db, &dpre}; f.active()) {  // the sums in float32, db rounded once
+    col_sums(f(db), f(dpre), accumulate);
+    return f.store({&db});
+  }
+  col_sums(db, dpre, accumulate);
 }
 
 // ---------------------------------------------------------------------------------------------

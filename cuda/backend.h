@@ -58,6 +58,14 @@ class CudaBackend final : public Backend {
   // float32 GEMMs (gemm, linear, linear_backward): highest = CUBLAS_COMPUTE_32F, high = TF32.
   void set_f32_matmul_precision(F32Matmul p) override { f32_matmul_ = p; }
 
+  // linear_gelu / linear_dgelu_backward (GPT-2's MLP): true (default) runs the GELU and its
+  // derivative in cuBLASLt's epilogues (GELU_AUX_BIAS, DGELU_BGRAD); false runs the GEMMs with
+  // our kernels after them (bias_gelu's kernels: one more pass over the hidden activations each
+  // way) — the comparison bench/train_step --gelu-epilogue off measures. Widths the epilogue
+  // cannot take (hidden % 8 != 0: cuBLASLt's aux ld) run our kernels too.
+  void set_gelu_epilogue(bool on) { gelu_epilogue_ = on; }
+  bool gelu_epilogue() const { return gelu_epilogue_; }
+
   void set_attention_impl(AttentionImpl impl) { attention_impl_ = impl; }
   AttentionImpl attention_impl() const { return attention_impl_; }
   // What attention() would run for q (B, T, Hq, D) of dtype dt with Hkv kv heads (aligned
@@ -85,6 +93,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<CudaGemm> gemm_;
   std::once_flag gemm_once_;
   // attention: the choice, cuDNN's plans (created on first use), shapes already reported
+  bool gelu_epilogue_ = true;
   AttentionImpl attention_impl_ = AttentionImpl::automatic;
   std::unique_ptr<CudnnAttention, CudnnAttentionDeleter> cudnn_attn_;
   std::set<std::string> fallback_reported_;

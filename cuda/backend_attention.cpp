@@ -1,5 +1,5 @@
-// defines: CudaBackend (cudnn_built, gemm, linear, linear_backward, rope_tables and 7 more); file-local:
-//          precision_for, need_here, need_compute, need_shape, rows_of, AttnDims and 4 more
+// defines: CudaBackend (cudnn_built, gemm, linear, linear_backward, linear_gelu and 9 more); file-local:
+//          precision_for, need_here, need_compute, need_shape, rows_of, LinearDims and 6 more
 //
 // CudaBackend (cuda/backend.h): GEMM, linear, RoPE, attention.
 //
@@ -41,8 +41,10 @@
 #include "cuda/backend.h"
 #include "cuda/device.h"  // DeviceGuard
 #include "cuda/gemm.h"
+#include "cuda/kernels/activation.h"  // bias_gelu_backward (linear_dgelu_backward without the epilogue)
 #include "cuda/kernels/attention.h"
 #include "cuda/kernels/bias_grad.h"
+#include "cuda/kernels/elementwise.h"  // accumulate_cast
 #include "cuda/kernels/embedding_rope.h"
 #if defined(ZT_HAVE_CUDNN)
 #include "cuda/cudnn_attention.h"
@@ -165,32 +167,46 @@ void CudaBackend::gemm(const GemmShape& g, const Tensor& A, const Tensor& B, con
   gemm_engine().gemm(a, stream());
 }
 
-void CudaBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b) {
-  const char* op = "linear";
+namespace {
+
+// linear's sizes after its checks (named by op): y (M, out) = x (M, in) w (out, in)^T + b (out).
+struct LinearDims {
+  int64_t M, in, out;
+};
+LinearDims check_linear(CudaBackend& be, const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b,
+                        const char* op) {
   const DType dt = x.dtype();
-  need_compute(*this, x, dt, op, "x");
-  need_compute(*this, w, dt, op, "w");
-  need_compute(*this, y, dt, op, "y");
-  ZT_CHECK(w.dim() == 2 && x.dim() >= 1 && y.dim() >= 1, "CudaBackend::linear: w ", shape_str(w.shape()),
+  need_compute(be, x, dt, op, "x");
+  need_compute(be, w, dt, op, "w");
+  need_compute(be, y, dt, op, "y");
+  ZT_CHECK(w.dim() == 2 && x.dim() >= 1 && y.dim() >= 1, "CudaBackend::", op, ": w ", shape_str(w.shape()),
            " must be (out, in), x (..., in), y (..., out)");
   const int64_t out = w.size(0), in = w.size(1);
-  ZT_CHECK(x.size(-1) == in, "CudaBackend::linear: x ", shape_str(x.shape()), " has ", x.size(-1),
+  ZT_CHECK(x.size(-1) == in, "CudaBackend::", op, ": x ", shape_str(x.shape()), " has ", x.size(-1),
            " features, w expects ", in);
-  ZT_CHECK(y.size(-1) == out, "CudaBackend::linear: y ", shape_str(y.shape()), " has ", y.size(-1),
+  ZT_CHECK(y.size(-1) == out, "CudaBackend::", op, ": y ", shape_str(y.shape()), " has ", y.size(-1),
            " features, w gives ", out);
   const int64_t M = rows_of(x);
-  ZT_CHECK(rows_of(y) == M, "CudaBackend::linear: y ", shape_str(y.shape()), " does not have the ", M, " rows of x ",
+  ZT_CHECK(rows_of(y) == M, "CudaBackend::", op, ": y ", shape_str(y.shape()), " does not have the ", M, " rows of x ",
            shape_str(x.shape()));
   if (b.defined()) {
-    need_compute(*this, b, dt, op, "b");
+    need_compute(be, b, dt, op, "b");
     need_shape(b, {out}, op, "b");
   }
+  ZT_CHECK(y.numel() == 0 || in >= 1, "CudaBackend::", op,
+           ": in = 0 (an empty product) is not supported on the GPU; y ", shape_str(y.shape()));
+  return {M, in, out};
+}
+
+}  // namespace
+
+void CudaBackend::linear(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b) {
+  const LinearDims d = check_linear(*this, y, x, w, b, "linear");
   if (y.numel() == 0) return;
-  ZT_CHECK(in >= 1, "CudaBackend::linear: in = 0 (an empty product) is not supported on the GPU; y ",
-           shape_str(y.shape()));
+  const DType dt = x.dtype();
   DeviceGuard guard(index_);
   GemmArgs a;
-  a.M = M, a.N = out, a.K = in;
+  a.M = d.M, a.N = d.out, a.K = d.in;
   a.in_dtype = a.out_dtype = dt;
   a.precision = precision_for(dt, f32_matmul_);
   a.x = x.raw(), a.w = w.raw(), a.y = y.raw();
@@ -272,6 +288,86 @@ void CudaBackend::linear_backward(const Tensor& dx, const Tensor& dw, const Tens
     Tensor ws = Tensor::empty({ws_bytes / 4}, DType::f32, Category::workspace, allocator());
     cuda_kernels::bias_grad(dt, db.raw(), dy.raw(), M, out, accumulate, ws_bytes > 0 ? ws.raw() : nullptr, stream());
   }
+}
+
+// GPT-2's MLP around its GELU (core/backend_ops.def). With the epilogue, one GEMM each way:
+// GELU_AUX_BIAS writes pre and y from the float32 accumulator (cuBLASLt rounds the product to
+// the output dtype before the epilogue: gemm.h's note), DGELU_BGRAD reads pre and writes dpre and
+// db (db in the output dtype, as cuBLASLt's bias gradient always is; accumulate adds it to db's
+// old value through accumulate_cast: in bfloat16 a second rounding). Without it
+// (set_gelu_epilogue(false), or a hidden width cuBLASLt's aux cannot take, % 8 != 0): the
+// bias-epilogue GEMM then the GELU kernel; the plain dX GEMM then bias_gelu's backward kernel
+// with a zero bias (x + 0 = x), which sums db in float32 and rounds it once.
+void CudaBackend::linear_gelu(const Tensor& y, const Tensor& pre, const Tensor& x, const Tensor& w, const Tensor& b) {
+  const LinearDims d = check_linear(*this, pre, x, w, b, "linear_gelu");
+  ZT_CHECK(b.defined(), "CudaBackend::linear_gelu: b is undefined (the GELU_AUX_BIAS epilogue adds c_fc's bias)");
+  need_compute(*this, y, x.dtype(), "linear_gelu", "y");
+  need_shape(y, pre.shape(), "linear_gelu", "y");
+  if (y.numel() == 0) return;
+  DeviceGuard guard(index_);
+  if (!gelu_epilogue_ || d.out % 8 != 0) {
+    linear(pre, x, w, b);
+    return gelu(y, pre);
+  }
+  const DType dt = x.dtype();
+  GemmArgs a;
+  a.M = d.M, a.N = d.out, a.K = d.in;
+  a.in_dtype = a.out_dtype = dt;
+  a.precision = precision_for(dt, f32_matmul_);
+  a.x = x.raw(), a.w = w.raw(), a.y = y.raw(), a.bias = b.raw();
+  a.gelu = true;
+  a.pre_gelu = pre.raw();
+  gemm_engine().linear(a, stream());
+}
+
+void CudaBackend::linear_dgelu_backward(const Tensor& dpre, const Tensor& db, const Tensor& dy, const Tensor& w,
+                                        const Tensor& pre, bool accumulate) {
+  const char* op = "linear_dgelu_backward";
+  const DType dt = dy.dtype();
+  need_compute(*this, dy, dt, op, "dy");
+  need_compute(*this, w, dt, op, "w");
+  need_compute(*this, pre, dt, op, "pre");
+  need_compute(*this, dpre, dt, op, "dpre");
+  ZT_CHECK(dy.dim() >= 1 && w.dim() == 2 && w.size(0) == dy.size(-1), "CudaBackend::", op, ": dy ",
+           shape_str(dy.shape()), " must be (..., out) and w ", shape_str(w.shape()), " (out, in)");
+  const int64_t M = rows_of(dy), out = w.size(0), in = w.size(1);
+  ZT_CHECK(pre.dim() >= 1 && pre.size(-1) == in && rows_of(pre) == M, "CudaBackend::", op, ": pre ",
+           shape_str(pre.shape()), " must be (..., ", in, ") with the ", M, " rows of dy");
+  need_shape(dpre, pre.shape(), op, "dpre");
+  if (db.defined()) {
+    need_compute(*this, db, dt, op, "db");
+    need_shape(db, {in}, op, "db");
+  }
+  if (pre.numel() == 0) {
+    if (db.defined() && !accumulate) fill(db, 0.0);
+    return;
+  }
+  ZT_CHECK(out >= 1, "CudaBackend::", op, ": out = 0 (an empty product) is not supported on the GPU");
+  DeviceGuard guard(index_);
+  GemmGradInputArgs a;
+  a.M = M, a.N = out, a.K = in;
+  a.in_dtype = a.out_dtype = dt;
+  a.precision = precision_for(dt, f32_matmul_);
+  a.dy = dy.raw(), a.w = w.raw(), a.dx = dpre.raw();
+  if (!gelu_epilogue_ || in % 8 != 0) {
+    // da = dy w (the GELU output's gradient), then gelu' and db in one pass of bias_gelu's kernel
+    const Tensor da = Tensor::empty(pre.shape(), dt, Category::workspace, allocator());
+    a.dx = da.raw();
+    gemm_engine().linear_grad_input(a, stream());
+    const Tensor zero_b = Tensor::empty({in}, dt, Category::workspace, allocator());
+    fill(zero_b, 0.0);
+    Tensor ws;  // db's chunk partials (float32), freed on return (stream-ordered reuse)
+    if (db.defined()) ws = scratch(static_cast<size_t>(cuda_kernels::bias_grad_workspace_bytes(M, in)));
+    return cuda_kernels::bias_gelu_backward(dt, dpre.raw(), db.defined() ? db.raw() : nullptr, da.raw(), pre.raw(),
+                                            zero_b.raw(), M, in, accumulate, db.defined() ? ws.raw() : nullptr,
+                                            stream());
+  }
+  a.pre_gelu = pre.raw();
+  Tensor db_new;  // the epilogue writes db: into a scratch when it must be added to db
+  if (db.defined()) db_new = accumulate ? Tensor::empty({in}, dt, Category::workspace, allocator()) : db;
+  a.dbias = db.defined() ? db_new.raw() : nullptr;
+  gemm_engine().linear_grad_input(a, stream());
+  if (db.defined() && accumulate) cuda_kernels::accumulate_cast(dt, db.raw(), dt, db_new.raw(), in, stream());
 }
 
 // ---- RoPE -------------------------------------------------------------------------------------------

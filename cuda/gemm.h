@@ -21,6 +21,10 @@
 //   grad_input:  dX^T (K, M) = W^T (K, N) . dY^T (N, M)
 //            A = W as col-major (K, N) ld K, op N;  B = dY as col-major (N, M) ld N, op N;
 //            D = dX as col-major (K, M) ld K;  m = K, n = M, k = N.
+//            DGELU reads the aux input (pre-GELU, the forward's GELU_AUX output of the layer
+//            before: row-major (M, K) = D's layout, ld K); DGELU_BGRAD's bias gradient sums D
+//            over its columns: a vector of length m = K, the earlier layer's db (the same
+//            mapping as Apex's fused_dense linear_gelu_linear backward and TransformerEngine).
 //   grad_weight: dW^T (K, N) = X^T (K, M) . dY (M, N)
 //            A = X as col-major (K, M) ld K, op N;  B = dY as col-major (N, M) ld N, op T;
 //            D = dW as col-major (K, N) ld K;  m = K, n = N, k = M.
@@ -129,6 +133,12 @@ struct GemmGradInputArgs {
   const void* w = nullptr;              // (N, K)
   void* dx = nullptr;                   // (M, K)
   bool accumulate = false;              // dX += ... (beta = 1) instead of dX = ...
+  // The backward of a GELU whose output was this linear's input (GPT-2's MLP): with pre_gelu,
+  // dX = (dY W) * gelu'(pre_gelu) (CUBLASLT_EPILOGUE_DGELU; pre_gelu is the forward's GELU_AUX
+  // output, (M, K), ld K: needs K % 8 == 0, and no accumulate); with dbias too, dbias (K) = the
+  // column sums of that dX, written (DGELU_BGRAD: cuBLASLt's bias gradient has the output dtype).
+  const void* pre_gelu = nullptr;
+  void* dbias = nullptr;
 };
 
 // C = alpha op(A) op(B) + beta C, batched and strided: the fields of core/backend.h's GemmShape

@@ -133,12 +133,11 @@ Var CausalSelfAttention::forward_cached(const Var& x, KVCache& cache, int64_t la
 GeluMLP::GeluMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden)
     : Module(ps, prefix), c_fc(ps, join(prefix, "c_fc"), dim, hidden, true), c_proj(ps, join(prefix, "c_proj"), hidden, dim, true) {}
 
-// c_fc's GEMM without its bias (no bias fill, no beta = 1 read), then gelu(. + bias) in one pass,
-// whose backward also gives the bias gradient (no separate column-sum pass). c_fc's parameters
-// live in this module's ParamSet (the one both were built on): p() reads them.
+// One op (autograd/ops.h's gelu_mlp): the GELU and its derivative ride on the two GEMMs around it
+// (c_fc's forward, c_proj's input gradient), and c_fc's bias gradient comes out of the second.
+// Both layers' parameters live in this module's ParamSet (the one they were built on): p() reads them.
 Var GeluMLP::forward(const Var& x) const {
-  const Var h = linear(x, p(c_fc.weight), Var());  // (..., hidden)
-  return c_proj.forward(bias_gelu(h, p(c_fc.bias)));
+  return gelu_mlp(x, p(c_fc.weight), p(c_fc.bias), p(c_proj.weight), c_proj.bias >= 0 ? p(c_proj.bias) : Var());
 }
 
 SwiGLUMLP::SwiGLUMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden)

@@ -74,8 +74,8 @@ class CausalSelfAttention : public Module {
   Var project_out(const Var& y) const;                            // (B, T, Hq, D) -> (B, T, C)
 };
 
-// GPT-2 MLP: c_proj(gelu(c_fc(x))), hidden 4C. c_fc's bias is added by the fused bias_gelu, not
-// by its GEMM (the parameters, their names and layout are c_fc's as ever).
+// GPT-2 MLP: c_proj(gelu(c_fc(x))), hidden 4C, as one op (gelu_mlp: the GELU in the GEMMs'
+// epilogues on a GPU); the parameters, their names and layout are c_fc's and c_proj's.
 class GeluMLP : public Module {
  public:
   GeluMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden);

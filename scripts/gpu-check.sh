@@ -18,6 +18,7 @@
 #   mpi_gpu_buffers.np2/np4, train_gpu   the multi-rank GPU tests and whole training runs vs the CPU
 #   bench_gpu_kernels   GEMMs vs cuBLASLt, attention vs cuDNN, element-wise bandwidth
 #   bench_train_step    GPT-2 124M bf16, B x 1024 for the largest B of 64, 32, 16, 8 that fits
+#   bench_train_step_no_epilogue   the same with GPT-2's GELU in our kernels, not cuBLASLt's epilogues
 #   torch_peer          the same step in PyTorch (eager and torch.compile), the MFU to compare with
 #   bench_llama, torch_llama_peer   llama-100m bf16: ours, and PyTorch's (eager and compiled)
 #   llmc_peer           llm.c's train_gpt2cu, the same step (its default, and nothing recomputed)
@@ -183,12 +184,13 @@ part gpu.train_gpu 600 env ZT_BUILD_DIR="$PACK/bin" ZT_SOURCE_DIR="$PACK" bash "
 
 part bench_gpu_kernels 300 "$PACK/bin/bench_gpu_kernels"
 
-bench_train() {  # bench_train MODEL: the largest of B = 64, 32, 16, 8 (T = 1024) that fits
-  local b
+bench_train() {  # bench_train MODEL [FLAGS...]: the largest of B = 64, 32, 16, 8 (T = 1024) that fits
+  local b model="$1"
+  shift
   for b in 64 32 16 8; do
-    echo "== $1 bf16, B=$b T=1024"
-    if "$PACK/bin/bench_train_step" --model "$1" --batch "$b" --seq 1024 --steps 10 --warmup 3 \
-         --device cuda --precision bf16 --threads 8; then
+    echo "== $model bf16, B=$b T=1024 $*"
+    if "$PACK/bin/bench_train_step" --model "$model" --batch "$b" --seq 1024 --steps 10 --warmup 3 \
+         --device cuda --precision bf16 --threads 8 "$@"; then
       return 0
     fi
   done
@@ -196,6 +198,9 @@ bench_train() {  # bench_train MODEL: the largest of B = 64, 32, 16, 8 (T = 1024
 }
 export -f bench_train
 part bench_train_step 600 bash -c 'bench_train gpt2-124m'
+# The same step with GPT-2's GELU in our kernels instead of cuBLASLt's epilogues (the fusion's
+# worth, measured in the same call).
+part bench_train_step_no_epilogue 600 bash -c 'bench_train gpt2-124m --gelu-epilogue off'
 
 # The peers in PyTorch: the same step on this GPU, eager and compiled, B 64 x T 1024 (B 32 if 64
 # does not fit): GPT-2 124M (bench/torch_gpt2_gpu.py) and llama-100m (bench/torch_llama_gpu.py).

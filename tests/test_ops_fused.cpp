@@ -1,14 +1,16 @@
-// defines: 11 Catch2 test cases tagged [ops], [fused], [determinism], [errors]; helpers: randn32,
-//          check_close, broadcast_rows, with_threads, bias_gelu_step, residual_norm_step
+// defines: 16 Catch2 test cases tagged [ops], [fused], [determinism], [errors]; helpers: randn32,
+//          check_close, broadcast_rows, with_threads, bias_gelu_step, mlp_step, mlp_inputs, residual_norm_step
 //
-// The fused ops of autograd/ops.h — bias_gelu, residual_layernorm, residual_rmsnorm: float64
+// The fused ops of autograd/ops.h — bias_gelu, gelu_mlp, residual_layernorm, residual_rmsnorm: float64
 // gradient checks, float32 values and gradients against the unfused ops they replace
 // (gelu(add(x, b broadcast)); add then layernorm / rmsnorm), the same bits for 1 and 2 threads,
 // bfloat16 on the cpu, the bias gradient accumulated into a parameter's buffer, and input errors
 // naming the op and the argument.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "autograd/ops.h"
@@ -173,6 +175,112 @@ TEST_CASE("bias_gelu: shape and dtype errors name the op and the argument", "[op
   CHECK_THROWS_WITH(bias_gelu(Var(randn32({}, 46)), Var(randn32({1}, 47))), Catch::Contains("bias_gelu: x must be"));
   CHECK_THROWS_WITH(bias_gelu(Var(Tensor::zeros({2, 8}, DType::i32)), b),
                     Catch::Contains("bias_gelu: x: expected a float32, float64 or bfloat16"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// gelu_mlp: GPT-2's MLP as one op
+
+namespace {
+
+// A GPT-2 MLP step in float32, as gelu_mlp or as the three ops it replaces (linear, gelu, linear):
+// {y, dx, dw_fc, db_fc, dw_proj, db_proj}, the loss weighted by g.
+std::vector<Tensor> mlp_step(const std::vector<Tensor>& t, const Tensor& g, bool fused) {
+  Var x(t[0].clone(), true), w1(t[1].clone(), true), b1(t[2].clone(), true), w2(t[3].clone(), true),
+      b2(t[4].clone(), true);
+  Var y = fused ? gelu_mlp(x, w1, b1, w2, b2) : linear(gelu(linear(x, w1, b1)), w2, b2);
+  y.backward(g);
+  return {y.value().clone(), x.grad().clone(),  w1.grad().clone(),
+          b1.grad().clone(), w2.grad().clone(), b2.grad().clone()};
+}
+
+// x (2, 5, C), w_fc (H, C), b_fc (H), w_proj (out, H), b_proj (out) in dtype t
+std::vector<Tensor> mlp_inputs(int64_t C, int64_t H, int64_t out, uint64_t seed, DType t = DType::f64) {
+  return {randn({2, 5, C}, seed, 1.0, t), randn({H, C}, seed + 1, 0.5, t), randn({H}, seed + 2, 0.5, t),
+          randn({out, H}, seed + 3, 0.5, t), randn({out}, seed + 4, 0.5, t)};
+}
+
+}  // namespace
+
+TEST_CASE("gelu_mlp: float64 gradients - with and without c_proj's bias, one input at a time", "[ops][fused]") {
+  auto mlp = [](const std::vector<Var>& v) { return gelu_mlp(v[0], v[1], v[2], v[3], v[4]); };
+  gradcheck(mlp, mlp_inputs(6, 16, 6, 1));
+  gradcheck(mlp, mlp_inputs(3, 5, 4, 7));  // odd widths, out != C
+  auto no_b2 = [](const std::vector<Var>& v) { return gelu_mlp(v[0], v[1], v[2], v[3], Var()); };
+  auto in = mlp_inputs(4, 8, 4, 13);
+  in.pop_back();
+  gradcheck(no_b2, in);
+  for (int only = 0; only < 5; ++only) {
+    CAPTURE(only);
+    std::vector<bool> wanted(5, false);
+    wanted[only] = true;
+    gradcheck(mlp, mlp_inputs(4, 8, 4, 20 + 5 * only), wanted);
+  }
+}
+
+TEST_CASE("gelu_mlp: float32 on the cpu gives the bits of linear, gelu, linear", "[ops][fused][determinism]") {
+  // The cpu's linear_gelu is the linear then the gelu entry, and linear_dgelu_backward the dX GEMM,
+  // gelu_backward and linear's column sums: the unfused graph's arithmetic in its order.
+  const auto t = mlp_inputs(48, 192, 48, 40, DType::f32);
+  const Tensor g = randn32({2, 5, 48}, 45);
+  const auto fused = mlp_step(t, g, true), ref = mlp_step(t, g, false);
+  for (size_t i = 0; i < ref.size(); ++i) {
+    INFO("output " << i << " (y, dx, dw_fc, db_fc, dw_proj, db_proj)");
+    CHECK(bitwise_equal(fused[i], ref[i]));
+  }
+}
+
+TEST_CASE("gelu_mlp: bias gradients add into the parameters' gradient buffers", "[ops][fused]") {
+  const auto t = mlp_inputs(8, 32, 8, 50, DType::f32);
+  const Tensor g = randn32({2, 5, 8}, 55);
+  Tensor buf1 = randn32({32}, 56), buf2 = randn32({8}, 57);
+  const Tensor before1 = buf1.clone(), before2 = buf2.clone();
+  Var b1 = Var::parameter(t[2].clone(), buf1), b2 = Var::parameter(t[4].clone(), buf2);
+  gelu_mlp(Var(t[0]), Var(t[1], true), b1, Var(t[3], true), b2).backward(g);
+  CHECK(b1.grad().raw() == buf1.raw());  // the same buffers, updated in place
+  CHECK(b2.grad().raw() == buf2.raw());
+  const auto ref = mlp_step(t, g, false);
+  for (auto [buf, before, grad] : {std::tuple{&buf1, &before1, ref[3]}, {&buf2, &before2, ref[5]}}) {
+    std::vector<double> want = before->to_vector(), d = grad.to_vector();
+    for (size_t i = 0; i < want.size(); ++i) want[i] += d[i];
+    check_close(*buf, Tensor::from_vector(want, buf->shape(), DType::f32), 1e-6, 1e-6);
+  }
+}
+
+TEST_CASE("gelu_mlp: bfloat16 on the cpu stays within bfloat16's rounding of the float32 op", "[ops][fused]") {
+  const auto t32 = mlp_inputs(16, 64, 16, 60, DType::f32);
+  const Tensor g32 = randn32({2, 5, 16}, 65);
+  std::vector<Tensor> t16;
+  for (const Tensor& v : t32) t16.push_back(v.to(DType::bf16));
+  const Tensor g16 = g32.to(DType::bf16);
+  const auto got = mlp_step(t16, g16, true);
+  std::vector<Tensor> exact;  // the float32 op on the same (bfloat16-exact) values
+  for (const Tensor& v : t16) exact.push_back(v.to(DType::f32));
+  const auto ref = mlp_step(exact, g16.to(DType::f32), true);
+  for (size_t i = 0; i < ref.size(); ++i) {
+    INFO("output " << i << " (y, dx, dw_fc, db_fc, dw_proj, db_proj)");
+    REQUIRE(got[i].dtype() == DType::bf16);
+    // each stage rounds to bfloat16 (2^-9 relative); a few stages and sums of 10-64 terms
+    const std::vector<double> a = got[i].to_vector(), b = ref[i].to_vector();
+    double scale = 0;
+    for (double v : b) scale = std::max(scale, std::abs(v));
+    for (size_t k = 0; k < a.size(); ++k) {
+      INFO("element " << k << ": got " << a[k] << " want " << b[k]);
+      REQUIRE(std::abs(a[k] - b[k]) <= 2e-2 * scale);
+    }
+  }
+}
+
+TEST_CASE("gelu_mlp: shape and dtype errors name the op and the argument", "[ops][fused][errors]") {
+  const auto t = mlp_inputs(8, 32, 8, 70, DType::f32);
+  Var x(t[0]), w1(t[1]), b1(t[2]), w2(t[3]), b2(t[4]);
+  CHECK_THROWS_WITH(gelu_mlp(x, w1, Var(randn32({31}, 71)), w2, b2),
+                    Catch::Contains("gelu_mlp: for x (..., 8) expected w_fc (H, 8), b_fc (H)"));
+  CHECK_THROWS_WITH(gelu_mlp(x, w1, b1, Var(randn32({8, 31}, 72)), b2), Catch::Contains("w_proj (8, 31)"));
+  CHECK_THROWS_WITH(gelu_mlp(x, w1, b1, w2, Var(randn32({7}, 73))),
+                    Catch::Contains("gelu_mlp: b_proj must have shape (8,), got (7,)"));
+  CHECK_THROWS_WITH(gelu_mlp(x, w1, Var(randn({32}, 74)), w2, b2), Catch::Contains("gelu_mlp: b_fc: expected float32"));
+  CHECK_THROWS_WITH(gelu_mlp(x, w1, Var(), w2, b2), Catch::Contains("gelu_mlp: b_fc is undefined"));
+  CHECK_THROWS_WITH(gelu_mlp(Var(randn32({}, 75)), w1, b1, w2, b2), Catch::Contains("gelu_mlp: x must be"));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ namespace zt {
 // padded vocabulary, H query heads:
 //   gpt2   embed  wte row, wpe row, their sum: 3C (+ the int32 position ids, 4 bytes)
 //          block  ln_1, q, k, v, attention out, c_proj, residual, ln_2, mlp c_proj, residual:
-//                 10C; c_fc and bias_gelu: 2F; LayerNorm mean + rstd x 2: 4; attention's row
+//                 10C; c_fc's output before and after the GELU (gelu_mlp): 2F; LayerNorm mean +
+//                 rstd x 2: 4; attention's row
 //                 log-sum-exp: H (float32, 4 bytes each whatever e: core/kernels/attention.h's
 //                 tiled kernel keeps it instead of the (B, H, T, T) probabilities)
 //   llama  embed  C
@@ -37,10 +38,14 @@ namespace zt {
 // The backward's largest transient, over the state at the end of the forward:
 //   head      the loss gradient (Vp) and the head matmul's dx (C), with all of the forward held
 //   last block (its full graph held; the logits already freed):
-//             gpt2 mlp: dx of c_proj (F) and of bias_gelu (F), after the residual and c_proj
-//             outputs (2C) went: 2F - 2C - Vp; llama: down's dx (F), swiglu's d(gate), d(up)
-//             (2F): 3F - 2C - Vp. Checkpointed: the block's recomputed graph plus 2F - C (gpt2)
-//             or 3F - C (llama) (its output stays held by the recompute), less the logits Vp.
+//             gpt2 mlp: gelu_mlp's dpre (F; the GELU's derivative rides on c_proj's dX GEMM, so
+//             no separate gradient of the GELU's output) with c_fc's dx and the MLP output's
+//             gradient (2C), after the residual and c_proj outputs (2C) went: F - Vp; llama:
+//             down's dx (F), swiglu's d(gate), d(up) (2F): 3F - 2C - Vp. Checkpointed: the
+//             block's recomputed graph plus F + C (gpt2) or 3F - C (llama) (its output stays held
+//             by the recompute), less the logits Vp. (The head's loss row log-sum-exp, the final
+//             LayerNorm's statistics and the scalar loss are gone by then too: 3 elements a token
+//             and one more that the estimate keeps, 0.03% of a gpt-mini step's peak.)
 ActivationEstimate estimate_activations(const ModelShape& m, int64_t B, int64_t T, bool ckpt, int64_t e,
                                         int64_t device_checkpoints) {
   ZT_CHECK(m.family == "gpt2" || m.family == "llama", "estimate_activations: family ", m.family);
@@ -53,16 +58,17 @@ ActivationEstimate estimate_activations(const ModelShape& m, int64_t B, int64_t 
   const int64_t block = gpt2 ? BT * (10 * C + 2 * F + 4) * e + lse
                              : BT * (9 * C + 3 * kv + 3 * F + 2) * e + lse + 2 * T * D * e;
   const int64_t head = BT * (C + (gpt2 ? 2 : 1) + Vp + 1) * e + e;
-  const int64_t mlp_k = gpt2 ? 2 : 3;  // F-sized gradients alive at once in the MLP's backward
+  // the gradients alive at once in the MLP's backward: gpt2 dpre (F) + 2C, llama 3F
+  const int64_t mlp = gpt2 ? F + 2 * C : 3 * F;
   ActivationEstimate a;
   const int64_t head_transient = e + BT * (Vp + C) * e;  // the seed gradient, dlogits, dx
   if (!ckpt) {
     a.saved = embed + L * block + head;
-    a.peak = a.saved + std::max({int64_t{0}, head_transient, BT * (mlp_k * F - 2 * C - Vp) * e});
+    a.peak = a.saved + std::max({int64_t{0}, head_transient, BT * (mlp - 2 * C - Vp) * e});
   } else {
     const int64_t on_device = device_checkpoints < 0 ? L : std::min(L, device_checkpoints);
     a.saved = embed + on_device * BT * C * e + head;
-    a.peak = a.saved + std::max(head_transient, block + BT * (mlp_k * F - C - Vp) * e);
+    a.peak = a.saved + std::max(head_transient, block + BT * (mlp - C - Vp) * e);
   }
   return a;
 }

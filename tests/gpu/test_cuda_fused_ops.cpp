@@ -1,8 +1,9 @@
-// defines: 3 Catch2 test cases tagged [cuda_fused_ops]; helpers: RowShape, host_t, f32_of, same_bits
+// defines: 5 Catch2 test cases tagged [cuda_fused_ops]; helpers: RowShape, host_t, f32_of, same_bits
 //
-// The fused entries of the table — bias_gelu, bias_gelu_backward, residual_layernorm,
-// residual_rmsnorm (core/backend_ops.def) — on cuda:0 against the cpu backend's, and the fused
-// autograd ops (bias_gelu, residual_layernorm, residual_rmsnorm) on GPU Vars against the same ops
+// The fused entries of the table — bias_gelu, bias_gelu_backward, linear_gelu,
+// linear_dgelu_backward, residual_layernorm, residual_rmsnorm (core/backend_ops.def) — on cuda:0
+// against the cpu backend's, and the fused autograd ops (bias_gelu, gelu_mlp, residual_layernorm,
+// residual_rmsnorm) on GPU Vars against the same ops
 // on the CPU. Helpers and tolerance rule: tests/gpu/backend_compare.h (GPU outputs poisoned with
 // NaN first; |gpu - ref| <= rtol max(|ref|, RMS of ref), plus one bf16 ulp in bfloat16).
 //
@@ -146,6 +147,87 @@ TEST_CASE("cuda backend: residual_layernorm and residual_rmsnorm match the cpu b
   Tensor st = device_empty({2}, DType::f32);
   CHECK_THROWS_WITH(g.residual_rmsnorm(h, out, st, gx, device_empty({2, 7}, DType::f32), gw, 1e-5),
                     Catch::Contains("residual_rmsnorm") && Catch::Contains("expected shape"));
+}
+
+// GPT-2's MLP entries, with cuBLASLt's GELU epilogues and with our kernels after the GEMMs
+// (set_gelu_epilogue(false)). Tolerances (count_bad's, relative to the reference's magnitude):
+// float32 1e-4 (the GEMMs' other summation orders over K up to 768, CUDA's tanh in the epilogue);
+// bfloat16 1e-2 for pre, y and dpre (the epilogue rounds the product before adding the bias
+// and computes y from the unrounded pre: a few ulps of 2^-8), 2e-2 for db (its sum is rounded
+// once more, then added to db's old value and rounded again).
+TEST_CASE("cuda backend: linear_gelu and linear_dgelu_backward match the cpu backend - epilogue and kernels",
+          "[cuda_fused_ops]") {
+  auto& g = dynamic_cast<CudaBackend&>(gpu());
+  struct MlpShape {
+    int64_t M, C, H;  // x (M, C), w_fc (H, C); c_proj's w (C, H)
+  };
+  // H % 8 != 0 (20) runs our kernels even with the epilogue on; 768 x 3072: GPT-2's widths
+  const MlpShape shapes[] = {{1, 8, 16}, {37, 24, 96}, {130, 16, 20}, {256, 768, 3072}};
+  for (bool epilogue : {true, false})
+    for (DType t : kTypes)
+      for (const MlpShape& sh : shapes) {
+        CAPTURE(epilogue, dtype_name(t), sh.M, sh.C, sh.H);
+        g.set_gelu_epilogue(epilogue);
+        const double tol = t == DType::f32 ? 1e-4 : 1e-2, tol_db = t == DType::f32 ? 1e-4 : 2e-2;
+        const Shape sx{sh.M, sh.C}, sh_{sh.M, sh.H};
+        const Tensor x = host_t(values(sh.M * sh.C, 60, t), sx, t);
+        const Tensor w = host_t(values(sh.H * sh.C, 61, t, 0.0, 0.1), {sh.H, sh.C}, t);
+        const Tensor b = host_t(values(sh.H, 62, t), {sh.H}, t);
+        const Tensor wp = host_t(values(sh.C * sh.H, 63, t, 0.0, 0.1), {sh.C, sh.H}, t);
+        const Tensor dy = host_t(values(sh.M * sh.C, 64, t), sx, t), db0 = host_t(values(sh.H, 65, t), {sh.H}, t);
+
+        Tensor rpre = host_empty(sh_, t), ry = host_empty(sh_, t);
+        Tensor pre = device_empty(sh_, t), y = device_empty(sh_, t);
+        cpu().linear_gelu(ry, rpre, x, w, b);
+        g.linear_gelu(y, pre, device_from(x, t), device_from(w, t), device_from(b, t));
+        CHECK(count_bad(pre, f32_of(rpre), t, tol) == 0);
+        CHECK(count_bad(y, f32_of(ry), t, tol) == 0);
+
+        // the backward from the cpu's pre on both sides: dpre alone, with db written, with db added
+        const Tensor gpre = device_from(rpre, t), gdy = device_from(dy, t), gwp = device_from(wp, t);
+        for (int mode = 0; mode < 3; ++mode) {
+          CAPTURE(mode);
+          const bool want_db = mode > 0, acc = mode == 2;
+          Tensor rdpre = host_empty(sh_, t), rdb = db0.clone();
+          Tensor dpre = device_empty(sh_, t), db = device_empty({sh.H}, t);
+          if (acc) db.copy_(db0);
+          cpu().linear_dgelu_backward(rdpre, want_db ? rdb : Tensor(), dy, wp, rpre, acc);
+          g.linear_dgelu_backward(dpre, want_db ? db : Tensor(), gdy, gwp, gpre, acc);
+          CHECK(count_bad(dpre, f32_of(rdpre), t, tol) == 0);
+          if (want_db) CHECK(count_bad(db, f32_of(rdb), t, tol_db) == 0);
+        }
+      }
+  g.set_gelu_epilogue(true);
+}
+
+TEST_CASE("cuda fused autograd ops: gelu_mlp on the GPU matches the CPU - epilogue and kernels", "[cuda_fused_ops]") {
+  auto& g = dynamic_cast<CudaBackend&>(gpu());
+  const Device dev = Device::cuda(0);
+  const int64_t B = 2, T = 33, C = 64, H = 256;
+  const Tensor x = host(values(B * T * C, 70, DType::f32), {B, T, C});
+  const Tensor w1 = host(values(H * C, 71, DType::f32, 0.0, 0.1), {H, C}), b1 = host(values(H, 72, DType::f32), {H});
+  const Tensor w2 = host(values(C * H, 73, DType::f32, 0.0, 0.1), {C, H}), b2 = host(values(C, 74, DType::f32), {C});
+  const Tensor gr = host(values(B * T * C, 75, DType::f32), {B, T, C});
+  auto run = [&](const Device& d) {
+    Var vx(x.to(d), true), v1(w1.to(d), true), vb1(b1.to(d), true), v2(w2.to(d), true), vb2(b2.to(d), true);
+    Var out = gelu_mlp(vx, v1, vb1, v2, vb2);
+    out.backward(gr.to(d));
+    std::vector<Tensor> r;
+    for (const Tensor& t : {out.value(), vx.grad(), v1.grad(), vb1.grad(), v2.grad(), vb2.grad()})
+      r.push_back(t.to(Device::cpu()));
+    return r;
+  };
+  const auto ref = run(Device::cpu());
+  for (bool epilogue : {true, false}) {
+    CAPTURE(epilogue);
+    g.set_gelu_epilogue(epilogue);
+    const auto got = run(dev);
+    for (size_t i = 0; i < ref.size(); ++i) {
+      INFO("output " << i << " (y, dx, dw_fc, db_fc, dw_proj, db_proj)");
+      CHECK(count_bad(got[i], ref[i], DType::f32, 1e-4) == 0);
+    }
+  }
+  g.set_gelu_epilogue(true);
 }
 
 TEST_CASE("cuda fused autograd ops: values and gradients on the GPU match the CPU", "[cuda_fused_ops]") {
