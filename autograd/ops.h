@@ -61,8 +61,9 @@ Var bias_gelu(const Var& x, const Var& b);
 
 // GPT-2's MLP as one op: x (..., C) -> (..., out) = c_proj(gelu(c_fc(x))) with c_fc's weight
 // w_fc (H, C) and bias b_fc (H), c_proj's w_proj (out, H) and b_proj (out; undefined: none).
-// The GELU rides on the GEMMs (Backend::linear_gelu forward, linear_dgelu_backward inside
-// c_proj's input gradient: cuBLASLt's GELU_AUX_BIAS / DGELU_BGRAD epilogues on a GPU); it saves
+// The GELU rides on c_fc's GEMM (Backend::linear_gelu: cuBLASLt's GELU_AUX_BIAS epilogue on a
+// GPU), and its derivative and c_fc's bias gradient are one in-place pass over c_proj's input
+// gradient (Backend::linear_dgelu_backward), so the GELU output's gradient never exists apart; it saves
 // c_fc's output before and after the GELU, (M, H) each, as the three separate ops would.
 Var gelu_mlp(const Var& x, const Var& w_fc, const Var& b_fc, const Var& w_proj, const Var& b_proj);
 

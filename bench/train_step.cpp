@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   app.add_option("--f32-matmul", f32_matmul, "float32 GEMMs: highest (IEEE) or high (TF32, GPU only)")->capture_default_str();
   std::string gelu_epilogue = "on";
   app.add_option("--gelu-epilogue", gelu_epilogue,
-                 "GPU: GPT-2's GELU in cuBLASLt's epilogues (on) or in our kernels after the GEMMs (off)")
+                 "GPU: GPT-2's forward GELU in cuBLASLt's epilogue (on) or in our kernel after the GEMM (off)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

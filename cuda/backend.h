@@ -58,11 +58,10 @@ class CudaBackend final : public Backend {
   // float32 GEMMs (gemm, linear, linear_backward): highest = CUBLAS_COMPUTE_32F, high = TF32.
   void set_f32_matmul_precision(F32Matmul p) override { f32_matmul_ = p; }
 
-  // linear_gelu / linear_dgelu_backward (GPT-2's MLP): true (default) runs the GELU and its
-  // derivative in cuBLASLt's epilogues (GELU_AUX_BIAS, DGELU_BGRAD); false runs the GEMMs with
-  // our kernels after them (bias_gelu's kernels: one more pass over the hidden activations each
-  // way) — the comparison bench/train_step --gelu-epilogue off measures. Widths the epilogue
-  // cannot take (hidden % 8 != 0: cuBLASLt's aux ld) run our kernels too.
+  // linear_gelu (GPT-2's MLP forward): true (default) runs the bias and the GELU in cuBLASLt's
+  // GELU_AUX_BIAS epilogue; false runs the bias-epilogue GEMM and then our GELU kernel (one more
+  // pass over the hidden activations) — the comparison bench/train_step --gelu-epilogue off
+  // measures. Widths the epilogue cannot take (hidden % 8 != 0: cuBLASLt's aux ld) run our kernel.
   void set_gelu_epilogue(bool on) { gelu_epilogue_ = on; }
   bool gelu_epilogue() const { return gelu_epilogue_; }
 

@@ -41,10 +41,9 @@
 #include "cuda/backend.h"
 #include "cuda/device.h"  // DeviceGuard
 #include "cuda/gemm.h"
-#include "cuda/kernels/activation.h"  // bias_gelu_backward (linear_dgelu_backward without the epilogue)
+#include "cuda/kernels/activation.h"  // bias_gelu_backward (linear_dgelu_backward)
 #include "cuda/kernels/attention.h"
 #include "cuda/kernels/bias_grad.h"
-#include "cuda/kernels/elementwise.h"  // accumulate_cast
 #include "cuda/kernels/embedding_rope.h"
 #if defined(ZT_HAVE_CUDNN)
 #include "cuda/cudnn_attention.h"
@@ -290,14 +289,13 @@ void CudaBackend::linear_backward(const Tensor& dx, const Tensor& dw, const Tens
   }
 }
 
-// GPT-2's MLP around its GELU (core/backend_ops.def). With the epilogue, one GEMM each way:
-// GELU_AUX_BIAS writes pre and y from the float32 accumulator (cuBLASLt rounds the product to
-// the output dtype before the epilogue: gemm.h's note), DGELU_BGRAD reads pre and writes dpre and
-// db (db in the output dtype, as cuBLASLt's bias gradient always is; accumulate adds it to db's
-// old value through accumulate_cast: in bfloat16 a second rounding). Without it
-// (set_gelu_epilogue(false), or a hidden width cuBLASLt's aux cannot take, % 8 != 0): the
-// bias-epilogue GEMM then the GELU kernel; the plain dX GEMM then bias_gelu's backward kernel
-// with a zero bias (x + 0 = x), which sums db in float32 and rounds it once.
+// GPT-2's MLP around its GELU (core/backend_ops.def). Forward: cuBLASLt's GELU_AUX_BIAS epilogue
+// writes pre and y from the float32 accumulator in the GEMM (cuBLASLt rounds the product to the
+// output dtype before the epilogue: gemm.h's note); without it (set_gelu_epilogue(false), or a
+// width cuBLASLt's aux cannot take, % 8 != 0) the bias-epilogue GEMM then the GELU kernel.
+// Backward: the plain dX GEMM writes dy w into dpre, then bias_gelu's backward kernel, with no
+// bias, turns it into dpre in place and sums db (float32, fixed row chunks, one rounding) in the
+// same pass. (cuBLASLt's DGELU_BGRAD epilogue did this slower on an H100: gemm.h.)
 void CudaBackend::linear_gelu(const Tensor& y, const Tensor& pre, const Tensor& x, const Tensor& w, const Tensor& b) {
   const LinearDims d = check_linear(*this, pre, x, w, b, "linear_gelu");
   ZT_CHECK(b.defined(), "CudaBackend::linear_gelu: b is undefined (the GELU_AUX_BIAS epilogue adds c_fc's bias)");
@@ -349,25 +347,11 @@ void CudaBackend::linear_dgelu_backward(const Tensor& dpre, const Tensor& db, co
   a.in_dtype = a.out_dtype = dt;
   a.precision = precision_for(dt, f32_matmul_);
   a.dy = dy.raw(), a.w = w.raw(), a.dx = dpre.raw();
-  if (!gelu_epilogue_ || in % 8 != 0) {
-    // da = dy w (the GELU output's gradient), then gelu' and db in one pass of bias_gelu's kernel
-    const Tensor da = Tensor::empty(pre.shape(), dt, Category::workspace, allocator());
-    a.dx = da.raw();
-    gemm_engine().linear_grad_input(a, stream());
-    const Tensor zero_b = Tensor::empty({in}, dt, Category::workspace, allocator());
-    fill(zero_b, 0.0);
-    Tensor ws;  // db's chunk partials (float32), freed on return (stream-ordered reuse)
-    if (db.defined()) ws = scratch(static_cast<size_t>(cuda_kernels::bias_grad_workspace_bytes(M, in)));
-    return cuda_kernels::bias_gelu_backward(dt, dpre.raw(), db.defined() ? db.raw() : nullptr, da.raw(), pre.raw(),
-                                            zero_b.raw(), M, in, accumulate, db.defined() ? ws.raw() : nullptr,
-                                            stream());
-  }
-  a.pre_gelu = pre.raw();
-  Tensor db_new;  // the epilogue writes db: into a scratch when it must be added to db
-  if (db.defined()) db_new = accumulate ? Tensor::empty({in}, dt, Category::workspace, allocator()) : db;
-  a.dbias = db.defined() ? db_new.raw() : nullptr;
-  gemm_engine().linear_grad_input(a, stream());
-  if (db.defined() && accumulate) cuda_kernels::accumulate_cast(dt, db.raw(), dt, db_new.raw(), in, stream());
+  gemm_engine().linear_grad_input(a, stream());  // dpre = dy w, the GELU output's gradient
+  Tensor ws;  // db's chunk partials (float32), freed on return (stream-ordered reuse)
+  if (db.defined()) ws = scratch(static_cast<size_t>(cuda_kernels::bias_grad_workspace_bytes(M, in)));
+  cuda_kernels::bias_gelu_backward(dt, dpre.raw(), db.defined() ? db.raw() : nullptr, dpre.raw(), pre.raw(),
+                                   /*b=*/nullptr, M, in, accumulate, db.defined() ? ws.raw() : nullptr, stream());
 }
 
 // ---- RoPE -------------------------------------------------------------------------------------------

@@ -82,8 +82,6 @@ const char* epilogue_name(cublasLtEpilogue_t e) {
     case CUBLASLT_EPILOGUE_GELU_BIAS: return "GELU_BIAS";
     case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: return "GELU_AUX_BIAS";
     case CUBLASLT_EPILOGUE_BGRADB: return "BGRADB";
-    case CUBLASLT_EPILOGUE_DGELU: return "DGELU";
-    case CUBLASLT_EPILOGUE_DGELU_BGRAD: return "DGELU_BGRAD";
     default: return "other";
   }
 }
@@ -110,8 +108,8 @@ struct CudaGemm::Problem {
   int64_t ldd;
   bool accumulate;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  const void* bias = nullptr;  // bias (BIAS*) or bias gradient (BGRADB, DGELU_BGRAD)
-  void* aux = nullptr;         // pre-GELU output (GELU_AUX*) or input (DGELU*)
+  const void* bias = nullptr;  // bias (BIAS*) or bias gradient (BGRADB)
+  void* aux = nullptr;         // pre-GELU output (GELU_AUX*)
   int64_t aux_ld = 0;
   // Kind::gemm only: the scales (otherwise 1, and 0 or 1 from accumulate), the row-major
   // transposes, and the strided batch (column-major operands: stride_a of cuBLASLt's A, ...).
@@ -218,19 +216,25 @@ void CudaGemm::linear_grad_input(const GemmGradInputArgs& a, cudaStream_t s) {
                                           a.N, ") @ W (", a.N, ", ", a.K, "))");
   check_common(what, a.M, a.N, a.K, a.in_dtype, a.out_dtype, a.precision);
   if (!a.dy || !a.w || !a.dx) ZT_THROW(what, ": dy, w and dx must be device pointers, got a nullptr");
-  Problem p{Problem::Kind::grad_input, a.M, a.N, a.K, a.in_dtype, a.out_dtype, a.precision,
-            CUBLAS_OP_N, CUBLAS_OP_N, static_cast<uint64_t>(a.K), static_cast<uint64_t>(a.M), static_cast<uint64_t>(a.N),
-            a.w, a.K, a.dy, a.N, a.dx, a.K, a.accumulate};
-  if (a.dbias && !a.pre_gelu) ZT_THROW(what, ": dbias is set without pre_gelu (the bias gradient rides on DGELU)");
-  if (a.pre_gelu) {
-    if (a.accumulate) ZT_THROW(what, ": pre_gelu (the DGELU epilogue) cannot accumulate into dX");
-    if (a.K % 8 != 0)
-      ZT_THROW(what, ": pre_gelu needs K % 8 == 0 (cuBLASLt's EPILOGUE_AUX_LD must be a multiple of 8), got K = ", a.K);
-    p.epilogue = a.dbias ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
-    p.bias = a.dbias;
-    p.aux = const_cast<void*>(a.pre_gelu);  // an input here: DGELU reads it
-    p.aux_ld = a.K;
-  }
+  Problem p{Problem::Kind::grad_input,
+            a.M,
+            a.N,
+            a.K,
+            a.in_dtype,
+            a.out_dtype,
+            a.precision,
+            CUBLAS_OP_N,
+            CUBLAS_OP_N,
+            static_cast<uint64_t>(a.K),
+            static_cast<uint64_t>(a.M),
+            static_cast<uint64_t>(a.N),
+            a.w,
+            a.K,
+            a.dy,
+            a.N,
+            a.dx,
+            a.K,
+            a.accumulate};
   run(p, s);
 }
 

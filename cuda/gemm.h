@@ -21,10 +21,6 @@
 //   grad_input:  dX^T (K, M) = W^T (K, N) . dY^T (N, M)
 //            A = W as col-major (K, N) ld K, op N;  B = dY as col-major (N, M) ld N, op N;
 //            D = dX as col-major (K, M) ld K;  m = K, n = M, k = N.
-//            DGELU reads the aux input (pre-GELU, the forward's GELU_AUX output of the layer
-//            before: row-major (M, K) = D's layout, ld K); DGELU_BGRAD's bias gradient sums D
-//            over its columns: a vector of length m = K, the earlier layer's db (the same
-//            mapping as Apex's fused_dense linear_gelu_linear backward and TransformerEngine).
 //   grad_weight: dW^T (K, N) = X^T (K, M) . dY (M, N)
 //            A = X as col-major (K, M) ld K, op N;  B = dY as col-major (N, M) ld N, op T;
 //            D = dW as col-major (K, N) ld K;  m = K, n = N, k = M.
@@ -65,6 +61,10 @@
 // and llm.c fuses it as GPT-2's gelu. cuBLASLt's own documentation names no formula, so
 // tests/gpu/test_cuda_gemm.cpp checks it against the CPU's tanh gelu (core/kernels/activation.h)
 // in fp32 mode at ~1e-5 on a small-K shape: the erf form differs by up to ~5e-4 and fails there.
+// The backward's DGELU / DGELU_BGRAD epilogues are not offered: measured on an H100 (cuBLASLt
+// 13.1, GPT-2 124M bf16, B 16), cuBLASLt ran DGELU_BGRAD as the plain dX GEMM plus a separate
+// epilogue::globalKernel of 0.35 ms a call, where our one-pass kernel after the GEMM
+// (cuda_kernels::bias_gelu_backward, in place) takes 0.12 ms (bench/results/gpu.md).
 //
 // Algorithm cache: the first call for a key — (m, n, k, dtypes, transposes, epilogue,
 // precision, accumulate (beta != 0), batch count and strides, and the alignment of every pointer
@@ -133,12 +133,6 @@ struct GemmGradInputArgs {
   const void* w = nullptr;              // (N, K)
   void* dx = nullptr;                   // (M, K)
   bool accumulate = false;              // dX += ... (beta = 1) instead of dX = ...
-  // The backward of a GELU whose output was this linear's input (GPT-2's MLP): with pre_gelu,
-  // dX = (dY W) * gelu'(pre_gelu) (CUBLASLT_EPILOGUE_DGELU; pre_gelu is the forward's GELU_AUX
-  // output, (M, K), ld K: needs K % 8 == 0, and no accumulate); with dbias too, dbias (K) = the
-  // column sums of that dX, written (DGELU_BGRAD: cuBLASLt's bias gradient has the output dtype).
-  const void* pre_gelu = nullptr;
-  void* dbias = nullptr;
 };
 
 // C = alpha op(A) op(B) + beta C, batched and strided: the fields of core/backend.h's GemmShape

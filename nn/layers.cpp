@@ -133,8 +133,8 @@ Var CausalSelfAttention::forward_cached(const Var& x, KVCache& cache, int64_t la
 GeluMLP::GeluMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden)
     : Module(ps, prefix), c_fc(ps, join(prefix, "c_fc"), dim, hidden, true), c_proj(ps, join(prefix, "c_proj"), hidden, dim, true) {}
 
-// One op (autograd/ops.h's gelu_mlp): the GELU and its derivative ride on the two GEMMs around it
-// (c_fc's forward, c_proj's input gradient), and c_fc's bias gradient comes out of the second.
+// One op (autograd/ops.h's gelu_mlp): the GELU rides on c_fc's GEMM, and its derivative and c_fc's
+// bias gradient are one pass over c_proj's input gradient, in place.
 // Both layers' parameters live in this module's ParamSet (the one they were built on): p() reads them.
 Var GeluMLP::forward(const Var& x) const {
   return gelu_mlp(x, p(c_fc.weight), p(c_fc.bias), p(c_proj.weight), c_proj.bias >= 0 ? p(c_proj.bias) : Var());

@@ -18,7 +18,7 @@
 #   mpi_gpu_buffers.np2/np4, train_gpu   the multi-rank GPU tests and whole training runs vs the CPU
 #   bench_gpu_kernels   GEMMs vs cuBLASLt, attention vs cuDNN, element-wise bandwidth
 #   bench_train_step    GPT-2 124M bf16, B x 1024 for the largest B of 64, 32, 16, 8 that fits
-#   bench_train_step_no_epilogue   the same with GPT-2's GELU in our kernels, not cuBLASLt's epilogues
+#   bench_train_step_no_epilogue   the same with GPT-2's forward GELU in our kernel, not cuBLASLt's epilogue
 #   torch_peer          the same step in PyTorch (eager and torch.compile), the MFU to compare with
 #   bench_llama, torch_llama_peer   llama-100m bf16: ours, and PyTorch's (eager and compiled)
 #   llmc_peer           llm.c's train_gpt2cu, the same step (its default, and nothing recomputed)
@@ -198,8 +198,8 @@ bench_train() {  # bench_train MODEL [FLAGS...]: the largest of B = 64, 32, 16, 
 }
 export -f bench_train
 part bench_train_step 600 bash -c 'bench_train gpt2-124m'
-# The same step with GPT-2's GELU in our kernels instead of cuBLASLt's epilogues (the fusion's
-# worth, measured in the same call).
+# The same step with GPT-2's forward GELU in our kernel after the GEMM instead of cuBLASLt's
+# GELU_AUX_BIAS epilogue (the fusion's worth, measured in the same call).
 part bench_train_step_no_epilogue 600 bash -c 'bench_train gpt2-124m --gelu-epilogue off'
 
 # The peers in PyTorch: the same step on this GPU, eager and compiled, B 64 x T 1024 (B 32 if 64

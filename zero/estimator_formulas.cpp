@@ -38,7 +38,7 @@ namespace zt {
 // The backward's largest transient, over the state at the end of the forward:
 //   head      the loss gradient (Vp) and the head matmul's dx (C), with all of the forward held
 //   last block (its full graph held; the logits already freed):
-//             gpt2 mlp: gelu_mlp's dpre (F; the GELU's derivative rides on c_proj's dX GEMM, so
+//             gpt2 mlp: gelu_mlp's dpre (F; the GELU's derivative is taken in place on c_proj's dX, so
 //             no separate gradient of the GELU's output) with c_fc's dx and the MLP output's
 //             gradient (2C), after the residual and c_proj outputs (2C) went: F - Vp; llama:
 //             down's dx (F), swiglu's d(gate), d(up) (2F): 3F - 2C - Vp. Checkpointed: the

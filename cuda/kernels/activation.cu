@@ -97,10 +97,12 @@ __global__ void bias_gelu_fwd_kernel(Tp<D>* __restrict__ out, const Tp<D>* __res
 // packs of a row): rows [k kBiasGradChunk, (k + 1) kBiasGradChunk) in order, dx written (when
 // wanted) and its float32 value added to partial[k][c + e] (when wanted). P > 1: one access per
 // pack (C % P == 0, dout, x and dx aligned to the pack).
+// dx may be dout (in place): no __restrict__ on either, and each element is loaded (in its row
+// batch) before the same thread stores it. b null: no bias (x is GELU's input as it is).
 template <DType D, int P>
-__global__ void bias_gelu_bwd_kernel(Tp<D>* __restrict__ dx, float* __restrict__ partial,
-                                     const Tp<D>* __restrict__ dout, const Tp<D>* __restrict__ x,
-                                     const Tp<D>* __restrict__ b, int64_t R, int64_t C, int64_t chunks) {
+__global__ void bias_gelu_bwd_kernel(Tp<D>* dx, float* __restrict__ partial, const Tp<D>* dout,
+                                     const Tp<D>* __restrict__ x, const Tp<D>* __restrict__ b, int64_t R, int64_t C,
+                                     int64_t chunks) {
   using Io = dev::Io<D>;
   const int64_t packs = C / P;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks * packs;
@@ -109,7 +111,7 @@ __global__ void bias_gelu_bwd_kernel(Tp<D>* __restrict__ dx, float* __restrict__
     const int64_t r0 = k * kBiasGradChunk, r1 = r0 + kBiasGradChunk < R ? r0 + kBiasGradChunk : R;
     float bc[P], a[P];
 #pragma unroll
-    for (int e = 0; e < P; ++e) bc[e] = Io::load(b[c + e]), a[e] = 0.0f;
+    for (int e = 0; e < P; ++e) bc[e] = b ? Io::load(b[c + e]) : 0.0f, a[e] = 0.0f;
     const Tp<D>* const in[2] = {dout, x};
     dev::column_walk<D, P, 2, 0>(in, nullptr, C, c, r0, r1, [&](int64_t r, const float(&v)[2][P], const float(&)[1]) {
       alignas(16) Tp<D> o[P];
@@ -154,7 +156,7 @@ void bias_gelu_backward(DType t, void* dx, void* db, const void* dout, const voi
   const int64_t chunks = (R + kBiasGradChunk - 1) / kBiasGradChunk;
   float* partial = db ? static_cast<float*>(workspace) : nullptr;
   if (R > 0) {
-    if (!dout || !x || !b) ZT_THROW("cuda_kernels::bias_gelu_backward: dout, x or b is null");
+    if (!dout || !x) ZT_THROW("cuda_kernels::bias_gelu_backward: dout or x is null");
     if (db && !workspace) ZT_THROW("cuda_kernels::bias_gelu_backward: db wanted but the workspace is null");
     if (reinterpret_cast<uintptr_t>(workspace) % alignof(float) != 0)
       ZT_THROW("cuda_kernels::bias_gelu_backward: workspace must be 4-byte aligned");

@@ -43,7 +43,8 @@ void bias_gelu_forward(DType t, void* out, const void* x, const void* b, int64_t
 // dx (R, C) = dout * gelu'(x + b), written; db (C) = column sums of dx, written or (accumulate)
 // added to db's values. dx or db may be null, not both; workspace (4-byte aligned, >=
 // cuda/kernels/bias_grad.h's bias_grad_workspace_bytes(R, C): db's chunk partials, the same
-// chunking) may be null when db is.
+// chunking) may be null when db is. b null: no bias, dx = dout * gelu'(x) (x + 0 = x). dx may be
+// dout (in place; GPT-2's MLP backward runs it on c_proj's dX GEMM output this way).
 void bias_gelu_backward(DType t, void* dx, void* db, const void* dout, const void* x, const void* b, int64_t R,
                         int64_t C, bool accumulate, void* workspace, cudaStream_t s);
 
