@@ -1,7 +1,7 @@
 // defines: collective_name, CommCounters (total), CommTimes (busy_total, wait_total), ProcessGroup
 //          (set_collective_timeout, count, times, record_run, issue and 7 more), completed_work,
 //          SingleProcessGroup (topology, do_reduce_scatter, do_all_gather, abort), init_process_group,
-//          finalize_process_group (dist/process_group.h); file-local: DoneWork, Adds, check_buffer, ring,
+//          finalize_process_group (dist/process_group.h); file-local: DoneWork, Adds, check_buffer,
 //          copy_whole, global_group
 #include "dist/process_group.h"
 
@@ -110,9 +110,6 @@ void ProcessGroup::count_all_to_all(int64_t block_bytes) {
     if (q != r) counters_.link[t.same_node(r, q) ? 0 : 1] += block_bytes;
 }
 
-// Ring bytes of n elements of b bytes: factor * n * b * (N-1) / N, exact for n divisible by N.
-static int64_t ring(int64_t factor, int64_t n, int64_t b, int64_t N) { return factor * n * b * (N - 1) / N; }
-
 // A Work whose wait() adds how long it blocked to the group's wait time (and the trace).
 struct ProcessGroup::TimedWork final : Work {
   TimedWork(WorkPtr inner, ProcessGroup* g, Collective kind, std::string name)
@@ -179,7 +176,8 @@ template <class F> WorkPtr ProcessGroup::issue(Collective c, int64_t ring_bytes,
 
 WorkPtr ProcessGroup::all_reduce_async(const Tensor& x) {
   check_buffer(x, "x", "all_reduce", Adds::yes);
-  return issue(Collective::all_reduce, ring(2, x.numel(), x.element_size(), size()), [&] { return do_all_reduce(x); });
+  return issue(Collective::all_reduce, ring_bytes(2, x.numel(), x.element_size(), size()),
+               [&] { return do_all_reduce(x); });
 }
 
 WorkPtr ProcessGroup::reduce_scatter_async(const Tensor& in, const Tensor& out) {
@@ -187,7 +185,7 @@ WorkPtr ProcessGroup::reduce_scatter_async(const Tensor& in, const Tensor& out) 
   check_buffer(out, "output", "reduce_scatter", Adds::yes);
   ZT_CHECK(in.dtype() == out.dtype() && in.numel() == out.numel() * size(), "reduce_scatter: input ", in.str(),
            " must hold world size (", size(), ") x output ", out.str());
-  return issue(Collective::reduce_scatter, ring(1, in.numel(), in.element_size(), size()),
+  return issue(Collective::reduce_scatter, ring_bytes(1, in.numel(), in.element_size(), size()),
                [&] { return do_reduce_scatter(in, out); });
 }
 
@@ -196,14 +194,14 @@ WorkPtr ProcessGroup::all_gather_async(const Tensor& in, const Tensor& out) {
   check_buffer(out, "output", "all_gather", Adds::no);
   ZT_CHECK(in.dtype() == out.dtype() && out.numel() == in.numel() * size(), "all_gather: output ", out.str(),
            " must hold world size (", size(), ") x input ", in.str());
-  return issue(Collective::all_gather, ring(1, out.numel(), out.element_size(), size()),
+  return issue(Collective::all_gather, ring_bytes(1, out.numel(), out.element_size(), size()),
                [&] { return do_all_gather(in, out); });
 }
 
 WorkPtr ProcessGroup::broadcast_async(const Tensor& x, int root) {
   check_buffer(x, "x", "broadcast", Adds::no);
   ZT_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " is not a rank of ", size());
-  return issue(Collective::broadcast, ring(1, x.numel(), x.element_size(), size()),
+  return issue(Collective::broadcast, ring_bytes(1, x.numel(), x.element_size(), size()),
                [&] { return do_broadcast(x, root); });
 }
 

@@ -1,4 +1,4 @@
-// defines: Collective, CommCounters, Work, ProcessGroup, SingleProcessGroup, intra_node_group,
+// defines: Collective, ring_bytes, CommCounters, Work, ProcessGroup, SingleProcessGroup, intra_node_group,
 //          inter_node_group, sub_topology, init_process_group —
 //          the communication interface ZeRO talks to (docs/architecture.md "Devices and backends").
 //
@@ -54,6 +54,10 @@ namespace zt {
 enum class Collective : uint8_t { all_reduce, reduce_scatter, all_gather, broadcast, barrier, all_to_all };
 inline constexpr int kNumCollectives = 6;
 const char* collective_name(Collective c);  // "all_reduce", ...
+// The ring convention's bytes one rank moves in a collective of n elements of b bytes over N
+// ranks: factor * n * b * (N - 1) / N (factor 2 for all-reduce, 1 for the others), exact for n
+// divisible by N. What the counters below add per call, and what the estimator predicts with.
+inline int64_t ring_bytes(int64_t factor, int64_t n, int64_t b, int64_t N) { return factor * n * b * (N - 1) / N; }
 
 struct CommCounters {
   std::array<int64_t, kNumCollectives> bytes{};  // ring-convention bytes moved by this rank

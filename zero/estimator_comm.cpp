@@ -13,6 +13,7 @@
 
 #include "core/check.h"
 #include "core/kernels/quantize.h"  // defines: quantized_code_bytes, quantized_blocks
+#include "dist/process_group.h"     // defines: ring_bytes
 #include "zero/estimator.h"
 #include "zero/estimator_events.h"  // defines: Event, step_events
 #include "zero/gather_schedule.h"   // defines: GatherSchedule
@@ -55,7 +56,7 @@ struct Counts {
   CommEstimate e;
   // One call of `c` whose ring bytes are factor * n * b * (G - 1) / G on a group of G ranks.
   void ring(Collective c, int64_t factor, int64_t n, int64_t b, int64_t G, bool inter) {
-    const int64_t bytes = factor * n * b * (G - 1) / G;
+    const int64_t bytes = ring_bytes(factor, n, b, G);
     e.bytes[static_cast<int>(c)] += bytes;
     e.link[inter ? 1 : 0] += bytes;
   }
