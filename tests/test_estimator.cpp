@@ -1,4 +1,4 @@
-// defines: 10 Catch2 test cases tagged [estimator]; helpers: shape_of, request_for, fill_tokens,
+// defines: 11 Catch2 test cases tagged [estimator]; helpers: shape_of, request_for, fill_tokens,
 //          initialized_model, two_steps
 //
 // The memory estimator (zero/estimator.h): the ZeRO paper's Table 1 as the paper prints it, the
@@ -379,4 +379,17 @@ TEST_CASE("the estimate follows the activation checkpoints to the host", "[estim
     CHECK(host_measured == e.host_state[static_cast<int>(Category::activations)]);
     CHECK(std::abs(static_cast<double>(e.max(Category::activations) - dev_measured)) <= 0.05 * dev_measured);
   }
+}
+
+TEST_CASE("the estimate names what it leaves out: ZeRO++'s quantized staging", "[estimator]") {
+  EstimateRequest r = request_for("gpt2-nano", 3, 4);
+  CHECK(estimate(r).not_counted.empty());
+  r.zero.zero_hpz_partition_size = 2;  // hpZ's secondary shards are counted
+  CHECK(estimate(r).not_counted.empty());
+  r.zero.zero_quantized_weights = true;
+  r.zero.zero_quantized_gradients = true;
+  const Estimate e = estimate(r);
+  REQUIRE(e.not_counted.size() == 2);
+  CHECK_THAT(e.not_counted[0], Catch::Contains("qwZ"));
+  CHECK_THAT(e.not_counted[1], Catch::Contains("qgZ"));
 }

@@ -171,6 +171,7 @@ int main(int argc, char** argv) {
         cj["all_ranks"]["intra_node"] = intra_all;
         cj["all_ranks"]["inter_node"] = inter_all;
       }
+      j["not_counted"] = e.not_counted;
       j["model_state_total"] = e.model_state_total();
       j["peak_sum"] = e.peak_sum();
       std::cout << j.dump(2) << std::endl;
@@ -194,6 +195,7 @@ int main(int argc, char** argv) {
     std::printf("%-14s %16lld %12s   %16lld %12s  (sum of the category peaks)\n", "total",
                 static_cast<long long>(e.model_state_total()), format_bytes(e.model_state_total()).c_str(),
                 static_cast<long long>(e.peak_sum()), format_bytes(e.peak_sum()).c_str());
+    for (const std::string& s : e.not_counted) std::printf("  not counted in the peaks: %s\n", s.c_str());
     if (zero.offload_optimizer.enabled()) {  // the model states that left the device
       std::printf("\noffloaded (zero/offload.h): %12s %12s %12s\n", "params", "grads", "optim");
       for (const auto* tier : {&e.host_state, &e.nvme_state}) {

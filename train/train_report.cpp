@@ -64,6 +64,7 @@ void print_memory_table(ProcessGroup& g, const MemoryStats& run_peaks, const Est
   }
   std::fprintf(stderr, " %23s\n", ("sum " + format_bytes(est.peak_sum())).c_str());
   std::fprintf(stderr, "  (est. = zt-estimate's per-rank peak for this model, stage, world size, batch and threads)\n");
+  for (const std::string& s : est.not_counted) std::fprintf(stderr, "  (est. leaves out %s)\n", s.c_str());
 }
 
 // Offload: every rank's model states in the host tier and the swap file (current / peak), with

@@ -133,6 +133,8 @@ struct Estimate {
   // host_state's activations are the checkpoints (zero/activation_offload.h).
   std::array<int64_t, kNumCategories> host_state{}, nvme_state{};
   bool has_activations = false;
+  // What the peaks above leave out, in words ("comm: ..."), for the tools to print beside them.
+  std::vector<std::string> not_counted;
   int64_t state(Category c) const { return model_state[static_cast<int>(c)]; }
   int64_t max(Category c) const { return peak[static_cast<int>(c)]; }
   int64_t model_state_total() const;
