@@ -5,17 +5,21 @@
 # validation loss every --eval-interval steps and at the end, the relative difference of the
 # last one (target: within 1%), and both curves (training and validation loss) drawn side by side.
 #
-# Usage: bench/zeropp_converge.sh [--steps 300] [--eval-interval 50] [--model gpt-mini] OUT.png
+# --seed N (default 1) sets the initialization and the data order of both runs: several seeds
+# show how far two stage-3-like runs wander apart on their own.
+#
+# Usage: bench/zeropp_converge.sh [--steps 300] [--eval-interval 50] [--model gpt-mini] [--seed 1] OUT.png
 # Needs root (network namespaces) and gnuplot; exits 77 where the box cannot be built.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${BUILD_DIR:-$ROOT/build}"
-STEPS=300 EVAL=50 MODEL=gpt-mini OUT=""
+STEPS=300 EVAL=50 MODEL=gpt-mini SEED=1 OUT=""
 while (($#)); do case "$1" in
   --steps) STEPS=$2; shift 2;; --eval-interval) EVAL=$2; shift 2;; --model) MODEL=$2; shift 2;;
+  --seed) SEED=$2; shift 2;;
   -*) echo "bench/zeropp_converge.sh: unknown flag $1" >&2; exit 2;;
   *) OUT=$1; shift;; esac; done
-[ -n "$OUT" ] || { echo "usage: bench/zeropp_converge.sh [--steps N] [--eval-interval N] [--model M] OUT.png" >&2; exit 2; }
+[ -n "$OUT" ] || { echo "usage: bench/zeropp_converge.sh [--steps N] [--eval-interval N] [--model M] [--seed N] OUT.png" >&2; exit 2; }
 command -v gnuplot >/dev/null || { echo "bench/zeropp_converge.sh: gnuplot not found (scripts/install-deps.sh installs gnuplot-nox)" >&2; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
@@ -32,7 +36,7 @@ EOF
   OMP_NUM_THREADS=1 bash "$ROOT/scripts/cluster.sh" box --name zcv --subnet 10.75.0 --nodes 2 --ranks 2 -- \
     "$BUILD/zt-train" --model "$MODEL" --train "$ROOT/data/corpus/train.txt" --val "$ROOT/data/corpus/val.txt" \
     --config "$tmp/$v.json" -t 128 --steps "$STEPS" --eval-interval "$EVAL" --eval-batches 8 --dist mpi --threads 1 \
-    --seed 1 --log "$tmp/$v.jsonl" >"$tmp/$v.out" 2>"$tmp/$v.err" || rc=$?
+    --seed "$SEED" --log "$tmp/$v.jsonl" >"$tmp/$v.out" 2>"$tmp/$v.err" || rc=$?
   [ "$rc" = 77 ] && { cat "$tmp/$v.err" >&2; exit 77; }
   [ "$rc" = 0 ] || { echo "bench/zeropp_converge.sh: $v failed ($rc):" >&2; tail -20 "$tmp/$v.err" >&2; exit 1; }
 done
@@ -61,7 +65,7 @@ PY
 gnuplot <<EOF
 set terminal pngcairo size 1100,440 font ",11"
 set output "$OUT"
-set multiplot layout 1,2 title "$MODEL on the cluster in a box (2 nodes x 2 ranks): stage 3 and ZeRO++ (qwZ + hpZ + qgZ int4)"
+set multiplot layout 1,2 title "$MODEL on the cluster in a box (2 nodes x 2 ranks, seed $SEED): stage 3 and ZeRO++ (qwZ + hpZ + qgZ int4)"
 set xlabel "step"; set ylabel "loss"; set grid; set key top right
 set title "training loss"
 plot "$tmp/stage3.train" w l lw 1.5 t "stage 3", "$tmp/zeropp.train" w l lw 1.5 t "ZeRO++"
