@@ -1,5 +1,5 @@
 // defines: reshape, transpose, add, sub, mul, scale, sum, mean, sum_last, matmul and 8 more; file-local:
-//          direct_grad, drop_last, Indices, indices_for, binary, reduce_all and 1 more
+//          direct_grad, GradSlot, grad_slot, add_grad_unless_direct, linear_backward_slots, drop_last and 5 more
 //
 // The basic differentiable ops of ops.h: shape, elementwise, reductions, matmul/linear,
 // activations, softmax, embedding, cross-entropy. (Norms, RoPE and attention: ops_nn.cpp.)
@@ -38,6 +38,33 @@ Tensor* direct_grad(const Var& v, DType dt) {
   if (!p->grad.is_contiguous() || p->grad.dtype() != dt || p->grad.shape() != p->value.shape()) return nullptr;
   if (p->grad.device() != p->value.device()) return nullptr;
   return &p->grad;
+}
+
+// A parameter-like input's gradient in a backward: its buffer when direct_grad allows (the op
+// adds into it), else a new tensor of `shape` handed to add_grad after; undefined when v wants none.
+struct GradSlot {
+  Tensor t;
+  bool direct = false;
+};
+GradSlot grad_slot(Backend& be, const Var& v, const Shape& shape, DType dt) {
+  if (!v.requires_grad()) return {};
+  if (Tensor* d = direct_grad(v, dt)) return {*d, true};
+  return {new_output(be, shape, dt), false};
+}
+void add_grad_unless_direct(Var& v, const GradSlot& s) {
+  if (s.t.defined() && !s.direct) v.add_grad(s.t);
+}
+
+// Backend::linear_backward into slots: dx written, dw and db each written or added as their slot
+// says (two calls when one is added and the other written: the entry takes one flag).
+void linear_backward_slots(Backend& be, const Tensor& dx, const GradSlot& dw, const GradSlot& db, const Tensor& g,
+                           const Tensor& X, const Tensor& W) {
+  if (dw.t.defined() && db.t.defined() && dw.direct != db.direct) {
+    be.linear_backward(dx, dw.t, Tensor(), g, X, W, dw.direct);
+    be.linear_backward(Tensor(), Tensor(), db.t, g, X, W, db.direct);
+  } else if (dx.defined() || dw.t.defined() || db.t.defined()) {
+    be.linear_backward(dx, dw.t, db.t, g, X, W, dw.direct || db.direct);
+  }
 }
 
 Shape drop_last(const Shape& s) { return Shape(s.begin(), s.end() - 1); }
@@ -280,25 +307,16 @@ Var linear(const Var& x, const Var& w, const Var& b) {
   auto backward = [M, out, in_f, has_bias, &be = be](std::vector<Var>& in, const Tensor& grad_out) {
     Tensor g = grad_out.contiguous().view({M, out});
     const DType dt = g.dtype();
-    const bool want_x = in[0].requires_grad(), want_w = in[1].requires_grad();
-    const bool want_b = has_bias && in[2].requires_grad();
+    const bool want_x = in[0].requires_grad();
     // dw, db go straight into the parameters' gradient buffers when they may (accumulate).
-    Tensor* direct_w = want_w ? direct_grad(in[1], dt) : nullptr;
-    Tensor* direct_b = want_b ? direct_grad(in[2], dt) : nullptr;
+    const GradSlot dw = grad_slot(be, in[1], {out, in_f}, dt);
+    const GradSlot db = has_bias ? grad_slot(be, in[2], {out}, dt) : GradSlot{};
     Tensor dx = want_x ? new_output(be, in[0].shape(), dt) : Tensor();
-    Tensor dw = want_w ? (direct_w ? *direct_w : new_output(be, {out, in_f}, dt)) : Tensor();
-    Tensor db = want_b ? (direct_b ? *direct_b : new_output(be, {out}, dt)) : Tensor();
     Tensor X = in[0].value().contiguous().view({M, in_f}), W = in[1].value().contiguous();
-    Tensor dx2 = want_x ? dx.view({M, in_f}) : Tensor();
-    if (want_w && want_b && (direct_w != nullptr) != (direct_b != nullptr)) {  // one written, one accumulated
-      be.linear_backward(dx2, dw, Tensor(), g, X, W, direct_w != nullptr);
-      be.linear_backward(Tensor(), Tensor(), db, g, X, W, direct_b != nullptr);
-    } else {
-      be.linear_backward(dx2, dw, db, g, X, W, direct_w != nullptr || direct_b != nullptr);
-    }
+    linear_backward_slots(be, want_x ? dx.view({M, in_f}) : Tensor(), dw, db, g, X, W);
     if (want_x) in[0].add_grad(dx);
-    if (want_w && !direct_w) in[1].add_grad(dw);
-    if (want_b && !direct_b) in[2].add_grad(db);
+    add_grad_unless_direct(in[1], dw);
+    if (has_bias) add_grad_unless_direct(in[2], db);
   };
   return Var::make(y, std::move(inputs), std::move(backward), "linear");
 }
@@ -396,25 +414,12 @@ Var gelu_mlp(const Var& x, const Var& w_fc, const Var& b_fc, const Var& w_proj, 
     const Tensor g = grad_out.contiguous().view({M, out});
     const DType dt = g.dtype();
     // A parameter's gradient goes straight into its buffer when it may (accumulate), as linear's.
-    struct Slot {
-      Tensor t;
-      bool direct = false;
-    };
-    auto slot = [&](Var& v, const Shape& shape) {
-      if (!v.requires_grad()) return Slot{};
-      Tensor* d = direct_grad(v, dt);
-      return d ? Slot{*d, true} : Slot{new_output(be, shape, dt), false};
-    };
-    Slot dw_proj = slot(in[3], {out, H}), db_proj = has_b_proj ? slot(in[4], {out}) : Slot{};
-    Slot dw_fc = slot(in[1], {H, C}), db_fc = slot(in[2], {H});
+    const GradSlot dw_proj = grad_slot(be, in[3], {out, H}, dt);
+    const GradSlot db_proj = has_b_proj ? grad_slot(be, in[4], {out}, dt) : GradSlot{};
+    const GradSlot dw_fc = grad_slot(be, in[1], {H, C}, dt), db_fc = grad_slot(be, in[2], {H}, dt);
     const Tensor W_fc = in[1].value().contiguous(), W_proj = in[3].value().contiguous();
     // c_proj: dw_proj (out, H) (+)= g^T a, db_proj (out) (+)= column sums of g
-    if (dw_proj.t.defined() && db_proj.t.defined() && dw_proj.direct != db_proj.direct) {
-      be.linear_backward(Tensor(), dw_proj.t, Tensor(), g, a, W_proj, dw_proj.direct);
-      be.linear_backward(Tensor(), Tensor(), db_proj.t, g, a, W_proj, db_proj.direct);
-    } else if (dw_proj.t.defined() || db_proj.t.defined()) {
-      be.linear_backward(Tensor(), dw_proj.t, db_proj.t, g, a, W_proj, dw_proj.direct || db_proj.direct);
-    }
+    linear_backward_slots(be, Tensor(), dw_proj, db_proj, g, a, W_proj);
     // through the GELU: dpre (M, H) = (g W_proj) * gelu'(pre); db_fc (H) (+)= its column sums
     const bool want_x = in[0].requires_grad();
     if (want_x || dw_fc.t.defined() || db_fc.t.defined()) {
@@ -422,15 +427,14 @@ Var gelu_mlp(const Var& x, const Var& w_fc, const Var& b_fc, const Var& w_proj, 
       be.linear_dgelu_backward(dpre, db_fc.t, g, W_proj, pre, db_fc.direct);
       // c_fc: dx (M, C) = dpre W_fc, dw_fc (H, C) (+)= dpre^T x
       Tensor dx = want_x ? new_output(be, in[0].shape(), dt) : Tensor();
-      if (want_x || dw_fc.t.defined())
-        be.linear_backward(want_x ? dx.view({M, C}) : Tensor(), dw_fc.t, Tensor(), dpre,
-                           in[0].value().contiguous().view({M, C}), W_fc, dw_fc.direct);
+      linear_backward_slots(be, want_x ? dx.view({M, C}) : Tensor(), dw_fc, GradSlot{}, dpre,
+                            in[0].value().contiguous().view({M, C}), W_fc);
       if (want_x) in[0].add_grad(dx);
     }
-    if (dw_fc.t.defined() && !dw_fc.direct) in[1].add_grad(dw_fc.t);
-    if (db_fc.t.defined() && !db_fc.direct) in[2].add_grad(db_fc.t);
-    if (dw_proj.t.defined() && !dw_proj.direct) in[3].add_grad(dw_proj.t);
-    if (db_proj.t.defined() && !db_proj.direct) in[4].add_grad(db_proj.t);
+    add_grad_unless_direct(in[1], dw_fc);
+    add_grad_unless_direct(in[2], db_fc);
+    add_grad_unless_direct(in[3], dw_proj);
+    if (has_b_proj) add_grad_unless_direct(in[4], db_proj);
   };
   return Var::make(y, std::move(inputs), std::move(backward), op);
 }
