@@ -25,6 +25,7 @@
 #   hf_client           transformers reads our exports and tokenizer.json, we read its checkpoints
 #   zero3_memory        ZeRO-3, 2 ranks sharing the GPU: measured peaks beside the estimator's
 #   profile_step        Nsight Compute: every kernel's time in one step, summed by kernel
+#   profile_llama       the same for llama-100m
 #
 # CUDA's libraries are not packed. They are looked for in the CUDA toolkit's library folders and
 # in the Python wheels' nvidia/*/lib folders (PyTorch's cuDNN and NCCL); the check says which it
@@ -252,19 +253,21 @@ part zero3_memory 300 env OMP_NUM_THREADS=4 mpirun -np 2 --oversubscribe --allow
 # step (B 16 x T 1024, no warmup: the kernels are the same, fewer of them), clocks and caches left
 # alone (--clock-control none --cache-control none: ncu's default flushes the caches before every
 # kernel, which makes the memory-bound ones look slower than they run), summed by kernel name; the shares are what bench/results/gpu.md quotes.
-profile_step() {
+profile_step() {  # profile_step MODEL CSV
   local ncu; ncu="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)"
   [ -n "$ncu" ] || { echo "no ncu on this machine"; return 77; }
   "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --print-units base \
-    "$PACK/bin/bench_train_step" --model gpt2-124m --batch 16 --seq 1024 --steps 1 --warmup 0 \
-    --device cuda --precision bf16 --threads 8 >"$PARTS/ncu.csv" || return 1
+    "$PACK/bin/bench_train_step" --model "$1" --batch 16 --seq 1024 --steps 1 --warmup 0 \
+    --device cuda --precision bf16 --threads 8 >"$PARTS/$2" || return 1
   echo "== the step (from its first kernel, the embedding's)"
-  python3 "$PACK/bench/ncu_kernel_shares.py" "$PARTS/ncu.csv" --top 45 --from emb_fwd_kernel
+  python3 "$PACK/bench/ncu_kernel_shares.py" "$PARTS/$2" --top 45 --from emb_fwd_kernel
   echo "== the whole program (the model's setup too)"
-  python3 "$PACK/bench/ncu_kernel_shares.py" "$PARTS/ncu.csv" --top 10
+  python3 "$PACK/bench/ncu_kernel_shares.py" "$PARTS/$2" --top 10
 }
 export -f profile_step
-part profile_step 200 bash -c profile_step
+part profile_step 200 bash -c 'profile_step gpt2-124m ncu.csv'
+# The same for llama-100m (RMSNorm, RoPE, SwiGLU, GQA attention): where its step's time goes.
+part profile_llama 200 bash -c 'profile_step llama-100m ncu-llama.csv'
 
 # ---- summary: gpu.md, gpu.json, parts.tar.gz ----
 python3 - "$PARTS" "$OUTDIR" "$PACK/MANIFEST" <<'PY'
