@@ -52,6 +52,8 @@ Var linear(const Var& x, const Var& w, const Var& b);
 Var gelu(const Var& x);  // tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 Var silu(const Var& x);  // x * sigmoid(x)
 Var swiglu(const Var& gate, const Var& up);  // silu(gate) * up, same shapes
+// gu (..., 2F) = [gate | up] (one GEMM of the stacked gate_proj | up_proj) -> silu(gate) * up (..., F)
+Var swiglu_packed(const Var& gu);
 Var softmax(const Var& x);  // over the last dimension
 // Fused bias + GELU: x (..., C), b (C) broadcast over the rows -> (..., C) = gelu(x + b), one
 // pass (Backend::bias_gelu). GPT-2's MLP runs c_fc as linear(x, w, Var()) then this with c_fc's
@@ -96,6 +98,10 @@ std::pair<Var, Var> residual_rmsnorm(const Var& x, const Var& y, const Var& weig
 // Rotary position embedding, Hugging Face Llama convention (rotate_half): for each head,
 // pairs (d, d + D/2) at position t rotate by angle t * theta^(-2d/D).  x (B, T, H, D), D even.
 Var rope(const Var& x, double theta = 10000.0);
+// The same on a packed projection qkv (B, T, (Hq + 2 Hkv) D) = [q | k | v] (one GEMM of the
+// stacked q_proj | k_proj | v_proj): q's and k's heads rotate, v's pass unchanged; the result
+// has qkv's layout, for causal_attention_packed.
+Var rope_packed(const Var& qkv, int64_t Hq, int64_t Hkv, double theta = 10000.0);
 // Causal scaled-dot-product attention with grouped-query heads.
 // q (B, T, Hq, D), k and v (B, T, Hkv, D), Hq % Hkv == 0 (query head h reads kv head
 // h / (Hq / Hkv)); scale 1/sqrt(D). Returns (B, T, Hq, D).

@@ -1,4 +1,4 @@
-// defines: reshape, transpose, add, sub, mul, scale, sum, mean, sum_last, matmul and 8 more; file-local:
+// defines: reshape, transpose, add, sub, mul, scale, sum, mean, sum_last, matmul and 9 more; file-local:
 //          direct_grad, GradSlot, grad_slot, add_grad_unless_direct, linear_backward_slots, drop_last and 5 more
 //
 // The basic differentiable ops of ops.h: shape, elementwise, reductions, matmul/linear,
@@ -457,6 +457,27 @@ Var swiglu(const Var& gate, const Var& up) {
     if (gg) in[0].add_grad(dg);
     if (gu) in[1].add_grad(du);
   }, "swiglu");
+}
+
+Var swiglu_packed(const Var& gu) {
+  const char* op = "swiglu_packed";
+  Backend& be = op_backend(op, {{"gu", &gu}});
+  need_compute(op, "gu", gu, be);
+  if (gu.dim() < 1 || gu.size(-1) % 2 != 0)
+    ZT_THROW(op, ": gu: expected shape (..., 2F) (gate | up), got ", shape_str(gu.shape()));
+  Shape ys = gu.shape();
+  ys.back() /= 2;
+  Tensor X = gu.value().contiguous();
+  Tensor y = new_output(be, ys, gu.dtype());
+  be.swiglu_packed(y, X);
+  return Var::make(
+      y, {gu},
+      [X, &be = be](std::vector<Var>& in, const Tensor& grad_out) {
+        Tensor dx = new_output(be, X.shape(), X.dtype());
+        be.swiglu_packed_backward(dx, grad_out.contiguous(), X);
+        in[0].add_grad(dx);
+      },
+      op);
 }
 
 Var softmax(const Var& x) {

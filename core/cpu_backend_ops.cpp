@@ -1,4 +1,4 @@
-// defines: CpuBackend (binary, scale, mul_backward, sum_all, fill_scaled and 27 more)
+// defines: CpuBackend (binary, scale, mul_backward, sum_all, fill_scaled and 29 more); file-local: SwigluRows, swiglu_rows
 //
 // CpuBackend, part 2 (core/cpu_backend.h): elementwise, reductions, GEMM and linear, activations,
 // softmax, embedding, cross-entropy, norms, RoPE, attention (the fused entries: part 3,
@@ -308,6 +308,53 @@ void CpuBackend::swiglu_backward(const Tensor& dgate, const Tensor& dup, const T
   });
 }
 
+namespace {
+// The rows of a packed swiglu: gu (..., 2F) and out (..., F) with the same leading dimensions.
+struct SwigluRows {
+  int64_t N = 0, F = 0;
+};
+SwigluRows swiglu_rows(const char* op, const Tensor& out, const Tensor& gu) {
+  ZT_CHECK(gu.dim() >= 1 && out.dim() == gu.dim() && gu.size(-1) % 2 == 0 && out.size(-1) * 2 == gu.size(-1) &&
+               out.numel() * 2 == gu.numel(),
+           "cpu backend ", op, ": gu ", gu.str(), " must be (..., 2F) and out ", out.str(), " (..., F)");
+  return {out.numel() / std::max<int64_t>(out.size(-1), 1), out.size(-1)};
+}
+}  // namespace
+
+void CpuBackend::swiglu_packed(const Tensor& out, const Tensor& gu) {
+  if (Bf16StandIns f{&out, &gu}; f.active()) {
+    swiglu_packed(f(out), f(gu));
+    return f.store({&out});
+  }
+  need_contiguous("swiglu_packed", {&out, &gu});
+  const auto [N, F] = swiglu_rows("swiglu_packed", out, gu);
+  dispatch_float(gu.dtype(), "cpu backend ", "swiglu_packed", [&](auto tag) {
+    using T = decltype(tag);
+    T* y = out.data<T>();
+    const T* x = gu.data<T>();
+#pragma omp parallel for schedule(static) if (N * F > 32768)
+    for (int64_t i = 0; i < N; ++i) swiglu_forward(y + i * F, x + i * 2 * F, x + i * 2 * F + F, F);
+  });
+}
+
+void CpuBackend::swiglu_packed_backward(const Tensor& dgu, const Tensor& dout, const Tensor& gu) {
+  if (Bf16StandIns f{&dgu, &dout, &gu}; f.active()) {
+    swiglu_packed_backward(f(dgu), f(dout), f(gu));
+    return f.store({&dgu});
+  }
+  need_contiguous("swiglu_packed_backward", {&dgu, &dout, &gu});
+  ZT_CHECK(dgu.shape() == gu.shape(), "cpu backend swiglu_packed_backward: dgu ", dgu.str(), " for gu ", gu.str());
+  const auto [N, F] = swiglu_rows("swiglu_packed_backward", dout, gu);
+  dispatch_float(gu.dtype(), "cpu backend ", "swiglu_packed_backward", [&](auto tag) {
+    using T = decltype(tag);
+    T* dx = dgu.data<T>();
+    const T *x = gu.data<T>(), *dy = dout.data<T>();
+#pragma omp parallel for schedule(static) if (N * F > 32768)
+    for (int64_t i = 0; i < N; ++i)
+      zt::swiglu_backward(dx + i * 2 * F, dx + i * 2 * F + F, dy + i * F, x + i * 2 * F, x + i * 2 * F + F, F);
+  });
+}
+
 void CpuBackend::softmax(const Tensor& out, const Tensor& x) {
   if (Bf16StandIns f{&out, &x}; f.active()) {
     softmax(f(out), f(x));
@@ -493,9 +540,10 @@ void CpuBackend::rope_tables(const Tensor& cos_t, const Tensor& sin_t, double th
   });
 }
 
-void CpuBackend::rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, const Tensor& sin_t, bool inverse) {
+void CpuBackend::rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, const Tensor& sin_t, bool inverse,
+                      int64_t rot_heads) {
   if (Bf16StandIns f{&out, &x, &cos_t, &sin_t}; f.active()) {
-    rope(f(out), f(x), f(cos_t), f(sin_t), inverse);
+    rope(f(out), f(x), f(cos_t), f(sin_t), inverse, rot_heads);
     return f.store({&out});
   }
   need_contiguous("rope", {&out, &x, &cos_t, &sin_t});
@@ -503,9 +551,11 @@ void CpuBackend::rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, c
   const int64_t B = x.size(0), T_len = x.size(1), H = x.size(2), D = x.size(3);
   ZT_CHECK(cos_t.numel() == T_len * (D / 2) && sin_t.numel() == cos_t.numel(), "cpu backend rope: tables ",
            cos_t.str(), " for x ", x.str());
+  ZT_CHECK(rot_heads >= 0 && rot_heads <= H, "cpu backend rope: rot_heads = ", rot_heads, " for x ", x.str(),
+           " (expected 0 .. H)");
   dispatch_float(x.dtype(), "cpu backend ", "rope", [&](auto tag) {
     using T = decltype(tag);
-    rope_apply<T>(out.data<T>(), x.data<T>(), cos_t.data<T>(), sin_t.data<T>(), B, T_len, H, D, inverse);
+    rope_apply<T>(out.data<T>(), x.data<T>(), cos_t.data<T>(), sin_t.data<T>(), B, T_len, H, D, inverse, rot_heads);
   });
 }
 

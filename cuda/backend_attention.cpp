@@ -367,7 +367,8 @@ void CudaBackend::rope_tables(const Tensor& cos_t, const Tensor& sin_t, double t
                             stream());
 }
 
-void CudaBackend::rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, const Tensor& sin_t, bool inverse) {
+void CudaBackend::rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, const Tensor& sin_t, bool inverse,
+                       int64_t rot_heads) {
   const char* op = "rope";
   const DType dt = x.dtype();
   need_compute(*this, x, dt, op, "x");
@@ -382,10 +383,10 @@ void CudaBackend::rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, 
   need_shape(sin_t, {T, D / 2}, op, "sin_t");
   DeviceGuard guard(index_);
   if (inverse)
-    cuda_kernels::rope_backward(dt, out.raw(), x.raw(), cos_t.data<float>(), sin_t.data<float>(), B, T, H, D,
+    cuda_kernels::rope_backward(dt, out.raw(), x.raw(), cos_t.data<float>(), sin_t.data<float>(), B, T, H, D, rot_heads,
                                 stream());
   else
-    cuda_kernels::rope_forward(dt, out.raw(), x.raw(), cos_t.data<float>(), sin_t.data<float>(), B, T, H, D,
+    cuda_kernels::rope_forward(dt, out.raw(), x.raw(), cos_t.data<float>(), sin_t.data<float>(), B, T, H, D, rot_heads,
                                stream());
 }
 

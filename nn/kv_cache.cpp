@@ -105,7 +105,8 @@ Tensor rope_at(const Tensor& x, int64_t pos0, double theta, KVCache& cache) {
   // training kernel, handed them, rotates position t by the angle of position pos0 + t.
   Backend& be = backend(x.device());
   Tensor out = Tensor::empty(x.shape(), x.dtype(), Category::activations, be.allocator());
-  be.rope(out, x.contiguous(), cos_t.slice(0, pos0, pos0 + T), sin_t.slice(0, pos0, pos0 + T), /*inverse=*/false);
+  be.rope(out, x.contiguous(), cos_t.slice(0, pos0, pos0 + T), sin_t.slice(0, pos0, pos0 + T), /*inverse=*/false,
+          x.size(2));
   return out;
 }
 

@@ -52,8 +52,7 @@ CausalSelfAttention::CausalSelfAttention(ParamSet& ps, const std::string& prefix
            " is not divisible by n_head ", cfg.n_head);
   ZT_CHECK(cfg.n_head % cfg.n_kv_head == 0, "attention '", prefix, "': n_head ", cfg.n_head,
            " is not a multiple of n_kv_head ", cfg.n_kv_head);
-  // A fused c_attn feeds the packed attention (causal_attention_packed), which takes q and k as
-  // they come: RoPE needs them apart (Llama's separate projections).
+  // RoPE goes with Llama's separate projections (their Hugging Face names); GPT-2's c_attn has none.
   ZT_CHECK(!(cfg.fused_qkv && cfg.use_rope), "attention '", prefix,
            "': RoPE needs separate q/k/v projections (fused_qkv = false)");
   head_dim = cfg.n_embd / cfg.n_head;
@@ -72,24 +71,14 @@ CausalSelfAttention::CausalSelfAttention(ParamSet& ps, const std::string& prefix
 }
 
 // q (B, T, Hq, D), k and v (B, T, Hkv, D): the three projections of x (B, T, C), before RoPE.
+// Inference only (forward_cached): the packed projection's column blocks [q (C) | k (kv) | v (kv)].
 void CausalSelfAttention::project_qkv(const Var& x, Var& q, Var& k, Var& v) const {
   const int64_t B = x.size(0), T = x.size(1), C = cfg.n_embd, D = head_dim;
   const int64_t Hq = cfg.n_head, Hkv = cfg.n_kv_head, kv = Hkv * D;
-  if (cfg.fused_qkv) {
-    // Inference only (forward_cached; forward() hands the packed projection to the attention
-    // itself): c_attn as one GEMM, its column blocks [q (C) | k (kv) | v (kv)] cut out.
-    const Tensor qkv = fused_qkv(x).value();  // (B, T, C + 2 kv)
-    q = Var(qkv.slice(2, 0, C).contiguous());
-    k = Var(qkv.slice(2, C, C + kv).contiguous());
-    v = Var(qkv.slice(2, C + kv, C + 2 * kv).contiguous());
-  } else {
-    q = linear(x, p(q_w), Var());
-    k = linear(x, p(k_w), Var());
-    v = linear(x, p(v_w), Var());
-  }
-  q = reshape(q, {B, T, Hq, D});  // (B, T, Hq, D)
-  k = reshape(k, {B, T, Hkv, D});
-  v = reshape(v, {B, T, Hkv, D});
+  const Tensor qkv = fused_qkv(x).value();  // (B, T, C + 2 kv)
+  q = Var(qkv.slice(2, 0, C).contiguous().view({B, T, Hq, D}));
+  k = Var(qkv.slice(2, C, C + kv).contiguous().view({B, T, Hkv, D}));
+  v = Var(qkv.slice(2, C + kv, C + 2 * kv).contiguous().view({B, T, Hkv, D}));
 }
 
 // y (B, T, Hq, D) -> (B, T, C) through c_proj / o_proj.
@@ -99,22 +88,21 @@ Var CausalSelfAttention::project_out(const Var& y) const {
   return linear(yc, p(o_w), Var());
 }
 
-// (B, T, C) -> (B, T, C + 2 kv): c_attn as one GEMM (one wide GEMM runs nearer the machine's
-// peak than three narrow ones: bench/results/gemm_libs.md).
+// (B, T, C) -> (B, T, C + 2 kv) as one GEMM (one wide GEMM runs nearer the machine's peak than
+// three narrow ones, and the backward's dx is one GEMM, not three and two adds:
+// bench/results/gemm_libs.md): GPT-2's c_attn, or Llama's q_proj | k_proj | v_proj stacked in
+// place (ParamSet::var_span: the three stay apart in checkpoints and Hugging Face files).
 Var CausalSelfAttention::fused_qkv(const Var& x) const {
-  return linear(x, p(c_attn_w), c_attn_b >= 0 ? p(c_attn_b) : Var());
+  if (cfg.fused_qkv) return linear(x, p(c_attn_w), c_attn_b >= 0 ? p(c_attn_b) : Var());
+  return linear(x, p_span(q_w, 3), Var());
 }
 
+// The packed projection, RoPE on its q and k heads (Llama), attention reading it in place (cuDNN
+// takes the strides; llm.c's layout), the output projection.
 Var CausalSelfAttention::forward(const Var& x) const {
-  if (cfg.fused_qkv)  // GPT-2: attention reads the packed projection (llm.c's layout)
-    return project_out(causal_attention_packed(fused_qkv(x), cfg.n_head, cfg.n_kv_head));
-  Var q, k, v;
-  project_qkv(x, q, k, v);
-  if (cfg.use_rope) {
-    q = rope(q, cfg.rope_theta);
-    k = rope(k, cfg.rope_theta);
-  }
-  return project_out(causal_attention(q, k, v));
+  Var qkv = fused_qkv(x);  // (B, T, C + 2 kv)
+  if (cfg.use_rope) qkv = rope_packed(qkv, cfg.n_head, cfg.n_kv_head, cfg.rope_theta);
+  return project_out(causal_attention_packed(qkv, cfg.n_head, cfg.n_kv_head));
 }
 
 Var CausalSelfAttention::forward_cached(const Var& x, KVCache& cache, int64_t layer) const {
@@ -146,6 +134,10 @@ SwiGLUMLP::SwiGLUMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64
       up_proj(ps, join(prefix, "up_proj"), dim, hidden, false),
       down_proj(ps, join(prefix, "down_proj"), hidden, dim, false) {}
 
-Var SwiGLUMLP::forward(const Var& x) const { return down_proj.forward(swiglu(gate_proj.forward(x), up_proj.forward(x))); }
+// gate_proj | up_proj stacked in place as one (2F, C) GEMM, its (B, T, 2F) output read packed by
+// swiglu_packed (and its gradient written packed: one dx GEMM, no add of two).
+Var SwiGLUMLP::forward(const Var& x) const {
+  return down_proj.forward(swiglu_packed(linear(x, p_span(gate_proj.weight, 2), Var())));
+}
 
 }  // namespace zt

@@ -69,7 +69,7 @@ class CausalSelfAttention : public Module {
   int q_w = -1, k_w = -1, v_w = -1, o_w = -1;
 
  private:
-  void project_qkv(const Var& x, Var& q, Var& k, Var& v) const;  // (B, T, C) -> q, k, v by head (fused: no grad)
+  void project_qkv(const Var& x, Var& q, Var& k, Var& v) const;    // (B, T, C) -> q, k, v by head (no grad)
   Var fused_qkv(const Var& x) const;                               // (B, T, C) -> (B, T, C + 2 kv)
   Var project_out(const Var& y) const;                            // (B, T, Hq, D) -> (B, T, C)
 };

@@ -1,5 +1,7 @@
-// defines: ParamSet (constructor, add, finalize, find, value and 5 more) (nn/param_set.h)
+// defines: ParamSet (constructor, add, finalize, find, value and 6 more) (nn/param_set.h)
 #include "nn/param_set.h"
+
+#include <algorithm>
 
 namespace zt {
 
@@ -65,6 +67,24 @@ Var ParamSet::var_rows(int i, int64_t row0, int64_t rows) const {
   s[0] = rows;
   const int64_t off = p.offset + row0 * (p.numel / p.shape[0]);
   return Var::parameter(flat_.flat_view(off, s), flat_grad_.flat_view(off, s), group_);
+}
+
+Var ParamSet::var_span(int i, int count) const {
+  ZT_CHECK(count >= 1 && i >= 0 && i + count <= size(), "ParamSet '", unit_name_, "': parameters [", i, ", ", i + count,
+           ") of ", size());
+  const ParamInfo& first = infos_[i];
+  ZT_CHECK(!first.shape.empty(), "ParamSet '", unit_name_, "': '", first.name, "' is a scalar: no rows to stack");
+  Shape s = first.shape;
+  for (int j = i + 1; j < i + count; ++j) {
+    const ParamInfo& p = infos_[j];
+    ZT_CHECK(p.shape.size() == s.size() && std::equal(s.begin() + 1, s.end(), p.shape.begin() + 1), "ParamSet '",
+             unit_name_, "': '", p.name, "' ", shape_str(p.shape), " does not stack under '", first.name, "' ",
+             shape_str(first.shape), " (every dimension after the first must match)");
+    ZT_CHECK(p.offset == infos_[j - 1].offset + infos_[j - 1].numel, "ParamSet '", unit_name_, "': '", p.name,
+             "' does not follow '", infos_[j - 1].name, "' in the flat buffer");
+    s[0] += p.shape[0];
+  }
+  return Var::parameter(flat_.flat_view(first.offset, s), flat_grad_.flat_view(first.offset, s), group_);
 }
 
 void ParamSet::build_vars() {

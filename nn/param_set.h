@@ -69,6 +69,13 @@ class ParamSet {
   // in the same rows of the parameter's gradient. (GPT-2's fused c_attn does not use it: it runs
   // as one GEMM of width 3C read packed by causal_attention_packed, nn/layers.cpp.)
   Var var_rows(int i, int64_t row0, int64_t rows) const;
+  // A leaf over `count` consecutive parameters i, i+1, ... stacked along their first dimension:
+  // Llama's q_proj | k_proj | v_proj weights as one (C + 2 kv, C) matrix, so the three projections
+  // run as one GEMM (and gate_proj | up_proj as one (2F, C)). Each keeps its own name, shape and
+  // offset (checkpoints and Hugging Face files see them apart); the layout of add() places them
+  // back to back in both flat buffers, so the stack is a view of each, no copy. The parameters
+  // must share every dimension after the first.
+  Var var_span(int i, int count) const;
   const std::shared_ptr<LeafGroup>& group() const { return group_; }
 
   void zero_grad();

@@ -39,6 +39,8 @@ class Module {
     return ps_->add(prefix_.empty() ? name : prefix_ + "." + name, shape, decay);
   }
   const Var& p(int i) const { return ps_->var(i); }
+  // Parameters i .. i + count - 1 stacked by rows as one leaf (ParamSet::var_span).
+  Var p_span(int i, int count) const { return ps_->var_span(i, count); }
   ParamSet* ps_;
   std::string prefix_;
 };

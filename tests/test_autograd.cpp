@@ -79,6 +79,25 @@ TEST_CASE("parameters accumulate into the flat gradient buffer", "[autograd][nn]
   CHECK(ps.flat_grad().to_vector() == std::vector<double>(8, 0.0));
 }
 
+TEST_CASE("a span of consecutive parameters is one leaf over both flat buffers", "[autograd][nn]") {
+  ParamSet ps("unit", DType::f64);
+  const int q = ps.add("q.weight", {2, 3}, true), k = ps.add("k.weight", {1, 3}, true);
+  const int n = ps.add("norm.weight", {3}, false), w = ps.add("w.weight", {2, 2}, true);
+  ps.finalize();
+  for (int64_t i = 0; i < ps.numel(); ++i) ps.flat().flat_view(i, {1}).fill_(static_cast<double>(i));
+  const Var qk = ps.var_span(q, 2);  // q (2, 3) over k (1, 3): (3, 3), a view, no copy
+  CHECK(qk.shape() == Shape{3, 3});
+  CHECK(qk.value().to_vector() == std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8});
+  times(qk, 2).backward(Tensor::from_vector(std::vector<double>(9, 1.0), {3, 3}, DType::f64));
+  times(qk, 2).backward(Tensor::from_vector(std::vector<double>(9, 1.0), {3, 3}, DType::f64));  // accumulates
+  const std::vector<double> g = ps.flat_grad().to_vector();
+  CHECK(std::vector<double>(g.begin(), g.begin() + 9) == std::vector<double>(9, 4.0));
+  CHECK(std::vector<double>(g.begin() + 9, g.end()) == std::vector<double>(g.size() - 9, 0.0));
+  CHECK_THROWS_WITH(ps.var_span(k, 2), Catch::Contains("does not stack"));  // (1, 3) over (3)
+  CHECK(ps.var_span(n, 1).shape() == Shape{3});
+  CHECK_THROWS_WITH(ps.var_span(w, 2), Catch::Contains("parameters [3, 5) of 4"));
+}
+
 TEST_CASE("leaf group hooks bracket the unit's backward", "[autograd][nn]") {
   ParamSet u1("u1", DType::f64), u2("u2", DType::f64);
   int p1 = u1.add("w", {1}, false), p2 = u2.add("w", {1}, false);

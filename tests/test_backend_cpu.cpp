@@ -408,7 +408,7 @@ TEST_CASE("cpu backend: rope and causal attention forward", "[backend]") {
   Tensor cos_t = out_like({T, D / 2}), sin_t = out_like({T, D / 2});
   be.rope_tables(cos_t, sin_t, theta);
   Tensor x = rnd({B, T, H, D}, 31), y = out_like({B, T, H, D});
-  be.rope(y, x, cos_t, sin_t, false);
+  be.rope(y, x, cos_t, sin_t, false, x.size(2));
   const Vec xv = x.to_vector();
   Vec want(xv.size());
   for (int64_t b = 0; b < B; ++b)
@@ -422,7 +422,7 @@ TEST_CASE("cpu backend: rope and causal attention forward", "[backend]") {
         }
   check_close(y.to_vector(), want);
   Tensor back = out_like({B, T, H, D});
-  be.rope(back, y, cos_t, sin_t, true);  // the inverse rotation undoes it
+  be.rope(back, y, cos_t, sin_t, true, x.size(2));  // the inverse rotation undoes it
   check_close(back.to_vector(), xv);
 
   const int64_t Hq = 4, Hkv = 2, Dh = 3;

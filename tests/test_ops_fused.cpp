@@ -1,7 +1,8 @@
-// defines: 16 Catch2 test cases tagged [ops], [fused], [determinism], [errors]; helpers: randn32,
+// defines: 20 Catch2 test cases tagged [ops], [fused], [determinism], [errors]; helpers: randn32,
 //          check_close, broadcast_rows, with_threads, bias_gelu_step, mlp_step, mlp_inputs, residual_norm_step
 //
-// The fused ops of autograd/ops.h — bias_gelu, gelu_mlp, residual_layernorm, residual_rmsnorm: float64
+// The fused ops of autograd/ops.h — bias_gelu, gelu_mlp, residual_layernorm, residual_rmsnorm,
+// swiglu_packed, rope_packed: float64
 // gradient checks, float32 values and gradients against the unfused ops they replace
 // (gelu(add(x, b broadcast)); add then layernorm / rmsnorm), the same bits for 1 and 2 threads,
 // bfloat16 on the cpu, the bias gradient accumulated into a parameter's buffer, and input errors
@@ -376,4 +377,47 @@ TEST_CASE("residual norms: shape and dtype errors name the op and the argument",
   CHECK_THROWS_WITH(residual_rmsnorm(x, y, Var()), Catch::Contains("residual_rmsnorm: weight is undefined"));
   CHECK_THROWS_WITH(residual_rmsnorm(Var(randn32({}, 112)), Var(randn32({}, 113)), w),
                     Catch::Contains("residual_rmsnorm: x: expected at least 1 dimension"));
+}
+
+// ---- the packed projections of Llama: swiglu_packed, rope_packed ----
+
+TEST_CASE("swiglu_packed: float64 gradients", "[ops][fused]") {
+  gradcheck([](const std::vector<Var>& v) { return swiglu_packed(v[0]); }, {randn({2, 3, 8}, 71, 2.0)});
+  gradcheck([](const std::vector<Var>& v) { return swiglu_packed(v[0]); }, {randn({5, 2}, 72, 2.0)});
+}
+
+TEST_CASE("swiglu_packed: the bits of swiglu on the two halves - values and the packed gradient",
+          "[ops][fused][determinism]") {
+  const int64_t N = 6, F = 40;
+  const Tensor gu0 = randn32({N, 2 * F}, 73, 2.0), dy = randn32({N, F}, 74);
+  Var gu(gu0.clone(), true);
+  Var y = swiglu_packed(gu);
+  y.backward(dy);
+  Var gate(gu0.slice(1, 0, F).contiguous(), true), up(gu0.slice(1, F, 2 * F).contiguous(), true);
+  Var y2 = swiglu(gate, up);
+  y2.backward(dy);
+  CHECK(bitwise_equal(y.value(), y2.value()));
+  CHECK(bitwise_equal(gu.grad().slice(1, 0, F).contiguous(), gate.grad()));
+  CHECK(bitwise_equal(gu.grad().slice(1, F, 2 * F).contiguous(), up.grad()));
+  CHECK_THROWS_WITH(swiglu_packed(Var(randn32({3, 5}, 75))),
+                    Catch::Contains("swiglu_packed: gu: expected shape (..., 2F)"));
+}
+
+TEST_CASE("rope_packed: float64 gradients - q and k rotate, v passes", "[ops][fused]") {
+  // B 2, T 5, Hq 4, Hkv 2, D 6: (2, 5, (4 + 2 * 2) * 6)
+  gradcheck([](const std::vector<Var>& v) { return rope_packed(v[0], 4, 2, 50.0); }, {randn({2, 5, 48}, 76)});
+  gradcheck([](const std::vector<Var>& v) { return rope_packed(v[0], 2, 2, 7.0); }, {randn({1, 3, 12}, 77)});
+}
+
+TEST_CASE("rope_packed: the bits of rope on q and k apart, v unchanged", "[ops][fused][determinism]") {
+  const int64_t B = 2, T = 7, Hq = 6, Hkv = 2, D = 8, C = Hq * D, kv = Hkv * D;
+  const Tensor qkv = randn32({B, T, C + 2 * kv}, 78);
+  const Tensor out = rope_packed(Var(qkv), Hq, Hkv, 500000.0).value();
+  const auto block = [&](const Tensor& t, int64_t c0, int64_t w, int64_t H) {
+    return t.slice(2, c0, c0 + w).contiguous().view({B, T, H, D});
+  };
+  CHECK(bitwise_equal(block(out, 0, C, Hq), rope(Var(block(qkv, 0, C, Hq)), 500000.0).value()));
+  CHECK(bitwise_equal(block(out, C, kv, Hkv), rope(Var(block(qkv, C, kv, Hkv)), 500000.0).value()));
+  CHECK(bitwise_equal(block(out, C + kv, kv, Hkv), block(qkv, C + kv, kv, Hkv)));
+  CHECK_THROWS_WITH(rope_packed(Var(qkv), 5, 2), Catch::Contains("rope_packed: qkv"));
 }

@@ -26,10 +26,10 @@ namespace zt {
 //                 log-sum-exp: H (float32, 4 bytes each whatever e: core/kernels/attention.h's
 //                 tiled kernel keeps it instead of the (B, H, T, T) probabilities)
 //   llama  embed  C
-//          block  norm, q, rope(q), attention out, o_proj, residual, norm, down, residual: 9C;
-//                 k, v, rope(k): 3kv; gate, up, swiglu: 3F; RMSNorm rstd x 2: 2; attention's
-//                 log-sum-exp: H (float32); and per block (not per token) the RoPE cos/sin
-//                 tables of q and k: 2*T*D
+//          block  norm, attention out, o_proj, residual, norm, down, residual: 7C; the packed
+//                 projection q | k | v and its RoPE'd copy (v passed through): 2C + 4kv; the
+//                 packed gate | up and swiglu: 3F; RMSNorm rstd x 2: 2; attention's log-sum-exp:
+//                 H (float32); and per block (not per token) RoPE's cos/sin tables: T*D
 //   head   final norm C (+ its statistics: 2 gpt2, 1 llama), logits Vp, the loss's row
 //          log-sum-exp 1; and the scalar loss.
 // Checkpointed blocks hold only their output (C per token); the block's graph is rebuilt in
@@ -41,7 +41,7 @@ namespace zt {
 //             gpt2 mlp: gelu_mlp's dpre (F; the GELU's derivative is taken in place on c_proj's dX, so
 //             no separate gradient of the GELU's output) with c_fc's dx and the MLP output's
 //             gradient (2C), after the residual and c_proj outputs (2C) went: F - Vp; llama:
-//             down's dx (F), swiglu's d(gate), d(up) (2F): 3F - 2C - Vp. Checkpointed: the
+//             down's dx (F), swiglu_packed's d(gate | up) (2F): 3F - 2C - Vp. Checkpointed: the
 //             block's recomputed graph plus F + C (gpt2) or 3F - C (llama) (its output stays held
 //             by the recompute), less the logits Vp. (The head's loss row log-sum-exp, the final
 //             LayerNorm's statistics and the scalar loss are gone by then too: 3 elements a token
@@ -56,7 +56,7 @@ ActivationEstimate estimate_activations(const ModelShape& m, int64_t B, int64_t 
   const int64_t embed = gpt2 ? BT * 3 * C * e + BT * 4 : BT * C * e;
   const int64_t lse = BT * H * 4;  // attention's saved row log-sum-exp (B, H, T), float32
   const int64_t block = gpt2 ? BT * (10 * C + 2 * F + 4) * e + lse
-                             : BT * (9 * C + 3 * kv + 3 * F + 2) * e + lse + 2 * T * D * e;
+                             : BT * (9 * C + 4 * kv + 3 * F + 2) * e + lse + T * D * e;
   const int64_t head = BT * (C + (gpt2 ? 2 : 1) + Vp + 1) * e + e;
   // the gradients alive at once in the MLP's backward: gpt2 dpre (F) + 2C, llama 3F
   const int64_t mlp = gpt2 ? F + 2 * C : 3 * F;

@@ -1,6 +1,7 @@
 // defines: rope_tables, rope_apply (core/kernels/rope.h)
 #include "core/kernels/rope.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -23,8 +24,8 @@ void rope_tables(T* cos_t, T* sin_t, int64_t T_len, int64_t D, double theta) {
 }
 
 template <class T>
-void rope_apply(T* out, const T* x, const T* cos_t, const T* sin_t, int64_t B, int64_t T_len, int64_t H,
-                int64_t D, bool inverse) {
+void rope_apply(T* out, const T* x, const T* cos_t, const T* sin_t, int64_t B, int64_t T_len, int64_t H, int64_t D,
+                bool inverse, int64_t rot_heads) {
   const int64_t half = D / 2;
   const T sign = inverse ? T(-1) : T(1);
 #pragma omp parallel for collapse(2) schedule(static)
@@ -36,6 +37,10 @@ void rope_apply(T* out, const T* x, const T* cos_t, const T* sin_t, int64_t B, i
         const int64_t off = ((b * T_len + t) * H + h) * D;
         const T* xr = x + off;
         T* o = out + off;
+        if (h >= rot_heads) {
+          if (o != xr) std::copy(xr, xr + D, o);
+          continue;
+        }
 #pragma omp simd
         for (int64_t d = 0; d < half; ++d) {
           const T x0 = xr[d], x1 = xr[d + half], sn = sign * s[d];
@@ -48,9 +53,9 @@ void rope_apply(T* out, const T* x, const T* cos_t, const T* sin_t, int64_t B, i
 
 template void rope_tables<float>(float*, float*, int64_t, int64_t, double);
 template void rope_tables<double>(double*, double*, int64_t, int64_t, double);
-template void rope_apply<float>(float*, const float*, const float*, const float*, int64_t, int64_t, int64_t,
-                                int64_t, bool);
-template void rope_apply<double>(double*, const double*, const double*, const double*, int64_t, int64_t,
-                                 int64_t, int64_t, bool);
+template void rope_apply<float>(float*, const float*, const float*, const float*, int64_t, int64_t, int64_t, int64_t,
+                                bool, int64_t);
+template void rope_apply<double>(double*, const double*, const double*, const double*, int64_t, int64_t, int64_t,
+                                 int64_t, bool, int64_t);
 
 }  // namespace zt

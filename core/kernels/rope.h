@@ -16,8 +16,9 @@ template <class T>
 void rope_tables(T* cos_t, T* sin_t, int64_t T_len, int64_t D, double theta);
 
 // x, out: (B, T, H, D) contiguous, D even (out may alias x). inverse: rotate by -angle (backward).
+// Heads [0, rot_heads) rotate; heads [rot_heads, H) are copied (a packed q | k | v: v passes).
 template <class T>
-void rope_apply(T* out, const T* x, const T* cos_t, const T* sin_t, int64_t B, int64_t T_len, int64_t H,
-                int64_t D, bool inverse);
+void rope_apply(T* out, const T* x, const T* cos_t, const T* sin_t, int64_t B, int64_t T_len, int64_t H, int64_t D,
+                bool inverse, int64_t rot_heads);
 
 }  // namespace zt

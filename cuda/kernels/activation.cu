@@ -1,5 +1,5 @@
 // defines: bias_gelu_forward, bias_gelu_backward, gelu_forward, gelu_backward, swiglu_forward,
-//          swiglu_backward (cuda/kernels/activation.h); file-local: mul, add, sub, sigmoid, gelu_value,
+//          swiglu_backward, swiglu_packed_forward, swiglu_packed_backward (cuda/kernels/activation.h); file-local: mul, add, sub, sigmoid, gelu_value,
 //          gelu_slope and 9 more
 #include "cuda/kernels/activation.h"
 
@@ -195,6 +195,25 @@ void swiglu_backward(DType t, void* dgate, void* dup, const void* dout, const vo
   else if (dgate) launch_ew("swiglu_backward", t, Ptrs<3, 1>{{dout, gate, up}, {dgate}}, n, SwigluBwdGate{}, s);
   else if (dup) launch_ew("swiglu_backward", t, Ptrs<2, 1>{{dout, gate}, {dup}}, n, SwigluBwdUp{}, s);
   else ZT_THROW("cuda_kernels::swiglu_backward: dgate and dup are both null (expected at least one output)");
+}
+
+// gu (N, 2F) = [gate | up] rows: the gate half at column 0, the up half at column F, both with
+// leading dimension 2F; the per-element ops are swiglu_forward's and swiglu_backward's.
+void swiglu_packed_forward(DType t, void* out, const void* gu, int64_t N, int64_t F, cudaStream_t s) {
+  const size_t half = static_cast<size_t>(F) * dtype_size(t);
+  const auto* g = static_cast<const char*>(gu);
+  launch_ew_rows("swiglu_packed_forward", t, Ptrs<2, 1>{{g, g ? g + half : nullptr}, {out}},
+                 dev::Lds<2, 1>{{2 * F, 2 * F}, {F}}, N, F, SwigluFwd{}, s);
+}
+
+void swiglu_packed_backward(DType t, void* dgu, const void* dout, const void* gu, int64_t N, int64_t F,
+                            cudaStream_t s) {
+  const size_t half = static_cast<size_t>(F) * dtype_size(t);
+  const auto* g = static_cast<const char*>(gu);
+  auto* dg = static_cast<char*>(dgu);
+  launch_ew_rows("swiglu_packed_backward", t,
+                 Ptrs<3, 2>{{dout, g, g ? g + half : nullptr}, {dg, dg ? dg + half : nullptr}},
+                 dev::Lds<3, 2>{{F, 2 * F, 2 * F}, {2 * F, 2 * F}}, N, F, SwigluBwdBoth{}, s);
 }
 
 }  // namespace zt::cuda_kernels

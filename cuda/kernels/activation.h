@@ -1,5 +1,5 @@
 // defines: cuda_kernels::gelu_forward, gelu_backward, bias_gelu_forward, bias_gelu_backward,
-//          swiglu_forward, swiglu_backward — the MLP
+//          swiglu_forward, swiglu_backward, swiglu_packed_forward, swiglu_packed_backward — the MLP
 //          activations on the GPU, float32 or bfloat16 storage, float32 math.
 //
 // Formulas (the same as the CPU's core/kernels/activation.h, in the same operation order):
@@ -54,5 +54,9 @@ void swiglu_forward(DType t, void* out, const void* gate, const void* up, int64_
 // not both.
 void swiglu_backward(DType t, void* dgate, void* dup, const void* dout, const void* gate, const void* up, int64_t n,
                      cudaStream_t s);
+// The same over a packed gu (N, 2F) = [gate | up] (row-major): out (N, F) = silu(gate) * up;
+// dgu (N, 2F) = [dgate | dup] from dout (N, F). The bits of swiglu_forward / swiglu_backward.
+void swiglu_packed_forward(DType t, void* out, const void* gu, int64_t N, int64_t F, cudaStream_t s);
+void swiglu_packed_backward(DType t, void* dgu, const void* dout, const void* gu, int64_t N, int64_t F, cudaStream_t s);
 
 }  // namespace zt::cuda_kernels

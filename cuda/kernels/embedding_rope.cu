@@ -3,8 +3,9 @@
 //          iota_kernel, EmbWorkspace, align256, cub_sort_bytes, carve and 5 more
 #include "cuda/kernels/embedding_rope.h"
 
-#include <cmath>
+#include <algorithm>
 #include <climits>
+#include <cmath>
 #include <type_traits>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -113,21 +114,34 @@ __global__ void rope_tables_kernel(float* __restrict__ cos_t, float* __restrict_
   }
 }
 
-// One thread per pair (row, d < D/2), row = (b, t, h); out may be x (each pair read, then written,
-// by one thread). sign = -1: the inverse rotation.
+// One block per token (b, t) (grid-stride over the B T tokens), its threads over the token's
+// H * D/2 pairs (h, d < D/2) in 32-bit index math: the position, the head and the table row come
+// from one division a token and one a pair. Heads h >= rot_heads are copied (packed v), or left
+// alone in place. out may be x (each pair read, then written, by one thread). sign = -1: the
+// inverse rotation.
 template <DType D>
 __global__ void rope_kernel(Tp<D>* out, const Tp<D>* x, const float* __restrict__ cos_t,
-                            const float* __restrict__ sin_t, int64_t rows, int64_t T, int64_t H, int64_t Dh,
+                            const float* __restrict__ sin_t, int64_t tokens, int T, int H, int half, int rot_heads,
                             float sign) {
-  const int64_t half = Dh / 2;
-  for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < rows * half;
-       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t row = k / half, d = k % half, t = (row / H) % T;
-    const float c = cos_t[t * half + d], sn = sign * sin_t[t * half + d];
-    const int64_t off = row * Dh + d;
-    const float x0 = dev::Io<D>::load(x[off]), x1 = dev::Io<D>::load(x[off + half]);
-    out[off] = dev::Io<D>::store(x0 * c - x1 * sn);
-    out[off + half] = dev::Io<D>::store(x1 * c + x0 * sn);
+  const int pairs = H * half, width = 2 * pairs;
+  for (int64_t tok = blockIdx.x; tok < tokens; tok += gridDim.x) {
+    const int t = static_cast<int>(tok % T);
+    const float* c = cos_t + static_cast<int64_t>(t) * half;
+    const float* sn = sin_t + static_cast<int64_t>(t) * half;
+    const Tp<D>* xr = x + tok * width;
+    Tp<D>* o = out + tok * width;
+    for (int j = threadIdx.x; j < pairs; j += blockDim.x) {
+      const int h = j / half, d = j - h * half, off = h * 2 * half + d;
+      if (h < rot_heads) {
+        const float cc = c[d], ss = sign * sn[d];
+        const float x0 = dev::Io<D>::load(xr[off]), x1 = dev::Io<D>::load(xr[off + half]);
+        o[off] = dev::Io<D>::store(x0 * cc - x1 * ss);
+        o[off + half] = dev::Io<D>::store(x1 * cc + x0 * ss);
+      } else if (o != xr) {
+        o[off] = xr[off];
+        o[off + half] = xr[off + half];
+      }
+    }
   }
 }
 
@@ -140,20 +154,22 @@ void check_emb(const char* who, DType t, int64_t n, int64_t V, int64_t C) {
     ZT_THROW("cuda_kernels::", who, ": n = ", n, ", V = ", V, ", C = ", C, ", expected n >= 0, V >= 1, C >= 1");
 }
 
-void rope_launch(const char* who, DType t, void* out, const void* x, const float* cos_t, const float* sin_t,
-                 int64_t B, int64_t T, int64_t H, int64_t D, float sign, cudaStream_t s) {
+void rope_launch(const char* who, DType t, void* out, const void* x, const float* cos_t, const float* sin_t, int64_t B,
+                 int64_t T, int64_t H, int64_t D, int64_t rot_heads, float sign, cudaStream_t s) {
   check_compute(who, t);
-  if (B < 0 || T < 0 || H < 0 || D < 2 || D % 2 != 0)
-    ZT_THROW("cuda_kernels::", who, ": B = ", B, ", T = ", T, ", H = ", H, ", D = ", D,
-             ", expected B, T, H >= 0 and D even >= 2");
-  const int64_t rows = B * T * H;
-  if (rows == 0) return;
+  if (B < 0 || T < 0 || H < 0 || D < 2 || D % 2 != 0 || rot_heads < 0 || rot_heads > H || H * D >= (int64_t{1} << 30) ||
+      T >= (int64_t{1} << 31))
+    ZT_THROW("cuda_kernels::", who, ": B = ", B, ", T = ", T, ", H = ", H, ", D = ", D, ", rot_heads = ", rot_heads,
+             ", expected B, T, H >= 0, D even >= 2, 0 <= rot_heads <= H, H D < 2^30, T < 2^31");
+  const int64_t tokens = B * T;
+  if (tokens == 0 || H == 0) return;
   need(who, "out", out), need(who, "x", x), need(who, "cos_t", cos_t), need(who, "sin_t", sin_t);
-  const unsigned grid = dev::grid_for(rows * (D / 2), kThreads);
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tokens, int64_t{1} << 30));
   dispatch_compute(t, who, [&](auto d) {
     constexpr DType DT = decltype(d)::value;
     rope_kernel<DT><<<grid, kThreads, 0, s>>>(static_cast<Tp<DT>*>(out), static_cast<const Tp<DT>*>(x), cos_t, sin_t,
-                                              rows, T, H, D, sign);
+                                              tokens, static_cast<int>(T), static_cast<int>(H), static_cast<int>(D / 2),
+                                              static_cast<int>(rot_heads), sign);
   });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
@@ -214,13 +230,13 @@ void rope_tables(float* cos_t, float* sin_t, int64_t T, int64_t D, double theta,
 }
 
 void rope_forward(DType t, void* out, const void* x, const float* cos_t, const float* sin_t, int64_t B, int64_t T,
-                  int64_t H, int64_t D, cudaStream_t s) {
-  rope_launch("rope_forward", t, out, x, cos_t, sin_t, B, T, H, D, 1.0f, s);
+                  int64_t H, int64_t D, int64_t rot_heads, cudaStream_t s) {
+  rope_launch("rope_forward", t, out, x, cos_t, sin_t, B, T, H, D, rot_heads, 1.0f, s);
 }
 
 void rope_backward(DType t, void* dx, const void* dout, const float* cos_t, const float* sin_t, int64_t B, int64_t T,
-                   int64_t H, int64_t D, cudaStream_t s) {
-  rope_launch("rope_backward", t, dx, dout, cos_t, sin_t, B, T, H, D, -1.0f, s);
+                   int64_t H, int64_t D, int64_t rot_heads, cudaStream_t s) {
+  rope_launch("rope_backward", t, dx, dout, cos_t, sin_t, B, T, H, D, rot_heads, -1.0f, s);
 }
 
 }  // namespace zt::cuda_kernels

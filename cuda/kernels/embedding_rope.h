@@ -47,11 +47,12 @@ void embedding_backward(DType t, void* dtable, const void* dout, const int32_t* 
 
 // cos_t, sin_t (T, D/2) float32 device tables for positions 0..T-1; D even >= 2, theta > 0.
 void rope_tables(float* cos_t, float* sin_t, int64_t T, int64_t D, double theta, cudaStream_t s);
-// out (B, T, H, D) = rotate(x (B, T, H, D)); out may be x (in place).
+// out (B, T, H, D) = rotate(x (B, T, H, D)) for heads [0, rot_heads), heads [rot_heads, H) copied;
+// out may be x (in place).
 void rope_forward(DType t, void* out, const void* x, const float* cos_t, const float* sin_t, int64_t B, int64_t T,
-                  int64_t H, int64_t D, cudaStream_t s);
-// dx (B, T, H, D) = inverse rotation of dout; dx may be dout.
+                  int64_t H, int64_t D, int64_t rot_heads, cudaStream_t s);
+// dx (B, T, H, D) = inverse rotation of dout (heads [0, rot_heads)); dx may be dout.
 void rope_backward(DType t, void* dx, const void* dout, const float* cos_t, const float* sin_t, int64_t B, int64_t T,
-                   int64_t H, int64_t D, cudaStream_t s);
+                   int64_t H, int64_t D, int64_t rot_heads, cudaStream_t s);
 
 }  // namespace zt::cuda_kernels

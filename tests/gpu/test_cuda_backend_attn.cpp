@@ -317,22 +317,32 @@ TEST_CASE("CudaBackend rope_tables, rope forward and inverse", "[cuda_backend_at
   // the application, on the CPU's tables (uploaded) so that only the rotation is measured
   const Tensor cu = to_gpu(cr, DType::f32), su = to_gpu(sr, DType::f32);
   uint32_t seed = 3000;
-  for (DType dt : {DType::f32, DType::bf16})
-    for (bool inverse : {false, true}) {
-      const std::string what = std::string("rope ") + dt_name(dt) + (inverse ? " inverse" : " forward");
-      const Tensor x = host_randn({B, T, H, D}, seed += 7, 1.0, dt);
-      const Tensor xg = to_gpu(x, dt);
-      Tensor og = gpu_poisoned(x.shape(), dt);
-      gpu().rope(og, xg, cu, su, inverse);
-      Tensor orf = host_empty(x.shape());
-      cpu().rope(orf, x, cr, sr, inverse);
-      check_rms(og, orf, tol_for(dt), what);
-      if (dt == DType::f32) {  // the inverse undoes the rotation
-        Tensor back = gpu_poisoned(x.shape(), dt);
-        gpu().rope(back, og, cu, su, !inverse);
-        check_rms(back, x, kTolF32, what + " then its inverse");
+  // rot_heads < H: a packed q | k | v, the last heads copied unchanged
+  for (int64_t rot : {H, int64_t{1}})
+    for (DType dt : {DType::f32, DType::bf16})
+      for (bool inverse : {false, true}) {
+        const std::string what = std::string("rope ") + dt_name(dt) + (inverse ? " inverse" : " forward") +
+                                 " rot_heads " + std::to_string(rot);
+        const Tensor x = host_randn({B, T, H, D}, seed += 7, 1.0, dt);
+        const Tensor xg = to_gpu(x, dt);
+        Tensor og = gpu_poisoned(x.shape(), dt);
+        gpu().rope(og, xg, cu, su, inverse, rot);
+        Tensor orf = host_empty(x.shape());
+        cpu().rope(orf, x, cr, sr, inverse, rot);
+        check_rms(og, orf, tol_for(dt), what);
+        if (rot < H) {  // the passed heads are the input's bits
+          const auto got = og.to_vector(), in = x.to_vector();
+          int64_t bad = 0;
+          for (int64_t i = 0; i < B * T * H * D; ++i)
+            bad += (i / D) % H >= rot && got[static_cast<size_t>(i)] != in[static_cast<size_t>(i)];
+          CHECK(bad == 0);
+        }
+        if (dt == DType::f32) {  // the inverse undoes the rotation
+          Tensor back = gpu_poisoned(x.shape(), dt);
+          gpu().rope(back, og, cu, su, !inverse, rot);
+          check_rms(back, x, kTolF32, what + " then its inverse");
+        }
       }
-    }
 }
 
 // ---- attention ----------------------------------------------------------------------------------

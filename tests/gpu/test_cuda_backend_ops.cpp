@@ -120,6 +120,42 @@ TEST_CASE("cuda backend: binary, scale, mul_backward, silu match the cpu backend
   CHECK_THROWS_WITH(g.scale(device_empty({8}, DType::f64), a64, 2.0), Catch::Contains("float32 or bfloat16"));
 }
 
+// Llama's packed gate | up (N, 2F): the CPU's swiglu_packed within 1e-5, and the bits of the GPU's
+// own swiglu on the two halves apart (the same per-element code), on the vector path (F % 8 == 0,
+// aligned) and the scalar one (odd F, or an offset buffer).
+TEST_CASE("cuda backend: swiglu_packed forward and backward match the cpu and the unpacked swiglu",
+          "[cuda_backend_ops]") {
+  Backend& g = gpu();
+  for (DType t : kTypes)
+    for (int64_t F : {int64_t(1), int64_t(7), int64_t(8), int64_t(2048)})
+      for (int64_t N : {int64_t(1), int64_t(5), int64_t(33)})
+        for (int64_t off : kOffsets) {
+          CAPTURE(dtype_name(t), N, F, off);
+          const Tensor gu = host(values(N * 2 * F, 5, t), {N, 2 * F}), d = host(values(N * F, 6, t), {N, F});
+          const Tensor ggu = device_from(gu, t, off), gd = device_from(d, t, off);
+          Tensor ref = host_empty({N, F}), out = device_empty({N, F}, t, off);
+          cpu().swiglu_packed(ref, gu);
+          g.swiglu_packed(out, ggu);
+          CHECK(count_bad(out, ref, t, 1e-5) == 0);
+          Tensor rdgu = host_empty({N, 2 * F}), dgu = device_empty({N, 2 * F}, t, off);
+          cpu().swiglu_packed_backward(rdgu, d, gu);
+          g.swiglu_packed_backward(dgu, gd, ggu);
+          CHECK(count_bad(dgu, rdgu, t, 1e-5) == 0);
+          // the halves apart through the unpacked entries: the same bits
+          const Tensor gate = gu.slice(1, 0, F).contiguous(), up = gu.slice(1, F, 2 * F).contiguous();
+          const Tensor ggate = device_from(gate, t, 0), gup = device_from(up, t, 0);
+          Tensor o2 = device_empty({N, F}, t, 0), dg = device_empty({N, F}, t, 0), du = device_empty({N, F}, t, 0);
+          g.swiglu(o2, ggate, gup);
+          g.swiglu_backward(dg, du, device_from(d, t, 0), ggate, gup);
+          const Tensor packed_back = dgu.to(Device::cpu(), Category::workspace);
+          CHECK(count_bad(o2, out.to(Device::cpu(), Category::workspace), t, 0.0) == 0);
+          CHECK(count_bad(dg, packed_back.slice(1, 0, F).contiguous(), t, 0.0) == 0);
+          CHECK(count_bad(du, packed_back.slice(1, F, 2 * F).contiguous(), t, 0.0) == 0);
+        }
+  CHECK_THROWS_WITH(g.swiglu_packed(device_empty({2, 3}, DType::f32, 0), device_empty({2, 5}, DType::f32, 0)),
+                    Catch::Contains("(..., 2F)"));
+}
+
 // ---------------------------------------------------------------- reductions
 
 TEST_CASE("cuda backend: sum_all, fill_scaled, sum_last forward and backward", "[cuda_backend_ops]") {

@@ -510,32 +510,33 @@ TEST_CASE("cuda rope tables, forward and backward match the CPU ops", "[cuda_nn_
       }
       CHECK(bad == 0);
       gc.up(cs), gs.up(sn);  // the apply kernels checked on the CPU's tables
-      for (DType t : kTypes) {
-        CAPTURE(dtype_name(t));
-        const auto x = quantize(normals(n, 0.0f, 1.0f, 61), t);
-        std::vector<float> y(n), dx(n);
-        rope_apply<float>(y.data(), x.data(), cs.data(), sn.data(), sh.B, sh.T, sh.H, sh.D, false);
-        rope_apply<float>(dx.data(), x.data(), cs.data(), sn.data(), sh.B, sh.T, sh.H, sh.D, true);
-        DevArr gx(t, n), gy(t, n), gdx(t, n);
-        gx.up(x);
-        cuda_kernels::rope_forward(t, gy.p(), gx.p(), gc.f(), gs.f(), sh.B, sh.T, sh.H, sh.D, nullptr);
-        cuda_kernels::rope_backward(t, gdx.p(), gx.p(), gc.f(), gs.f(), sh.B, sh.T, sh.H, sh.D, nullptr);
-        device_sync();
-        CHECK(count_bad(gy.down(), y, t) == 0);
-        CHECK(count_bad(gdx.down(), dx, t) == 0);
-        // in place, and backward(forward(x)) = x up to rounding
-        cuda_kernels::rope_forward(t, gx.p(), gx.p(), gc.f(), gs.f(), sh.B, sh.T, sh.H, sh.D, nullptr);
-        device_sync();
-        CHECK(gx.raw() == gy.raw());
-        if (t == DType::f32) {
-          cuda_kernels::rope_backward(t, gx.p(), gx.p(), gc.f(), gs.f(), sh.B, sh.T, sh.H, sh.D, nullptr);
+      for (DType t : kTypes)
+        for (int64_t rot : {sh.H, sh.H / 2}) {  // rot < H: the last heads pass unchanged (packed v)
+          CAPTURE(dtype_name(t), rot);
+          const auto x = quantize(normals(n, 0.0f, 1.0f, 61), t);
+          std::vector<float> y(n), dx(n);
+          rope_apply<float>(y.data(), x.data(), cs.data(), sn.data(), sh.B, sh.T, sh.H, sh.D, false, rot);
+          rope_apply<float>(dx.data(), x.data(), cs.data(), sn.data(), sh.B, sh.T, sh.H, sh.D, true, rot);
+          DevArr gx(t, n), gy(t, n), gdx(t, n);
+          gx.up(x);
+          cuda_kernels::rope_forward(t, gy.p(), gx.p(), gc.f(), gs.f(), sh.B, sh.T, sh.H, sh.D, rot, nullptr);
+          cuda_kernels::rope_backward(t, gdx.p(), gx.p(), gc.f(), gs.f(), sh.B, sh.T, sh.H, sh.D, rot, nullptr);
           device_sync();
-          CHECK(count_bad(gx.down(), x, t) == 0);
+          CHECK(count_bad(gy.down(), y, t) == 0);
+          CHECK(count_bad(gdx.down(), dx, t) == 0);
+          // in place, and backward(forward(x)) = x up to rounding
+          cuda_kernels::rope_forward(t, gx.p(), gx.p(), gc.f(), gs.f(), sh.B, sh.T, sh.H, sh.D, rot, nullptr);
+          device_sync();
+          CHECK(gx.raw() == gy.raw());
+          if (t == DType::f32) {
+            cuda_kernels::rope_backward(t, gx.p(), gx.p(), gc.f(), gs.f(), sh.B, sh.T, sh.H, sh.D, rot, nullptr);
+            device_sync();
+            CHECK(count_bad(gx.down(), x, t) == 0);
+          }
         }
-      }
     }
   DevArr g(DType::f32, 8);
-  CHECK_THROWS_WITH(cuda_kernels::rope_forward(DType::f32, g.p(), g.p(), g.f(), g.f(), 1, 1, 1, 3, nullptr),
+  CHECK_THROWS_WITH(cuda_kernels::rope_forward(DType::f32, g.p(), g.p(), g.f(), g.f(), 1, 1, 1, 3, 1, nullptr),
                     Catch::Contains("D even"));
   CHECK_THROWS_WITH(cuda_kernels::rope_tables(g.f(), g.f(), 2, 4, -1.0, nullptr), Catch::Contains("theta"));
 }
