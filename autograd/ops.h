@@ -97,11 +97,12 @@ std::pair<Var, Var> residual_rmsnorm(const Var& x, const Var& y, const Var& weig
 // ---- attention ----
 // Rotary position embedding, Hugging Face Llama convention (rotate_half): for each head,
 // pairs (d, d + D/2) at position t rotate by angle t * theta^(-2d/D).  x (B, T, H, D), D even.
-Var rope(const Var& x, double theta = 10000.0);
+// p: the base theta (a double converts) and the frequency scaling (core/kernels/rope.h: llama3).
+Var rope(const Var& x, const RopeParams& p = {});
 // The same on a packed projection qkv (B, T, (Hq + 2 Hkv) D) = [q | k | v] (one GEMM of the
 // stacked q_proj | k_proj | v_proj): q's and k's heads rotate, v's pass unchanged; the result
 // has qkv's layout, for causal_attention_packed.
-Var rope_packed(const Var& qkv, int64_t Hq, int64_t Hkv, double theta = 10000.0);
+Var rope_packed(const Var& qkv, int64_t Hq, int64_t Hkv, const RopeParams& p = {});
 // Causal scaled-dot-product attention with grouped-query heads.
 // q (B, T, Hq, D), k and v (B, T, Hkv, D), Hq % Hkv == 0 (query head h reads kv head
 // h / (Hq / Hkv)); scale 1/sqrt(D). Returns (B, T, Hq, D).

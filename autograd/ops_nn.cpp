@@ -175,19 +175,19 @@ std::pair<Var, Var> residual_rmsnorm(const Var& x, const Var& y, const Var& weig
 namespace {
 // RoPE over the first rot_heads heads of x (B, T, H, D), the rest passed through (one op for the
 // plain rope and the packed one).
-Var rope_heads(const char* op, const Var& x, int64_t rot_heads, double theta) {
+Var rope_heads(const char* op, const Var& x, int64_t rot_heads, const RopeParams& p) {
   Backend& be = op_backend(op, {{"x", &x}});
   need_compute(op, "x", x, be);
   const int64_t T_len = x.size(1), D = x.size(3);
   if (D < 2 || D % 2 != 0)
     ZT_THROW(op, ": head dim D must be even and >= 2 (pairs (d, d + D/2) rotate), got D = ", D, " in ",
              shape_str(x.shape()));
-  if (!(theta > 0)) ZT_THROW(op, ": theta must be > 0, got ", theta);
+  if (!(p.theta > 0)) ZT_THROW(op, ": theta must be > 0, got ", p.theta);
   const DType dt = x.dtype(), st = be.stats_dtype(dt);
   Tensor xc = x.value().contiguous();
   Tensor cos_t = new_output(be, {T_len, D / 2}, st), sin_t = new_output(be, {T_len, D / 2}, st);
   Tensor out = new_output(be, x.shape(), dt);
-  be.rope_tables(cos_t, sin_t, theta);
+  be.rope_tables(cos_t, sin_t, p);
   be.rope(out, xc, cos_t, sin_t, /*inverse=*/false, rot_heads);
   return Var::make(
       out, {x},
@@ -201,17 +201,17 @@ Var rope_heads(const char* op, const Var& x, int64_t rot_heads, double theta) {
 }
 }  // namespace
 
-Var rope(const Var& x, double theta) {
+Var rope(const Var& x, const RopeParams& p) {
   if (x.dim() != 4) ZT_THROW("rope: x: expected shape (B, T, H, D), got ", shape_str(x.shape()));
-  return rope_heads("rope", x, x.size(2), theta);
+  return rope_heads("rope", x, x.size(2), p);
 }
 
-Var rope_packed(const Var& qkv, int64_t Hq, int64_t Hkv, double theta) {
+Var rope_packed(const Var& qkv, int64_t Hq, int64_t Hkv, const RopeParams& p) {
   const char* op = "rope_packed";
   if (Hq < 1 || Hkv < 1 || Hq % Hkv != 0 || qkv.dim() != 3 || qkv.size(2) % (Hq + 2 * Hkv) != 0)
     ZT_THROW(op, ": qkv ", shape_str(qkv.shape()), " is not (B, T, (Hq + 2 Hkv) D) for Hq = ", Hq, ", Hkv = ", Hkv);
   const int64_t B = qkv.size(0), T_len = qkv.size(1), H = Hq + 2 * Hkv, D = qkv.size(2) / H;
-  return reshape(rope_heads(op, reshape(qkv, {B, T_len, H, D}), Hq + Hkv, theta), qkv.shape());
+  return reshape(rope_heads(op, reshape(qkv, {B, T_len, H, D}), Hq + Hkv, p), qkv.shape());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@
 #include <string>
 
 #include "core/device.h"
+#include "core/kernels/rope.h"  // RopeParams
 #include "core/memory.h"
 #include "core/tensor.h"
 

@@ -529,14 +529,14 @@ void CpuBackend::rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tens
 // ---------------------------------------------------------------------------------------------
 // RoPE, attention
 
-void CpuBackend::rope_tables(const Tensor& cos_t, const Tensor& sin_t, double theta) {
+void CpuBackend::rope_tables(const Tensor& cos_t, const Tensor& sin_t, const RopeParams& p) {
   need_contiguous("rope_tables", {&cos_t, &sin_t});
   ZT_CHECK(cos_t.dim() == 2 && sin_t.shape() == cos_t.shape(), "cpu backend rope_tables: ", cos_t.str(), ", ",
            sin_t.str(), " ((T, D/2) expected)");
   const int64_t T_len = cos_t.size(0), D = 2 * cos_t.size(1);
   dispatch_float(cos_t.dtype(), "cpu backend ", "rope_tables", [&](auto tag) {
     using T = decltype(tag);
-    zt::rope_tables<T>(cos_t.data<T>(), sin_t.data<T>(), T_len, D, theta);
+    zt::rope_tables<T>(cos_t.data<T>(), sin_t.data<T>(), T_len, D, p);
   });
 }
 

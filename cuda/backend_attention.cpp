@@ -356,15 +356,14 @@ void CudaBackend::linear_dgelu_backward(const Tensor& dpre, const Tensor& db, co
 
 // ---- RoPE -------------------------------------------------------------------------------------------
 
-void CudaBackend::rope_tables(const Tensor& cos_t, const Tensor& sin_t, double theta) {
+void CudaBackend::rope_tables(const Tensor& cos_t, const Tensor& sin_t, const RopeParams& p) {
   const char* op = "rope_tables";
   need_compute(*this, cos_t, DType::f32, op, "cos_t");
   need_compute(*this, sin_t, DType::f32, op, "sin_t");
   ZT_CHECK(cos_t.dim() == 2, "CudaBackend::rope_tables: cos_t ", shape_str(cos_t.shape()), " must be (T, D/2)");
   need_shape(sin_t, cos_t.shape(), op, "sin_t");
   DeviceGuard guard(index_);
-  cuda_kernels::rope_tables(cos_t.data<float>(), sin_t.data<float>(), cos_t.size(0), 2 * cos_t.size(1), theta,
-                            stream());
+  cuda_kernels::rope_tables(cos_t.data<float>(), sin_t.data<float>(), cos_t.size(0), 2 * cos_t.size(1), p, stream());
 }
 
 void CudaBackend::rope(const Tensor& out, const Tensor& x, const Tensor& cos_t, const Tensor& sin_t, bool inverse,

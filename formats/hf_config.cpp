@@ -91,7 +91,7 @@ ModelConfig hf_config_from_json(const nlohmann::json& j, const std::string& wher
     if (act != "silu")
       ZT_THROW("HF config ", where, ": \"hidden_act\" = \"", act,
                "\" is not supported: ZeroTensor's Llama uses SwiGLU (silu)");
-    r.require("rope_scaling", false, "ZeroTensor's RoPE has no scaling (plain theta^(-2d/D) frequencies)");
+    if (j.contains("rope_scaling")) c.rope_scaling = rope_scaling_from_json(j.at("rope_scaling"), "HF config " + where);
     r.require("attention_bias", !r.flag("attention_bias", false), "ZeroTensor's Llama has no q/k/v/o biases");
     r.require("mlp_bias", !r.flag("mlp_bias", false), "ZeroTensor's Llama has no MLP biases");
     if (r.has("head_dim") && r.integer("head_dim") * c.n_head != c.n_embd)
@@ -145,7 +145,7 @@ nlohmann::ordered_json hf_config_to_json(const ModelConfig& c, DType dt) {
     j["vocab_size"] = c.vocab_size;
     j["rms_norm_eps"] = c.norm_eps;
     j["rope_theta"] = c.rope_theta;
-    j["rope_scaling"] = nullptr;
+    j["rope_scaling"] = rope_scaling_to_json(c.rope_scaling);
     j["attention_bias"] = false;
     j["mlp_bias"] = false;
     j["attention_dropout"] = 0.0;

@@ -108,9 +108,18 @@ void check_config_matches(const ModelConfig& file, const ModelConfig& model, con
       {"ffn_hidden", double(file.ffn_hidden), double(model.ffn_hidden)},
       {"norm_eps", file.norm_eps, model.norm_eps},
       {"rope_theta", file.family == "llama" ? file.rope_theta : 0, model.family == "llama" ? model.rope_theta : 0},
-      {"tie_embeddings", double(file.tie_embeddings), double(model.tie_embeddings)}};
+      {"tie_embeddings", double(file.tie_embeddings), double(model.tie_embeddings)},
+      {"rope_scaling.factor", file.rope_scaling.factor, model.rope_scaling.factor},
+      {"rope_scaling.low_freq_factor", file.rope_scaling.low_freq_factor, model.rope_scaling.low_freq_factor},
+      {"rope_scaling.high_freq_factor", file.rope_scaling.high_freq_factor, model.rope_scaling.high_freq_factor},
+      {"rope_scaling.original_max_position_embeddings", double(file.rope_scaling.original_max_position),
+       double(model.rope_scaling.original_max_position)}};
   if (file.family != model.family)
     ZT_THROW("HF checkpoint ", where, " holds a ", file.family, " model, the model is ", model.family);
+  if (file.rope_scaling.type != model.rope_scaling.type)
+    ZT_THROW("HF checkpoint ", where, " does not match the model: rope_scaling is ",
+             file.rope_scaling.type == RopeScaling::Type::none ? "none" : "llama3", " in config.json but ",
+             model.rope_scaling.type == RopeScaling::Type::none ? "none" : "llama3", " in the model");
   for (const auto& f : fields)
     if (f.f != f.m)
       ZT_THROW("HF checkpoint ", where, " does not match the model: ", f.field, " is ", f.f, " in config.json but ",

@@ -20,7 +20,7 @@ LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt)
       input_layernorm(params_, "input_layernorm", c.n_embd, c.norm_eps),
       self_attn(params_, "self_attn",
                 AttentionConfig{.n_embd = c.n_embd, .n_head = c.n_head, .n_kv_head = c.n_kv_head,
-                                .fused_qkv = false, .bias = false, .use_rope = true, .rope_theta = c.rope_theta}),
+                                .fused_qkv = false, .bias = false, .use_rope = true, .rope = c.rope()}),
       post_attention_layernorm(params_, "post_attention_layernorm", c.n_embd, c.norm_eps),
       mlp(params_, "mlp", c.n_embd, c.ffn_hidden) {}
 

@@ -1,11 +1,13 @@
 // defines: default_ffn_hidden, ModelConfig (validate, num_params), model_config_names, model_config,
-//          to_json, from_json (models/model_config.h); file-local: gpt2_shape, llama_shape, Named,
-//          named_configs
+//          to_json, from_json, rope_scaling_error, rope_scaling_to_json, rope_scaling_from_json
+//          (models/model_config.h); file-local: gpt2_shape, llama_shape, llama3_shape, Named, named_configs
 #include "models/model_config.h"
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <initializer_list>
+#include <sstream>
 
 #include "core/check.h"
 #include "core/checked.h"  // defines: checked_mul, checked_add
@@ -51,6 +53,9 @@ void ModelConfig::validate() const {
       ZT_THROW("model config: RoPE needs an even head dimension, got n_embd / n_head = ", n_embd, " / ", n_head,
                " = ", head_dim());
     if (!(rope_theta > 0)) ZT_THROW("model config: rope_theta must be > 0, got ", rope_theta);
+    if (const std::string e = rope_scaling_error(rope_scaling); !e.empty()) ZT_THROW("model config: rope_scaling: ", e);
+  } else if (!(rope_scaling == RopeScaling{})) {
+    ZT_THROW("model config: gpt2 has learned positions, no RoPE: rope_scaling must be none");
   }
 }
 
@@ -111,6 +116,20 @@ ModelConfig llama_shape(int64_t L, int64_t C, int64_t H, int64_t Hkv, int64_t F,
   return c;
 }
 
+// Llama 3.x: rope_theta 500000 with Llama 3's scaling (factor 32, low 1, high 4, original 8192
+// positions), tied embeddings (the 1B and 3B), RMSNorm eps 1e-5.
+ModelConfig llama3_shape(int64_t L, int64_t C, int64_t H, int64_t Hkv, int64_t F, int64_t T, int64_t V) {
+  ModelConfig c = llama_shape(L, C, H, Hkv, F, T, V);
+  c.rope_theta = 500000.0;
+  c.rope_scaling = RopeScaling{.type = RopeScaling::Type::llama3,
+                               .factor = 32.0,
+                               .low_freq_factor = 1.0,
+                               .high_freq_factor = 4.0,
+                               .original_max_position = 8192};
+  c.tie_embeddings = true;
+  return c;
+}
+
 struct Named {
   const char* name;
   ModelConfig cfg;
@@ -134,6 +153,9 @@ const std::vector<Named>& named_configs() {
       // 24,576,000. (12 layers of this width would be 124,668,672: half of a 768-wide model
       // with an untied 32000 vocabulary is its two embedding matrices.)
       {"llama-100m", llama_shape(8, 768, 12, 4, 2048, 1024, 32000)},
+      // meta-llama/Llama-3.2-1B's config.json: 1,235,814,400 parameters = embed 262,668,288
+      // (tied to lm_head) + 16 layers x 60,821,504 + norm 2,048.
+      {"llama3.2-1b", llama3_shape(16, 2048, 32, 8, 8192, 131072, 128256)},
   };
   return v;
 }
@@ -169,6 +191,7 @@ void to_json(nlohmann::json& j, const ModelConfig& c) {
                      {"max_seq_len", c.max_seq_len},
                      {"ffn_hidden", c.ffn_hidden},
                      {"rope_theta", c.rope_theta},
+                     {"rope_scaling", rope_scaling_to_json(c.rope_scaling)},
                      {"norm_eps", c.norm_eps},
                      {"tie_embeddings", c.tie_embeddings}};
 }
@@ -178,7 +201,7 @@ void from_json(const nlohmann::json& j, ModelConfig& out) {
   static const char* const kKeys[] = {"family",     "n_layer",           "n_embd",      "n_head",
                                       "n_kv_head",  "vocab_size",        "padded_vocab_size",
                                       "max_seq_len", "ffn_hidden",       "rope_theta",  "norm_eps",
-                                      "tie_embeddings"};
+                                      "tie_embeddings", "rope_scaling"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* k : kKeys) known = known || it.key() == k;
@@ -217,6 +240,7 @@ void from_json(const nlohmann::json& j, ModelConfig& out) {
   c.padded_vocab_size = get_int("padded_vocab_size", false, c.vocab_size);
   c.ffn_hidden = get_int("ffn_hidden", false, default_ffn_hidden(c.family, c.n_embd));
   c.rope_theta = get_num("rope_theta", 10000.0);
+  if (j.contains("rope_scaling")) c.rope_scaling = rope_scaling_from_json(j.at("rope_scaling"), "model config");
   c.norm_eps = get_num("norm_eps", 1e-5);
   c.tie_embeddings = c.family == "gpt2";
   if (j.contains("tie_embeddings")) {
@@ -226,6 +250,71 @@ void from_json(const nlohmann::json& j, ModelConfig& out) {
   }
   c.validate();
   out = c;
+}
+
+// ---- rope_scaling ----
+
+std::string rope_scaling_error(const RopeScaling& s) {
+  if (s.type == RopeScaling::Type::none) return "";
+  std::ostringstream o;
+  if (!(s.factor >= 1.0) || !std::isfinite(s.factor)) o << "factor " << s.factor << " must be a finite number >= 1";
+  else if (!(s.low_freq_factor > 0) || !(s.high_freq_factor > s.low_freq_factor) || !std::isfinite(s.high_freq_factor))
+    o << "low_freq_factor " << s.low_freq_factor << " and high_freq_factor " << s.high_freq_factor
+      << " must satisfy 0 < low_freq_factor < high_freq_factor";
+  else if (s.original_max_position < 1)
+    o << "original_max_position_embeddings " << s.original_max_position << " must be >= 1";
+  return o.str();
+}
+
+nlohmann::ordered_json rope_scaling_to_json(const RopeScaling& s) {
+  if (s.type == RopeScaling::Type::none) return nullptr;
+  nlohmann::ordered_json j;
+  j["rope_type"] = "llama3";
+  j["factor"] = s.factor;
+  j["low_freq_factor"] = s.low_freq_factor;
+  j["high_freq_factor"] = s.high_freq_factor;
+  j["original_max_position_embeddings"] = s.original_max_position;
+  return j;
+}
+
+RopeScaling rope_scaling_from_json(const nlohmann::json& j, const std::string& where) {
+  if (j.is_null()) return {};
+  if (!j.is_object()) ZT_THROW(where, ": \"rope_scaling\" must be null or an object, got ", j.dump());
+  const char* type_key = j.contains("rope_type") ? "rope_type" : "type";
+  if (!j.contains(type_key) || !j.at(type_key).is_string())
+    ZT_THROW(where, ": \"rope_scaling\" ", j.dump(), " has no string \"rope_type\"");
+  const std::string type = j.at(type_key).get<std::string>();
+  if (type == "default") return {};
+  if (type != "llama3")
+    ZT_THROW(where, ": rope_scaling.", type_key, " \"", type,
+             "\" is not supported (ZeroTensor builds \"llama3\"; linear, dynamic, yarn, longrope and the others are "
+             "not built yet)");
+  auto num = [&](const char* key) {
+    if (!j.contains(key) || !j.at(key).is_number())
+      ZT_THROW(where, ": rope_scaling (llama3) needs a number \"", key, "\", got ",
+               j.contains(key) ? j.at(key).dump() : std::string("nothing"));
+    return j.at(key).get<double>();
+  };
+  RopeScaling s{.type = RopeScaling::Type::llama3,
+                .factor = num("factor"),
+                .low_freq_factor = num("low_freq_factor"),
+                .high_freq_factor = num("high_freq_factor"),
+                .original_max_position = 0};
+  const double L = num("original_max_position_embeddings");
+  if (L != std::floor(L) || L < 1 || L > 1e15)
+    ZT_THROW(where, ": rope_scaling.original_max_position_embeddings ", L, " must be a positive integer");
+  s.original_max_position = static_cast<int64_t>(L);
+  if (const std::string e = rope_scaling_error(s); !e.empty()) ZT_THROW(where, ": rope_scaling: ", e);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    static const char* const kKnown[] = {"rope_type", "type", "factor", "low_freq_factor", "high_freq_factor",
+                                         "original_max_position_embeddings"};
+    bool known = false;
+    for (const char* k : kKnown) known = known || it.key() == k;
+    if (!known)
+      ZT_THROW(where, ": rope_scaling (llama3) key \"", it.key(), "\" is not supported (would change the frequencies "
+               "in a way ZeroTensor does not compute)");
+  }
+  return s;
 }
 
 }  // namespace zt

@@ -1,5 +1,6 @@
 // defines: ModelConfig (the shape of a GPT-2 or Llama model), model_config (named configs),
-//          model_config_names, to_json / from_json (nlohmann), default_ffn_hidden, ModelOptions.
+//          model_config_names, to_json / from_json (nlohmann), default_ffn_hidden, ModelOptions,
+//          rope_scaling_error, rope_scaling_to_json, rope_scaling_from_json.
 //
 // One struct describes both families:
 //   gpt2:  learned positions (wpe), LayerNorm, fused c_attn with biases, GELU MLP (hidden 4C),
@@ -16,6 +17,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/dtype.h"
+#include "core/kernels/rope.h"  // RopeScaling, RopeParams
 
 namespace zt {
 
@@ -30,10 +32,12 @@ struct ModelConfig {
   int64_t max_seq_len = 0;
   int64_t ffn_hidden = 0;  // MLP hidden width (GPT-2: 4C)
   double rope_theta = 10000.0;  // Llama only
+  RopeScaling rope_scaling;     // Llama only: none, or Llama 3's (a Hugging Face "rope_scaling")
   double norm_eps = 1e-5;
   bool tie_embeddings = true;  // GPT-2: always
 
   int64_t head_dim() const { return n_head > 0 ? n_embd / n_head : 0; }
+  RopeParams rope() const { return {rope_theta, rope_scaling}; }
   // Throws zt::Error naming the first field that is impossible and why.
   void validate() const;
   // The exact parameter count of the model this config builds (no flat-buffer padding),
@@ -41,6 +45,16 @@ struct ModelConfig {
   int64_t num_params() const;
   bool operator==(const ModelConfig&) const = default;
 };
+
+// What is wrong with a Llama 3 scaling (factor >= 1, 0 < low_freq_factor < high_freq_factor,
+// original_max_position >= 1), or "" when it is usable (type none always is).
+std::string rope_scaling_error(const RopeScaling& s);
+// A Hugging Face config's "rope_scaling": null for none, else {"rope_type": "llama3", "factor",
+// "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}. The reader takes
+// the older key "type" too, "default" as none, and refuses the types not built ("linear",
+// "dynamic", "yarn", "longrope", ...) by name; `where` starts its errors.
+nlohmann::ordered_json rope_scaling_to_json(const RopeScaling& s);
+RopeScaling rope_scaling_from_json(const nlohmann::json& j, const std::string& where);
 
 // How a model's units are built (not part of its shape).
 struct ModelOptions {

@@ -80,27 +80,27 @@ const Tensor& KVCache::values(int64_t layer) const {
   return v_[static_cast<size_t>(layer)];
 }
 
-std::pair<Tensor, Tensor> KVCache::rope_tables(double theta, DType dt, Device dev) {
-  if (!(theta > 0)) ZT_THROW("KVCache::rope_tables: theta must be > 0, got ", theta);
+std::pair<Tensor, Tensor> KVCache::rope_tables(const RopeParams& p, DType dt, Device dev) {
+  if (!(p.theta > 0)) ZT_THROW("KVCache::rope_tables: theta must be > 0, got ", p.theta);
   if (head_dim_ % 2 != 0) ZT_THROW("KVCache::rope_tables: head dim ", head_dim_, " is odd (RoPE rotates pairs)");
   Backend& be = backend(dev);
   const DType st = be.stats_dtype(dt);
-  if (!rope_cos_.defined() || rope_theta_ != theta || rope_cos_.dtype() != st || rope_cos_.device() != dev) {
+  if (!rope_cos_.defined() || !(rope_params_ == p) || rope_cos_.dtype() != st || rope_cos_.device() != dev) {
     rope_cos_ = Tensor::empty({capacity_, head_dim_ / 2}, st, Category::activations, be.allocator());
     rope_sin_ = Tensor::empty({capacity_, head_dim_ / 2}, st, Category::activations, be.allocator());
-    be.rope_tables(rope_cos_, rope_sin_, theta);  // rows are positions 0 .. capacity - 1
-    rope_theta_ = theta;
+    be.rope_tables(rope_cos_, rope_sin_, p);  // rows are positions 0 .. capacity - 1
+    rope_params_ = p;
   }
   return {rope_cos_, rope_sin_};
 }
 
-Tensor rope_at(const Tensor& x, int64_t pos0, double theta, KVCache& cache) {
+Tensor rope_at(const Tensor& x, int64_t pos0, const RopeParams& p, KVCache& cache) {
   if (x.dim() != 4 || x.size(3) != cache.head_dim())
     ZT_THROW("rope_at: x: expected shape (B, T, H, ", cache.head_dim(), "), got ", shape_str(x.shape()));
   const int64_t T = x.size(1);
   if (pos0 < 0 || pos0 + T > cache.capacity())
     ZT_THROW("rope_at: positions [", pos0, ", ", pos0 + T, ") outside the cache's [0, ", cache.capacity(), ")");
-  auto [cos_t, sin_t] = cache.rope_tables(theta, x.dtype(), x.device());
+  auto [cos_t, sin_t] = cache.rope_tables(p, x.dtype(), x.device());
   // Rows [pos0, pos0 + T) of a contiguous (capacity, D/2) table are themselves contiguous: the
   // training kernel, handed them, rotates position t by the angle of position pos0 + t.
   Backend& be = backend(x.device());

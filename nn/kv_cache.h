@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/kernels/rope.h"  // RopeParams
 #include "core/tensor.h"
 
 namespace zt {
@@ -55,9 +56,9 @@ class KVCache {
   const Tensor& keys(int64_t layer) const;    // (B, Hkv, T_max, D)
   const Tensor& values(int64_t layer) const;  // (B, Hkv, T_max, D)
 
-  // RoPE's cos and sin tables (capacity, D/2) for `theta`, on the cache's device, built once on
+  // RoPE's cos and sin tables (capacity, D/2) for `p`, on the cache's device, built once on
   // first use (every layer shares them).
-  std::pair<Tensor, Tensor> rope_tables(double theta, DType dt, Device dev);
+  std::pair<Tensor, Tensor> rope_tables(const RopeParams& p, DType dt, Device dev);
 
  private:
   int64_t n_layer_, n_kv_head_, head_dim_, capacity_;
@@ -65,12 +66,12 @@ class KVCache {
   std::vector<Tensor> k_, v_;
   std::vector<int64_t> appended_;  // per layer: positions written in the current step
   Tensor rope_cos_, rope_sin_;
-  double rope_theta_ = 0;
+  RopeParams rope_params_{0.0};
 };
 
 // RoPE (autograd/ops.h's rope: Hugging Face's rotate_half) at absolute positions
 // [pos0, pos0 + T): x (B, T, H, D) -> (B, T, H, D). The tables come from `cache`.
-Tensor rope_at(const Tensor& x, int64_t pos0, double theta, KVCache& cache);
+Tensor rope_at(const Tensor& x, int64_t pos0, const RopeParams& p, KVCache& cache);
 
 // Attention of one step (see the top of this file): q (B, T, Hq, D) at positions [p, p + T),
 // p = cache.length(); k, v (B, T, Hkv, D) the step's own keys and values, already appended to

@@ -101,7 +101,7 @@ Var CausalSelfAttention::fused_qkv(const Var& x) const {
 // takes the strides; llm.c's layout), the output projection.
 Var CausalSelfAttention::forward(const Var& x) const {
   Var qkv = fused_qkv(x);  // (B, T, C + 2 kv)
-  if (cfg.use_rope) qkv = rope_packed(qkv, cfg.n_head, cfg.n_kv_head, cfg.rope_theta);
+  if (cfg.use_rope) qkv = rope_packed(qkv, cfg.n_head, cfg.n_kv_head, cfg.rope);
   return project_out(causal_attention_packed(qkv, cfg.n_head, cfg.n_kv_head));
 }
 
@@ -111,8 +111,8 @@ Var CausalSelfAttention::forward_cached(const Var& x, KVCache& cache, int64_t la
   project_qkv(x, q, k, v);
   Tensor qt = q.value(), kt = k.value(), vt = v.value();
   if (cfg.use_rope) {  // at the step's absolute positions [p, p + T), p = cache.length()
-    qt = rope_at(qt, cache.length(), cfg.rope_theta, cache);
-    kt = rope_at(kt, cache.length(), cfg.rope_theta, cache);
+    qt = rope_at(qt, cache.length(), cfg.rope, cache);
+    kt = rope_at(kt, cache.length(), cfg.rope, cache);
   }
   cache.append(layer, kt, vt);  // the cache keeps Hkv heads (GQA)
   return project_out(Var(attend_cached(qt, kt, vt, cache, layer)));

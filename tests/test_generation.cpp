@@ -65,12 +65,27 @@ void check_close(const std::vector<double>& a, const std::vector<double>& b, dou
   CHECK(worst <= tol);
 }
 
-const char* family_name(const ModelConfig& c) { return c.family == "gpt2" ? "gpt2" : "llama (GQA)"; }
+// The same Llama with Llama 3's RoPE scaling over an original context of 4 positions, so most of
+// the 12-position window lies past it (D = 4, theta 5: both frequencies are divided by 8).
+ModelConfig small_llama3() {
+  ModelConfig c = small_llama();
+  c.rope_theta = 5.0;
+  c.rope_scaling = RopeScaling{.type = RopeScaling::Type::llama3,
+                               .factor = 8.0,
+                               .low_freq_factor = 1.0,
+                               .high_freq_factor = 4.0,
+                               .original_max_position = 4};
+  return c;
+}
+
+const char* family_name(const ModelConfig& c) {
+  return c.family == "gpt2" ? "gpt2" : c.rope_scaling.type == RopeScaling::Type::llama3 ? "llama3 RoPE" : "llama (GQA)";
+}
 
 }  // namespace
 
 TEST_CASE("kv cache: cached logits equal full recomputation at every step", "[generation]") {
-  for (const ModelConfig& c : {small_gpt2(), small_llama()}) {
+  for (const ModelConfig& c : {small_gpt2(), small_llama(), small_llama3()}) {
     auto m = random_model(c, 3);
     for (size_t P : {1, 4, 11}) {
       INFO(family_name(c) << ", prompt of " << P << " tokens");

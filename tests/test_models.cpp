@@ -120,6 +120,8 @@ TEST_CASE("named configs - their parameter counts and the built models agree", "
   CHECK(hf.num_params() == 124439808);
   CHECK(model_config("gpt-mini").num_params() == 10844160);
   CHECK(model_config("llama-100m").num_params() == 99496704);
+  // Llama 3.2 1B (meta-llama/Llama-3.2-1B's config.json): 1,235,814,400 with tied embeddings.
+  CHECK(model_config("llama3.2-1b").num_params() == 1235814400);
   // llama-mini by hand: per layer 2 norms (2C) + q, o (C^2 each) + k, v (128 C each: 2 KV heads
   // of 64) + gate, up, down (C F each), C = 384, F = 1024; then embed + lm_head (256 C) + norm C.
   CHECK(model_config("llama-mini").num_params() ==

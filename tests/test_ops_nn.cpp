@@ -1,5 +1,5 @@
-// defines: 19 Catch2 test cases tagged [ops], [nn], [determinism], [errors], [attention]; helpers: randn32,
-//          check_close, ref_layernorm, ref_rmsnorm, ref_rope, ref_attention
+// defines: 20 Catch2 test cases tagged [ops], [nn], [determinism], [errors], [attention]; helpers: randn32,
+//          check_close, ref_layernorm, ref_rmsnorm, ref_rope, hf_llama3_inv_freq, ref_attention
 //
 // ops_nn: layernorm, rmsnorm, rope, causal_attention — gradient checks (float64), forward checks
 // against naive references (float32), causality, determinism, and boundary errors.
@@ -10,8 +10,10 @@
 #include <limits>
 
 #include "autograd/ops.h"
+#include "core/cpu_backend.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/norm.h"
+#include "core/kernels/rope.h"
 #include "gradcheck.h"
 
 using namespace zt;
@@ -210,6 +212,73 @@ TEST_CASE("rope: float32 forward matches Hugging Face's rotate_half form - norms
       CHECK(b == Approx(a).epsilon(1e-5));
     }
   }
+}
+
+// transformers' _compute_llama3_parameters (modeling_rope_utils.py), transcribed in its own array
+// form and in float64: the reference for Llama 3's scaled frequencies.
+std::vector<double> hf_llama3_inv_freq(double base, int64_t dim, double factor, double low_freq_factor,
+                                       double high_freq_factor, double old_context_len) {
+  std::vector<double> inv_freq(static_cast<size_t>(dim / 2)), out(inv_freq.size());
+  for (int64_t i = 0; i < dim / 2; ++i) inv_freq[i] = 1.0 / std::pow(base, static_cast<double>(2 * i) / dim);
+  const double low_freq_wavelen = old_context_len / low_freq_factor;
+  const double high_freq_wavelen = old_context_len / high_freq_factor;
+  for (size_t i = 0; i < inv_freq.size(); ++i) {
+    const double wavelen = 2 * M_PI / inv_freq[i];
+    // inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    double llama = wavelen > low_freq_wavelen ? inv_freq[i] / factor : inv_freq[i];
+    const double smooth_factor = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+    const double smoothed = (1 - smooth_factor) * llama / factor + smooth_factor * llama;
+    const bool is_medium_freq = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
+    out[i] = is_medium_freq ? smoothed : llama;
+  }
+  return out;
+}
+
+TEST_CASE("rope llama3: the tables are transformers' scaled frequencies - all three bands, past the original context",
+          "[ops][nn]") {
+  // Llama 3.2 1B's scaling (theta 500000, D 64, factor 32, low 1, high 4, original 8192) and a
+  // small one that puts every band in a 16-wide head.
+  struct Case {
+    double theta;
+    int64_t D;
+    RopeScaling s;
+  };
+  const Case cases[] = {
+      {500000.0, 64, {RopeScaling::Type::llama3, 32.0, 1.0, 4.0, 8192}},
+      {50.0, 16, {RopeScaling::Type::llama3, 8.0, 1.0, 4.0, 64}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.theta, c.D);
+    const std::vector<double> ref = hf_llama3_inv_freq(c.theta, c.D, c.s.factor, c.s.low_freq_factor,
+                                                       c.s.high_freq_factor, static_cast<double>(c.s.original_max_position));
+    int kept = 0, scaled = 0, between = 0;
+    for (int64_t d = 0; d < c.D / 2; ++d) {
+      const double plain = std::pow(c.theta, -2.0 * d / c.D), got = rope_inv_freq(d, c.D, RopeParams(c.theta, c.s));
+      CHECK(got == Approx(ref[d]).epsilon(1e-14));
+      kept += got == plain;
+      scaled += got == plain / c.s.factor;
+      between += got != plain && got != plain / c.s.factor;
+    }
+    CHECK(kept > 0);  // the bands each hold a frequency: the test reaches every branch
+    CHECK(scaled > 0);
+    CHECK(between > 0);
+    // The backend's tables at positions past the original context: cos / sin of t * inv_freq.
+    const int64_t T = c.s.original_max_position * 3 + 5;
+    Tensor cos_t = Tensor::empty({T, c.D / 2}, DType::f64), sin_t = Tensor::empty({T, c.D / 2}, DType::f64);
+    cpu_backend().rope_tables(cos_t, sin_t, RopeParams(c.theta, c.s));
+    const std::vector<double> cv = cos_t.to_vector(), sv = sin_t.to_vector();
+    double worst = 0;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t d = 0; d < c.D / 2; ++d) {
+        worst = std::max(worst, std::abs(cv[t * (c.D / 2) + d] - std::cos(t * ref[d])));
+        worst = std::max(worst, std::abs(sv[t * (c.D / 2) + d] - std::sin(t * ref[d])));
+      }
+    CHECK(worst < 1e-9);
+  }
+  // The op with the scaling: float64 gradients (a rotation by other angles: still its own inverse's transpose).
+  const RopeParams p(50.0, {RopeScaling::Type::llama3, 8.0, 1.0, 4.0, 64});
+  gradcheck([p](const std::vector<Var>& v) { return rope(v[0], p); }, {randn({1, 9, 2, 16}, 54)});
+  gradcheck([p](const std::vector<Var>& v) { return rope_packed(v[0], 2, 1, p); }, {randn({1, 9, 64}, 55)});
 }
 
 TEST_CASE("rope: shape errors", "[ops][nn][errors]") {

@@ -8,11 +8,10 @@
 namespace zt {
 
 template <class T>
-void rope_tables(T* cos_t, T* sin_t, int64_t T_len, int64_t D, double theta) {
+void rope_tables(T* cos_t, T* sin_t, int64_t T_len, int64_t D, const RopeParams& p) {
   const int64_t half = D / 2;
-  std::vector<double> inv_freq(static_cast<size_t>(half));  // theta^(-2d/D)
-  for (int64_t d = 0; d < half; ++d)
-    inv_freq[d] = std::pow(theta, -2.0 * static_cast<double>(d) / static_cast<double>(D));
+  std::vector<double> inv_freq(static_cast<size_t>(half));
+  for (int64_t d = 0; d < half; ++d) inv_freq[d] = rope_inv_freq(d, D, p);
 #pragma omp parallel for schedule(static) if (T_len * half > 4096)
   for (int64_t t = 0; t < T_len; ++t) {
     for (int64_t d = 0; d < half; ++d) {
@@ -51,8 +50,8 @@ void rope_apply(T* out, const T* x, const T* cos_t, const T* sin_t, int64_t B, i
     }
 }
 
-template void rope_tables<float>(float*, float*, int64_t, int64_t, double);
-template void rope_tables<double>(double*, double*, int64_t, int64_t, double);
+template void rope_tables<float>(float*, float*, int64_t, int64_t, const RopeParams&);
+template void rope_tables<double>(double*, double*, int64_t, int64_t, const RopeParams&);
 template void rope_apply<float>(float*, const float*, const float*, const float*, int64_t, int64_t, int64_t, int64_t,
                                 bool, int64_t);
 template void rope_apply<double>(double*, const double*, const double*, const double*, int64_t, int64_t, int64_t,

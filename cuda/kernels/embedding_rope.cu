@@ -102,12 +102,12 @@ EmbWorkspace carve(void* ws, int64_t n) {
 
 // ---- RoPE ----
 __global__ void rope_tables_kernel(float* __restrict__ cos_t, float* __restrict__ sin_t, int64_t T, int64_t D,
-                                   double theta) {
+                                   RopeParams p) {
   const int64_t half = D / 2;
   for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < T * half;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t t = k / half, d = k % half;
-    const double inv_freq = pow(theta, -2.0 * static_cast<double>(d) / static_cast<double>(D));  // as the CPU
+    const double inv_freq = rope_inv_freq(d, D, p);  // the CPU's formula (core/kernels/rope.h)
     const double a = static_cast<double>(t) * inv_freq;
     cos_t[k] = static_cast<float>(cos(a));
     sin_t[k] = static_cast<float>(sin(a));
@@ -219,13 +219,13 @@ void embedding_backward(DType t, void* dtable, const void* dout, const int32_t* 
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
-void rope_tables(float* cos_t, float* sin_t, int64_t T, int64_t D, double theta, cudaStream_t s) {
-  if (T < 0 || D < 2 || D % 2 != 0 || !(theta > 0.0) || !std::isfinite(theta))
-    ZT_THROW("cuda_kernels::rope_tables: T = ", T, ", D = ", D, ", theta = ", theta,
+void rope_tables(float* cos_t, float* sin_t, int64_t T, int64_t D, const RopeParams& p, cudaStream_t s) {
+  if (T < 0 || D < 2 || D % 2 != 0 || !(p.theta > 0.0) || !std::isfinite(p.theta))
+    ZT_THROW("cuda_kernels::rope_tables: T = ", T, ", D = ", D, ", theta = ", p.theta,
              ", expected T >= 0, D even >= 2, theta finite > 0");
   if (T == 0) return;
   need("rope_tables", "cos_t", cos_t), need("rope_tables", "sin_t", sin_t);
-  rope_tables_kernel<<<dev::grid_for(T * (D / 2), kThreads), kThreads, 0, s>>>(cos_t, sin_t, T, D, theta);
+  rope_tables_kernel<<<dev::grid_for(T * (D / 2), kThreads), kThreads, 0, s>>>(cos_t, sin_t, T, D, p);
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 

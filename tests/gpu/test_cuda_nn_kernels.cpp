@@ -493,10 +493,13 @@ TEST_CASE("cuda rope tables, forward and backward match the CPU ops", "[cuda_nn_
     int64_t B, T, H, D;
   };
   const Shape shapes[] = {{1, 1, 1, 2}, {2, 7, 3, 2}, {1, 1, 1, 64}, {2, 33, 4, 64}, {3, 100, 2, 128}};
-  for (double theta : {10000.0, 500000.0})
+  // plain, and Llama 3's scaling with an original context of 16 positions (past it at T 33, 100)
+  const RopeParams params[] = {RopeParams(10000.0), RopeParams(500000.0),
+                               RopeParams(500000.0, {RopeScaling::Type::llama3, 32.0, 1.0, 4.0, 16})};
+  for (const RopeParams& theta : params)
     for (const auto& sh : shapes) {
       const int64_t half = sh.D / 2, n = sh.B * sh.T * sh.H * sh.D;
-      CAPTURE(theta, sh.B, sh.T, sh.H, sh.D);
+      CAPTURE(theta.theta, int(theta.scaling.type), sh.B, sh.T, sh.H, sh.D);
       std::vector<float> cs(sh.T * half), sn(sh.T * half);
       rope_tables<float>(cs.data(), sn.data(), sh.T, sh.D, theta);
       DevArr gc(DType::f32, sh.T * half), gs(DType::f32, sh.T * half);
