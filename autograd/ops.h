@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "autograd/var.h"
+#include "core/kernels/rope.h"  // RopeParams
 
 namespace zt {
 

@@ -48,14 +48,14 @@ void ModelConfig::validate() const {
       ZT_THROW("model config: gpt2 has no grouped-query attention: n_kv_head ", n_kv_head, " must equal n_head ",
                n_head);
     if (!tie_embeddings) ZT_THROW("model config: gpt2 ties lm_head to wte: tie_embeddings must be true");
+    if (!(rope_scaling == RopeScaling{}))
+      ZT_THROW("model config: gpt2 has learned positions, no RoPE: rope_scaling must be none");
   } else {
     if (head_dim() % 2 != 0)
       ZT_THROW("model config: RoPE needs an even head dimension, got n_embd / n_head = ", n_embd, " / ", n_head,
                " = ", head_dim());
     if (!(rope_theta > 0)) ZT_THROW("model config: rope_theta must be > 0, got ", rope_theta);
     if (const std::string e = rope_scaling_error(rope_scaling); !e.empty()) ZT_THROW("model config: rope_scaling: ", e);
-  } else if (!(rope_scaling == RopeScaling{})) {
-    ZT_THROW("model config: gpt2 has learned positions, no RoPE: rope_scaling must be none");
   }
 }
 

@@ -184,20 +184,31 @@ TEST_CASE("HF weights: config.json problems and a model that does not match", "[
   CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("rope_scaling.type \"linear\" is not supported"));
   // Llama 3's scaling loads (the keys of meta-llama/Llama-3.2-1B's config.json); the other types
   // are refused by name, a llama3 scaling with a bad or unknown key names it.
-  const std::string llama = R"({"model_type": "llama", "hidden_size": 16, "intermediate_size": 40, "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 12, "vocab_size": 50, "rope_scaling": )";
-  write_text(tmp.file("config.json"), llama + R"({"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}})");
+  const std::string l3_head =
+      R"({"model_type": "llama", "hidden_size": 16, "intermediate_size": 40, "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 12, "vocab_size": 50, "rope_scaling": )";
+  write_text(
+      tmp.file("config.json"),
+      l3_head +
+          R"({"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}})");
   const ModelConfig l3 = read_hf_config(dir);
   CHECK(l3.rope_scaling == RopeScaling{RopeScaling::Type::llama3, 32.0, 1.0, 4.0, 8192});
   CHECK(hf_config_from_json(hf_config_to_json(l3, DType::bf16), "round trip") == l3);
-  write_text(tmp.file("config.json"), llama + R"({"rope_type": "yarn", "factor": 4.0}})");
+  write_text(tmp.file("config.json"), l3_head + R"({"rope_type": "yarn", "factor": 4.0}})");
   CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("rope_scaling.rope_type \"yarn\" is not supported"));
-  write_text(tmp.file("config.json"), llama + R"({"rope_type": "default"}})");
+  write_text(tmp.file("config.json"), l3_head + R"({"rope_type": "default"}})");
   CHECK(read_hf_config(dir).rope_scaling == RopeScaling{});
-  write_text(tmp.file("config.json"), llama + R"({"rope_type": "llama3", "factor": 0.5, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})");
+  write_text(
+      tmp.file("config.json"),
+      l3_head +
+          R"({"rope_type": "llama3", "factor": 0.5, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})");
   CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("factor 0.5 must be a finite number >= 1"));
-  write_text(tmp.file("config.json"), llama + R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}})");
+  write_text(tmp.file("config.json"),
+             l3_head + R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}})");
   CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("needs a number \"original_max_position_embeddings\""));
-  write_text(tmp.file("config.json"), llama + R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64, "mscale": 2.0}})");
+  write_text(
+      tmp.file("config.json"),
+      l3_head +
+          R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64, "mscale": 2.0}})");
   CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("key \"mscale\" is not supported"));
   write_text(
       tmp.file("config.json"),
