@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "autograd/var.h"
-#include "core/kernels/rope.h"  // RopeParams
+#include "core/rope.h"  // RopeParams
 
 namespace zt {
 
@@ -98,7 +98,7 @@ std::pair<Var, Var> residual_rmsnorm(const Var& x, const Var& y, const Var& weig
 // ---- attention ----
 // Rotary position embedding, Hugging Face Llama convention (rotate_half): for each head,
 // pairs (d, d + D/2) at position t rotate by angle t * theta^(-2d/D).  x (B, T, H, D), D even.
-// p: the base theta (a double converts) and the frequency scaling (core/kernels/rope.h: llama3).
+// p: the base theta (a double converts) and the frequency scaling (core/rope.h: llama3).
 Var rope(const Var& x, const RopeParams& p = {});
 // The same on a packed projection qkv (B, T, (Hq + 2 Hkv) D) = [q | k | v] (one GEMM of the
 // stacked q_proj | k_proj | v_proj): q's and k's heads rotate, v's pass unchanged; the result

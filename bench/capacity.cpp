@@ -211,7 +211,7 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
     std::unique_ptr<Model> model = make_model(mc, opt);
     Rng rng(1337);
     ModelInit init(*model, rng);
-    std::vector<uint16_t> tokens = load_tokens(data);
+    TokenIds tokens = load_tokens(data);
     check_tokens_fit_vocab(tokens, mc.vocab_size, data);
     DataLoader loader(std::move(tokens), sh.batch, sh.seq_len, g.rank(), g.size());
     phase = "setup";

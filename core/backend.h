@@ -36,8 +36,8 @@
 #include <string>
 
 #include "core/device.h"
-#include "core/kernels/rope.h"  // RopeParams
 #include "core/memory.h"
+#include "core/rope.h"  // RopeParams
 #include "core/tensor.h"
 
 namespace zt {

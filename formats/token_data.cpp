@@ -1,10 +1,12 @@
 // defines: write_token_shard, write_token_shard_for_vocab, read_token_shard, is_token_shard, load_tokens,
-//          max_token_id, check_tokens_fit_vocab, DataLoader (constructor, set_position, next_batch)
+//          TokenIds (from_ids, copy_to, operator==), max_token_id, check_tokens_fit_vocab, DataLoader
+//          (constructor, set_position, next_batch)
 //          (formats/token_data.h); file-local: InFile, file_size, write_shard_bytes
 #include "formats/token_data.h"
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <limits>
@@ -88,7 +90,7 @@ int write_token_shard_for_vocab(const std::string& path, const std::vector<int32
   return 4;
 }
 
-std::vector<uint16_t> read_token_shard(const std::string& path) {
+TokenIds read_token_shard(const std::string& path) {
   InFile in(path);
   const int64_t size = file_size(path);
   if (size < kTokenShardHeaderBytes)
@@ -112,22 +114,22 @@ std::vector<uint16_t> read_token_shard(const std::string& path) {
     ZT_THROW("token file '", path, "': the header says ", count, " tokens of ", width, " bytes (file size ", expected,
              " bytes) but the file has ", size, " bytes (", (size - kTokenShardHeaderBytes) / width,
              " tokens): truncated or corrupt");
-  std::vector<uint16_t> tokens(static_cast<size_t>(count));
-  if (!wide) {
-    if (count > 0 && std::fread(tokens.data(), sizeof(uint16_t), tokens.size(), in.f) != tokens.size())
+  const auto read_all = [&](auto& v) {
+    if (count > 0 && std::fread(v.data(), sizeof(v[0]), v.size(), in.f) != v.size())
       ZT_THROW("token file '", path, "': read of ", count, " tokens failed");
-    return tokens;
+  };
+  if (!wide) {
+    std::vector<uint16_t> tokens(static_cast<size_t>(count));
+    read_all(tokens);
+    return TokenIds(std::move(tokens));
   }
-  std::vector<uint32_t> wide_tokens(static_cast<size_t>(count));
-  if (count > 0 && std::fread(wide_tokens.data(), sizeof(uint32_t), wide_tokens.size(), in.f) != wide_tokens.size())
-    ZT_THROW("token file '", path, "': read of ", count, " tokens failed");
-  for (size_t i = 0; i < wide_tokens.size(); ++i) {
-    if (wide_tokens[i] > 65535)
-      ZT_THROW("token file '", path, "': token id ", wide_tokens[i], " at index ", i,
-               " is past 65535: the training path holds uint16 ids (vocabularies up to 65536 tokens)");
-    tokens[i] = static_cast<uint16_t>(wide_tokens[i]);
-  }
-  return tokens;
+  std::vector<uint32_t> tokens(static_cast<size_t>(count));
+  read_all(tokens);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] > 0x7fffffffu)
+      ZT_THROW("token file '", path, "': token id ", tokens[i], " at index ", i,
+               " is past 2^31 - 1: no vocabulary is that large (a corrupt shard?)");
+  return TokenIds(std::move(tokens));
 }
 
 bool is_token_shard(const std::string& path) {
@@ -137,7 +139,7 @@ bool is_token_shard(const std::string& path) {
   return magic == kTokenShardMagic || magic == kTokenShardMagic32;
 }
 
-std::vector<uint16_t> load_tokens(const std::string& path, const Tokenizer* tokenizer) {
+TokenIds load_tokens(const std::string& path, const Tokenizer* tokenizer) {
   // A ".bin" file is a shard (llm.c's extension): read it as one, so a wrong magic is an error
   // naming the value found, never a silent fall-back to training on its raw bytes.
   if (is_token_shard(path) || std::string_view(path).ends_with(".bin")) return read_token_shard(path);
@@ -152,27 +154,41 @@ std::vector<uint16_t> load_tokens(const std::string& path, const Tokenizer* toke
              ") nor text (a NUL byte at offset ", nul, ")");
   const ByteTokenizer bytes;
   const Tokenizer& tok = tokenizer ? *tokenizer : bytes;
-  const std::vector<int32_t> ids = tok.encode(text);
-  std::vector<uint16_t> out(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] > 65535)
-      ZT_THROW("token file '", path, "': tokenizer '", tok.source(), "' gave id ", ids[i], " at index ", i,
-               ": the training path holds uint16 ids (vocabularies up to 65536 tokens)");
-    out[i] = static_cast<uint16_t>(ids[i]);
-  }
-  return out;
+  return TokenIds::from_ids(tok.encode(text), tok.vocab_size(),
+                            "token file '" + path + "' (tokenizer '" + tok.source() + "')");
 }
 
-int32_t max_token_id(const std::vector<uint16_t>& tokens) {
-  int32_t m = -1;
-  for (uint16_t t : tokens) m = t > m ? t : m;
+TokenIds TokenIds::from_ids(const std::vector<int32_t>& ids, int64_t vocab_size, const std::string& source) {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= vocab_size)
+      ZT_THROW(source, ": id ", ids[i], " at index ", i, " is outside the vocabulary [0, ", vocab_size, ")");
+  if (vocab_size <= 65536) return TokenIds(std::vector<uint16_t>(ids.begin(), ids.end()));
+  return TokenIds(std::vector<uint32_t>(ids.begin(), ids.end()));
+}
+
+void TokenIds::copy_to(int32_t* dst, int64_t pos, int64_t n) const {
+  if (is_wide_) std::copy_n(wide_.begin() + pos, n, dst);
+  else std::copy_n(narrow_.begin() + pos, n, dst);
+}
+
+bool TokenIds::operator==(const TokenIds& o) const {
+  if (is_wide_ == o.is_wide_) return is_wide_ ? wide_ == o.wide_ : narrow_ == o.narrow_;
+  if (size() != o.size()) return false;
+  for (int64_t i = 0; i < size(); ++i)
+    if ((*this)[i] != o[i]) return false;
+  return true;
+}
+
+int64_t max_token_id(const TokenIds& tokens) {
+  int64_t m = -1;
+  for (int64_t i = 0; i < tokens.size(); ++i) m = std::max<int64_t>(m, tokens[i]);
   return m;
 }
 
-void check_tokens_fit_vocab(const std::vector<uint16_t>& tokens, int64_t vocab_size, const std::string& source) {
-  const int32_t m = max_token_id(tokens);
+void check_tokens_fit_vocab(const TokenIds& tokens, int64_t vocab_size, const std::string& source) {
+  const int64_t m = max_token_id(tokens);
   if (m >= vocab_size) {
-    size_t at = 0;
+    int64_t at = 0;
     while (tokens[at] != m) ++at;
     ZT_THROW("token source '", source, "': token id ", m, " (first at index ", at,
              ") does not fit the model's vocabulary of ", vocab_size,
@@ -180,7 +196,7 @@ void check_tokens_fit_vocab(const std::vector<uint16_t>& tokens, int64_t vocab_s
   }
 }
 
-DataLoader::DataLoader(std::vector<uint16_t> tokens, int64_t B, int64_t T, int process_rank, int num_processes)
+DataLoader::DataLoader(TokenIds tokens, int64_t B, int64_t T, int process_rank, int num_processes)
     : tokens_(std::move(tokens)), B_(B), T_(T), process_rank_(process_rank), num_processes_(num_processes) {
   if (B < 1 || T < 1) ZT_THROW("DataLoader: batch size B=", B, " and sequence length T=", T, " must be >= 1");
   if (num_processes < 1 || process_rank < 0 || process_rank >= num_processes)
@@ -215,13 +231,9 @@ void DataLoader::next_batch(Tensor& inputs, Tensor& targets) {
   if (position_ >= num_batches_) position_ = 0;  // llm.c dataloader_advance_: wrap to the start
   const int64_t BT = B_ * T_;
   const int64_t pos = (position_ * num_processes_ + process_rank_) * BT;
-  const uint16_t* src = tokens_.data() + pos;  // pos + BT + 1 <= N by the choice of num_batches_
-  int32_t* x = inputs.data<int32_t>();
-  int32_t* y = targets.data<int32_t>();
-  for (int64_t i = 0; i < BT; ++i) {
-    x[i] = src[i];
-    y[i] = src[i + 1];
-  }
+  // pos + BT + 1 <= N by the choice of num_batches_
+  tokens_.copy_to(inputs.data<int32_t>(), pos, BT);
+  tokens_.copy_to(targets.data<int32_t>(), pos + 1, BT);
   ++position_;
 }
 

@@ -17,7 +17,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/dtype.h"
-#include "core/kernels/rope.h"  // RopeScaling, RopeParams
+#include "core/rope.h"  // RopeScaling, RopeParams
 
 namespace zt {
 

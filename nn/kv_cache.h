@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/kernels/rope.h"  // RopeParams
+#include "core/rope.h"  // RopeParams
 #include "core/tensor.h"
 
 namespace zt {

@@ -50,7 +50,7 @@ struct AttentionConfig {
   bool fused_qkv = true;   // GPT-2: one c_attn (q;k;v rows) + c_proj; else q/k/v/o_proj (Llama)
   bool bias = true;        // GPT-2 has biases, Llama none
   bool use_rope = false;  // needs fused_qkv = false (the constructor refuses both)
-  RopeParams rope;        // base theta and frequency scaling (core/kernels/rope.h)
+  RopeParams rope;        // base theta and frequency scaling (core/rope.h)
 };
 
 // Multi-head causal self-attention: x (B, T, C) -> (B, T, C).

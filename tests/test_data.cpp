@@ -1,4 +1,4 @@
-// defines: 10 Catch2 test cases tagged [data]; helpers: write_bytes, read_bytes, shard_bytes, iota_tokens,
+// defines: 11 Catch2 test cases tagged [data]; helpers: write_bytes, read_bytes, shard_bytes, iota_tokens,
 //          as_ints
 //
 // formats/tokenizer.h and formats/token_data.h: llm.c token shards, text sources, DataLoader.
@@ -156,7 +156,7 @@ TEST_CASE("load_tokens reads shards as shards and anything else as byte text", "
   const std::string s = "int main() { return 0; } // ü\n";
   write_bytes(text, std::vector<char>(s.begin(), s.end()));
   CHECK_FALSE(is_token_shard(text));
-  const std::vector<uint16_t> got = load_tokens(text);
+  const TokenIds got = load_tokens(text);
   const std::vector<int32_t> ids = ByteTokenizer().encode(s);
   CHECK(got == std::vector<uint16_t>(ids.begin(), ids.end()));
 
@@ -171,11 +171,11 @@ TEST_CASE("load_tokens reads shards as shards and anything else as byte text", "
 
 TEST_CASE("max_token_id and the vocabulary check", "[data]") {
   CHECK(max_token_id({}) == -1);
-  CHECK(max_token_id({3, 9, 1}) == 9);
-  CHECK_NOTHROW(check_tokens_fit_vocab({0, 249, 5}, 250, "a.bin"));
-  CHECK_THROWS_WITH(check_tokens_fit_vocab({0, 250, 7, 250}, 250, "corpus.bin"),
-                    Catch::Contains("corpus.bin") && Catch::Contains("token id 250") &&
-                        Catch::Contains("index 1") && Catch::Contains("vocabulary of 250"));
+  CHECK(max_token_id(std::vector<uint16_t>{3, 9, 1}) == 9);
+  CHECK_NOTHROW(check_tokens_fit_vocab(std::vector<uint16_t>{0, 249, 5}, 250, "a.bin"));
+  CHECK_THROWS_WITH(check_tokens_fit_vocab(std::vector<uint16_t>{0, 250, 7, 250}, 250, "corpus.bin"),
+                    Catch::Contains("corpus.bin") && Catch::Contains("token id 250") && Catch::Contains("index 1") &&
+                        Catch::Contains("vocabulary of 250"));
 }
 
 // The llm.c definition, written out: batch k of rank r starts at pos = (k*P + r)*B*T;
@@ -288,18 +288,39 @@ TEST_CASE("DataLoader refuses too little data and wrong output tensors", "[data]
 TEST_CASE("the shipped reference data is well formed", "[data]") {
   // tests/data/make_gpt2_reference.py wrote these; the model tests compare against them.
   const std::string dir = std::string(ZT_SOURCE_DIR) + "/tests/data/";
-  const std::vector<uint16_t> toks = load_tokens(dir + "tiny_tokens.bin");
+  const TokenIds toks = load_tokens(dir + "tiny_tokens.bin");
   CHECK(toks.size() == 5000);
   CHECK_NOTHROW(check_tokens_fit_vocab(toks, 250, "tiny_tokens.bin"));
   DataLoader dl(toks, 4, 32);  // the reference's B, T: batch k = tokens [k*128, k*128 + 129)
   Tensor x, y;
   for (int k = 0; k < 10; ++k) dl.next_batch(x, y);
-  CHECK(as_ints(x)[0] == toks[9 * 128]);
-  CHECK(as_ints(y)[127] == toks[10 * 128]);
+  CHECK(as_ints(x)[0] == static_cast<int32_t>(toks[9 * 128]));
+  CHECK(as_ints(y)[127] == static_cast<int32_t>(toks[10 * 128]));
   // gpt2_tiny.bin: llm.c checkpoint header (magic 20240326, version 3) and 120576 float32s.
   const std::vector<char> ckpt = read_bytes(dir + "gpt2_tiny.bin");
   REQUIRE(ckpt.size() == 1024 + 4 * 120576);
   int32_t header[8];
   std::memcpy(header, ckpt.data(), sizeof(header));
   CHECK(std::vector<int32_t>(header, header + 8) == std::vector<int32_t>{20240326, 3, 64, 250, 2, 4, 64, 256});
+}
+
+TEST_CASE("DataLoader: uint32 ids past 65535 reach the batches whole - 4 bytes a token", "[data]") {
+  std::vector<uint32_t> wide(200);
+  for (size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<uint32_t>(65536 + 311 * i) % 128256u;
+  const TokenIds toks(wide);
+  CHECK(toks.bytes_per_token() == 4);
+  CHECK(toks == TokenIds(std::vector<uint32_t>(wide)));
+  DataLoader dl(toks, 2, 8);
+  Tensor x, y;
+  dl.next_batch(x, y);
+  dl.next_batch(x, y);  // batch 1: tokens [16, 33)
+  for (int i = 0; i < 16; ++i) {
+    CHECK(as_ints(x)[i] == static_cast<int32_t>(wide[16 + i]));
+    CHECK(as_ints(y)[i] == static_cast<int32_t>(wide[17 + i]));
+  }
+  // a tokenizer's ids: 2 bytes a token up to 65536 tokens, else 4; an id outside is named
+  CHECK(TokenIds::from_ids({1, 2, 65535}, 65536, "s").bytes_per_token() == 2);
+  CHECK(TokenIds::from_ids({1, 2, 70000}, 128256, "s").bytes_per_token() == 4);
+  CHECK_THROWS_WITH(TokenIds::from_ids({1, 128256}, 128256, "src"),
+                    Catch::Contains("src") && Catch::Contains("128256 at index 1") && Catch::Contains("[0, 128256)"));
 }

@@ -406,7 +406,7 @@ TEST_CASE("HF weights: GPT-2 through the HF mapping and the llm.c mapping give t
   GPT2 via_llmc(read_llmc_header(data + "gpt2_tiny.bin"));
   load_llmc_checkpoint(data + "gpt2_tiny.bin", via_llmc);
   const nlohmann::json ref = nlohmann::json::parse(std::ifstream(data + "gpt2_tiny_reference.json"));
-  const std::vector<uint16_t> tokens = read_token_shard(data + "tiny_tokens.bin");
+  const TokenIds tokens = read_token_shard(data + "tiny_tokens.bin");
   const int64_t B = ref["train"]["B"].get<int64_t>(), TT = ref["train"]["T"].get<int64_t>();
   Tensor idx = Tensor::empty({B, TT}, DType::i32);
   for (int64_t i = 0; i < B * TT; ++i) idx.data<int32_t>()[i] = tokens[i];

@@ -216,7 +216,7 @@ TEST_CASE("GPT-2 forward matches PyTorch nanoGPT on gpt2_tiny.bin", "[models][ll
   load_llmc_checkpoint(dir + "gpt2_tiny.bin", m);
   CHECK(m.num_params() == ref["num_parameters_in_checkpoint"].get<int64_t>());
 
-  const std::vector<uint16_t> tokens = read_token_shard(dir + "tiny_tokens.bin");
+  const TokenIds tokens = read_token_shard(dir + "tiny_tokens.bin");
   const int64_t B = ref["train"]["B"].get<int64_t>(), T = ref["train"]["T"].get<int64_t>();
   REQUIRE(static_cast<int64_t>(tokens.size()) > B * T);
   Tensor idx = Tensor::empty({B, T}, DType::i32), tgt = Tensor::empty({B, T}, DType::i32);

@@ -1,4 +1,4 @@
-// defines: 17 Catch2 test cases tagged [ops], [basic], [determinism]; helpers: ids_tensor, check_close,
+// defines: 18 Catch2 test cases tagged [ops], [basic], [determinism]; helpers: ids_tensor, check_close,
 //          f32, gelu_ref, silu_ref, same_bits and 1 more
 //
 // autograd/ops_basic.cpp: every op's float64 gradient check, float32 forward against a naive
@@ -109,6 +109,38 @@ TEST_CASE("gradcheck: gelu - silu - swiglu - softmax", "[ops][basic]") {
 TEST_CASE("gradcheck: embedding (repeated ids)", "[ops][basic]") {
   Tensor ids = ids_tensor({0, 3, 3, 4, 1, 3}, {2, 3});
   gradcheck([&](const std::vector<Var>& v) { return embedding(ids, v[0]); }, {randn({5, 4}, 60)});
+}
+
+// Llama 3's 128256-token vocabulary: ids past 65535 through the embedding and the loss. The float64
+// gradient check runs through a small input x (2, 3) projected by a fixed (3, V) matrix, so the
+// finite differences stay cheap with V columns; the embedding's rows past 65535 get their
+// gradient where the ids say.
+TEST_CASE("vocabulary past 65536: embedding rows and cross-entropy targets above 65535", "[ops][basic]") {
+  const int64_t V = 128256, C = 3;
+  Tensor ids = ids_tensor({128255, 70000, 5, 70000}, {2, 2});
+  Tensor targets = ids_tensor({65536, 128255, 99999, 3}, {2, 2});
+  Var table(randn({V, C}, 80, 0.5), true);
+  Var e = embedding(ids, table);  // (2, 2, C)
+  const std::vector<double> ev = e.value().to_vector(), tv = table.value().to_vector();
+  const int64_t rows[4] = {128255, 70000, 5, 70000};
+  for (int k = 0; k < 4; ++k)
+    for (int64_t c = 0; c < C; ++c) CHECK(ev[k * C + c] == tv[rows[k] * C + c]);
+  const Tensor w = randn({C, V}, 81, 0.5);
+  Var loss = cross_entropy(matmul(e, Var(w)), targets);
+  loss.backward();
+  const std::vector<double> g = table.grad().to_vector();
+  auto row_norm = [&](int64_t r) {
+    double s = 0;
+    for (int64_t c = 0; c < C; ++c) s += std::abs(g[r * C + c]);
+    return s;
+  };
+  CHECK(row_norm(70000) > 0);
+  CHECK(row_norm(128255) > 0);
+  double total = 0;
+  for (int64_t r = 0; r < V; ++r) total += row_norm(r);
+  CHECK(total == row_norm(70000) + row_norm(128255) + row_norm(5));  // no other row
+  gradcheck([&](const std::vector<Var>& v) { return cross_entropy(matmul(v[0], Var(w)), targets.view({4})); },
+            {randn({4, C}, 82)});
 }
 
 TEST_CASE("gradcheck: cross_entropy with an ignored target and valid_vocab < V", "[ops][basic]") {

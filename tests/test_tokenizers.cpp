@@ -317,9 +317,16 @@ TEST_CASE("token shards: uint32 (llm.c's llama-3 header) for vocabularies past 6
   CHECK(is_token_shard(tmp.file("b.bin")));
   CHECK(read_token_shard(tmp.file("b.bin")) == std::vector<uint16_t>{0, 5, 65535, 7});
   CHECK(load_tokens(tmp.file("b.bin")) == std::vector<uint16_t>{0, 5, 65535, 7});
-  CHECK(write_token_shard_for_vocab(tmp.file("c.bin"), {70000}, 128256) == 4);
-  CHECK_THROWS_WITH(read_token_shard(tmp.file("c.bin")), Catch::Contains("c.bin") && Catch::Contains("70000") &&
-                                                             Catch::Contains("uint16"));
+  // held at the header's width: 2 bytes a token from a uint16 shard, 4 from a uint32 one
+  CHECK(read_token_shard(tmp.file("a.bin")).bytes_per_token() == 2);
+  CHECK(read_token_shard(tmp.file("b.bin")).bytes_per_token() == 4);
+  CHECK(write_token_shard_for_vocab(tmp.file("c.bin"), {70000, 128255, 3}, 128256) == 4);
+  const TokenIds wide = read_token_shard(tmp.file("c.bin"));
+  CHECK(wide == TokenIds(std::vector<uint32_t>{70000, 128255, 3}));
+  CHECK(max_token_id(wide) == 128255);
+  CHECK_NOTHROW(check_tokens_fit_vocab(wide, 128256, "c.bin"));
+  CHECK_THROWS_WITH(check_tokens_fit_vocab(wide, 100000, "c.bin"),
+                    Catch::Contains("c.bin") && Catch::Contains("128255") && Catch::Contains("index 1"));
   CHECK_THROWS_WITH(write_token_shard_for_vocab(tmp.file("d.bin"), {3, 600}, 512),
                     Catch::Contains("600") && Catch::Contains("index 1") && Catch::Contains("[0, 512)"));
   // load_tokens of text through a tokenizer

@@ -58,11 +58,11 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   }
 
   // Data: llm.c's loader, no shuffling; rank r reads its B rows of each global batch of N*B.
-  std::vector<uint16_t> tokens = load_tokens(cfg_.train_data, tokenizer_.get());
+  TokenIds tokens = load_tokens(cfg_.train_data, tokenizer_.get());
   check_tokens_fit_vocab(tokens, mcfg_.vocab_size, cfg_.train_data);
   train_ = std::make_unique<DataLoader>(std::move(tokens), cfg_.batch, cfg_.seq_len, rank, N);
   if (!cfg_.val_data.empty()) {
-    std::vector<uint16_t> vt = load_tokens(cfg_.val_data, tokenizer_.get());
+    TokenIds vt = load_tokens(cfg_.val_data, tokenizer_.get());
     check_tokens_fit_vocab(vt, mcfg_.vocab_size, cfg_.val_data);
     val_ = std::make_unique<DataLoader>(std::move(vt), cfg_.batch, cfg_.seq_len, rank, N);
   }

@@ -107,7 +107,7 @@ __global__ void rope_tables_kernel(float* __restrict__ cos_t, float* __restrict_
   for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < T * half;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t t = k / half, d = k % half;
-    const double inv_freq = rope_inv_freq(d, D, p);  // the CPU's formula (core/kernels/rope.h)
+    const double inv_freq = rope_inv_freq(d, D, p);  // the CPU's formula (core/rope.h)
     const double a = static_cast<double>(t) * inv_freq;
     cos_t[k] = static_cast<float>(cos(a));
     sin_t[k] = static_cast<float>(sin(a));

@@ -31,7 +31,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
-#include "core/kernels/rope.h"  // RopeParams, rope_inv_freq
+#include "core/rope.h"  // RopeParams, rope_inv_freq
 
 namespace zt::cuda_kernels {
 
@@ -46,7 +46,7 @@ int64_t embedding_backward_workspace_bytes(int64_t n);
 void embedding_backward(DType t, void* dtable, const void* dout, const int32_t* ids, int64_t n, int64_t V, int64_t C,
                         void* workspace, cudaStream_t s);
 
-// cos_t, sin_t (T, D/2) float32 device tables for positions 0..T-1 (core/kernels/rope.h's
+// cos_t, sin_t (T, D/2) float32 device tables for positions 0..T-1 (core/rope.h's
 // rope_inv_freq, in double); D even >= 2, theta > 0, a valid scaling.
 void rope_tables(float* cos_t, float* sin_t, int64_t T, int64_t D, const RopeParams& p, cudaStream_t s);
 // out (B, T, H, D) = rotate(x (B, T, H, D)) for heads [0, rot_heads), heads [rot_heads, H) copied;

@@ -83,7 +83,7 @@ TEST_CASE("partitioned construction equals building the whole model, then shardi
       CHECK(r1.state() == r2.state());
 
       CHECK(test::bitwise_equal(a->shards(), b->shards()));
-      std::vector<uint16_t> tokens = load_tokens(kCorpus);
+      TokenIds tokens = load_tokens(kCorpus);
       DataLoader da(tokens, 2, 32, g.rank(), N), db(tokens, 2, 32, g.rank(), N);
       for (int step = 0; step < 2; ++step) CHECK(train_step(*a, da) == train_step(*b, db));
       a.reset();
@@ -126,7 +126,7 @@ TEST_CASE("stage 3 with partitioned construction never holds the whole model's p
   const int64_t setup_peak = cpu_allocator().stats().max(Category::params) - before;
   INFO("shards " << shards << " B, largest unit " << largest * 4 << " B, whole model " << padded * 4 << " B");
   CHECK(setup_peak <= shards + largest / N * 4);  // the shards + one unit's shard being made
-  std::vector<uint16_t> tokens = load_tokens(kCorpus);
+  TokenIds tokens = load_tokens(kCorpus);
   DataLoader data(tokens, 1, 16, g.rank(), N);
   cpu_allocator().reset_peaks();
   train_step(*e, data);
