@@ -7,8 +7,10 @@ CPU, float32), for GPT-2 and Llama (GQA):
   1. ours -> transformers: zt-train trains a small model a few steps and exports it (--save-hf);
      transformers.AutoModelForCausalLM.from_pretrained loads it; the logits of both on the same
      ids (zt-generate --logits) agree to max |difference| <= 1e-4.
-  2. transformers -> ours: a seeded random GPT2LMHeadModel / LlamaForCausalLM is written by
-     save_pretrained; zt-generate --hf reads it; the logits agree the same way.
+  2. transformers -> ours: a seeded random GPT2LMHeadModel / LlamaForCausalLM (and one with
+     Llama 3's rope_scaling, at positions past its original context) is written by
+     save_pretrained; zt-generate --hf reads it; the logits agree the same way. The llama3 model
+     also goes back: zt-train --init-from it, --save-hf, transformers loads that.
   3. tokenizer: zt-tokenize trains a byte-level BPE and writes tokenizer.json; transformers'
      PreTrainedTokenizerFast loads that file; its ids equal ours (zt-tokenize encode) on the
      validation corpus and on hard text (Unicode, digits, whitespace runs, long words).
@@ -75,9 +77,10 @@ def guarded(name, fn):
 
 
 # 1. ours -> transformers
-def ours_to_hf(model):
+def ours_to_hf(model, init_from=None):
     d = os.path.join(a.work, f"ours-{model}")
-    zt("zt-train", "--model", model, "--train", os.path.join(a.data, "train.txt"), "-b", 4, "-t", 64, "--steps", 3,
+    src = ["--init-from", init_from] if init_from else ["--model", model]
+    zt("zt-train", *src, "--train", os.path.join(a.data, "train.txt"), "-b", 4, "-t", 64, "--steps", 3,
        "--save-hf", d, "--threads", 4)
     cfg = json.load(open(os.path.join(d, "config.json")))
     V = cfg["vocab_size"]
@@ -91,10 +94,18 @@ def hf_to_ours(kind):
     torch.manual_seed(0)
     if kind == "gpt2":
         m = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=128, vocab_size=300))
-    else:
+    elif kind == "llama":
         m = LlamaForCausalLM(LlamaConfig(hidden_size=64, intermediate_size=176, num_hidden_layers=2,
                                          num_attention_heads=4, num_key_value_heads=2, vocab_size=300,
                                          max_position_embeddings=128, tie_word_embeddings=False, rope_theta=10000.0))
+    else:  # llama3: Llama 3's RoPE scaling over an original context of 16 positions, the ids run to 40;
+        # theta 500 and head_dim 16 put frequencies in all three of its bands (kept, interpolated, divided)
+        m = LlamaForCausalLM(LlamaConfig(hidden_size=64, intermediate_size=176, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2, vocab_size=300,
+                                         max_position_embeddings=128, tie_word_embeddings=True, rope_theta=500.0,
+                                         rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                       "high_freq_factor": 4.0,
+                                                       "original_max_position_embeddings": 16}))
     d = os.path.join(a.work, f"theirs-{kind}")
     m.save_pretrained(d)
     ids = [random.Random(2).randrange(300) for _ in range(40)]
@@ -136,8 +147,12 @@ def tokenizer_check():
 
 for model in ("gpt2-nano", "llama-nano"):
     guarded(f"ours->transformers {model}", lambda: ours_to_hf(model))
-for kind in ("gpt2", "llama"):
+for kind in ("gpt2", "llama", "llama3"):
     guarded(f"transformers->ours {kind}", lambda: hf_to_ours(kind))
+# Llama 3's RoPE scaling the other way: trained 3 steps from transformers' llama3 model, exported
+# by --save-hf (rope_scaling written back), loaded by transformers.
+guarded("ours->transformers llama3 (rope_scaling)",
+        lambda: ours_to_hf("llama3-from-theirs", init_from=os.path.join(a.work, "theirs-llama3")))
 guarded("tokenizer", tokenizer_check)
 print(json.dumps({"transformers": transformers.__version__, "torch": torch.__version__, "pass": ok, "checks": results}))
 sys.exit(0 if ok else 1)

@@ -1,4 +1,4 @@
-// defines: hf_detail::{config_of, Mapping, mapping} — which Hugging Face tensor each parameter
+// defines: hf_detail::{kSingleFile, kIndexFile, config_of, Mapping, mapping} — which Hugging Face tensor each parameter
 //          of a GPT2 or Llama is (the table in formats/hf_weights.h), shared by the reader
 //          (formats/hf_reader.cpp) and the writer (formats/hf_weights.cpp). Private to them.
 #pragma once
@@ -10,6 +10,10 @@
 #include "models/llama.h"  // defines: Llama
 
 namespace zt::hf_detail {
+
+// The weight files of a checkpoint directory: one file, or an index over shards.
+inline constexpr const char* kSingleFile = "model.safetensors";
+inline constexpr const char* kIndexFile = "model.safetensors.index.json";
 
 inline const ModelConfig& config_of(const Model& m, const char* what) {
   if (auto* g = dynamic_cast<const GPT2*>(&m)) return g->config();

@@ -27,9 +27,6 @@ using namespace hf_detail;
 
 namespace {
 
-constexpr const char* kSingleFile = "model.safetensors";
-constexpr const char* kIndexFile = "model.safetensors.index.json";
-
 // ---- locating the files -------------------------------------------------------------------
 
 struct HfFiles {

@@ -62,14 +62,26 @@ void load_hf_weights(const std::string& path, Model& model);
 // this source filling every unit of a model in memory.
 std::unique_ptr<UnitReader> hf_weights_source(const std::string& path, Model& model);
 
-// Writes DIR/config.json and DIR/model.safetensors (creating DIR), HF's names as above, in
+// Writes DIR/config.json and the weights (creating DIR), HF's names as above, in
 // openai-community/gpt2 style for GPT-2 (no prefix, no mask buffers, no lm_head) and
 // LlamaForCausalLM style for Llama; the first V vocabulary rows only; __metadata__
-// {"format": "pt"}. dt: f32 or bf16 (round to nearest even). Both files are written atomically.
-void save_hf_weights(const std::string& dir, Model& model, DType dt = DType::f32);
+// {"format": "pt"}. dt: f32 or bf16 (round to nearest even). The weights are one
+// DIR/model.safetensors when their bytes fit max_shard_bytes, else transformers' sharded layout:
+// model-0000k-of-0000n.safetensors, tensors in order, a new shard whenever the next tensor would
+// pass max_shard_bytes (a larger tensor alone in its shard), and model.safetensors.index.json
+// ({"metadata": {"total_size": bytes}, "weight_map": {tensor: shard}}). Every file is written
+// atomically; a previous export's weight files of the other layout are removed after the new
+// ones are in place (the reader would prefer a stale model.safetensors).
+inline constexpr int64_t kHfMaxShardBytes = 5'000'000'000;  // transformers' max_shard_size "5GB"
+void save_hf_weights(const std::string& dir, Model& model, DType dt = DType::f32,
+                     int64_t max_shard_bytes = kHfMaxShardBytes);
 // The same, with the values of `layout`'s parameters (it may hold no bytes) from `values`, asked
 // for one parameter at a time: peak one parameter and its converted copy (zt-ckpt consolidate).
-void save_hf_weights(const std::string& dir, Model& layout, ParamSource& values, DType dt);
+void save_hf_weights(const std::string& dir, Model& layout, ParamSource& values, DType dt,
+                     int64_t max_shard_bytes = kHfMaxShardBytes);
+// "5GB", "500MB", "2GiB", "100KB", "123456": bytes (decimal KB/MB/GB as transformers' max_shard_size,
+// binary KiB/MiB/GiB); `what` names the option in errors.
+int64_t parse_shard_size(const std::string& s, const char* what);
 
 // True when `path` is a directory, a .safetensors file or a .index.json (an HF checkpoint);
 // false for anything else (an llm.c .bin).

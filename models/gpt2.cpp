@@ -28,8 +28,13 @@ GPT2Block::GPT2Block(int64_t i, const ModelConfig& c, DType dt)
     : Unit("h." + std::to_string(i), dt),
       ln_1(params_, "ln_1", c.n_embd, c.norm_eps),
       attn(params_, "attn",
-           AttentionConfig{.n_embd = c.n_embd, .n_head = c.n_head, .n_kv_head = c.n_head, .fused_qkv = true,
-                           .bias = true, .use_rope = false}),
+           AttentionConfig{.n_embd = c.n_embd,
+                           .n_head = c.n_head,
+                           .n_kv_head = c.n_head,
+                           .fused_qkv = true,
+                           .bias = true,
+                           .use_rope = false,
+                           .rope = {}}),
       ln_2(params_, "ln_2", c.n_embd, c.norm_eps),
       mlp(params_, "mlp", c.n_embd, c.ffn_hidden) {}
 

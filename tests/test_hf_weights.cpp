@@ -7,9 +7,11 @@
 // the RoPE convention checked numerically (HF's rotate_half; Meta's interleaved + permutation).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "formats/hf_config.h"
 #include "formats/hf_weights.h"
@@ -157,6 +159,57 @@ TEST_CASE("HF weights: export then import is lossless (float32, bfloat16)", "[hf
       CHECK(worst <= (dt == DType::f32 ? 1e-5 : 3e-2));
     }
   }
+}
+
+// --save-hf's sharded layout (transformers' save_pretrained past max_shard_size): shards of whole
+// tensors in order, an index, read back bitwise; one layout replacing the other leaves no stale
+// weight file; the Llama carries Llama 3's RoPE scaling through config.json.
+TEST_CASE("HF weights: sharded export - shards, index, bitwise round trip, no stale files", "[hf]") {
+  TempDir tmp("hf_sharded");
+  ModelConfig c = small_hf_llama(true);
+  c.rope_theta = 500.0;
+  c.rope_scaling = RopeScaling{RopeScaling::Type::llama3, 8.0, 1.0, 4.0, 4};
+  std::unique_ptr<Model> a = fresh(c, 11, DType::f32);
+  const std::string dir = tmp.file("llama3");
+  const int64_t limit = 4096;  // bytes: several shards for this model
+  save_hf_weights(dir, *a, DType::f32, limit);
+  CHECK_FALSE(fs::exists(dir + "/model.safetensors"));
+  const nlohmann::json index = nlohmann::json::parse(std::ifstream(dir + "/model.safetensors.index.json"));
+  std::set<std::string> files;
+  int64_t total = 0;
+  for (const auto& [name, file] : index["weight_map"].items()) files.insert(file.get<std::string>());
+  REQUIRE(files.size() > 2);
+  char last[64];
+  std::snprintf(last, sizeof last, "model-%05zu-of-%05zu.safetensors", files.size(), files.size());
+  CHECK(files.contains(last));
+  for (const std::string& f : files) {
+    const SafetensorsFile s = load_safetensors(dir + "/" + f);
+    int64_t bytes = 0;
+    for (const auto& t : s.tensors) bytes += t.tensor.numel() * static_cast<int64_t>(dtype_size(t.tensor.dtype()));
+    CHECK((bytes <= limit || s.tensors.size() == 1));  // a tensor past the limit stands alone
+    total += bytes;
+  }
+  CHECK(index["metadata"]["total_size"].get<int64_t>() == total);
+  CHECK(read_hf_config(dir).rope_scaling == c.rope_scaling);
+  std::unique_ptr<Model> b = make_model(c);
+  load_hf_weights(dir, *b);
+  check_params_equal(*a, *b);
+  // one file again: the shards and the index go (the reader would take either)
+  save_hf_weights(dir, *a, DType::f32);
+  CHECK(fs::exists(dir + "/model.safetensors"));
+  CHECK_FALSE(fs::exists(dir + "/model.safetensors.index.json"));
+  for (const auto& e : fs::directory_iterator(dir)) CHECK_FALSE(e.path().filename().string().starts_with("model-"));
+  std::unique_ptr<Model> d = make_model(c);
+  load_hf_weights(dir, *d);
+  check_params_equal(*a, *d);
+  // and sharded over a single file: model.safetensors goes
+  save_hf_weights(dir, *a, DType::f32, limit);
+  CHECK_FALSE(fs::exists(dir + "/model.safetensors"));
+  CHECK(parse_shard_size("5GB", "s") == 5000000000);
+  CHECK(parse_shard_size("2GiB", "s") == 2147483648);
+  CHECK(parse_shard_size("4096", "s") == 4096);
+  CHECK_THROWS_WITH(parse_shard_size("5 parsecs", "--save-hf-shard-size"),
+                    Catch::Contains("--save-hf-shard-size = \"5 parsecs\""));
 }
 
 TEST_CASE("HF weights: a float32 model exported as bfloat16 rounds to nearest even", "[hf]") {

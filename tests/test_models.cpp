@@ -145,9 +145,10 @@ TEST_CASE("named configs - their parameter counts and the built models agree", "
 TEST_CASE("attention refuses RoPE on a fused c_attn (the packed attention takes q and k as they come)",
           "[models]") {
   ParamSet ps("h.0");
-  CHECK_THROWS_WITH(CausalSelfAttention(ps, "attn", AttentionConfig{.n_embd = 8, .n_head = 2, .fused_qkv = true,
-                                                                      .use_rope = true}),
-                    Catch::Contains("attention 'attn': RoPE needs separate q/k/v projections"));
+  CHECK_THROWS_WITH(
+      CausalSelfAttention(ps, "attn",
+                          AttentionConfig{.n_embd = 8, .n_head = 2, .fused_qkv = true, .use_rope = true, .rope = {}}),
+      Catch::Contains("attention 'attn': RoPE needs separate q/k/v projections"));
 }
 
 TEST_CASE("units and parameter names follow Hugging Face and the flat layout", "[models]") {

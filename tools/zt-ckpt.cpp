@@ -7,7 +7,7 @@
 //                                                  per-rank files (bytes, checksum verified?)
 //   zt-ckpt consolidate runs/gpt2 --out model.safetensors [--dtype bf16]
 //   zt-ckpt consolidate runs/gpt2 --out gpt2.bin --format llmc [--dtype bf16]   (GPT-2 only)
-//   zt-ckpt consolidate runs/gpt2 --out gpt2-hf --format hf [--dtype bf16]      (Hugging Face directory)
+//   zt-ckpt consolidate runs/gpt2 --out gpt2-hf --format hf [--dtype bf16] [--shard-size 5GB]  (Hugging Face directory)
 //
 // PATH is a checkpoint root (its `latest` is used) or a step directory. Consolidation
 // (train/consolidate.h) streams the "param" tensor from every rank file (each verified) into the
@@ -98,8 +98,10 @@ int inspect(const std::string& path) {
   return bad;
 }
 
-void consolidate(const std::string& path, const std::string& out, const std::string& format, const std::string& dtype) {
-  const ConsolidateResult r = consolidate_checkpoint(path, out, format, dtype == "bf16" ? DType::bf16 : DType::f32);
+void consolidate(const std::string& path, const std::string& out, const std::string& format, const std::string& dtype,
+                 const std::string& shard_size) {
+  const ConsolidateResult r = consolidate_checkpoint(path, out, format, dtype == "bf16" ? DType::bf16 : DType::f32,
+                                                     parse_shard_size(shard_size, "--shard-size"));
   std::printf("wrote %s: %s %s, %lld parameters from %d units of %s (world size %d)\n", out.c_str(), format.c_str(),
               dtype.c_str(), static_cast<long long>(r.params), r.units, r.dir.c_str(), r.world_size);
 }
@@ -109,7 +111,7 @@ void consolidate(const std::string& path, const std::string& out, const std::str
 int main(int argc, char** argv) {
   CLI::App app{"zt-ckpt: inspect and consolidate ZeroTensor ZeRO sharded checkpoints"};
   app.require_subcommand(1);
-  std::string path, out, format = "safetensors", dtype = "fp32";
+  std::string path, out, format = "safetensors", dtype = "fp32", shard_size = "5GB";
   CLI::App* ins = app.add_subcommand("inspect", "print a checkpoint's layout and verify every rank file");
   ins->add_option("path", path, "checkpoint root (uses its latest) or step directory")->required();
   CLI::App* con = app.add_subcommand("consolidate", "write every parameter into one file");
@@ -119,11 +121,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"safetensors", "llmc", "hf"}))
       ->capture_default_str();
   con->add_option("--dtype", dtype, "fp32 | bf16")->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  con->add_option("--shard-size", shard_size,
+                  "--format hf: the largest weight file (transformers' max_shard_size); past it, shards and an index")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
     if (ins->parsed()) return inspect(path) == 0 ? 0 : 1;
-    consolidate(path, out, format, dtype);
+    consolidate(path, out, format, dtype, shard_size);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "zt-ckpt: error: %s\n", e.what());
     return 1;

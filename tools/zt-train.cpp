@@ -319,7 +319,9 @@ void TrainingRun::save_models() {
   if (!o_.save_hf.empty()) {  // --save-hf: stages 0-2 hold the whole model on every rank
     if (c_.zero.stage == 3)
       ZT_THROW("--save-hf with ZeRO stage 3: consolidate the checkpoint instead (zt-ckpt consolidate --format hf)");
-    if (lead_) save_hf_weights(o_.save_hf, tr_.model());
+    if (lead_)
+      save_hf_weights(o_.save_hf, tr_.model(), DType::f32,
+                      parse_shard_size(o_.save_hf_shard_size, "--save-hf-shard-size"));
     if (lead_) std::fprintf(stderr, "wrote %s\n", o_.save_hf.c_str());
   }
   if (!c_.ckpt_dir.empty() && lead_) std::fprintf(stderr, "checkpoint: %s/latest\n", c_.ckpt_dir.c_str());

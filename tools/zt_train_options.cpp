@@ -8,6 +8,7 @@
 
 #include "core/check.h"  // defines: ZT_THROW
 #include "core/json.h"   // defines: read_json_file
+#include "formats/hf_weights.h"  // defines: parse_shard_size
 
 namespace zt {
 
@@ -111,7 +112,20 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
       ->capture_default_str();
   app.add_option(
       "--save-hf", o.save_hf,
-      "at the end, also write the model as a Hugging Face directory (config.json + model.safetensors, float32)");
+      "at the end, also write the model as a Hugging Face directory (config.json + model.safetensors, float32; "
+      "sharded past --save-hf-shard-size)");
+  app.add_option("--save-hf-shard-size", o.save_hf_shard_size,
+                 "largest --save-hf weight file, as transformers' max_shard_size: past it, model-0000k-of-0000n."
+                 "safetensors + model.safetensors.index.json")
+      ->check([](const std::string& s) {
+        try {
+          parse_shard_size(s, "--save-hf-shard-size");
+          return std::string();
+        } catch (const std::exception& e) {
+          return std::string(e.what());
+        }
+      })
+      ->capture_default_str();
   app.add_option("--trace", o.trace_path,
                  "write a Chrome trace-event JSON of every rank (open in ui.perfetto.dev): units' forward/backward, "
                  "collectives, optimizer, offload IO, memory counters (docs/memory-mechanics.md)");

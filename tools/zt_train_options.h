@@ -30,6 +30,7 @@ struct TrainOptions {
   std::string device_text = "cpu", dist_text = "auto", f32_matmul = "highest";
   std::string log_path;            // --log: one JSON object per step
   std::string save_llmc, save_hf;  // written at the end of the run
+  std::string save_hf_shard_size = "5GB";
   int save_llmc_version = 3;
   std::string trace_path;  // --trace
   int64_t trace_steps = 0;

@@ -84,7 +84,7 @@ int64_t write_safetensors(CheckpointParams& src, const std::string& out, DType d
 }  // namespace
 
 ConsolidateResult consolidate_checkpoint(const std::string& path, const std::string& out, const std::string& format,
-                                         DType dt) {
+                                         DType dt, int64_t max_shard_bytes) {
   if (dt != DType::f32 && dt != DType::bf16)
     ZT_THROW("consolidate '", path, "': dtype ", dtype_name(dt), " is not supported (float32 or bfloat16)");
   CheckpointParams src(path);
@@ -115,8 +115,7 @@ ConsolidateResult consolidate_checkpoint(const std::string& path, const std::str
                " parameters, its ", cfg.family, " config builds '", ps.unit_name(), "' with ", ps.numel());
     r.params += ps.numel();
   }
-  if (format == "hf")
-    save_hf_weights(out, *layout, src, dt);
+  if (format == "hf") save_hf_weights(out, *layout, src, dt, max_shard_bytes);
   else
     save_llmc_checkpoint(out, dynamic_cast<GPT2&>(*layout), src, dt == DType::bf16 ? kLlmcVersionBF16 : kLlmcVersionF32);
   return r;

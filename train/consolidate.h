@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "formats/hf_weights.h"  // defines: kHfMaxShardBytes
 
 namespace zt {
 
@@ -25,7 +26,8 @@ struct ConsolidateResult {
 // naming the checkpoint: a format that needs the model config ("llmc", "hf") when meta.json
 // records none, llmc of a non-GPT-2 model, units that differ from the config's, a parameter
 // outside its unit, and every error of reading the rank files (missing, truncated, corrupted).
+// max_shard_bytes: "hf" only, the largest weight file (formats/hf_weights.h: sharded past it).
 ConsolidateResult consolidate_checkpoint(const std::string& path, const std::string& out, const std::string& format,
-                                         DType dt = DType::f32);
+                                         DType dt = DType::f32, int64_t max_shard_bytes = kHfMaxShardBytes);
 
 }  // namespace zt
