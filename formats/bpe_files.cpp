@@ -159,6 +159,18 @@ std::unique_ptr<BpeTokenizer> read_tokenizer_json(const std::string& path) {
     added.emplace_back(id, t["content"].get<std::string>());
     const json sp = t.value("special", json(false));
     need(sp.is_boolean(), what, where + ".special", sp.dump(), "expected true or false");
+    // Added tokens are matched as their exact text. Hugging Face's lstrip / rstrip (the token
+    // swallows the white space beside it) and single_word (only between word boundaries) would
+    // give other ids: refused rather than ignored. "normalized" changes nothing here (a byte-level
+    // file has no normalizer), so either value is taken.
+    for (const char* flag : {"lstrip", "rstrip", "single_word"}) {
+      const json f = t.value(flag, json(false));
+      need(f.is_boolean(), what, where + "." + flag, f.dump(), "expected true or false");
+      need(!f.get<bool>(), what, where + "." + flag, "true",
+           "not supported: ZeroTensor matches added tokens as their exact text (false is)");
+    }
+    const json nz = t.value("normalized", json(false));
+    need(nz.is_boolean(), what, where + ".normalized", nz.dump(), "expected true or false");
   }
   BpeModel m;
   m.tokens = read_vocab(model["vocab"], what + " model.vocab", added);

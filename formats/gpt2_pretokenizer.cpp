@@ -60,7 +60,12 @@ const ByteMap& byte_map() {
 }  // namespace
 
 const char* Gpt2Pretokenizer::pattern() {
-  return R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+  // GPT-2's pattern with \s as Unicode 6.3 and later define white space: PCRE2 (10.42) still
+  // counts U+180E MONGOLIAN VOWEL SEPARATOR in \s (it was a space separator until Unicode 6.3),
+  // tiktoken and transformers' tokenizers do not. So here \s is (?:(?!\x{180E})\s) and \S is
+  // (?:\S|\x{180E}); a sweep of every code point against tiktoken's gpt2 found no other difference.
+  return R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?(?:[^\s\p{L}\p{N}]|\x{180E})+)"
+         R"(|(?:(?!\x{180E})\s)+(?!\S|\x{180E})|(?:(?!\x{180E})\s)+)";
 }
 
 namespace {

@@ -5,7 +5,8 @@
 //
 // The pattern (GPT-2's encoder.py, also Hugging Face's ByteLevel pre-tokenizer):
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-// compiled with PCRE2_UTF | PCRE2_UCP (\s, \p{L}, \p{N} by Unicode properties), JIT-compiled
+// compiled with PCRE2_UTF | PCRE2_UCP (\s, \p{L}, \p{N} by Unicode properties; \s without
+// U+180E, which PCRE2 still counts and Unicode 6.3 and later do not: pattern() says how), JIT-compiled
 // when PCRE2 has a JIT for this CPU (a slower interpreter otherwise, said once on stderr).
 //
 // Invalid UTF-8 (the decision, docs/formats.md "Tokenizer files"): byte-level BPE can encode any

@@ -1,4 +1,5 @@
-// defines: hf_config_from_json, hf_config_to_json (formats/hf_config.h); file-local: Reader
+// defines: hf_config_from_json, hf_config_to_json (formats/hf_config.h); file-local: Reader,
+//          read_rope_parameters
 #include "formats/hf_config.h"
 
 #include <cmath>
@@ -48,6 +49,28 @@ struct Reader {
   }
 };
 
+// transformers 5 writes RoPE as one object, "rope_parameters": {"rope_type", "rope_theta", and the
+// type's own keys} (4.x wrote "rope_theta" and "rope_scaling" apart; 5 reads both). Read here
+// into c's theta and scaling; where the file also has the 4.x keys they must say the same.
+void read_rope_parameters(const nlohmann::json& j, const std::string& where, ModelConfig& c) {
+  const nlohmann::json& rp = j.at("rope_parameters");
+  const std::string what = "HF config " + where + ": \"rope_parameters\"";
+  if (!rp.is_object()) ZT_THROW(what, " must be an object, got ", rp.dump());
+  if (!rp.contains("rope_theta") || !rp.at("rope_theta").is_number() || !(rp.at("rope_theta").get<double>() > 0))
+    ZT_THROW(what, " needs a positive number \"rope_theta\", got ", rp.dump());
+  const double theta = rp.at("rope_theta").get<double>();
+  nlohmann::json scaling = rp;
+  scaling.erase("rope_theta");
+  if (!scaling.contains("rope_type") && !scaling.contains("type")) scaling["rope_type"] = "default";
+  const RopeScaling s = rope_scaling_from_json(scaling, what);
+  if (j.contains("rope_theta") && !j.at("rope_theta").is_null() && c.rope_theta != theta)
+    ZT_THROW("HF config ", where, ": \"rope_theta\" = ", c.rope_theta, " but rope_parameters.rope_theta = ", theta);
+  if (j.contains("rope_scaling") && !j.at("rope_scaling").is_null() && !(c.rope_scaling == s))
+    ZT_THROW("HF config ", where, ": \"rope_scaling\" and \"rope_parameters\" describe different RoPE scalings");
+  c.rope_theta = theta;
+  c.rope_scaling = s;
+}
+
 }  // namespace
 
 ModelConfig hf_config_from_json(const nlohmann::json& j, const std::string& where) {
@@ -92,6 +115,7 @@ ModelConfig hf_config_from_json(const nlohmann::json& j, const std::string& wher
       ZT_THROW("HF config ", where, ": \"hidden_act\" = \"", act,
                "\" is not supported: ZeroTensor's Llama uses SwiGLU (silu)");
     if (j.contains("rope_scaling")) c.rope_scaling = rope_scaling_from_json(j.at("rope_scaling"), "HF config " + where);
+    if (r.has("rope_parameters")) read_rope_parameters(j, where, c);
     r.require("attention_bias", !r.flag("attention_bias", false), "ZeroTensor's Llama has no q/k/v/o biases");
     r.require("mlp_bias", !r.flag("mlp_bias", false), "ZeroTensor's Llama has no MLP biases");
     if (r.has("head_dim") && r.integer("head_dim") * c.n_head != c.n_embd)

@@ -210,6 +210,18 @@ TEST_CASE("HF weights: config.json problems and a model that does not match", "[
       l3_head +
           R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64, "mscale": 2.0}})");
   CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("key \"mscale\" is not supported"));
+  // transformers 5's one object, "rope_parameters" (theta inside); 4.x keys beside it must agree
+  const std::string v5 = R"({"model_type": "llama", "hidden_size": 16, "intermediate_size": 40, "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 12, "vocab_size": 50, )";
+  write_text(tmp.file("config.json"), v5 + R"("rope_parameters": {"rope_type": "default", "rope_theta": 500.0}})");
+  CHECK(read_hf_config(dir).rope_theta == 500.0);
+  CHECK(read_hf_config(dir).rope_scaling == RopeScaling{});
+  write_text(tmp.file("config.json"), v5 + R"("rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})");
+  CHECK(read_hf_config(dir).rope_theta == 500000.0);
+  CHECK(read_hf_config(dir).rope_scaling == RopeScaling{RopeScaling::Type::llama3, 32.0, 1.0, 4.0, 8192});
+  write_text(tmp.file("config.json"), v5 + R"("rope_theta": 10000.0, "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}})");
+  CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("\"rope_theta\" = 10000 but rope_parameters.rope_theta = 500"));
+  write_text(tmp.file("config.json"), v5 + R"("rope_parameters": {"rope_type": "yarn", "rope_theta": 500.0, "factor": 4.0}})");
+  CHECK_THROWS_WITH(read_hf_config(dir), Catch::Contains("rope_type \"yarn\" is not supported"));
   write_text(
       tmp.file("config.json"),
       R"({"model_type": "llama", "hidden_size": 16, "intermediate_size": 40, "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 12, "vocab_size": 50, "attention_bias": true})");

@@ -94,6 +94,24 @@ TEST_CASE("GPT-2 pre-tokenization: the pattern's pieces", "[tokenizer]") {
   CHECK(split("").empty());
 }
 
+// U+180E MONGOLIAN VOWEL SEPARATOR (E1 A0 8E) is white space to PCRE2 but not to Unicode 6.3 and
+// later, tiktoken or transformers. tiktoken 1.0.22's gpt2 (npm `tiktoken`, `get_encoding("gpt2")`)
+// encodes "x \u180Ey" as [87, 28053, 254, 236, 88] — 28053 is " \xE1": the space and the separator
+// in one piece, which the pattern without the fix splits (" " then "\u180E"); " \u180E\u180E x"
+// as [28053, 254, 236, 157, 254, 236, 2124] (2124 is " x"); "hello \u180E world" as
+// [31373, 28053, 254, 236, 995]. The pieces below are what those ids say.
+TEST_CASE("GPT-2 pre-tokenization: U+180E is not white space - tiktoken's pieces", "[tokenizer]") {
+  const std::string mvs = "\xE1\xA0\x8E";
+  CHECK(split("x " + mvs + "y") == std::vector<std::string>{"x", " " + mvs, "y"});
+  CHECK(split(" " + mvs + mvs + " x") == std::vector<std::string>{" " + mvs + mvs, " x"});
+  CHECK(split("hello " + mvs + " world") == std::vector<std::string>{"hello", " " + mvs, " world"});
+  CHECK(split("a" + mvs + "b") == std::vector<std::string>{"a", mvs, "b"});
+  // the other white space is unchanged: U+00A0 and U+3000 still split as \s (tiktoken: "a \u00a0 b"
+  // [64, 5624, 275], 5624 = " \xC2\xA0"; "a\u3000b" [64, 5099, 222, 65])
+  CHECK(split("a \xC2\xA0 b") == std::vector<std::string>{"a", " \xC2\xA0", " b"});
+  CHECK(split("a\xE3\x80\x80b") == std::vector<std::string>{"a", "\xE3\x80\x80", "b"});
+}
+
 TEST_CASE("GPT-2 pre-tokenization: invalid UTF-8 is kept, as pieces of its own", "[tokenizer]") {
   // PCRE2_MATCH_INVALID_UTF: \xff matches nothing, so it is the gap between "a" and "b".
   CHECK(split("a\xFF" "b c") == std::vector<std::string>{"a", "\xFF", "b", " c"});
@@ -277,6 +295,14 @@ TEST_CASE("BPE files: malformed, wrong kind and too large are refused naming the
   throws(bad_json("char.json", [](auto& j) { j["model"]["vocab"]["\xE2\x96\x81x"] = j["model"]["vocab"]["ug"]; j["model"]["vocab"].erase("ug"); }),
          "not one of GPT-2's 256 byte-level characters");
   throws(bad_json("added.json", [](auto& j) { j["added_tokens"][0]["id"] = "x"; }), "added_tokens[0].id");
+  // Hugging Face's added-token flags that would change the ids are refused, not ignored.
+  for (const char* flag : {"lstrip", "rstrip", "single_word"}) {
+    const std::string name = std::string(flag) + ".json";
+    throws(bad_json(name.c_str(), [flag](auto& j) { j["added_tokens"][0][flag] = true; }),
+           std::string("added_tokens[0].") + flag + " is true: not supported");
+  }
+  throws(bad_json("normalized.json", [](auto& j) { j["added_tokens"][0]["normalized"] = "yes"; }),
+         "added_tokens[0].normalized");
   write_text(tmp.file("notjson.json"), "{\"model\": ");
   throws(tmp.file("notjson.json"), "not valid JSON");
   write_text(tmp.file("array.json"), "[1, 2]");
