@@ -109,7 +109,8 @@ TEST_CASE("GPT-2 pre-tokenization: U+180E is not white space - tiktoken's pieces
   // the other white space is unchanged: U+00A0 and U+3000 still split as \s (tiktoken: "a \u00a0 b"
   // [64, 5624, 275], 5624 = " \xC2\xA0"; "a\u3000b" [64, 5099, 222, 65])
   CHECK(split("a \xC2\xA0 b") == std::vector<std::string>{"a", " \xC2\xA0", " b"});
-  CHECK(split("a\xE3\x80\x80b") == std::vector<std::string>{"a", "\xE3\x80\x80", "b"});
+  CHECK(split("a\xE3\x80\x80"
+              "b") == std::vector<std::string>{"a", "\xE3\x80\x80", "b"});
 }
 
 TEST_CASE("GPT-2 pre-tokenization: invalid UTF-8 is kept, as pieces of its own", "[tokenizer]") {
