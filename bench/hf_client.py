@@ -17,7 +17,7 @@ CPU, float32), for GPT-2 and Llama (GQA):
 Prints one line per check and a JSON summary last; exits 1 if any check fails.
 Usage: bench/hf_client.py --bin DIR_WITH_zt-programs --data data/corpus [--work /tmp/zt-hf]
 """
-import argparse, json, os, random, struct, subprocess, sys
+import argparse, inspect, json, os, random, struct, subprocess, sys
 
 import numpy as np
 import torch
@@ -100,12 +100,15 @@ def hf_to_ours(kind):
                                          max_position_embeddings=128, tie_word_embeddings=False, rope_theta=10000.0))
     else:  # llama3: Llama 3's RoPE scaling over an original context of 16 positions, the ids run to 40;
         # theta 500 and head_dim 16 put frequencies in all three of its bands (kept, interpolated, divided)
+        scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                   "original_max_position_embeddings": 16}
+        if "rope_parameters" in inspect.signature(LlamaConfig.__init__).parameters:  # transformers 5
+            rope = {"rope_parameters": {**scaling, "rope_theta": 500.0}}
+        else:
+            rope = {"rope_scaling": scaling, "rope_theta": 500.0}
         m = LlamaForCausalLM(LlamaConfig(hidden_size=64, intermediate_size=176, num_hidden_layers=2,
                                          num_attention_heads=4, num_key_value_heads=2, vocab_size=300,
-                                         max_position_embeddings=128, tie_word_embeddings=True, rope_theta=500.0,
-                                         rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                                                       "high_freq_factor": 4.0,
-                                                       "original_max_position_embeddings": 16}))
+                                         max_position_embeddings=128, tie_word_embeddings=True, **rope))
     d = os.path.join(a.work, f"theirs-{kind}")
     m.save_pretrained(d)
     ids = [random.Random(2).randrange(300) for _ in range(40)]
