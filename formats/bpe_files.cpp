@@ -66,6 +66,15 @@ std::vector<std::string> read_vocab(const json& v, const std::string& what, cons
   }
   for (int64_t id = 0; id < n; ++id)
     if (!seen[id]) ZT_THROW(what, ": no token has id ", id, " (ids must be 0..", n - 1, ", each used once)");
+  // One text, one id: an added token whose text is also a vocabulary token's (or another added
+  // token's) under another id would make encoding pick one of them by accident.
+  std::unordered_map<std::string_view, int64_t> id_of_text;
+  for (int64_t id = 0; id < n; ++id) {
+    const auto [it, fresh] = id_of_text.emplace(tokens[id], id);
+    if (!fresh)
+      ZT_THROW(what, ": the text '", tokens[id].substr(0, 80), "' has two ids, ", it->second, " and ", id,
+               " (an added token repeating a vocabulary token under another id?): one id per text is expected");
+  }
   return tokens;
 }
 

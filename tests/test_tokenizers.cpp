@@ -302,6 +302,21 @@ TEST_CASE("BPE files: malformed, wrong kind and too large are refused naming the
     throws(bad_json(name.c_str(), [flag](auto& j) { j["added_tokens"][0][flag] = true; }),
            std::string("added_tokens[0].") + flag + " is true: not supported");
   }
+  // One text, one id: an added token repeating a vocabulary token, or another added token, under
+  // another id is refused naming both ids.
+  throws(bad_json("twice.json",
+                  [](auto& j) {
+                    const int64_t id = static_cast<int64_t>(j["model"]["vocab"].size());
+                    j["added_tokens"].push_back({{"id", id}, {"content", "ug"}, {"special", false}});
+                  }),
+         "the text 'ug' has two ids");
+  throws(bad_json("twice_added.json",
+                  [](auto& j) {
+                    const int64_t id = static_cast<int64_t>(j["model"]["vocab"].size());
+                    j["added_tokens"].push_back({{"id", id}, {"content", "<|x|>"}, {"special", true}});
+                    j["added_tokens"].push_back({{"id", id + 1}, {"content", "<|x|>"}, {"special", true}});
+                  }),
+         "the text '<|x|>' has two ids");
   throws(bad_json("normalized.json", [](auto& j) { j["added_tokens"][0]["normalized"] = "yes"; }),
          "added_tokens[0].normalized");
   write_text(tmp.file("notjson.json"), "{\"model\": ");
