@@ -1,4 +1,4 @@
-// defines: 2 Catch2 test cases tagged [tokenizer], [sentencepiece]; helpers: read_text, train_spm
+// defines: 3 Catch2 test cases tagged [tokenizer], [sentencepiece]; helpers: read_text, train_spm, pb_bytes, charsmap
 //
 // formats/sentencepiece_tokenizer.h: a Llama-style SentencePiece model (BPE, byte fallback) trained
 // at test time by spm_train (Debian's sentencepiece package, installed by scripts/install-deps.sh)
@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -85,4 +86,55 @@ TEST_CASE("SentencePiece: a file that is not a model is refused naming it", "[to
                     Catch::Contains(tmp.file("bad.model")) && Catch::Contains("cannot be loaded"));
   std::ofstream(tmp.file("empty.model"));
   CHECK_THROWS_WITH(load_tokenizer(tmp.file("empty.model")), Catch::Contains(tmp.file("empty.model")));
+}
+
+namespace {
+
+// A protobuf length-delimited field: key (field, wire type 2), varint length, bytes.
+std::string pb_bytes(int field, const std::string& payload) {
+  std::string out(1, static_cast<char>(field << 3 | 2));
+  for (size_t n = payload.size();; n >>= 7) {
+    out += static_cast<char>((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
+    if (n < 0x80) break;
+  }
+  return out + payload;
+}
+
+// A precompiled_charsmap of 256 zero units, unit 0 set to u, then `strings`.
+std::string charsmap(uint32_t u0, const std::string& strings) {
+  std::string blob(4 + 1024, '\0');
+  const uint32_t trie_bytes = 1024;
+  std::memcpy(blob.data(), &trie_bytes, 4);
+  std::memcpy(blob.data() + 4, &u0, 4);
+  return blob + strings;
+}
+
+}  // namespace
+
+// libsentencepiece walks a model's precompiled_charsmap (a double-array trie) without bounds
+// checks: a unit pointing past the trie, or at a replacement string outside the table, crashed it
+// (SIGSEGV in Normalizer::NormalizePrefix). The loader checks every unit the walk can reach first,
+// for the normalizer and the denormalizer, and names the file, the map and the unit.
+TEST_CASE("SentencePiece: a corrupt precompiled_charsmap is refused before the library walks it",
+          "[tokenizer][sentencepiece]") {
+  TempDir tmp("spm_charsmap");
+  auto write_model = [&](const std::string& name, int spec_field, const std::string& map) {
+    std::ofstream(tmp.file(name), std::ios::binary) << pb_bytes(spec_field, pb_bytes(2, map));
+    return tmp.file(name);
+  };
+  // unit 0 sends the walk to units 768..1023 of a 256-unit trie
+  const std::string far = write_model("far.model", 3, charsmap(1000u << 10, std::string("a\0", 2)));
+  CHECK_THROWS_WITH(load_tokenizer(far), Catch::Contains(far) &&
+                                             Catch::Contains("normalizer_spec.precompiled_charsmap is corrupt") &&
+                                             Catch::Contains("trie unit 0 points to units 768..1023"));
+  // unit 0 has a leaf whose value (256) is past the 2 bytes of strings
+  const std::string leaf = write_model("leaf.model", 5, charsmap(1u << 8, std::string("a\0", 2)));
+  CHECK_THROWS_WITH(load_tokenizer(leaf), Catch::Contains("denormalizer_spec.precompiled_charsmap is corrupt") &&
+                                              Catch::Contains("replacement string offset 256"));
+  // a trie size past the blob
+  std::string short_map = charsmap(0, "");
+  short_map.resize(100);
+  const std::string trunc = write_model("trunc.model", 3, short_map);
+  CHECK_THROWS_WITH(load_tokenizer(trunc), Catch::Contains("trie size 1024"));
+  // spm_train's own maps (nmt_nfkc: 44,288 units) pass: the round-trip test above loads one.
 }
