@@ -88,12 +88,24 @@ TEST_CASE("stream load: pretrained_source into a stage-3 engine holds its shards
     const char* model;
     std::string file;
     bool converts;  // the file's dtype or layout differs from the model's: read through the bounded buffer
+    bool llama3_sharded = false;  // Llama 3's RoPE scaling, written as transformers' shards + index
   };
-  const Case cases[] = {{"llm.c float32", "gpt2-nano", (dir / "f32.bin").string(), false},
-                        {"llm.c bfloat16", "gpt2-nano", (dir / "bf16.bin").string(), true},
-                        {"HF GPT-2 float32 (Conv1D transposes)", "gpt2-nano", (dir / "gpt2-hf").string(), true},
-                        {"HF Llama float32", "llama-nano", (dir / "llama-hf").string(), false},
-                        {"HF Llama bfloat16", "llama-nano", (dir / "llama-hf-bf16").string(), true}};
+  const Case cases[] = {
+      {"llm.c float32", "gpt2-nano", (dir / "f32.bin").string(), false},
+      {"llm.c bfloat16", "gpt2-nano", (dir / "bf16.bin").string(), true},
+      {"HF GPT-2 float32 (Conv1D transposes)", "gpt2-nano", (dir / "gpt2-hf").string(), true},
+      {"HF Llama float32", "llama-nano", (dir / "llama-hf").string(), false},
+      {"HF Llama bfloat16", "llama-nano", (dir / "llama-hf-bf16").string(), true},
+      {"HF Llama 3 float32, sharded", "llama-nano", (dir / "llama3-hf-sharded").string(), false, true}};
+  // The Llama 3 case: llama3.2-1b's RoPE scaling on the small shape, shards of at most 16 KiB.
+  const auto config_of = [](const Case& k) {
+    ModelConfig c = six_blocks(k.model);
+    if (k.llama3_sharded) {
+      c.rope_theta = 500000.0;
+      c.rope_scaling = model_config("llama3.2-1b").rope_scaling;
+    }
+    return c;
+  };
   if (g.rank() == 0) {
     fs::create_directories(dir);
     auto gpt = seeded(six_blocks("gpt2-nano"));
@@ -103,11 +115,13 @@ TEST_CASE("stream load: pretrained_source into a stage-3 engine holds its shards
     auto llama = seeded(six_blocks("llama-nano"));
     save_hf_weights(cases[3].file, *llama);
     save_hf_weights(cases[4].file, *llama, DType::bf16);
+    save_hf_weights(cases[5].file, *seeded(config_of(cases[5])), DType::f32, 16 * 1024);
+    REQUIRE(fs::exists(fs::path(cases[5].file) / "model.safetensors.index.json"));
   }
   g.barrier();
   for (const Case& k : cases) {
     INFO(k.what << ", " << N << " ranks");
-    const ModelConfig cfg = six_blocks(k.model);
+    const ModelConfig cfg = config_of(k);
     ModelOptions o;
     o.world_size = N;
     o.alignment = kShardAlignment;
