@@ -327,7 +327,8 @@ void CpuBackend::swiglu_packed(const Tensor& out, const Tensor& gu) {
     return f.store({&out});
   }
   need_contiguous("swiglu_packed", {&out, &gu});
-  const auto [N, F] = swiglu_rows("swiglu_packed", out, gu);
+  const SwigluRows r = swiglu_rows("swiglu_packed", out, gu);
+  const int64_t N = r.N, F = r.F;  // named copies: clang 14 cannot capture structured bindings in a lambda
   dispatch_float(gu.dtype(), "cpu backend ", "swiglu_packed", [&](auto tag) {
     using T = decltype(tag);
     T* y = out.data<T>();
@@ -344,7 +345,8 @@ void CpuBackend::swiglu_packed_backward(const Tensor& dgu, const Tensor& dout, c
   }
   need_contiguous("swiglu_packed_backward", {&dgu, &dout, &gu});
   ZT_CHECK(dgu.shape() == gu.shape(), "cpu backend swiglu_packed_backward: dgu ", dgu.str(), " for gu ", gu.str());
-  const auto [N, F] = swiglu_rows("swiglu_packed_backward", dout, gu);
+  const SwigluRows r = swiglu_rows("swiglu_packed_backward", dout, gu);
+  const int64_t N = r.N, F = r.F;
   dispatch_float(gu.dtype(), "cpu backend ", "swiglu_packed_backward", [&](auto tag) {
     using T = decltype(tag);
     T* dx = dgu.data<T>();
