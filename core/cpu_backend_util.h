@@ -1,5 +1,6 @@
 // defines: opt, need_contiguous, rows_cols — the small helpers of the cpu backend's kernel entries
-//          (core/cpu_backend_ops.cpp, core/cpu_backend_fused.cpp). Private to core/cpu_backend*.cpp.
+//          (core/cpu_backend_ops.cpp, core/cpu_backend_fused.cpp, core/cpu_backend_attention.cpp).
+//          Private to core/cpu_backend*.cpp.
 #pragma once
 #include <cstdint>
 #include <initializer_list>
