@@ -1,6 +1,6 @@
 // defines: Device (str), parse_device, f32_matmul_name, parse_f32_matmul, Backend (host_allocator,
 //          set_f32_matmul_precision), register_backend, backend_registered, backend, default_device,
-//          set_default_device and 1 more (core/backend.h); file-local: Registry, registry
+//          set_default_device and 2 more (core/backend.h); file-local: Registry, registry
 //
 // The backend registry, the default device, and Device's text form (core/backend.h, core/device.h).
 #include "core/backend.h"
@@ -38,6 +38,14 @@ F32Matmul parse_f32_matmul(const std::string& text) {
 }
 
 Allocator& Backend::host_allocator(bool) { return zt::host_allocator(); }
+
+PackedRows swiglu_packed_rows(const char* who, const Tensor& out, const Tensor& gu) {
+  ZT_CHECK(gu.dim() >= 1 && out.dim() == gu.dim() && gu.size(-1) % 2 == 0 && out.size(-1) * 2 == gu.size(-1) &&
+               out.numel() * 2 == gu.numel(),
+           who, ": gu ", gu.str(), " must be (..., 2F) and out ", out.str(), " (..., F)");
+  const int64_t F = out.size(-1);
+  return {F == 0 ? 0 : out.numel() / F, F};
+}
 
 void Backend::set_f32_matmul_precision(F32Matmul p) {
   if (p == F32Matmul::high)

@@ -99,6 +99,14 @@ class Backend {
   F32Matmul f32_matmul_ = F32Matmul::highest;
 };
 
+// The rows of the packed SwiGLU entries (swiglu_packed, swiglu_packed_backward): gu (..., 2F) and
+// out (..., F) with the same leading dimensions -> N rows of F; a zt::Error naming `who` otherwise.
+// One shape check for every backend.
+struct PackedRows {
+  int64_t N = 0, F = 0;
+};
+PackedRows swiglu_packed_rows(const char* who, const Tensor& out, const Tensor& gu);
+
 // The backend of a device: the cpu one always; another once registered (see above), else a
 // zt::Error naming the device and why it has none.
 Backend& backend(const Device& d);

@@ -1,4 +1,4 @@
-// defines: CpuBackend (binary, scale, mul_backward, sum_all, fill_scaled and 23 more); file-local: SwigluRows, swiglu_rows
+// defines: CpuBackend (binary, scale, mul_backward, sum_all, fill_scaled and 23 more)
 //
 // CpuBackend, part 2 (core/cpu_backend.h): elementwise, reductions, GEMM and linear, activations,
 // softmax, embedding, cross-entropy, norms (RoPE and attention: core/cpu_backend_attention.cpp;
@@ -305,26 +305,13 @@ void CpuBackend::swiglu_backward(const Tensor& dgate, const Tensor& dup, const T
   });
 }
 
-namespace {
-// The rows of a packed swiglu: gu (..., 2F) and out (..., F) with the same leading dimensions.
-struct SwigluRows {
-  int64_t N = 0, F = 0;
-};
-SwigluRows swiglu_rows(const char* op, const Tensor& out, const Tensor& gu) {
-  ZT_CHECK(gu.dim() >= 1 && out.dim() == gu.dim() && gu.size(-1) % 2 == 0 && out.size(-1) * 2 == gu.size(-1) &&
-               out.numel() * 2 == gu.numel(),
-           "cpu backend ", op, ": gu ", gu.str(), " must be (..., 2F) and out ", out.str(), " (..., F)");
-  return {out.numel() / std::max<int64_t>(out.size(-1), 1), out.size(-1)};
-}
-}  // namespace
-
 void CpuBackend::swiglu_packed(const Tensor& out, const Tensor& gu) {
   if (Bf16StandIns f{&out, &gu}; f.active()) {
     swiglu_packed(f(out), f(gu));
     return f.store({&out});
   }
   need_contiguous("swiglu_packed", {&out, &gu});
-  const SwigluRows r = swiglu_rows("swiglu_packed", out, gu);
+  const PackedRows r = swiglu_packed_rows("cpu backend swiglu_packed", out, gu);
   const int64_t N = r.N, F = r.F;  // named copies: clang 14 cannot capture structured bindings in a lambda
   dispatch_float(gu.dtype(), "cpu backend ", "swiglu_packed", [&](auto tag) {
     using T = decltype(tag);
@@ -342,7 +329,7 @@ void CpuBackend::swiglu_packed_backward(const Tensor& dgu, const Tensor& dout, c
   }
   need_contiguous("swiglu_packed_backward", {&dgu, &dout, &gu});
   ZT_CHECK(dgu.shape() == gu.shape(), "cpu backend swiglu_packed_backward: dgu ", dgu.str(), " for gu ", gu.str());
-  const SwigluRows r = swiglu_rows("swiglu_packed_backward", dout, gu);
+  const PackedRows r = swiglu_packed_rows("cpu backend swiglu_packed_backward", dout, gu);
   const int64_t N = r.N, F = r.F;
   dispatch_float(gu.dtype(), "cpu backend ", "swiglu_packed_backward", [&](auto tag) {
     using T = decltype(tag);

@@ -1,5 +1,5 @@
 // defines: CudaBackend (binary, scale, mul_backward, sum_all, fill_scaled and 24 more); file-local: Need,
-//          Rows, rows_of, ptr, swiglu_rows
+//          Rows, rows_of, ptr
 //
 // CudaBackend (cuda/backend.h): the elementwise, reduction, activation (with the fused bias + GELU),
 // softmax, embedding, loss and normalization (with the fused residual + norms) entries of the
@@ -256,22 +256,11 @@ void CudaBackend::swiglu_backward(const Tensor& dgate, const Tensor& dup, const 
                                 stream());
 }
 
-namespace {
-// gu (..., 2F) and out (..., F), one row per leading index: the packed swiglu's rows N and F.
-std::pair<int64_t, int64_t> swiglu_rows(const char* op, const Tensor& out, const Tensor& gu) {
-  ZT_CHECK(gu.dim() >= 1 && out.dim() == gu.dim() && gu.size(-1) % 2 == 0 && out.size(-1) * 2 == gu.size(-1) &&
-               out.numel() * 2 == gu.numel(),
-           "cuda ", op, ": gu ", gu.str(), " must be (..., 2F) and out ", out.str(), " (..., F)");
-  const int64_t F = out.size(-1);
-  return {F == 0 ? 0 : out.numel() / F, F};
-}
-}  // namespace
-
 void CudaBackend::swiglu_packed(const Tensor& out, const Tensor& gu) {
   const Need n{*this, "swiglu_packed"};
   n.compute(gu, "gu");
   n.on(out, "out", gu.dtype());
-  const auto [N, F] = swiglu_rows("swiglu_packed", out, gu);
+  const auto [N, F] = swiglu_packed_rows("cuda swiglu_packed", out, gu);
   DeviceGuard g(index_);
   cuda_kernels::swiglu_packed_forward(gu.dtype(), out.raw(), gu.raw(), N, F, stream());
 }
@@ -281,7 +270,7 @@ void CudaBackend::swiglu_packed_backward(const Tensor& dgu, const Tensor& dout, 
   n.compute(gu, "gu");
   n.like(dgu, "dgu", gu);
   n.on(dout, "dout", gu.dtype());
-  const auto [N, F] = swiglu_rows("swiglu_packed_backward", dout, gu);
+  const auto [N, F] = swiglu_packed_rows("cuda swiglu_packed_backward", dout, gu);
   DeviceGuard g(index_);
   cuda_kernels::swiglu_packed_backward(gu.dtype(), dgu.raw(), dout.raw(), gu.raw(), N, F, stream());
 }
