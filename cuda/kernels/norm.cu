@@ -166,13 +166,23 @@ __global__ void norm_bwd_partial_kernel(float* __restrict__ pw, float* __restric
   }
 }
 
-// out[c] = sum over k = 0..nch-1 (in order) of partial[k][c], rounded once to D.
+// out[c] = the partials' sum in the tree of norm.h: group g (threadIdx.y) adds partial[k][c] for
+// its chunks k in order, then row 0 adds the kCombineGroups group sums in order; rounded once to D.
+// Block (32, kCombineGroups): a warp reads 32 adjacent columns of one chunk (128 bytes).
 template <DType D>
 __global__ void combine_partials_kernel(Tp<D>* __restrict__ out, const float* __restrict__ partial, int64_t nch,
                                         int64_t C) {
-  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < C;
-       c += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    out[c] = dev::Io<D>::store(dev::sum_chunks_in_order(partial, nch, C, c));
+  __shared__ float group_sum[kCombineGroups][32];
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x;
+  const int g = static_cast<int>(threadIdx.y);
+  const int64_t k0 = g * nch / kCombineGroups, k1 = (g + 1) * nch / kCombineGroups;
+  group_sum[g][threadIdx.x] = c < C ? dev::sum_chunks_in_order(partial + k0 * C, k1 - k0, C, c) : 0.0f;
+  __syncthreads();
+  if (g != 0 || c >= C) return;
+  float a = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kCombineGroups; ++j) a = __fadd_rn(a, group_sum[j][threadIdx.x]);
+  out[c] = dev::Io<D>::store(a);
 }
 
 void check_args(const char* who, DType t, int64_t N, int64_t C) {
@@ -264,21 +274,28 @@ void launch_bwd(const char* who, DType t, void* dx, void* dw, void* db, const vo
       const int64_t nch = num_chunks(N);
       float* pw_part = dw ? static_cast<float*>(workspace) : nullptr;
       float* pb_part = db ? static_cast<float*>(workspace) + nch * C : nullptr;
-      // pairs of columns: nch C / 2 threads (8-column packs left too few: slower on an H100)
+      // packs of 8 columns (one 16-byte access of bfloat16) where C and the pointers allow, else
+      // pairs, else single columns: nch C / P threads
       const int es = static_cast<int>(sizeof(Tp<D>));
-      const bool pair = C % 2 == 0 && dev::pack_aligned(dout, 2, es) && dev::pack_aligned(x, 2, es);
-      const unsigned grid = dev::grid_for(nch * C / (pair ? 2 : 1), kThreads);
+      const bool aligned2 = dev::pack_aligned(dout, 2, es) && dev::pack_aligned(x, 2, es);
+      const int P = C % 8 == 0 && dev::pack_aligned(dout, 8, es) && dev::pack_aligned(x, 8, es) ? 8
+                    : C % 2 == 0 && aligned2                                                    ? 2
+                                                                                                : 1;
+      const unsigned grid = dev::grid_for(nch * C / P, kThreads);
       dispatch_bool(ln, [&](auto l) {
         constexpr bool L = decltype(l)::value;
-        if (pair)
+        if (P == 8)
+          norm_bwd_partial_kernel<D, 8, L><<<grid, kThreads, 0, s>>>(pw_part, pb_part, pg, px, mean, rstd, N, C, nch);
+        else if (P == 2)
           norm_bwd_partial_kernel<D, 2, L><<<grid, kThreads, 0, s>>>(pw_part, pb_part, pg, px, mean, rstd, N, C, nch);
         else
           norm_bwd_partial_kernel<D, 1, L><<<grid, kThreads, 0, s>>>(pw_part, pb_part, pg, px, mean, rstd, N, C, nch);
       });
       ZT_CUDA_CHECK(cudaGetLastError());
-      const unsigned cgrid = dev::grid_for(C, kThreads);
-      if (dw) combine_partials_kernel<D><<<cgrid, kThreads, 0, s>>>(static_cast<Tp<D>*>(dw), pw_part, nch, C);
-      if (db) combine_partials_kernel<D><<<cgrid, kThreads, 0, s>>>(static_cast<Tp<D>*>(db), pb_part, nch, C);
+      const unsigned cgrid = static_cast<unsigned>((C + 31) / 32);
+      const dim3 cblock(32, kCombineGroups);
+      if (dw) combine_partials_kernel<D><<<cgrid, cblock, 0, s>>>(static_cast<Tp<D>*>(dw), pw_part, nch, C);
+      if (db) combine_partials_kernel<D><<<cgrid, cblock, 0, s>>>(static_cast<Tp<D>*>(db), pb_part, nch, C);
       ZT_CUDA_CHECK(cudaGetLastError());
     }
   });

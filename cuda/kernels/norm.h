@@ -28,8 +28,10 @@
 // the element-wise add followed by layernorm_forward / rmsnorm_forward.
 // Backward's dw / db, deterministic without atomics: the rows are cut into
 // nch = min(N, kNormChunks) fixed chunks [k N / nch, (k+1) N / nch) (as on the CPU, with more
-// chunks); thread (k, c) sums its chunk's rows in order into partial[k][c] (float32, in the
-// workspace); then thread c adds partial[0..nch)[c] in order. Same inputs, same bits.
+// chunks: a GPU needs the threads); thread (k, pack of columns) sums its chunk's rows in order
+// into partial[k][c] (float32, in the workspace); then a tree in a fixed shape adds the partials:
+// kCombineGroups groups of consecutive chunks, each summed in chunk order, then the group sums in
+// group order. The shape depends only on N, so: same inputs, same bits.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -39,7 +41,11 @@
 
 namespace zt::cuda_kernels {
 
-inline constexpr int64_t kNormChunks = 128;
+// 1024 chunks: at N = 16384 rows (B 16 x T 1024) a chunk is 16 rows and a Llama-100m width
+// (C = 768, 8-column packs) gives 98k threads; 128 chunks left 2-column threads latency bound
+// (~6x their bytes' time on an H200).
+inline constexpr int64_t kNormChunks = 1024;
+inline constexpr int kCombineGroups = 16;
 
 // Device bytes of workspace the backward needs (partials for dw and db: 2 * nch * C float32).
 int64_t norm_backward_workspace_bytes(int64_t N, int64_t C);

@@ -160,8 +160,10 @@ struct RowShape {
   int64_t N, C;
   size_t off;
 };
-const RowShape kRowShapes[] = {{1, 1, 0},    {1000, 1, 0},   {1, 33, 0},     {1000, 33, 0},
-                               {1, 768, 0},  {1000, 768, 0}, {1000, 768, 1}};
+// N past the norms' 1024 weight-gradient chunks (chunks of 2 or 3 rows) with 8-column packs
+// (C = 40), pairs (C = 34) and single columns (offset 1)
+const RowShape kRowShapes[] = {{1, 1, 0},      {1000, 1, 0},   {1, 33, 0},    {1000, 33, 0}, {1, 768, 0},
+                               {1000, 768, 0}, {1000, 768, 1}, {2500, 40, 0}, {3001, 34, 0}, {2100, 40, 1}};
 
 }  // namespace
 
