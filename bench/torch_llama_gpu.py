@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""bench/torch_llama_gpu.py — the GPU peer of bench_train_step for llama-100m, trained by PyTorch.
+"""bench/torch_llama_gpu.py — the GPU peer of bench_train_step for the Llama models, trained by PyTorch.
 
-The same model as ZeroTensor's llama-100m (models/model_config.cpp: 8 layers, 768 wide, 12 heads
-over 4 KV heads (GQA), SwiGLU 2048, RMSNorm eps 1e-5, RoPE theta 10000 on half-split pairs as
-Hugging Face's Llama, vocabulary 32000, untied lm_head, no biases: 99,496,704 parameters), the
-same step and FLOP count (6 N + 6 L C T per token) as bench/torch_gpt2_gpu.py, whose timing loop
-it shares (autocast bf16, SDPA flash attention, fused AdamW, eager or --compile). Usage:
+The same models as ZeroTensor's presets (models/model_config.cpp), chosen by --model:
+  llama-100m   8 layers, 768 wide, 12 heads over 4 KV heads (GQA), SwiGLU 2048, RMSNorm eps 1e-5,
+               RoPE theta 10000, vocabulary 32000, untied lm_head, no biases: 99,496,704 parameters
+  llama3.2-1b  16 layers, 2048 wide, 32 heads over 8 KV heads, SwiGLU 8192, vocabulary 128256, tied
+               embeddings, RoPE theta 500000 with Llama 3's scaling (factor 32, low 1, high 4,
+               original 8192 positions): 1,235,814,400 parameters
+RoPE on half-split pairs as Hugging Face's Llama. The same step and FLOP count (6 N + 6 L C T per
+token) as bench/torch_gpt2_gpu.py, whose timing loop it shares (autocast bf16, SDPA flash
+attention, fused AdamW, eager or --compile). Usage:
 
-    python3 bench/torch_llama_gpu.py [--batch 16] [--seq 1024] [--steps 10] [--warmup 3] [--compile]
+    python3 bench/torch_llama_gpu.py [--model llama-100m] [--batch 16] [--seq 1024] [--steps 10]
+                                     [--warmup 3] [--compile]
 """
+import argparse, math
 import os, sys
 
 import torch
@@ -51,8 +57,19 @@ class Block(nn.Module):
         return x + self.down(F.silu(self.gate(h)) * self.up(h))
 
 
+def llama3_inv_freq(inv, factor, low, high, original):
+    """Llama 3's rope_scaling (transformers' _compute_llama3_parameters; core/rope.h): wavelengths
+    below original / high kept, above original / low divided by factor, smooth in between."""
+    wavelen = 2 * math.pi / inv
+    scaled = torch.where(wavelen > original / low, inv / factor, inv)
+    smooth = (original / wavelen - low) / (high - low)
+    mid = (1 - smooth) * scaled / factor + smooth * scaled
+    is_mid = (wavelen >= original / high) & (wavelen <= original / low)
+    return torch.where(is_mid, mid, scaled)
+
+
 class Llama(nn.Module):
-    def __init__(self, L=8, C=768, H=12, Hkv=4, F_=2048, T=1024, V=32000, theta=10000.0):
+    def __init__(self, L=8, C=768, H=12, Hkv=4, F_=2048, T=1024, V=32000, theta=10000.0, tied=False, scaling=None):
         super().__init__()
         self.embed = nn.Embedding(V, C)
         self.layers = nn.ModuleList([Block(C, H, Hkv, F_) for _ in range(L)])
@@ -60,6 +77,8 @@ class Llama(nn.Module):
         self.lm_head = nn.Linear(C, V, bias=False)
         D = C // H
         inv = 1.0 / theta ** (torch.arange(0, D, 2, dtype=torch.float32) / D)
+        if scaling:
+            inv = llama3_inv_freq(inv, *scaling)
         ang = torch.outer(torch.arange(T, dtype=torch.float32), inv)
         ang = torch.cat((ang, ang), dim=-1)  # (T, D)
         self.register_buffer("cos", ang.cos(), persistent=False)
@@ -67,6 +86,8 @@ class Llama(nn.Module):
         for p in self.parameters():
             if p.dim() >= 2:
                 nn.init.normal_(p, std=0.02)
+        if tied:
+            self.lm_head.weight = self.embed.weight  # counted once by parameters()
 
     def forward(self, idx, targets):
         T = idx.shape[1]
@@ -78,5 +99,16 @@ class Llama(nn.Module):
         return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1))
 
 
+MODELS = {
+    "llama-100m": dict(L=8, C=768, H=12, Hkv=4, F_=2048, V=32000, theta=10000.0),
+    "llama3.2-1b": dict(L=16, C=2048, H=32, Hkv=8, F_=8192, V=128256, theta=500000.0, tied=True,
+                        scaling=(32.0, 1.0, 4.0, 8192.0)),
+}
+
 if __name__ == "__main__":
-    run(lambda T: Llama(T=T), "llama-100m", 32000, 8, 768)
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--model", default="llama-100m", choices=sorted(MODELS))
+    known, rest = pre.parse_known_args()
+    sys.argv = sys.argv[:1] + rest  # the rest are run()'s flags
+    m = MODELS[known.model]
+    run(lambda T: Llama(T=T, **m), known.model, m["V"], m["L"], m["C"])

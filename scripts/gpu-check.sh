@@ -206,11 +206,12 @@ part bench_train_step_no_epilogue 600 bash -c 'bench_train gpt2-124m --gelu-epil
 # The peers in PyTorch: the same step on this GPU, eager and compiled, B 64 x T 1024 (B 32 if 64
 # does not fit): GPT-2 124M (bench/torch_gpt2_gpu.py) and llama-100m (bench/torch_llama_gpu.py).
 # Needs the machine's python3 with torch.
-torch_peer() {  # torch_peer SCRIPT
+torch_peer() {  # torch_peer SCRIPT [FLAGS...]
   local py="$PACK/bench/$1" b mode
+  shift
   for mode in "" "--compile"; do
-    for b in 64 32; do
-      python3 "$py" --batch "$b" --seq 1024 $mode && break
+    for b in 64 32 16; do
+      python3 "$py" "$@" --batch "$b" --seq 1024 $mode && break
     done
   done
 }
@@ -220,6 +221,9 @@ part torch_peer 420 bash -c 'torch_peer torch_gpt2_gpu.py'
 # Llama on the GPU: llama-100m (GQA, RoPE, SwiGLU, RMSNorm), ours and PyTorch's, the same way.
 part bench_llama 300 bash -c 'bench_train llama-100m'
 part torch_llama_peer 420 bash -c 'torch_peer torch_llama_gpu.py'
+# Llama 3.2 1B's shape (1.24 B parameters, 128256-token vocabulary, tied, llama3 RoPE), the same way.
+part bench_llama3 420 bash -c 'bench_train llama3.2-1b'
+part torch_llama3_peer 540 bash -c 'torch_peer torch_llama_gpu.py --model llama3.2-1b'
 
 # transformers as a client of our files (on this machine's CPU, where transformers is): our
 # --save-hf export loaded by from_pretrained, a save_pretrained model read by zt-generate --hf, the
