@@ -12,6 +12,7 @@
 
 #include "cuda/check.h"
 #include "cuda/kernels/cast.h"  // dev::Io, load8 / store8, grid_for
+#include "cuda/kernels/column_walk.cuh"  // dev::load_pack, store_pack, pack_aligned
 #include "cuda/kernels/dispatch.h"  // check_compute, dispatch_compute, dispatch_compute_vec
 
 namespace zt::cuda_kernels {
@@ -116,31 +117,41 @@ __global__ void rope_tables_kernel(float* __restrict__ cos_t, float* __restrict_
 
 // One block per token (b, t) (grid-stride over the B T tokens), its threads over the token's
 // H * D/2 pairs (h, d < D/2) in 32-bit index math: the position, the head and the table row come
-// from one division a token and one a pair. Heads h >= rot_heads are copied (packed v), or left
-// alone in place. out may be x (each pair read, then written, by one thread). sign = -1: the
-// inverse rotation.
-template <DType D>
+// from one division a token and one a pack. A thread takes P pairs (d .. d + P-1 of one head: P
+// adjacent elements of each half, one access each; the launcher picks P = 4, 2 or 1 as D/2 and
+// the alignments allow; the per-element arithmetic is the same for every P, so are the bits).
+// Heads h >= rot_heads are copied (packed v), or left alone in place. out may be x (each pack read,
+// then written, by one thread). sign = -1: the inverse rotation.
+template <DType D, int P>
 __global__ void rope_kernel(Tp<D>* out, const Tp<D>* x, const float* __restrict__ cos_t,
                             const float* __restrict__ sin_t, int64_t tokens, int T, int H, int half, int rot_heads,
                             float sign) {
-  const int pairs = H * half, width = 2 * pairs;
+  const int packs = H * half / P, width = 2 * H * half;
   for (int64_t tok = blockIdx.x; tok < tokens; tok += gridDim.x) {
     const int t = static_cast<int>(tok % T);
     const float* c = cos_t + static_cast<int64_t>(t) * half;
     const float* sn = sin_t + static_cast<int64_t>(t) * half;
     const Tp<D>* xr = x + tok * width;
     Tp<D>* o = out + tok * width;
-    for (int j = threadIdx.x; j < pairs; j += blockDim.x) {
-      const int h = j / half, d = j - h * half, off = h * 2 * half + d;
+    for (int j = threadIdx.x; j < packs; j += blockDim.x) {
+      const int h = j * P / half, d = j * P - h * half, off = h * 2 * half + d;
+      if (h >= rot_heads && o == xr) continue;
+      Tp<D> a[P], b[P];
+      dev::load_pack<P>(a, xr + off);
+      dev::load_pack<P>(b, xr + off + half);
       if (h < rot_heads) {
-        const float cc = c[d], ss = sign * sn[d];
-        const float x0 = dev::Io<D>::load(xr[off]), x1 = dev::Io<D>::load(xr[off + half]);
-        o[off] = dev::Io<D>::store(x0 * cc - x1 * ss);
-        o[off + half] = dev::Io<D>::store(x1 * cc + x0 * ss);
-      } else if (o != xr) {
-        o[off] = xr[off];
-        o[off + half] = xr[off + half];
+        float cc[P], ss[P];
+        dev::load_pack<P>(cc, c + d);
+        dev::load_pack<P>(ss, sn + d);
+#pragma unroll
+        for (int e = 0; e < P; ++e) {
+          const float x0 = dev::Io<D>::load(a[e]), x1 = dev::Io<D>::load(b[e]), s = sign * ss[e];
+          a[e] = dev::Io<D>::store(x0 * cc[e] - x1 * s);
+          b[e] = dev::Io<D>::store(x1 * cc[e] + x0 * s);
+        }
       }
+      dev::store_pack<P>(o + off, a);
+      dev::store_pack<P>(o + off + half, b);
     }
   }
 }
@@ -165,11 +176,24 @@ void rope_launch(const char* who, DType t, void* out, const void* x, const float
   if (tokens == 0 || H == 0) return;
   need(who, "out", out), need(who, "x", x), need(who, "cos_t", cos_t), need(who, "sin_t", sin_t);
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tokens, int64_t{1} << 30));
+  // P pairs a thread: D/2 a multiple of P, and x, out and the tables aligned to a pack (each
+  // token's row and each half then are: their offsets are multiples of D/2)
+  const int es = static_cast<int>(dtype_size(t));
+  const auto fits = [&](int P) {
+    return (D / 2) % P == 0 && dev::pack_aligned(x, P, es) && dev::pack_aligned(out, P, es) &&
+           dev::pack_aligned(cos_t, P, 4) && dev::pack_aligned(sin_t, P, 4);
+  };
+  const int P = fits(4) ? 4 : fits(2) ? 2 : 1;
   dispatch_compute(t, who, [&](auto d) {
     constexpr DType DT = decltype(d)::value;
-    rope_kernel<DT><<<grid, kThreads, 0, s>>>(static_cast<Tp<DT>*>(out), static_cast<const Tp<DT>*>(x), cos_t, sin_t,
-                                              tokens, static_cast<int>(T), static_cast<int>(H), static_cast<int>(D / 2),
-                                              static_cast<int>(rot_heads), sign);
+    const auto launch = [&](auto kernel) {
+      kernel<<<grid, kThreads, 0, s>>>(static_cast<Tp<DT>*>(out), static_cast<const Tp<DT>*>(x), cos_t, sin_t, tokens,
+                                       static_cast<int>(T), static_cast<int>(H), static_cast<int>(D / 2),
+                                       static_cast<int>(rot_heads), sign);
+    };
+    if (P == 4) launch(rope_kernel<DT, 4>);
+    else if (P == 2) launch(rope_kernel<DT, 2>);
+    else launch(rope_kernel<DT, 1>);
   });
   ZT_CUDA_CHECK(cudaGetLastError());
 }

@@ -494,7 +494,8 @@ TEST_CASE("cuda rope tables, forward and backward match the CPU ops", "[cuda_nn_
   struct Shape {
     int64_t B, T, H, D;
   };
-  const Shape shapes[] = {{1, 1, 1, 2}, {2, 7, 3, 2}, {1, 1, 1, 64}, {2, 33, 4, 64}, {3, 100, 2, 128}};
+  // D/2 = 1, 6 and 32: one, two and four pairs a thread
+  const Shape shapes[] = {{1, 1, 1, 2}, {2, 7, 3, 2}, {2, 5, 3, 12}, {1, 1, 1, 64}, {2, 33, 4, 64}, {3, 100, 2, 128}};
   // plain, and Llama 3's scaling with an original context of 16 positions (past it at T 33, 100)
   const RopeParams params[] = {RopeParams(10000.0), RopeParams(500000.0),
                                RopeParams(500000.0, {RopeScaling::Type::llama3, 32.0, 1.0, 4.0, 16})};
