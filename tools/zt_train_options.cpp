@@ -9,15 +9,16 @@
 #include "core/check.h"  // defines: ZT_THROW
 #include "core/json.h"   // defines: read_json_file
 #include "formats/hf_weights.h"  // defines: parse_shard_size
+#include "models/model_config.h"  // defines: model_config_names
 
 namespace zt {
 
 std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
   CLI::App app{"zt-train: train a GPT-2 or Llama model on the CPU (ZeroTensor)"};
   RunConfig& c = o.run;
-  app.add_option("--model", c.model,
-                 "named model config: gpt2-nano, gpt-micro, gpt-mini, gpt2-124m, llama-nano, llama-mini, llama-100m")
-      ->capture_default_str();
+  std::string names;
+  for (const std::string& n : model_config_names()) names += (names.empty() ? "" : ", ") + n;
+  app.add_option("--model", c.model, "named model config: " + names)->capture_default_str();
   app.add_option("--init-from", c.init_from,
                  "start from pretrained weights instead of a fresh init: an llm.c GPT-2 checkpoint (.bin) or a Hugging "
                  "Face GPT-2 / Llama directory (config.json + model.safetensors) or .safetensors file");
