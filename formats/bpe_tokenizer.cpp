@@ -26,9 +26,12 @@ constexpr size_t kMaxCacheEntries = 1 << 18;  // pieces cached before the cache 
 }  // namespace
 
 BpeTokenizer::BpeTokenizer(BpeModel model, std::string source) : model_(std::move(model)), source_(std::move(source)) {
+  pre_ = model_.pattern.empty() ? std::make_unique<Pretokenizer>()
+                                : std::make_unique<Pretokenizer>(model_.pattern, "tokenizer '" + source_ + "': the split pattern");
   const auto& toks = model_.tokens;
   const auto n = static_cast<int64_t>(toks.size());
   if (n < 256) ZT_THROW("tokenizer '", source_, "': ", n, " tokens: a byte-level BPE vocabulary holds at least the 256 one-byte tokens");
+  if (n > INT32_MAX) ZT_THROW("tokenizer '", source_, "': ", n, " ids: more than int32 holds");
   std::unordered_set<int32_t> special_set;
   for (int32_t id : model_.specials) {
     if (id < 0 || id >= n) ZT_THROW("tokenizer '", source_, "': special token id ", id, " is outside the vocabulary [0, ", n, ")");
@@ -37,15 +40,27 @@ BpeTokenizer::BpeTokenizer(BpeModel model, std::string source) : model_(std::mov
     special_text_.emplace_back(toks[id], id);
     if (toks[id] == kGpt2EndOfText) eot_ = id;
   }
-  // Ordinary tokens: bytes -> id, each text once.
-  std::unordered_map<std::string, int32_t> id_of;
+  // A file's EOS (tokenizer_config.json) separates documents in its place (Llama 3's <|end_of_text|>).
+  for (const auto& [id, name] : {std::pair{model_.bos, "BOS"}, std::pair{model_.eos, "EOS"}})
+    if (id != -1 && !special_set.count(id))
+      ZT_THROW("tokenizer '", source_, "': the ", name, " id ", id, " is not one of its special (added) tokens");
+  if (model_.eos >= 0) eot_ = model_.eos;
+  // Ordinary tokens: bytes -> id, each text once. An empty token is an unused id (no token has
+  // it); at most as many as the used ids, so a file's ids bound the memory it costs.
+  std::unordered_map<std::string, int32_t>& id_of = id_of_;
   id_of.reserve(toks.size());
+  int64_t unused = 0;
   for (int32_t id = 0; id < n; ++id) {
     if (special_set.count(id)) continue;
-    if (toks[id].empty()) ZT_THROW("tokenizer '", source_, "': token id ", id, " is empty");
+    if (toks[id].empty()) {
+      ++unused;
+      continue;
+    }
     auto [it, fresh] = id_of.emplace(toks[id], id);
     if (!fresh) ZT_THROW("tokenizer '", source_, "': token '", shown(toks[id]), "' appears twice (ids ", it->second, " and ", id, ")");
   }
+  if (unused > n - unused)
+    ZT_THROW("tokenizer '", source_, "': ", unused, " of its ", n, " ids are unused: at most half of a vocabulary's ids may be unused");
   for (int b = 0; b < 256; ++b) {
     auto it = id_of.find(std::string(1, static_cast<char>(b)));
     if (it == id_of.end())
@@ -56,7 +71,7 @@ BpeTokenizer::BpeTokenizer(BpeModel model, std::string source) : model_(std::mov
   merge_of_.reserve(model_.merges.size());
   for (size_t r = 0; r < model_.merges.size(); ++r) {
     const auto [a, b] = model_.merges[r];
-    if (a < 0 || a >= n || b < 0 || b >= n || special_set.count(a) || special_set.count(b))
+    if (a < 0 || a >= n || b < 0 || b >= n || special_set.count(a) || special_set.count(b) || toks[a].empty() || toks[b].empty())
       ZT_THROW("tokenizer '", source_, "': merge ", r, " (", a, ", ", b, ") names an id that is not an ordinary token of [0, ", n, ")");
     auto it = id_of.find(toks[a] + toks[b]);
     if (it == id_of.end())
@@ -78,11 +93,19 @@ int32_t BpeTokenizer::merge_rank(int32_t left, int32_t right) const {
 
 // Hugging Face's merge_all: symbols in a linked list, candidate pairs in a min-heap by
 // (rank, position). A popped pair still standing merges; its new neighbours' pairs are pushed.
+// With ignore_merges, a piece that is a token is that token, whatever the merges would make.
 void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& out) const {
   const size_t n = piece.size();
   if (n == 1) {
     out.push_back(byte_id_[static_cast<unsigned char>(piece[0])]);
     return;
+  }
+  if (model_.ignore_merges) {
+    auto it = id_of_.find(std::string(piece));
+    if (it != id_of_.end()) {
+      out.push_back(it->second);
+      return;
+    }
   }
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
@@ -135,7 +158,7 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 1);
   auto ordinary = [&](std::string_view part) {
-    for (std::string_view piece : pre_.split(part)) encode_piece(piece, out);
+    for (std::string_view piece : pre_->split(part)) encode_piece(piece, out);
   };
   // next_at[k]: where special k next occurs at or after pos (npos: nowhere further)
   std::vector<size_t> next_at(special_text_.size(), 0);
@@ -164,6 +187,9 @@ std::string BpeTokenizer::decode(const std::vector<int32_t>& ids) const {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= n)
       ZT_THROW("tokenizer '", source_, "': token id ", ids[i], " at position ", i, " is outside the vocabulary [0, ", n, ")");
+    if (model_.tokens[ids[i]].empty())
+      ZT_THROW("tokenizer '", source_, "': token id ", ids[i], " at position ", i,
+               " is an unused id of the vocabulary [0, ", n, "): no token has it");
     out += model_.tokens[ids[i]];
   }
   return out;
@@ -172,6 +198,8 @@ std::string BpeTokenizer::decode(const std::vector<int32_t>& ids) const {
 std::string BpeTokenizer::decode_token(int32_t id) const {
   if (id < 0 || id >= vocab_size())
     ZT_THROW("tokenizer '", source_, "': token id ", id, " is outside the vocabulary [0, ", vocab_size(), ")");
+  if (model_.tokens[id].empty())
+    ZT_THROW("tokenizer '", source_, "': token id ", id, " is an unused id of the vocabulary [0, ", vocab_size(), "): no token has it");
   return model_.tokens[id];
 }
 

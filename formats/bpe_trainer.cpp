@@ -19,7 +19,7 @@ struct Word {
 uint64_t pair_key(int32_t a, int32_t b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); }
 
 // The pieces of one text between its specials, counted into `counts`.
-void count_pieces(std::string_view text, const std::vector<std::string>& specials, const Gpt2Pretokenizer& pre,
+void count_pieces(std::string_view text, const std::vector<std::string>& specials, const Pretokenizer& pre,
                   std::unordered_map<std::string, int64_t>& counts) {
   size_t pos = 0;
   while (pos <= text.size()) {
@@ -47,7 +47,7 @@ BpeModel train_bpe(const std::vector<std::string_view>& texts, const BpeTrainOpt
     if (s.empty()) ZT_THROW("BPE training: a special token is empty");
 
   // 1. the distinct pieces and their counts, in byte order (deterministic whatever the hashing)
-  Gpt2Pretokenizer pre;
+  Pretokenizer pre;
   std::unordered_map<std::string, int64_t> counts;
   for (std::string_view t : texts) count_pieces(t, opt.specials, pre, counts);
   std::map<std::string, int64_t> sorted(counts.begin(), counts.end());

@@ -1,12 +1,14 @@
-// defines: Gpt2Pretokenizer (pattern, constructor, split), gpt2_safe_chunks, gpt2_byte_to_unicode,
-//          gpt2_byte_order, gpt2_unicode_to_bytes (formats/gpt2_pretokenizer.h); file-local: pcre2_message,
-//          utf8, ByteMap, byte_map, Compiled
+// defines: Pretokenizer (pattern, constructors, destructor, split), file_pattern_for_pcre2,
+//          gpt2_safe_chunks, gpt2_byte_to_unicode, gpt2_byte_order, gpt2_unicode_to_bytes
+//          (formats/gpt2_pretokenizer.h); file-local: pcre2_message, utf8, ByteMap, byte_map,
+//          compile_pattern, Compiled
 #include "formats/gpt2_pretokenizer.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
 #include <array>
+#include <cctype>
 #include <cstdio>
 
 #include "core/check.h"
@@ -59,7 +61,7 @@ const ByteMap& byte_map() {
 
 }  // namespace
 
-const char* Gpt2Pretokenizer::pattern() {
+const char* Pretokenizer::pattern() {
   // GPT-2's pattern with \s as Unicode 6.3 and later define white space: PCRE2 (10.42) still
   // counts U+180E MONGOLIAN VOWEL SEPARATOR in \s (it was a space separator until Unicode 6.3),
   // tiktoken and transformers' tokenizers do not. So here \s is (?:(?!\x{180E})\s) and \S is
@@ -70,18 +72,26 @@ const char* Gpt2Pretokenizer::pattern() {
 
 namespace {
 
-// The pattern, compiled (and JIT-compiled) once per process: a compiled pcre2_code is read-only
+// `pattern` compiled for splitting (and JIT-compiled where PCRE2 can): UTF (the subject is UTF-8),
+// UCP (\s, \d and classes by Unicode properties), MATCH_INVALID_UTF (invalid sequences match
+// nothing: the pieces still tile the text). `jit` says whether the JIT took it.
+pcre2_code* compile_pattern(const char* pattern, const std::string& what, bool& jit) {
+  int err = 0;
+  PCRE2_SIZE at = 0;
+  pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern), PCRE2_ZERO_TERMINATED,
+                                 PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &at, nullptr);
+  if (!re) ZT_THROW(what, ": PCRE2 cannot compile the pattern at offset ", at, ": ", pcre2_message(err));
+  jit = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0;
+  return re;
+}
+
+// GPT-2's pattern, compiled (and JIT-compiled) once per process: a compiled pcre2_code is read-only
 // while matching, so every tokenizer and thread shares it; each split() has its own match data.
 struct Compiled {
   pcre2_code* re = nullptr;
   bool jit = false;
   Compiled() {
-    int err = 0;
-    PCRE2_SIZE at = 0;
-    re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(Gpt2Pretokenizer::pattern()), PCRE2_ZERO_TERMINATED,
-                       PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &at, nullptr);
-    if (!re) ZT_THROW("GPT-2 pre-tokenizer: PCRE2 cannot compile the pattern at offset ", at, ": ", pcre2_message(err));
-    jit = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0;
+    re = compile_pattern(Pretokenizer::pattern(), "GPT-2 pre-tokenizer", jit);
     if (!jit)
       std::fprintf(stderr, "zt: PCRE2 has no JIT here: GPT-2 pre-tokenization runs in PCRE2's slower interpreter\n");
   }
@@ -90,39 +100,101 @@ struct Compiled {
 
 }  // namespace
 
-Gpt2Pretokenizer::Gpt2Pretokenizer() {
+Pretokenizer::Pretokenizer() {
   static const Compiled compiled;  // said once, loudly, when there is no JIT
   code_ = compiled.re;
   jit_ = compiled.jit;
 }
 
-Gpt2Pretokenizer::~Gpt2Pretokenizer() = default;
+Pretokenizer::Pretokenizer(const std::string& file_pattern, const std::string& what) {
+  const std::string pcre = file_pattern_for_pcre2(file_pattern, what);
+  code_ = compile_pattern(pcre.c_str(), what, jit_);
+  owned_ = true;
+  if (!jit_) std::fprintf(stderr, "zt: PCRE2 has no JIT here: %s runs in PCRE2's slower interpreter\n", what.c_str());
+}
 
-std::vector<std::string_view> Gpt2Pretokenizer::split(std::string_view text) const {
+Pretokenizer::~Pretokenizer() {
+  if (owned_) pcre2_code_free(static_cast<pcre2_code*>(code_));
+}
+
+std::string file_pattern_for_pcre2(const std::string& pattern, const std::string& what) {
+  std::string out;
+  out.reserve(pattern.size() + 64);
+  bool in_class = false;  // between an unescaped '[' and its ']'
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\') {
+      if (i + 1 == pattern.size()) ZT_THROW(what, ": the pattern ends in a lone '\\'");
+      const char e = pattern[++i];
+      if (e == 's') {
+        out += "\\p{White_Space}";
+      } else if (e == 'S') {
+        out += "\\P{White_Space}";
+      } else if (std::string_view("pPdDrntfex").find(e) != std::string_view::npos ||
+                 !std::isalnum(static_cast<unsigned char>(e))) {
+        // the same in both: properties, \d (Nd in both), control characters, \x{..}, escaped punctuation
+        out += c;
+        out += e;
+      } else {
+        ZT_THROW(what, ": the pattern's escape '\\", e, "' at offset ", i - 1,
+                 " is not supported: its meaning differs between PCRE2 and tiktoken's regex engine (or is a back-reference); "
+                 "expected \\s \\S \\p{..} \\P{..} \\d \\D \\r \\n \\t \\f \\e \\x.. or an escaped symbol");
+      }
+      continue;
+    }
+    if (in_class) {
+      // Nested classes, POSIX classes ([:alpha:], Unicode under PCRE2's UCP, ASCII in tiktoken's
+      // engine) and class set operations (tiktoken's engine has && -- ~~, PCRE2 reads them as
+      // characters) mean different things in the two.
+      if (c == '[' || ((c == '&' || c == '-' || c == '~') && i + 1 < pattern.size() && pattern[i + 1] == c))
+        ZT_THROW(what, ": the pattern's '", pattern.substr(i, c == '[' ? 1 : 2), "' inside a class at offset ", i,
+                 " is not supported: nested classes, POSIX classes and class set operations differ between PCRE2 and "
+                 "tiktoken's regex engine");
+      if (c == ']') in_class = false;
+    } else if (c == '[') {
+      in_class = true;
+      out += c;
+      // a ']' right after '[' or '[^' is a literal, not the end of the class
+      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out += pattern[++i];
+      if (i + 1 < pattern.size() && pattern[i + 1] == ']') out += pattern[++i];
+      continue;
+    } else if (c == '$') {
+      ZT_THROW(what, ": the pattern's '$' at offset ", i,
+               " is not supported: PCRE2's '$' also matches before a final newline, tiktoken's only at the end");
+    }
+    out += c;
+  }
+  if (in_class) ZT_THROW(what, ": the pattern has a '[' class that never closes");
+  return out;
+}
+
+std::vector<std::string_view> Pretokenizer::split(std::string_view text) const {
   std::vector<std::string_view> pieces;
   auto* re = static_cast<pcre2_code*>(code_);
   pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
-  if (!md) ZT_THROW("GPT-2 pre-tokenizer: out of memory for PCRE2 match data");
+  if (!md) ZT_THROW("pre-tokenizer: out of memory for PCRE2 match data");
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-  size_t pos = 0;
+  size_t pos = 0;   // where the next match is looked for
+  size_t done = 0;  // text[0, done) is in pieces
   while (pos < text.size()) {
     const int rc = pcre2_match(re, subject, text.size(), pos, 0, md, nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       pcre2_match_data_free(md);
-      ZT_THROW("GPT-2 pre-tokenizer: PCRE2 match failed at byte ", pos, ": ", pcre2_message(rc));
+      ZT_THROW("pre-tokenizer: PCRE2 match failed at byte ", pos, ": ", pcre2_message(rc));
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     const size_t start = ov[0], end = ov[1];
-    if (start > pos) pieces.push_back(text.substr(pos, start - pos));  // invalid UTF-8 between matches
-    if (end == start) {  // the pattern cannot match empty; guard the loop anyway
-      pos = start + 1;
+    if (end == start) {  // an empty match makes no piece (GPT-2's pattern has none; a file's may):
+      pos = start + 1;   // look again from the next character
+      while (pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
       continue;
     }
+    if (start > done) pieces.push_back(text.substr(done, start - done));  // what no match took (invalid UTF-8)
     pieces.push_back(text.substr(start, end - start));
-    pos = end;
+    pos = done = end;
   }
-  if (pos < text.size()) pieces.push_back(text.substr(pos));
+  if (done < text.size()) pieces.push_back(text.substr(done));
   pcre2_match_data_free(md);
   return pieces;
 }

@@ -1,13 +1,21 @@
-// defines: Gpt2Pretokenizer — GPT-2's pre-tokenization (text -> the pieces BPE merges within),
-//          through PCRE2 with Unicode properties; gpt2_byte_to_unicode / gpt2_unicode_to_byte,
-//          GPT-2's map between bytes and the printable characters its vocabulary files use.
-//          Layer formats/.
+// defines: Pretokenizer — byte-level BPE's pre-tokenization (text -> the pieces BPE merges
+//          within) through PCRE2 with Unicode properties: GPT-2's pattern, or the split regex a
+//          tokenizer.json gives (Llama 3, cl100k_base); gpt2_byte_to_unicode /
+//          gpt2_unicode_to_byte, GPT-2's map between bytes and the printable characters its
+//          vocabulary files use. Layer formats/.
 //
 // The pattern (GPT-2's encoder.py, also Hugging Face's ByteLevel pre-tokenizer):
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 // compiled with PCRE2_UTF | PCRE2_UCP (\s, \p{L}, \p{N} by Unicode properties; \s without
 // U+180E, which PCRE2 still counts and Unicode 6.3 and later do not: pattern() says how), JIT-compiled
 // when PCRE2 has a JIT for this CPU (a slower interpreter otherwise, said once on stderr).
+//
+// A file's pattern (tiktoken's regex dialect, as tiktoken and Hugging Face run it) is compiled the
+// same way, with the same flags, after file_pattern_for_pcre2 rewrites the few escapes whose
+// meaning differs between PCRE2 and tiktoken's engine: \s and \S become \p{White_Space} and
+// \P{White_Space} (Unicode's White_Space property, which tiktoken's \s is and which does not hold
+// U+180E), and escapes that mean something else in PCRE2 (\w, \b, \h, \v, \R, ...) or a '$' outside
+// a class (PCRE2's matches before a final newline too) are refused naming the pattern and the place.
 //
 // Invalid UTF-8 (the decision, docs/formats.md "Tokenizer files"): byte-level BPE can encode any
 // bytes, so the text is never refused. PCRE2_MATCH_INVALID_UTF makes the matcher treat an invalid
@@ -22,23 +30,33 @@
 
 namespace zt {
 
-class Gpt2Pretokenizer {
+class Pretokenizer {
  public:
-  Gpt2Pretokenizer();  // the pattern, compiled once per process (zt::Error with PCRE2's message if it cannot)
-  ~Gpt2Pretokenizer();
-  Gpt2Pretokenizer(const Gpt2Pretokenizer&) = delete;
-  Gpt2Pretokenizer& operator=(const Gpt2Pretokenizer&) = delete;
+  Pretokenizer();  // GPT-2's pattern, compiled once per process (zt::Error with PCRE2's message if it cannot)
+  // A file's split regex (tiktoken's dialect), rewritten by file_pattern_for_pcre2 and compiled for
+  // this object; errors name `what` (the file and key it came from).
+  Pretokenizer(const std::string& file_pattern, const std::string& what);
+  ~Pretokenizer();
+  Pretokenizer(const Pretokenizer&) = delete;
+  Pretokenizer& operator=(const Pretokenizer&) = delete;
 
   // The pieces of `text`, in order, tiling it exactly (views into `text`).
   std::vector<std::string_view> split(std::string_view text) const;
   bool jit() const { return jit_; }  // true when the pattern runs JIT-compiled
 
-  static const char* pattern();
+  static const char* pattern();  // GPT-2's
 
  private:
-  void* code_ = nullptr;  // the process's one compiled pcre2_code_8* (kept out of this header; not owned)
+  void* code_ = nullptr;  // a compiled pcre2_code_8* (kept out of this header)
+  bool owned_ = false;    // false: GPT-2's, shared by the process; true: this object's file pattern
   bool jit_ = false;
 };
+
+// A pattern in tiktoken's regex dialect (a tokenizer.json's Split regex) as PCRE2 must see it to
+// split the same way: \s -> \p{White_Space}, \S -> \P{White_Space}, inside classes too. Throws
+// zt::Error naming `what`, the escape and its offset for a construct whose meaning differs (\w \W
+// \b \B \h \H \v \V \R \X \N \K \G \A \z \Z \Q \E \C, \u, back-references \1.. and \g, '$' outside a class).
+std::string file_pattern_for_pcre2(const std::string& pattern, const std::string& what);
 
 // `text` cut into chunks of about `target` bytes (at least one) that GPT-2's pre-tokenization
 // splits exactly as it splits the whole: each cut is right after a '\n' with a printable ASCII

@@ -31,7 +31,7 @@ using Ids = std::vector<int32_t>;
 namespace {
 
 std::vector<std::string> split(std::string_view text) {
-  Gpt2Pretokenizer pre;
+  Pretokenizer pre;
   std::vector<std::string> out;
   for (auto p : pre.split(text)) out.emplace_back(p);
   return out;
