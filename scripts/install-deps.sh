@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian packages ZeroTensor needs to build and test, if any are missing.
-# Safe to run again: it does nothing when everything is present. Needs root (or sudo).
+# Installs the Debian packages ZeroTensor needs to build and test, if any are missing, and the
+# pinned npm tiktoken the tokenizer tests compare against (into third_party/npm/, ignored by git).
+# Safe to run again: it does nothing when everything is present. Needs root (or sudo) for apt.
 set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 pkgs=(
   cmake g++ make ccache          # toolchain (ccache keeps rebuilds fast)
@@ -32,13 +34,31 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# node and npm (tests/tiktoken_reference.mjs runs OpenAI's tiktoken, the reference for tiktoken-family
+# tokenizer.json): Debian's nodejs and npm where the commands are missing. Not by package name: a
+# machine may have them from elsewhere (NodeSource's nodejs bundles npm and conflicts with Debian's).
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]} == 0)); then
   echo "[install-deps] all packages present" >&2
-  exit 0
+else
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  echo "[install-deps] installing: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq >&2
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-echo "[install-deps] installing: ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq >&2
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+
+# npm's tiktoken, pinned (tests/test_tiktoken.cpp finds it here through CMake's ZT_TIKTOKEN_DIR).
+# As the user who runs this script (no sudo): it lives in the source tree, like a build directory.
+TIKTOKEN_VERSION=1.0.22
+NPM_DIR="$ROOT/third_party/npm"
+have=$(node -p "require('$NPM_DIR/node_modules/tiktoken/package.json').version" 2>/dev/null || true)
+if [ "$have" = "$TIKTOKEN_VERSION" ]; then
+  echo "[install-deps] npm tiktoken $TIKTOKEN_VERSION present in $NPM_DIR" >&2
+else
+  echo "[install-deps] installing npm tiktoken $TIKTOKEN_VERSION into $NPM_DIR" >&2
+  mkdir -p "$NPM_DIR"
+  npm install --prefix "$NPM_DIR" --no-save --no-audit --no-fund --loglevel=error "tiktoken@$TIKTOKEN_VERSION" >&2
+fi
