@@ -123,11 +123,13 @@ int cmd_encode(const std::vector<std::string>& files, const std::string& tok_pat
     if (text.find('\0') != std::string::npos)
       ZT_THROW("input '", f, "': holds a NUL byte at offset ", text.find('\0'), ": not text");
     if (tok->eot_id() >= 0) ids.push_back(tok->eot_id());  // llm.c: every document starts with <|endoftext|>
-    // Byte-level kinds encode in chunks that tokenize exactly as the whole (gpt2_safe_chunks), so
-    // the bar moves within a large file; SentencePiece encodes each file in one call (its word
-    // marker at the start of each call would differ if cut).
+    // Byte-level kinds with GPT-2's pattern encode in chunks that tokenize exactly as the whole
+    // (gpt2_safe_chunks), so the bar moves within a large file; SentencePiece (its word marker at
+    // the start of each call would differ if cut) and a file's own pattern (no cut is proven safe
+    // for it) encode each file in one call.
+    const auto* bpe = dynamic_cast<const BpeTokenizer*>(tok.get());
     std::vector<std::string_view> chunks;
-    if (tok->kind() == "sentencepiece") {
+    if (tok->kind() == "sentencepiece" || (bpe && !bpe->gpt2_pattern())) {
       chunks.push_back(text);
     } else {
       chunks = gpt2_safe_chunks(text, 1 << 20);
