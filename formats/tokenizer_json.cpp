@@ -173,7 +173,8 @@ void read_special_configs(const std::string& path, BpeModel& m) {
   const fs::path dir = fs::path(path).parent_path();
   std::error_code ec;
   const fs::path tc = dir / "tokenizer_config.json", gc = dir / "generation_config.json";
-  const std::string twhat = "tokenizer config '" + tc.string() + "'", gwhat = "generation config '" + gc.string() + "'";
+  const std::string twhat = "tokenizer config '" + tc.string() + "' (beside '" + path + "')";
+  const std::string gwhat = "generation config '" + gc.string() + "' (beside '" + path + "')";
   int32_t bos = -1, eos = -1;
   if (fs::is_regular_file(tc, ec)) {
     const json cfg = read_json_file(tc.string(), twhat);

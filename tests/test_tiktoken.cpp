@@ -83,6 +83,34 @@ struct Reference {
   json cases;  // [{"name", "text", "ids"}]
 };
 
+// The code points PCRE2's Unicode tables leave unassigned (\p{Cn}) in the sweep's ranges. PCRE2
+// 10.42 (Debian 12) knows Unicode 14, tiktoken 1.0.22 Unicode 16: a letter assigned since (U+1C89
+// CYRILLIC CAPITAL LETTER TJE, Unicode 16) is a letter to tiktoken and an unassigned character,
+// split like a symbol, here. The sweep leaves these out; what they do is docs/formats.md's.
+std::vector<int32_t> unassigned_here() {
+  const Pretokenizer assigned(R"(\P{Cn}+)", "test");  // "<cp>x" is one piece exactly when cp is assigned
+  std::vector<int32_t> out;
+  auto utf8 = [](int32_t cp) {
+    std::string s;
+    if (cp < 0x80) {
+      s += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      s += static_cast<char>(0xC0 | (cp >> 6)), s += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      s += static_cast<char>(0xE0 | (cp >> 12)), s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), s += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      s += static_cast<char>(0xF0 | (cp >> 18)), s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), s += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+    return s;
+  };
+  for (int32_t cp = 0; cp < 0xE1000; ++cp) {
+    if ((cp >= 0xD800 && cp < 0xE000) || (cp >= 0x32400 && cp < 0xE0000)) continue;
+    if (assigned.split(utf8(cp) + "x").size() != 1) out.push_back(cp);
+  }
+  return out;
+}
+
 // Runs tests/tiktoken_reference.mjs for `encoding` into `tmp`; FAILs saying how to install node and
 // the package when they are missing.
 Reference run_reference(const std::string& encoding, const TempDir& tmp) {
@@ -95,13 +123,16 @@ Reference run_reference(const std::string& encoding, const TempDir& tmp) {
   if (node.empty() || node.find("NOTFOUND") != std::string::npos) FAIL("node was not found when CMake configured (ZT_NODE): " << how);
   if (!std::filesystem::is_regular_file(pkg + "/package.json")) FAIL("npm tiktoken is not at '" << pkg << "': " << how);
   const std::string src = ZT_SOURCE_DIR;
+  write_text(tmp.file("skip.json"), json(unassigned_here()).dump());
   const std::string cmd = "'" + node + "' '" + src + "/tests/tiktoken_reference.mjs' --tiktoken '" + pkg + "' --encoding " + encoding +
                           " --out '" + tmp.dir.string() + "' --corpus '" + src + "/data/corpus/train.txt' --corpus '" + src +
-                          "/data/corpus/val.txt' > '" + tmp.file("node.log") + "' 2>&1";
+                          "/data/corpus/val.txt' --skip '" + tmp.file("skip.json") + "' > '" + tmp.file("node.log") + "' 2>&1";
   const int rc = std::system(cmd.c_str());
   INFO(read_text(tmp.file("node.log")));
   REQUIRE(rc == 0);
-  return {tmp.file("tokenizer.json"), json::parse(read_text(tmp.file("cases.json")))};
+  Reference ref{tmp.file("tokenizer.json"), json::parse(read_text(tmp.file("cases.json")))};
+  REQUIRE(ref.cases.size() >= 70);  // the corpus, the hard cases, the specials and the sweep's texts
+  return ref;
 }
 
 // Where two id lists first differ (their common length when one is a prefix of the other).
@@ -124,7 +155,17 @@ int check_against(const Tokenizer& tok, const json& cases) {
       for (size_t k = at; k < std::min(at + 6, std::max(got.size(), want.size())); ++k)
         ctx << " [" << (k < got.size() ? std::to_string(got[k]) + " '" + tok.decode_token(got[k]) + "'" : "-") << " vs "
             << (k < want.size() ? std::to_string(want[k]) : "-") << "]";
-      if (++differ <= 5) FAIL_CHECK("'" << name << "': ids differ from tiktoken's at " << at << " (ours vs tiktoken's):" << ctx.str());
+      // the text's line there (a sweep's line is one code point's), bytes past ASCII in hex
+      const size_t byte_at = tok.decode(Ids(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(at))).size();
+      const size_t line = byte_at == 0 ? 0 : text.rfind('\n', byte_at - 1) + 1;
+      std::ostringstream shown;
+      for (unsigned char ch : text.substr(line, 24)) {
+        if (ch >= 0x20 && ch < 0x7F) shown << ch;
+        else shown << "\\x" << std::hex << static_cast<int>(ch) << std::dec;
+      }
+      if (++differ <= 5)
+        FAIL_CHECK("'" << name << "': ids differ from tiktoken's at " << at << " (byte " << byte_at << ", in the line '" << shown.str()
+                       << "'; ours vs tiktoken's):" << ctx.str());
     }
     CHECK(tok.decode(got) == text);
   }
@@ -198,7 +239,7 @@ TEST_CASE("tiktoken-family tokenizer.json: what the reader does not implement is
   bad([&](json& j) { split(j)["extra"] = 1; }, {"pretokenizers[0].extra", "does not implement"});
   bad([&](json& j) { byte_level(j)["use_regex"] = true; }, {"pretokenizers[1].use_regex", "true", "expected false"});
   bad([&](json& j) { byte_level(j)["add_prefix_space"] = true; }, {"pretokenizers[1].add_prefix_space", "true"});
-  bad([&](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["type"] = "Digits"; }, {"pre_tokenizer.pretokenizers", "Digits", "Split"});
+  bad([&](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["type"] = "Digits"; }, {"pre_tokenizer.pretokenizers", "Split", "ByteLevel"});
   bad([&](json& j) { j["pre_tokenizer"]["pretokenizers"].erase(1); }, {"pre_tokenizer.pretokenizers", "two"});
   bad([&](json& j) { j["normalizer"] = {{"type", "NFC"}}; }, {"normalizer", "NFC", "only null"});
   bad([&](json& j) { j["truncation"] = {{"max_length", 8}}; }, {"truncation", "max_length"});

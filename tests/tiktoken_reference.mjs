@@ -4,7 +4,8 @@
 //
 //   node tests/tiktoken_reference.mjs --tiktoken DIR --encoding NAME --out OUT [--corpus FILE]...
 //
-// DIR is the npm package (…/node_modules/tiktoken); NAME gpt2, cl100k_base or o200k_base. Writes
+// DIR is the npm package (…/node_modules/tiktoken); NAME gpt2, cl100k_base or o200k_base;
+// --skip FILE (a JSON array of code points) leaves code points out of the sweep below. Writes
 //   OUT/tokenizer.json  the tiktoken family's shape, as transformers' TikTokenConverter writes it:
 //                       vocab = the ranks, each token in GPT-2's byte-level form; merges recovered
 //                       from the ranks (below); a Sequence of Split (the encoding's pat_str,
@@ -21,7 +22,7 @@ import { createRequire } from "node:module";
 import fs from "node:fs";
 import path from "node:path";
 
-const args = { corpus: [] };
+const args = { corpus: [], skip: null };
 for (let i = 2; i < process.argv.length; i += 2) {
   const key = process.argv[i].replace(/^--/, "");
   if (key === "corpus") args.corpus.push(process.argv[i + 1]);
@@ -127,13 +128,15 @@ const hard = {
 for (const [name, text] of Object.entries(hard)) cases.push({ name, text });
 const specials = Object.keys(spec.special_tokens);
 cases.push({ name: "specials", text: `${specials[0]}Hello${specials.join(" x ")}\n${specials[specials.length - 1]}${specials[0]} end` });
-// Every code point (surrogates left out: not valid UTF-8) in a few contexts that tell the pattern's
-// classes apart: after a letter, after a space, doubled, before a digit, before a contraction.
+// Every code point (surrogates left out: not valid UTF-8; and those --skip names) in a few
+// contexts that tell the pattern's classes apart: after a letter, after a space, doubled, before a
+// digit, before a contraction.
+const skip = new Set(args.skip ? JSON.parse(fs.readFileSync(args.skip, "utf8")) : []);
 const sweep = (lo, hi) => {
   for (let start = lo; start < hi; start += 4096) {
     let text = "";
     for (let cp = start; cp < Math.min(start + 4096, hi); cp++) {
-      if (cp >= 0xd800 && cp < 0xe000) continue;
+      if ((cp >= 0xd800 && cp < 0xe000) || skip.has(cp)) continue;
       const c = String.fromCodePoint(cp);
       text += `a${c} ${c}${c}1${c}'s\n`;
     }
