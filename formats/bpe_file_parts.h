@@ -24,8 +24,8 @@ std::string to_gpt2_form(const std::string& bytes);
 // the number of distinct ids. With it (tiktoken-family files), ids may leave gaps, which stay
 // empty strings (unused ids); a vocabulary id must then be below 2 x the number of tokens, so
 // the vector's size stays bounded by the file.
-std::vector<std::string> read_vocab(const nlohmann::json& v, const std::string& what, const std::vector<AddedToken>& added,
-                                    bool allow_unused);
+std::vector<std::string> read_vocab(const nlohmann::json& v, const std::string& what,
+                                    const std::vector<AddedToken>& added, bool allow_unused);
 
 // The id of each token by its GPT-2 form (unused ids left out).
 std::unordered_map<std::string, int32_t> ids_by_form(const std::vector<std::string>& tokens);
@@ -38,7 +38,8 @@ std::pair<int32_t, int32_t> merge_ids(const std::string& a, const std::string& b
 std::pair<std::string, std::string> parse_merge(const nlohmann::json& e, const std::string& where);
 
 // Throws "<what>: <field> is <found>: <expected>" unless ok.
-void need(bool ok, const std::string& what, const std::string& field, const std::string& found, const std::string& expected);
+void need(bool ok, const std::string& what, const std::string& field, const std::string& found,
+          const std::string& expected);
 
 // A JSON value for a message: a string quoted, anything else dumped (cut to 200 characters).
 std::string describe(const nlohmann::json& j);

@@ -24,7 +24,8 @@ std::string to_gpt2_form(const std::string& bytes) {
   return s;
 }
 
-std::vector<std::string> read_vocab(const json& v, const std::string& what, const std::vector<AddedToken>& added, bool allow_unused) {
+std::vector<std::string> read_vocab(const json& v, const std::string& what, const std::vector<AddedToken>& added,
+                                    bool allow_unused) {
   if (!v.is_object()) ZT_THROW(what, ": the vocabulary must be a JSON object of token -> id, found ", v.type_name());
   const auto n_entries = static_cast<int64_t>(v.size());
   int64_t n = n_entries;
@@ -130,7 +131,10 @@ std::string read_text(const std::string& path, const std::string& what) {
 void check_gpt2_shape(const BpeModel& m, const std::string& path) {
   const bool unused = std::any_of(m.tokens.begin(), m.tokens.end(), [](const std::string& t) { return t.empty(); });
   if (!m.pattern.empty() || m.ignore_merges || unused)
-    ZT_THROW("writing '", path, "': the model has ", !m.pattern.empty() ? "its own split pattern" : m.ignore_merges ? "ignore_merges" : "unused ids",
+    ZT_THROW("writing '", path, "': the model has ",
+             !m.pattern.empty() ? "its own split pattern"
+             : m.ignore_merges  ? "ignore_merges"
+                                : "unused ids",
              ": only GPT-2's shape of byte-level BPE is written (GPT-2's pattern, merges always applied, ids 0..N-1)");
 }
 

@@ -26,8 +26,9 @@ constexpr size_t kMaxCacheEntries = 1 << 18;  // pieces cached before the cache 
 }  // namespace
 
 BpeTokenizer::BpeTokenizer(BpeModel model, std::string source) : model_(std::move(model)), source_(std::move(source)) {
-  pre_ = model_.pattern.empty() ? std::make_unique<Pretokenizer>()
-                                : std::make_unique<Pretokenizer>(model_.pattern, "tokenizer '" + source_ + "': the split pattern");
+  pre_ = model_.pattern.empty()
+             ? std::make_unique<Pretokenizer>()
+             : std::make_unique<Pretokenizer>(model_.pattern, "tokenizer '" + source_ + "': the split pattern");
   const auto& toks = model_.tokens;
   const auto n = static_cast<int64_t>(toks.size());
   if (n < 256) ZT_THROW("tokenizer '", source_, "': ", n, " tokens: a byte-level BPE vocabulary holds at least the 256 one-byte tokens");
@@ -60,7 +61,8 @@ BpeTokenizer::BpeTokenizer(BpeModel model, std::string source) : model_(std::mov
     if (!fresh) ZT_THROW("tokenizer '", source_, "': token '", shown(toks[id]), "' appears twice (ids ", it->second, " and ", id, ")");
   }
   if (unused > n - unused)
-    ZT_THROW("tokenizer '", source_, "': ", unused, " of its ", n, " ids are unused: at most half of a vocabulary's ids may be unused");
+    ZT_THROW("tokenizer '", source_, "': ", unused, " of its ", n,
+             " ids are unused: at most half of a vocabulary's ids may be unused");
   for (int b = 0; b < 256; ++b) {
     auto it = id_of.find(std::string(1, static_cast<char>(b)));
     if (it == id_of.end())
@@ -71,7 +73,8 @@ BpeTokenizer::BpeTokenizer(BpeModel model, std::string source) : model_(std::mov
   merge_of_.reserve(model_.merges.size());
   for (size_t r = 0; r < model_.merges.size(); ++r) {
     const auto [a, b] = model_.merges[r];
-    if (a < 0 || a >= n || b < 0 || b >= n || special_set.count(a) || special_set.count(b) || toks[a].empty() || toks[b].empty())
+    if (a < 0 || a >= n || b < 0 || b >= n || special_set.count(a) || special_set.count(b) || toks[a].empty() ||
+        toks[b].empty())
       ZT_THROW("tokenizer '", source_, "': merge ", r, " (", a, ", ", b, ") names an id that is not an ordinary token of [0, ", n, ")");
     auto it = id_of.find(toks[a] + toks[b]);
     if (it == id_of.end())
@@ -199,7 +202,8 @@ std::string BpeTokenizer::decode_token(int32_t id) const {
   if (id < 0 || id >= vocab_size())
     ZT_THROW("tokenizer '", source_, "': token id ", id, " is outside the vocabulary [0, ", vocab_size(), ")");
   if (model_.tokens[id].empty())
-    ZT_THROW("tokenizer '", source_, "': token id ", id, " is an unused id of the vocabulary [0, ", vocab_size(), "): no token has it");
+    ZT_THROW("tokenizer '", source_, "': token id ", id, " is an unused id of the vocabulary [0, ", vocab_size(),
+             "): no token has it");
   return model_.tokens[id];
 }
 

@@ -51,8 +51,8 @@ struct BpeModel {
                                                     // empty: an unused id (tiktoken-family files only)
   std::vector<std::pair<int32_t, int32_t>> merges;  // rank -> (left id, right id)
   std::vector<int32_t> specials;                    // ids whose tokens are special (matched as text)
-  std::string pattern;         // the split regex, tiktoken's dialect; empty: GPT-2's pattern
-  bool ignore_merges = false;  // a piece that is itself a token is its id, unmerged (Llama 3)
+  std::string pattern;                              // the split regex, tiktoken's dialect; empty: GPT-2's pattern
+  bool ignore_merges = false;                       // a piece that is itself a token is its id, unmerged (Llama 3)
   int32_t bos = -1, eos = -1;  // from tokenizer_config.json / generation_config.json; -1: not given
 };
 

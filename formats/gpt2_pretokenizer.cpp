@@ -137,7 +137,8 @@ std::string file_pattern_for_pcre2(const std::string& pattern, const std::string
         out += e;
       } else {
         ZT_THROW(what, ": the pattern's escape '\\", e, "' at offset ", i - 1,
-                 " is not supported: its meaning differs between PCRE2 and tiktoken's regex engine (or is a back-reference); "
+                 " is not supported: its meaning differs between PCRE2 and tiktoken's regex engine (or is a "
+                 "back-reference); "
                  "expected \\s \\S \\p{..} \\P{..} \\d \\D \\r \\n \\t \\f \\e \\x.. or an escaped symbol");
       }
       continue;

@@ -29,17 +29,20 @@ namespace {
 using namespace bpe_files;
 using json = nlohmann::json;
 
-bool null_or(const json& o, const char* key, const json& ok) { return !o.contains(key) || o[key].is_null() || o[key] == ok; }
+bool null_or(const json& o, const char* key, const json& ok) {
+  return !o.contains(key) || o[key].is_null() || o[key] == ok;
+}
 
 // Every key of the object `o` (at `field`) must be one of `known`.
-void only_keys(const json& o, const std::string& what, const std::string& field, std::initializer_list<const char*> known,
-               const std::string& why) {
+void only_keys(const json& o, const std::string& what, const std::string& field,
+               std::initializer_list<const char*> known, const std::string& why) {
   for (auto it = o.begin(); it != o.end(); ++it) {
     bool ok = false;
     for (const char* k : known) ok |= it.key() == k;
     std::string names;
     for (const char* k : known) names += std::string(names.empty() ? "" : ", ") + k;
-    need(ok, what, field + "." + it.key(), describe(it.value()), "a key this reader does not implement (" + why + "; known: " + names + ")");
+    need(ok, what, field + "." + it.key(), describe(it.value()),
+         "a key this reader does not implement (" + why + "; known: " + names + ")");
   }
 }
 
@@ -47,36 +50,40 @@ void only_keys(const json& o, const std::string& what, const std::string& field,
 std::string read_tiktoken_pre_tokenizer(const json& pre, const std::string& what) {
   only_keys(pre, what, "pre_tokenizer", {"type", "pretokenizers"}, "expected a Sequence of a Split and a ByteLevel");
   const json& seq = pre.value("pretokenizers", json());
-  need(seq.is_array() && seq.size() == 2 && seq[0].is_object() && seq[1].is_object() && seq[0].value("type", json()) == "Split" &&
-           seq[1].value("type", json()) == "ByteLevel",
+  need(seq.is_array() && seq.size() == 2 && seq[0].is_object() && seq[1].is_object() &&
+           seq[0].value("type", json()) == "Split" && seq[1].value("type", json()) == "ByteLevel",
        what, "pre_tokenizer.pretokenizers", describe(seq),
        "expected the tiktoken family's two: [{\"type\": \"Split\", ...}, {\"type\": \"ByteLevel\", ...}]");
   const json& split = seq[0];
   const std::string sf = "pre_tokenizer.pretokenizers[0]";
-  only_keys(split, what, sf, {"type", "pattern", "behavior", "invert"}, "a Split takes a pattern, a behavior and invert");
+  only_keys(split, what, sf, {"type", "pattern", "behavior", "invert"},
+            "a Split takes a pattern, a behavior and invert");
   const json& pat = split.value("pattern", json());
-  need(pat.is_object() && pat.size() == 1 && pat.contains("Regex") && pat["Regex"].is_string(), what, sf + ".pattern", describe(pat),
-       "expected {\"Regex\": \"...\"} (a literal {\"String\": ...} pattern is not implemented)");
+  need(pat.is_object() && pat.size() == 1 && pat.contains("Regex") && pat["Regex"].is_string(), what, sf + ".pattern",
+       describe(pat), "expected {\"Regex\": \"...\"} (a literal {\"String\": ...} pattern is not implemented)");
   const json& behavior = split.value("behavior", json());
   need(behavior == "Isolated", what, sf + ".behavior", describe(behavior),
        "only \"Isolated\" is implemented (each match a piece of its own, as tiktoken splits)");
   const json& invert = split.value("invert", json(false));
-  need(invert == false, what, sf + ".invert", describe(invert), "only false is implemented (the matches are the pieces)");
+  need(invert == false, what, sf + ".invert", describe(invert),
+       "only false is implemented (the matches are the pieces)");
   const json& bl = seq[1];
   const std::string bf = "pre_tokenizer.pretokenizers[1]";
   only_keys(bl, what, bf, {"type", "add_prefix_space", "trim_offsets", "use_regex"}, "a ByteLevel takes these");
-  need(null_or(bl, "add_prefix_space", false), what, bf + ".add_prefix_space", describe(bl.value("add_prefix_space", json())),
-       "only false is implemented (no space is added before the text)");
+  need(null_or(bl, "add_prefix_space", false), what, bf + ".add_prefix_space",
+       describe(bl.value("add_prefix_space", json())), "only false is implemented (no space is added before the text)");
   need(bl.value("use_regex", json()) == false, what, bf + ".use_regex", describe(bl.value("use_regex", json())),
        "expected false: the Split before it already cut the text (true would split it again by GPT-2's pattern)");
-  need(bl.value("trim_offsets", json(true)).is_boolean(), what, bf + ".trim_offsets", describe(bl.value("trim_offsets", json())),
-       "expected true or false (it moves offsets, never ids)");
+  need(bl.value("trim_offsets", json(true)).is_boolean(), what, bf + ".trim_offsets",
+       describe(bl.value("trim_offsets", json())), "expected true or false (it moves offsets, never ids)");
   return pat["Regex"].get<std::string>();
 }
 
 // The rest of a tiktoken-family document: its keys, normalizer, decoder, post-processor and model.
 void check_tiktoken_document(const json& j, const std::string& what) {
-  only_keys(j, what, "tokenizer", {"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer", "post_processor", "decoder", "model"},
+  only_keys(j, what, "tokenizer",
+            {"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer", "post_processor",
+             "decoder", "model"},
             "a tiktoken-family tokenizer.json has these");
   for (const char* key : {"truncation", "padding", "normalizer"})
     need(null_or(j, key, nullptr), what, key, describe(j.value(key, json())),
@@ -88,25 +95,29 @@ void check_tiktoken_document(const json& j, const std::string& what) {
   // <|begin_of_text|>); encode() gives the text's ids alone, as Hugging Face's encode with
   // add_special_tokens=False, and the caller places BOS (bos from tokenizer_config.json).
   const json& post = j.value("post_processor", json());
-  auto post_ok = [](const json& p) { return p.is_null() || (p.is_object() && (p.value("type", json()) == "ByteLevel" || p.value("type", json()) == "TemplateProcessing")); };
+  auto post_ok = [](const json& p) {
+    return p.is_null() || (p.is_object() &&
+                           (p.value("type", json()) == "ByteLevel" || p.value("type", json()) == "TemplateProcessing"));
+  };
   bool ok = post_ok(post);
   if (post.is_object() && post.value("type", json()) == "Sequence" && post.value("processors", json()).is_array()) {
     ok = true;
     for (const json& p : post["processors"]) ok &= post_ok(p);
   }
   need(ok, what, "post_processor", describe(post),
-       "expected none, ByteLevel, TemplateProcessing or a Sequence of them (they add no ids to encode's: the caller places BOS)");
+       "expected none, ByteLevel, TemplateProcessing or a Sequence of them (they add no ids to encode's: the caller "
+       "places BOS)");
   const json& model = j["model"];
   only_keys(model, what, "model",
-            {"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk", "byte_fallback", "ignore_merges",
-             "vocab", "merges"},
+            {"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk",
+             "byte_fallback", "ignore_merges", "vocab", "merges"},
             "a byte-level BPE model has these");
   need(null_or(model, "unk_token", nullptr), what, "model.unk_token", describe(model.value("unk_token", json())),
        "only null is implemented (byte-level BPE encodes every byte, it has no unknown token)");
-  need(model.value("fuse_unk", json(false)).is_boolean(), what, "model.fuse_unk", describe(model.value("fuse_unk", json())),
-       "expected true or false (it has no effect without an unknown token)");
-  need(model.value("ignore_merges", json(false)).is_boolean(), what, "model.ignore_merges", describe(model.value("ignore_merges", json())),
-       "expected true or false");
+  need(model.value("fuse_unk", json(false)).is_boolean(), what, "model.fuse_unk",
+       describe(model.value("fuse_unk", json())), "expected true or false (it has no effect without an unknown token)");
+  need(model.value("ignore_merges", json(false)).is_boolean(), what, "model.ignore_merges",
+       describe(model.value("ignore_merges", json())), "expected true or false");
 }
 
 // added_tokens: [{"id": N, "content": "...", "special": bool, ...}]. `id_cap`: ids must be below it.
@@ -116,8 +127,8 @@ std::vector<AddedToken> read_added_tokens(const json& at, const std::string& wha
   for (size_t i = 0; i < at.size(); ++i) {
     const json& t = at[i];
     const std::string where = "added_tokens[" + std::to_string(i) + "]";
-    need(t.is_object() && t.contains("content") && t["content"].is_string() && !t["content"].get<std::string>().empty(), what, where,
-         t.dump().substr(0, 200), "expected an object with a non-empty string \"content\" and an \"id\"");
+    need(t.is_object() && t.contains("content") && t["content"].is_string() && !t["content"].get<std::string>().empty(),
+         what, where, t.dump().substr(0, 200), "expected an object with a non-empty string \"content\" and an \"id\"");
     const int64_t id = json_integer(t.value("id", json()), what + ": " + where + ".id", 0, id_cap - 1);
     added.emplace_back(id, t["content"].get<std::string>());
     const json sp = t.value("special", json(false));
@@ -129,7 +140,8 @@ std::vector<AddedToken> read_added_tokens(const json& at, const std::string& wha
     for (const char* flag : {"lstrip", "rstrip", "single_word"}) {
       const json f = t.value(flag, json(false));
       need(f.is_boolean(), what, where + "." + flag, f.dump(), "expected true or false");
-      need(!f.get<bool>(), what, where + "." + flag, "true", "not supported: ZeroTensor matches added tokens as their exact text (false is)");
+      need(!f.get<bool>(), what, where + "." + flag, "true",
+           "not supported: ZeroTensor matches added tokens as their exact text (false is)");
     }
     const json nz = t.value("normalized", json(false));
     need(nz.is_boolean(), what, where + ".normalized", nz.dump(), "expected true or false");
@@ -156,7 +168,8 @@ std::vector<int64_t> config_ids(const json& cfg, const char* key, const std::str
   if (!cfg.contains(key) || cfg[key].is_null()) return ids;
   const json& v = cfg[key];
   if (v.is_array()) {
-    for (size_t i = 0; i < v.size(); ++i) ids.push_back(json_integer(v[i], what + ": " + key + "[" + std::to_string(i) + "]", 0, INT32_MAX));
+    for (size_t i = 0; i < v.size(); ++i)
+      ids.push_back(json_integer(v[i], what + ": " + key + "[" + std::to_string(i) + "]", 0, INT32_MAX));
   } else {
     ids.push_back(json_integer(v, what + ": " + key, 0, INT32_MAX));
   }
@@ -197,7 +210,8 @@ void read_special_configs(const std::string& path, BpeModel& m) {
       bool found = false;
       for (int64_t x : ids) found |= x == *id;
       need(found, gwhat, key, cfg[key].dump(),
-           detail::concat("disagrees with ", twhat, ", whose ", key[0] == 'b' ? "bos_token" : "eos_token", " '", m.tokens[*id], "' is id ", *id));
+           detail::concat("disagrees with ", twhat, ", whose ", key[0] == 'b' ? "bos_token" : "eos_token", " '",
+                          m.tokens[*id], "' is id ", *id));
     }
   }
   m.bos = bos, m.eos = eos;
@@ -222,24 +236,29 @@ std::unique_ptr<BpeTokenizer> read_tokenizer_json(const std::string& path) {
     check_tiktoken_document(j, what);
     m.pattern = read_tiktoken_pre_tokenizer(pre, what);
   } else {
-    need(null_or(j, "normalizer", nullptr), what, "normalizer", j.value("normalizer", json()).dump(), "GPT-2's byte-level BPE has none (null)");
+    need(null_or(j, "normalizer", nullptr), what, "normalizer", j.value("normalizer", json()).dump(),
+         "GPT-2's byte-level BPE has none (null)");
     need(pre.is_object() && pre.value("type", json()) == "ByteLevel", what, "pre_tokenizer", pre.dump().substr(0, 200),
-         "expected GPT-2's {\"type\": \"ByteLevel\"} or the tiktoken family's {\"type\": \"Sequence\", \"pretokenizers\": [Split, "
+         "expected GPT-2's {\"type\": \"ByteLevel\"} or the tiktoken family's {\"type\": \"Sequence\", "
+         "\"pretokenizers\": [Split, "
          "ByteLevel]}");
-    need(null_or(pre, "add_prefix_space", false), what, "pre_tokenizer.add_prefix_space", pre.value("add_prefix_space", json()).dump(),
-         "only false (GPT-2's) is supported");
+    need(null_or(pre, "add_prefix_space", false), what, "pre_tokenizer.add_prefix_space",
+         pre.value("add_prefix_space", json()).dump(), "only false (GPT-2's) is supported");
     need(null_or(pre, "use_regex", true), what, "pre_tokenizer.use_regex", pre.value("use_regex", json()).dump(),
          "only true (GPT-2's pattern) is supported");
     const json dec = j.value("decoder", json());
-    need(dec.is_null() || (dec.is_object() && dec.value("type", json()) == "ByteLevel"), what, "decoder", dec.dump().substr(0, 200),
-         "expected a ByteLevel decoder or none");
+    need(dec.is_null() || (dec.is_object() && dec.value("type", json()) == "ByteLevel"), what, "decoder",
+         dec.dump().substr(0, 200), "expected a ByteLevel decoder or none");
   }
-  need(null_or(model, "byte_fallback", false), what, "model.byte_fallback", model.value("byte_fallback", json()).dump(), "only false is supported");
-  need(null_or(model, "dropout", nullptr) || model["dropout"] == 0, what, "model.dropout", model.value("dropout", json()).dump(),
-       "BPE dropout is a training-time option: only null is supported");
+  need(null_or(model, "byte_fallback", false), what, "model.byte_fallback", model.value("byte_fallback", json()).dump(),
+       "only false is supported");
+  need(null_or(model, "dropout", nullptr) || model["dropout"] == 0, what, "model.dropout",
+       model.value("dropout", json()).dump(), "BPE dropout is a training-time option: only null is supported");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
-    need(null_or(model, key, ""), what, std::string("model.") + key, model.value(key, json()).dump(), "only empty or null is supported");
-  need(model.contains("vocab") && model.contains("merges"), what, "model", "without \"vocab\" or \"merges\"", "a BPE model has both");
+    need(null_or(model, key, ""), what, std::string("model.") + key, model.value(key, json()).dump(),
+         "only empty or null is supported");
+  need(model.contains("vocab") && model.contains("merges"), what, "model", "without \"vocab\" or \"merges\"",
+       "a BPE model has both");
   const json& ignore = model.value("ignore_merges", json(false));
   need(ignore.is_boolean(), what, "model.ignore_merges", describe(ignore), "expected true or false");
   m.ignore_merges = ignore.get<bool>();
@@ -247,10 +266,12 @@ std::unique_ptr<BpeTokenizer> read_tokenizer_json(const std::string& path) {
   const json at = j.value("added_tokens", json::array());
   // GPT-2's shape: ids stay dense. The tiktoken family may leave ids unused (cl100k_base's specials
   // sit at 100257..100260 and 100276), at most as many as it names (read_vocab).
-  const int64_t named = static_cast<int64_t>(model["vocab"].size()) + static_cast<int64_t>(at.is_array() ? at.size() : 0);
+  const int64_t named = static_cast<int64_t>(model["vocab"].size()) +
+                        static_cast<int64_t>(at.is_array() ? at.size() : 0);
   const std::vector<AddedToken> added = read_added_tokens(at, what, tiktoken ? 2 * named : named);
   m.tokens = read_vocab(model["vocab"], what + " model.vocab", added, tiktoken);
-  for (const auto& [id, text] : added) m.specials.push_back(static_cast<int32_t>(id));  // matched as text, special or not
+  for (const auto& [id, text] : added)
+    m.specials.push_back(static_cast<int32_t>(id));  // matched as text, special or not
   const auto id_of = ids_by_form(m.tokens);
   const json& merges = model["merges"];
   need(merges.is_array(), what, "model.merges", merges.type_name(), "expected an array");

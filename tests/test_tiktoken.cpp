@@ -55,15 +55,21 @@ json tiktoken_shaped(const std::string& dir, int32_t& n) {
   n = static_cast<int32_t>(m.tokens.size());
   save_tokenizer_json(m, dir + "/base.json");
   json j = json::parse(read_text(dir + "/base.json"));
-  j["pre_tokenizer"] = {{"type", "Sequence"},
-                        {"pretokenizers",
-                         {{{"type", "Split"}, {"pattern", {{"Regex", kCl100kPattern}}}, {"behavior", "Isolated"}, {"invert", false}},
-                          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}};
+  j["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       {{{"type", "Split"}, {"pattern", {{"Regex", kCl100kPattern}}}, {"behavior", "Isolated"}, {"invert", false}},
+        {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}};
   j["model"]["ignore_merges"] = true;
   j["added_tokens"] = json::array();
   for (const auto& [text, id] : {std::pair{"<|begin|>", n + 1}, std::pair{"<|endoftext|>", n + 5}})
-    j["added_tokens"].push_back({{"id", id}, {"content", text}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
-                                 {"normalized", false}, {"special", true}});
+    j["added_tokens"].push_back({{"id", id},
+                                 {"content", text},
+                                 {"single_word", false},
+                                 {"lstrip", false},
+                                 {"rstrip", false},
+                                 {"normalized", false},
+                                 {"special", true}});
   return j;
 }
 
@@ -97,7 +103,8 @@ std::vector<int32_t> unassigned_here() {
     } else if (cp < 0x800) {
       s += static_cast<char>(0xC0 | (cp >> 6)), s += static_cast<char>(0x80 | (cp & 0x3F));
     } else if (cp < 0x10000) {
-      s += static_cast<char>(0xE0 | (cp >> 12)), s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), s += static_cast<char>(0x80 | (cp & 0x3F));
+      s += static_cast<char>(0xE0 | (cp >> 12)), s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+          s += static_cast<char>(0x80 | (cp & 0x3F));
     } else {
       s += static_cast<char>(0xF0 | (cp >> 18)), s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
       s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), s += static_cast<char>(0x80 | (cp & 0x3F));
@@ -118,15 +125,18 @@ Reference run_reference(const std::string& encoding, const TempDir& tmp) {
   const char* env_dir = std::getenv("ZT_TIKTOKEN_DIR");
   const std::string pkg = env_dir && *env_dir ? env_dir : ZT_TIKTOKEN_DIR;
   const std::string how =
-      "scripts/install-deps.sh installs Debian's nodejs and npm and the pinned npm tiktoken 1.0.22 into third_party/npm/ "
+      "scripts/install-deps.sh installs Debian's nodejs and npm and the pinned npm tiktoken 1.0.22 into "
+      "third_party/npm/ "
       "(then reconfigure CMake so it finds node), or set ZT_TIKTOKEN_DIR to a node_modules/tiktoken directory";
-  if (node.empty() || node.find("NOTFOUND") != std::string::npos) FAIL("node was not found when CMake configured (ZT_NODE): " << how);
+  if (node.empty() || node.find("NOTFOUND") != std::string::npos)
+    FAIL("node was not found when CMake configured (ZT_NODE): " << how);
   if (!std::filesystem::is_regular_file(pkg + "/package.json")) FAIL("npm tiktoken is not at '" << pkg << "': " << how);
   const std::string src = ZT_SOURCE_DIR;
   write_text(tmp.file("skip.json"), json(unassigned_here()).dump());
-  const std::string cmd = "'" + node + "' '" + src + "/tests/tiktoken_reference.mjs' --tiktoken '" + pkg + "' --encoding " + encoding +
-                          " --out '" + tmp.dir.string() + "' --corpus '" + src + "/data/corpus/train.txt' --corpus '" + src +
-                          "/data/corpus/val.txt' --skip '" + tmp.file("skip.json") + "' > '" + tmp.file("node.log") + "' 2>&1";
+  const std::string cmd = "'" + node + "' '" + src + "/tests/tiktoken_reference.mjs' --tiktoken '" + pkg +
+                          "' --encoding " + encoding + " --out '" + tmp.dir.string() + "' --corpus '" + src +
+                          "/data/corpus/train.txt' --corpus '" + src + "/data/corpus/val.txt' --skip '" +
+                          tmp.file("skip.json") + "' > '" + tmp.file("node.log") + "' 2>&1";
   const int rc = std::system(cmd.c_str());
   INFO(read_text(tmp.file("node.log")));
   REQUIRE(rc == 0);
@@ -164,8 +174,8 @@ int check_against(const Tokenizer& tok, const json& cases) {
         else shown << "\\x" << std::hex << static_cast<int>(ch) << std::dec;
       }
       if (++differ <= 5)
-        FAIL_CHECK("'" << name << "': ids differ from tiktoken's at " << at << " (byte " << byte_at << ", in the line '" << shown.str()
-                       << "'; ours vs tiktoken's):" << ctx.str());
+        FAIL_CHECK("'" << name << "': ids differ from tiktoken's at " << at << " (byte " << byte_at << ", in the line '"
+                       << shown.str() << "'; ours vs tiktoken's):" << ctx.str());
     }
     CHECK(tok.decode(got) == text);
   }
@@ -194,7 +204,8 @@ TEST_CASE("tiktoken-family tokenizer.json: the file's pattern - unused ids - BOS
   CHECK(ids.front() == n + 1);
   CHECK(tok->decode(ids) == text);
   for (int32_t unused : {n, n + 2, n + 4}) {
-    CHECK_THROWS_WITH(tok->decode({5, unused}), Catch::Contains("token id " + std::to_string(unused)) && Catch::Contains("unused"));
+    CHECK_THROWS_WITH(tok->decode({5, unused}),
+                      Catch::Contains("token id " + std::to_string(unused)) && Catch::Contains("unused"));
     CHECK_THROWS_WITH(tok->decode_token(unused), Catch::Contains(std::to_string(unused)) && Catch::Contains("unused"));
   }
   for (int32_t id : ids) CHECK(!tok->decode_token(id).empty());
@@ -205,9 +216,10 @@ TEST_CASE("tiktoken-family tokenizer.json: the file's pattern - unused ids - BOS
 
   // BOS / EOS from the files beside it: tokenizer_config.json names them, generation_config.json's
   // ids must agree.
-  write_text(tmp.file("tokenizer_config.json"), R"({"bos_token": "<|begin|>", "eos_token": {"content": "<|endoftext|>"}})");
-  write_text(tmp.file("generation_config.json"), "{\"bos_token_id\": " + std::to_string(n + 1) + ", \"eos_token_id\": [7, " +
-                                                     std::to_string(n + 5) + "]}");
+  write_text(tmp.file("tokenizer_config.json"),
+             R"({"bos_token": "<|begin|>", "eos_token": {"content": "<|endoftext|>"}})");
+  write_text(tmp.file("generation_config.json"),
+             "{\"bos_token_id\": " + std::to_string(n + 1) + ", \"eos_token_id\": [7, " + std::to_string(n + 5) + "]}");
   auto with_cfg = read_tokenizer_json(path);
   CHECK(with_cfg->model().bos == n + 1);
   CHECK(with_cfg->eot_id() == n + 5);
@@ -218,7 +230,8 @@ TEST_CASE("tiktoken-family tokenizer.json: the file's pattern - unused ids - BOS
   throws_naming(path, {"tokenizer_config.json", "eos_token", "'</s>'", "added tokens"});
 }
 
-TEST_CASE("tiktoken-family tokenizer.json: what the reader does not implement is refused by name", "[tokenizer][tiktoken]") {
+TEST_CASE("tiktoken-family tokenizer.json: what the reader does not implement is refused by name",
+          "[tokenizer][tiktoken]") {
   TempDir tmp("tiktoken_refused");
   int32_t n = 0;
   const json good = tiktoken_shaped(tmp.dir.string(), n);
@@ -239,7 +252,8 @@ TEST_CASE("tiktoken-family tokenizer.json: what the reader does not implement is
   bad([&](json& j) { split(j)["extra"] = 1; }, {"pretokenizers[0].extra", "does not implement"});
   bad([&](json& j) { byte_level(j)["use_regex"] = true; }, {"pretokenizers[1].use_regex", "true", "expected false"});
   bad([&](json& j) { byte_level(j)["add_prefix_space"] = true; }, {"pretokenizers[1].add_prefix_space", "true"});
-  bad([&](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["type"] = "Digits"; }, {"pre_tokenizer.pretokenizers", "Split", "ByteLevel"});
+  bad([&](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["type"] = "Digits"; },
+      {"pre_tokenizer.pretokenizers", "Split", "ByteLevel"});
   bad([&](json& j) { j["pre_tokenizer"]["pretokenizers"].erase(1); }, {"pre_tokenizer.pretokenizers", "two"});
   bad([&](json& j) { j["normalizer"] = {{"type", "NFC"}}; }, {"normalizer", "NFC", "only null"});
   bad([&](json& j) { j["truncation"] = {{"max_length", 8}}; }, {"truncation", "max_length"});
@@ -260,9 +274,11 @@ TEST_CASE("tiktoken-family tokenizer.json: what the reader does not implement is
 }
 
 TEST_CASE("tiktoken-family patterns: white space is Unicode's White_Space - as tiktoken's", "[tokenizer][tiktoken]") {
-  CHECK(file_pattern_for_pcre2(R"(a\s+[^\s\p{L}]\S[\]\s])", "p") == R"(a\p{White_Space}+[^\p{White_Space}\p{L}]\P{White_Space}[\]\p{White_Space}])");
+  CHECK(file_pattern_for_pcre2(R"(a\s+[^\s\p{L}]\S[\]\s])", "p") ==
+        R"(a\p{White_Space}+[^\p{White_Space}\p{L}]\P{White_Space}[\]\p{White_Space}])");
   CHECK(file_pattern_for_pcre2(R"([]\s]|[^]a])", "p") == R"([]\p{White_Space}]|[^]a])");
-  CHECK_THROWS_WITH(file_pattern_for_pcre2(R"(\1)", "the pattern of X"), Catch::Contains("the pattern of X") && Catch::Contains("'\\1'"));
+  CHECK_THROWS_WITH(file_pattern_for_pcre2(R"(\1)", "the pattern of X"),
+                    Catch::Contains("the pattern of X") && Catch::Contains("'\\1'"));
   CHECK_THROWS_WITH(file_pattern_for_pcre2(R"([a-z)", "p"), Catch::Contains("never closes"));
   // U+180E MONGOLIAN VOWEL SEPARATOR is not white space for tiktoken (Unicode 6.3 on): with
   // cl100k's pattern " \u180E" is one piece of punctuation-like characters, as GPT-2's fixed pattern has it.
@@ -272,7 +288,8 @@ TEST_CASE("tiktoken-family patterns: white space is Unicode's White_Space - as t
   CHECK(pieces == std::vector<std::string>{"x", " \xE1\xA0\x8E", "y", " \xC2\xA0", " z"});
 }
 
-TEST_CASE("tiktoken cl100k_base: our ids equal tiktoken's on the corpus - hard text - every code point", "[tokenizer][tiktoken]") {
+TEST_CASE("tiktoken cl100k_base: our ids equal tiktoken's on the corpus - hard text - every code point",
+          "[tokenizer][tiktoken]") {
   TempDir tmp("tiktoken_cl100k");
   const Reference ref = run_reference("cl100k_base", tmp);
   auto tok = load_tokenizer(ref.tokenizer_json);
@@ -289,7 +306,8 @@ TEST_CASE("tiktoken cl100k_base: our ids equal tiktoken's on the corpus - hard t
   want.push_back(tok->encode(std::string("\xFF"))[0]);
   want.insert(want.end(), world.begin(), world.end());
   CHECK(tok->encode("hello\xFFworld") == want);
-  for (const std::string bad : {"\xFF\xFE", "abc\xC3", "\xED\xA0\x80 surrogate", "\xC0\xAF overlong", "x\x80\x80y", "\xF4\x90\x80\x80"})
+  for (const std::string bad :
+       {"\xFF\xFE", "abc\xC3", "\xED\xA0\x80 surrogate", "\xC0\xAF overlong", "x\x80\x80y", "\xF4\x90\x80\x80"})
     CHECK(tok->decode(tok->encode(bad)) == bad);
 }
 

@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = zt::fuzz::input_file(data, size, ".model");
   try {
     const zt::SentencePieceTokenizer tok(path);
-    static const std::string text = "Hello, world's 12345 \xEF\xBC\xA1 int main() {\n\treturn 0;\n} \xE4\xBD\xA0\xE5\xA5\xBD \xFF";
+    static const std::string text =
+        "Hello, world's 12345 \xEF\xBC\xA1 int main() {\n\treturn 0;\n} \xE4\xBD\xA0\xE5\xA5\xBD \xFF";
     const std::vector<int32_t> ids = tok.encode(text);
     for (int32_t id : ids)
       if (id < 0 || id >= tok.vocab_size()) std::abort();

@@ -36,7 +36,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path out = argv[1];
-  for (const char* t : {"safetensors", "llmc", "tokens", "hf_config", "ckpt_meta", "tokenizer", "tiktoken_json", "sentencepiece"}) fs::create_directories(out / t);
+  for (const char* t :
+       {"safetensors", "llmc", "tokens", "hf_config", "ckpt_meta", "tokenizer", "tiktoken_json", "sentencepiece"})
+    fs::create_directories(out / t);
 
   // safetensors: float32 and bfloat16 tensors, metadata
   Rng rng(1);
@@ -86,7 +88,8 @@ int main(int argc, char** argv) {
     BpeTrainOptions opt;
     opt.vocab_size = 300;
     opt.specials = {};
-    const BpeModel bpe = train_bpe({"hug hug hug pug pug bun 12345 DON'T don't", "int main() {\n  return 0;\n}\n"}, opt);
+    const BpeModel bpe = train_bpe({"hug hug hug pug pug bun 12345 DON'T don't", "int main() {\n  return 0;\n}\n"},
+                                   opt);
     const std::string base = (out / "tiktoken_json" / "base.json").string();
     save_tokenizer_json(bpe, base);
     std::ifstream in(base);
@@ -96,20 +99,28 @@ int main(int argc, char** argv) {
     fs::remove(base);
     const auto n = static_cast<int32_t>(bpe.tokens.size());
     const std::pair<const char*, const char*> patterns[] = {
-        {"cl100k", R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
-        {"o200k", R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+        {"cl100k",
+         R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+        {"o200k",
+         R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
         {"gpt2", R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)"}};
     for (const auto& [name, pattern] : patterns) {
       nlohmann::json j = gpt2_shape;
-      j["pre_tokenizer"] = {{"type", "Sequence"},
-                            {"pretokenizers",
-                             {{{"type", "Split"}, {"pattern", {{"Regex", pattern}}}, {"behavior", "Isolated"}, {"invert", false}},
-                              {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}};
+      j["pre_tokenizer"] = {
+          {"type", "Sequence"},
+          {"pretokenizers",
+           {{{"type", "Split"}, {"pattern", {{"Regex", pattern}}}, {"behavior", "Isolated"}, {"invert", false}},
+            {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}};
       j["model"]["ignore_merges"] = true;
       j["added_tokens"] = nlohmann::json::array();
       for (const auto& [text, id] : {std::pair{"<|begin_of_text|>", n + 1}, std::pair{"<|endoftext|>", n + 4}})
-        j["added_tokens"].push_back({{"id", id}, {"content", text}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
-                                     {"normalized", false}, {"special", true}});
+        j["added_tokens"].push_back({{"id", id},
+                                     {"content", text},
+                                     {"single_word", false},
+                                     {"lstrip", false},
+                                     {"rstrip", false},
+                                     {"normalized", false},
+                                     {"special", true}});
       std::ofstream((out / "tiktoken_json" / (std::string(name) + ".json")).string()) << j.dump();
     }
   }
@@ -124,10 +135,15 @@ int main(int argc, char** argv) {
     for (const char* type : {"bpe", "unigram"}) {
       for (const char* rule : {"identity", "nmt_nfkc"}) {
         const std::string prefix = (out / "sentencepiece" / (std::string(type) + "_" + rule)).string();
-        const std::string cmd = "spm_train --input='" + text.string() + "' --model_prefix='" + prefix + "' --model_type=" + type +
-                                " --normalization_rule_name=" + rule + " --vocab_size=300 --hard_vocab_limit=false --byte_fallback=true --minloglevel=2 >/dev/null 2>&1";
+        const std::string cmd =
+            "spm_train --input='" + text.string() + "' --model_prefix='" + prefix + "' --model_type=" + type +
+            " --normalization_rule_name=" + rule +
+            " --vocab_size=300 --hard_vocab_limit=false --byte_fallback=true --minloglevel=2 >/dev/null 2>&1";
         if (std::system(cmd.c_str()) != 0) {
-          std::fprintf(stderr, "make_seeds: '%s' failed (spm_train comes with Debian's sentencepiece: scripts/install-deps.sh)\n", cmd.c_str());
+          std::fprintf(
+              stderr,
+              "make_seeds: '%s' failed (spm_train comes with Debian's sentencepiece: scripts/install-deps.sh)\n",
+              cmd.c_str());
           return 1;
         }
         fs::remove(prefix + ".vocab");
