@@ -1,10 +1,10 @@
-// defines: 5 Catch2 test cases tagged [tokenizer][tiktoken]; helpers: write_text, read_text,
+// defines: 6 Catch2 test cases tagged [tokenizer][tiktoken]; helpers: write_text, read_text,
 //          tiktoken_shaped, throws_naming, Reference, run_reference, first_difference, check_against
 //
 // The tiktoken family's tokenizer.json (formats/tokenizer_json.cpp): Llama 3's shape, with the
 // split regex from the file, ignore_merges, unused ids and the BOS / EOS of the config files
 // beside it. The ids are checked against an independent implementation, OpenAI's tiktoken (npm
-// `tiktoken` 1.0.22, tests/tiktoken_reference.mjs), which converts its cl100k_base and gpt2
+// `tiktoken` 1.0.22, tests/tiktoken_reference.mjs), which converts its cl100k_base, o200k_base and gpt2
 // encodings to tokenizer.json and encodes the same texts: the corpus, hard cases, every code point.
 // node and the package come from scripts/install-deps.sh (CMake's ZT_NODE and ZT_TIKTOKEN_DIR find
 // them, the environment's ZT_TIKTOKEN_DIR overrides); a machine without them fails these cases
@@ -318,4 +318,14 @@ TEST_CASE("tiktoken gpt2: our ids equal tiktoken's with GPT-2's real vocabulary"
   CHECK(tok->vocab_size() == 50257);
   CHECK(tok->eot_id() == 50256);
   CHECK(check_against(*tok, ref.cases) == 0);
+}
+
+TEST_CASE("tiktoken o200k_base: our ids equal tiktoken's with its 200k vocabulary and case-aware pattern", "[tokenizer][tiktoken]") {
+  TempDir tmp("tiktoken_o200k");
+  const Reference ref = run_reference("o200k_base", tmp);
+  auto tok = load_tokenizer(ref.tokenizer_json);
+  CHECK(tok->vocab_size() == 200019);  // ranks 0..199997, specials 199999 and 200018
+  CHECK(tok->eot_id() == 199999);
+  CHECK(check_against(*tok, ref.cases) == 0);
+  CHECK_THROWS_WITH(tok->decode({199998}), Catch::Contains("199998") && Catch::Contains("unused"));
 }
