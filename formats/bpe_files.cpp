@@ -47,7 +47,9 @@ std::vector<std::string> read_vocab(const json& v, const std::string& what, cons
     for (const auto& [aid, text] : added) is_added |= aid == id && text == it.key();
     if (is_added) {
       tokens[id] = it.key();
-    } else if (!gpt2_unicode_to_bytes(it.key(), bytes) || bytes.empty()) {
+    } else if (it.key().empty()) {
+      ZT_THROW(what, ": token id ", id, " is the empty string: every token holds at least one byte");
+    } else if (!gpt2_unicode_to_bytes(it.key(), bytes)) {
       ZT_THROW(what, ": token '", it.key(), "' (id ", id,
                ") holds a character that is not one of GPT-2's 256 byte-level characters (not a byte-level BPE vocabulary?)");
     } else {

@@ -6,8 +6,9 @@
 //   ByteTokenizer          one token per byte; decode(encode(s)) == s for every byte string s.
 //                          The tokenizer of plain-text token sources when none is given
 //                          (formats/token_data.h: load_tokens).
-//   BpeTokenizer           GPT-2's byte-level BPE (formats/bpe_tokenizer.h): vocab.json +
-//                          merges.txt, or a Hugging Face tokenizer.json of a BPE model.
+//   BpeTokenizer           byte-level BPE (formats/bpe_tokenizer.h): GPT-2's vocab.json +
+//                          merges.txt, or a Hugging Face tokenizer.json of GPT-2's shape or the
+//                          tiktoken family's (Llama 3, cl100k_base: the file's own split regex).
 //   SentencePieceTokenizer Llama-style SentencePiece .model files (formats/sentencepiece_tokenizer.h).
 //
 // decode_token(id) gives the bytes of one token, for streaming output: concatenating

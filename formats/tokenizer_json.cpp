@@ -116,8 +116,6 @@ void check_tiktoken_document(const json& j, const std::string& what) {
        "only null is implemented (byte-level BPE encodes every byte, it has no unknown token)");
   need(model.value("fuse_unk", json(false)).is_boolean(), what, "model.fuse_unk",
        describe(model.value("fuse_unk", json())), "expected true or false (it has no effect without an unknown token)");
-  need(model.value("ignore_merges", json(false)).is_boolean(), what, "model.ignore_merges",
-       describe(model.value("ignore_merges", json())), "expected true or false");
 }
 
 // added_tokens: [{"id": N, "content": "...", "special": bool, ...}]. `id_cap`: ids must be below it.
@@ -260,8 +258,9 @@ std::unique_ptr<BpeTokenizer> read_tokenizer_json(const std::string& path) {
   need(model.contains("vocab") && model.contains("merges"), what, "model", "without \"vocab\" or \"merges\"",
        "a BPE model has both");
   const json& ignore = model.value("ignore_merges", json(false));
-  need(ignore.is_boolean(), what, "model.ignore_merges", describe(ignore), "expected true or false");
-  m.ignore_merges = ignore.get<bool>();
+  need(ignore.is_boolean() || ignore.is_null(), what, "model.ignore_merges", describe(ignore),
+       "expected true, false or null (false)");
+  m.ignore_merges = ignore.is_boolean() && ignore.get<bool>();
 
   const json at = j.value("added_tokens", json::array());
   // GPT-2's shape: ids stay dense. The tiktoken family may leave ids unused (cl100k_base's specials
