@@ -320,7 +320,8 @@ TEST_CASE("tiktoken gpt2: our ids equal tiktoken's with GPT-2's real vocabulary"
   CHECK(check_against(*tok, ref.cases) == 0);
 }
 
-TEST_CASE("tiktoken o200k_base: our ids equal tiktoken's with its 200k vocabulary and case-aware pattern", "[tokenizer][tiktoken]") {
+TEST_CASE("tiktoken o200k_base: our ids equal tiktoken's with its 200k vocabulary and case-aware pattern",
+          "[tokenizer][tiktoken]") {
   TempDir tmp("tiktoken_o200k");
   const Reference ref = run_reference("o200k_base", tmp);
   auto tok = load_tokenizer(ref.tokenizer_json);
