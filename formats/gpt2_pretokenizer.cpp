@@ -64,10 +64,12 @@ const ByteMap& byte_map() {
 const char* Pretokenizer::pattern() {
   // GPT-2's pattern with \s as Unicode 6.3 and later define white space: PCRE2 (10.42) still
   // counts U+180E MONGOLIAN VOWEL SEPARATOR in \s (it was a space separator until Unicode 6.3),
-  // tiktoken and transformers' tokenizers do not. So here \s is (?:(?!\x{180E})\s) and \S is
-  // (?:\S|\x{180E}); a sweep of every code point against tiktoken's gpt2 found no other difference.
-  return R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?(?:[^\s\p{L}\p{N}]|\x{180E})+)"
-         R"(|(?:(?!\x{180E})\s)+(?!\S|\x{180E})|(?:(?!\x{180E})\s)+)";
+  // tiktoken and transformers' tokenizers do not. So here \s is \p{White_Space} (Unicode's
+  // property; PCRE2's \s is exactly it plus U+180E, checked over every code point) and \S is
+  // \P{White_Space}. A plain class, not a lookahead per character ((?:(?!\x{180E})\s)+), which
+  // ran out of JIT stack on a run of 10,000 spaces.
+  return R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\p{White_Space}\p{L}\p{N}]+)"
+         R"(|\p{White_Space}+(?!\P{White_Space})|\p{White_Space}+)";
 }
 
 namespace {
@@ -174,14 +176,33 @@ std::vector<std::string_view> Pretokenizer::split(std::string_view text) const {
   auto* re = static_cast<pcre2_code*>(code_);
   pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
   if (!md) ZT_THROW("pre-tokenizer: out of memory for PCRE2 match data");
+  pcre2_match_context* mc = nullptr;  // made only when the default JIT stack is too small
+  pcre2_jit_stack* stack = nullptr;
+  auto free_all = [&] {
+    pcre2_match_data_free(md);
+    pcre2_match_context_free(mc);
+    pcre2_jit_stack_free(stack);
+  };
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t pos = 0;   // where the next match is looked for
   size_t done = 0;  // text[0, done) is in pieces
   while (pos < text.size()) {
-    const int rc = pcre2_match(re, subject, text.size(), pos, 0, md, nullptr);
+    int rc = pcre2_match(re, subject, text.size(), pos, 0, md, mc);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT && !mc) {
+      // PCRE2's default JIT stack (32 KiB) ran out on a pattern that backtracks deeply: the same
+      // match again with a stack that may grow to 256 MiB (same pattern, same result).
+      stack = pcre2_jit_stack_create(32 * 1024, 256 * 1024 * 1024, nullptr);
+      mc = pcre2_match_context_create(nullptr);
+      if (!stack || !mc) {
+        free_all();
+        ZT_THROW("pre-tokenizer: out of memory for a PCRE2 JIT stack");
+      }
+      pcre2_jit_stack_assign(mc, nullptr, stack);
+      rc = pcre2_match(re, subject, text.size(), pos, 0, md, mc);
+    }
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
-      pcre2_match_data_free(md);
+      free_all();
       ZT_THROW("pre-tokenizer: PCRE2 match failed at byte ", pos, ": ", pcre2_message(rc));
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
@@ -196,7 +217,7 @@ std::vector<std::string_view> Pretokenizer::split(std::string_view text) const {
     pos = done = end;
   }
   if (done < text.size()) pieces.push_back(text.substr(done));
-  pcre2_match_data_free(md);
+  free_all();
   return pieces;
 }
 

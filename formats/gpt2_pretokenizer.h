@@ -7,7 +7,7 @@
 // The pattern (GPT-2's encoder.py, also Hugging Face's ByteLevel pre-tokenizer):
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 // compiled with PCRE2_UTF | PCRE2_UCP (\s, \p{L}, \p{N} by Unicode properties; \s without
-// U+180E, which PCRE2 still counts and Unicode 6.3 and later do not: pattern() says how), JIT-compiled
+// U+180E, which PCRE2 still counts and Unicode 6.3 and later do not: \p{White_Space}, pattern() says why), JIT-compiled
 // when PCRE2 has a JIT for this CPU (a slower interpreter otherwise, said once on stderr).
 //
 // A file's pattern (tiktoken's regex dialect, as tiktoken and Hugging Face run it) is compiled the

@@ -223,6 +223,18 @@ TEST_CASE("tiktoken-family tokenizer.json: the file's pattern - unused ids - BOS
   auto with_cfg = read_tokenizer_json(path);
   CHECK(with_cfg->model().bos == n + 1);
   CHECK(with_cfg->eot_id() == n + 5);
+  // Llama 3's post-processor and decoder as its file has them: taken, and encode adds no BOS
+  json llama = j;
+  llama["post_processor"] = json::parse(R"({"type": "Sequence", "processors": [
+      {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
+      {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|begin|>", "type_id": 0}},
+                                                {"Sequence": {"id": "A", "type_id": 0}}],
+       "pair": [], "special_tokens": {}}]})");
+  llama["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
+  write_text(tmp.file("llama3_shape.json"), llama.dump());
+  auto llama_tok = load_tokenizer(tmp.file("llama3_shape.json"));
+  CHECK(llama_tok->encode("hug") == tok->encode("hug"));
+  CHECK(llama_tok->eot_id() == n + 5);  // the EOS tokenizer_config.json beside it names
   write_text(tmp.file("generation_config.json"), R"({"eos_token_id": 7})");
   throws_naming(path, {"generation_config.json", "eos_token_id", "7", "disagrees", "<|endoftext|>"});
   write_text(tmp.file("generation_config.json"), "{}");
@@ -280,6 +292,14 @@ TEST_CASE("tiktoken-family patterns: white space is Unicode's White_Space - as t
   CHECK_THROWS_WITH(file_pattern_for_pcre2(R"(\1)", "the pattern of X"),
                     Catch::Contains("the pattern of X") && Catch::Contains("'\\1'"));
   CHECK_THROWS_WITH(file_pattern_for_pcre2(R"([a-z)", "p"), Catch::Contains("never closes"));
+  // A pattern that backtracks deeply (a lookahead per character) runs past PCRE2's default 32 KiB
+  // JIT stack on a long run: matched again with a larger stack, not an error.
+  const Pretokenizer deep(R"((?:(?!x)\s)+|\S+)", "test");
+  const std::string spaces(100000, ' ');
+  CHECK(deep.split(spaces + "ab") == std::vector<std::string_view>{spaces, "ab"});
+  // An empty match makes no piece, and nothing is lost around it.
+  const Pretokenizer empty_ok(R"(\p{L}*)", "test");
+  CHECK(empty_ok.split("ab12cd") == std::vector<std::string_view>{"ab", "12", "cd"});
   // U+180E MONGOLIAN VOWEL SEPARATOR is not white space for tiktoken (Unicode 6.3 on): with
   // cl100k's pattern " \u180E" is one piece of punctuation-like characters, as GPT-2's fixed pattern has it.
   const Pretokenizer cl(kCl100kPattern, "test");
@@ -318,6 +338,15 @@ TEST_CASE("tiktoken gpt2: our ids equal tiktoken's with GPT-2's real vocabulary"
   CHECK(tok->vocab_size() == 50257);
   CHECK(tok->eot_id() == 50256);
   CHECK(check_against(*tok, ref.cases) == 0);
+  // The same vocabulary in GPT-2's shape (ByteLevel with use_regex: GPT-2's pattern built in, merges
+  // always applied) gives tiktoken's ids too: GPT-2's own path, on its real vocabulary.
+  json j = json::parse(read_text(ref.tokenizer_json));
+  j["pre_tokenizer"] = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
+  j["model"].erase("ignore_merges");
+  write_text(tmp.file("gpt2_shape.json"), j.dump());
+  auto gpt2_shape = load_tokenizer(tmp.file("gpt2_shape.json"));
+  CHECK(check_against(*gpt2_shape, ref.cases) == 0);
 }
 
 TEST_CASE("tiktoken o200k_base: our ids equal tiktoken's with its 200k vocabulary and case-aware pattern",
