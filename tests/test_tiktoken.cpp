@@ -1,5 +1,6 @@
 // defines: 6 Catch2 test cases tagged [tokenizer][tiktoken]; helpers: write_text, read_text,
-//          tiktoken_shaped, throws_naming, Reference, run_reference, first_difference, check_against
+//          kCl100kPattern, tiktoken_shaped, throws_naming, Reference, unassigned_here,
+//          run_reference, first_difference, check_against
 //
 // The tiktoken family's tokenizer.json (formats/tokenizer_json.cpp): Llama 3's shape, with the
 // split regex from the file, ignore_merges, unused ids and the BOS / EOS of the config files
