@@ -68,6 +68,7 @@ class BpeTokenizer final : public Tokenizer {
   std::string decode(const std::vector<int32_t>& ids) const override;
   std::string decode_token(int32_t id) const override;
   int32_t eot_id() const override { return eot_; }
+  int32_t bos_id() const override { return model_.bos; }
 
   const BpeModel& model() const { return model_; }
   bool jit() const { return pre_->jit(); }  // the pre-tokenizer's pattern runs JIT-compiled

@@ -43,6 +43,11 @@ class Tokenizer {
   // The end-of-text id that separates documents (GPT-2's <|endoftext|>, SentencePiece's </s>),
   // or -1 when the tokenizer has none (ByteTokenizer).
   virtual int32_t eot_id() const { return -1; }
+  // The id every sequence starts with (Llama 3's <|begin_of_text|>, named by tokenizer_config.json
+  // or generation_config.json beside a tiktoken-family tokenizer.json), or -1 when the tokenizer
+  // places none (GPT-2, SentencePiece as loaded here). encode() never adds it: zt-tokenize puts it
+  // before each document and zt-generate before the prompt, as transformers' add_special_tokens.
+  virtual int32_t bos_id() const { return -1; }
 };
 
 class ByteTokenizer final : public Tokenizer {

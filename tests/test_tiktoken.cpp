@@ -223,7 +223,9 @@ TEST_CASE("tiktoken-family tokenizer.json: the file's pattern - unused ids - BOS
              "{\"bos_token_id\": " + std::to_string(n + 1) + ", \"eos_token_id\": [7, " + std::to_string(n + 5) + "]}");
   auto with_cfg = read_tokenizer_json(path);
   CHECK(with_cfg->model().bos == n + 1);
+  CHECK(with_cfg->bos_id() == n + 1);  // what zt-tokenize and zt-generate put first
   CHECK(with_cfg->eot_id() == n + 5);
+  CHECK(tok->bos_id() == -1);  // without the configs: none
   // Llama 3's post-processor and decoder as its file has them: taken, and encode adds no BOS
   json llama = j;
   llama["post_processor"] = json::parse(R"({"type": "Sequence", "processors": [

@@ -132,7 +132,10 @@ int main(int argc, char** argv) {
       if (!tok)
         ZT_THROW("this model's vocabulary has ", model->vocab_size(),
                  " tokens, not 256: the byte tokenizer does not apply; give --tokenizer or --prompt-ids");
-      ids = tok->encode(prompt);
+      // the tokenizer's BOS first where it has one (Llama 3: transformers' add_special_tokens)
+      if (tok->bos_id() >= 0) ids.push_back(tok->bos_id());
+      const std::vector<int32_t> text_ids = tok->encode(prompt);
+      ids.insert(ids.end(), text_ids.begin(), text_ids.end());
     }
     for (int32_t id : ids)
       if (id < 0 || id >= model->vocab_size())

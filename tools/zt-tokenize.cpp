@@ -122,7 +122,11 @@ int cmd_encode(const std::vector<std::string>& files, const std::string& tok_pat
     const std::string text = read_file(f);
     if (text.find('\0') != std::string::npos)
       ZT_THROW("input '", f, "': holds a NUL byte at offset ", text.find('\0'), ": not text");
-    if (tok->eot_id() >= 0) ids.push_back(tok->eot_id());  // llm.c: every document starts with <|endoftext|>
+    // A document's layout: with a BOS (Llama 3) <|begin_of_text|> text <|end_of_text|>, as Llama 3
+    // was pretrained; else llm.c's, every document after <|endoftext|> (the EOS, if any).
+    const int32_t bos = tok->bos_id(), eos = tok->eot_id();
+    if (bos >= 0) ids.push_back(bos);
+    else if (eos >= 0) ids.push_back(eos);
     // Byte-level kinds with GPT-2's pattern encode in chunks that tokenize exactly as the whole
     // (gpt2_safe_chunks), so the bar moves within a large file; SentencePiece (its word marker at
     // the start of each call would differ if cut) and a file's own pattern (no cut is proven safe
@@ -143,6 +147,7 @@ int cmd_encode(const std::vector<std::string>& files, const std::string& tok_pat
         draw_bar(total ? static_cast<double>(done) / static_cast<double>(total) : 1.0, done / s / 1e6, ids.size() / s);
       }
     }
+    if (bos >= 0 && eos >= 0) ids.push_back(eos);
   }
   const double secs = std::max(seconds_since(t0), 1e-9);
   if (bar) std::fprintf(stderr, "\n");

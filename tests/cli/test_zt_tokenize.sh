@@ -55,6 +55,39 @@ echo "ok: zt-train --tokenizer: vocabulary 512, text and shard give the same los
 head -c 9 "$TMP/gen.txt" | grep -qF "int main(" || { cat "$TMP/gen.txt"; echo "FAIL: generate"; exit 1; }
 echo "ok: zt-generate --tokenizer continues the prompt"
 
+# 4b. a tiktoken-family tokenizer.json (Llama 3's shape: the file's split pattern, ignore_merges)
+# with a BOS named by tokenizer_config.json: each document is <|begin_of_text|> text <|endoftext|>
+mkdir -p "$TMP/ll3"
+python3 - "$TMP/tok/tokenizer.json" "$TMP/ll3" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+pattern = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+j["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+    {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+    {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+j["model"]["ignore_merges"] = True
+n = max(t["id"] for t in j["added_tokens"]) + 1
+j["added_tokens"].append({"id": n, "content": "<|begin_of_text|>", "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True})
+json.dump(j, open(sys.argv[2] + "/tokenizer.json", "w"))
+json.dump({"bos_token": "<|begin_of_text|>", "eos_token": "<|endoftext|>"}, open(sys.argv[2] + "/tokenizer_config.json", "w"))
+PY
+printf 'one doc' > "$TMP/d1.txt"; printf 'two docs' > "$TMP/d2.txt"
+"$T" encode --tokenizer "$TMP/ll3" --out "$TMP/ll3.bin" "$TMP/d1.txt" "$TMP/d2.txt" > /dev/null
+python3 - "$TMP/ll3.bin" "$TMP/ll3/tokenizer.json" <<'PY' || { echo "FAIL: BOS / EOS layout of a tiktoken-family shard"; exit 1; }
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+hdr = struct.unpack("<256i", raw[:1024])
+ids = struct.unpack(f"<{hdr[2]}H", raw[1024:1024 + 2 * hdr[2]])
+added = {t["content"]: t["id"] for t in json.load(open(sys.argv[2]))["added_tokens"]}
+bos, eos = added["<|begin_of_text|>"], added["<|endoftext|>"]
+starts = [i for i, t in enumerate(ids) if t == bos]
+ends = [i for i, t in enumerate(ids) if t == eos]
+assert ids[0] == bos and ids[-1] == eos and len(starts) == 2 and len(ends) == 2, ids
+assert ends[0] + 1 == starts[1], ids  # doc 1 ends, doc 2 starts
+print("ok: zt-tokenize encode, tiktoken family with a BOS: " + " ".join(map(str, ids)))
+PY
+
 # 5. SentencePiece: spm_train, then a shard through the .model
 spm_train --input="$VAL" --model_prefix="$TMP/sp" --vocab_size=400 --model_type=bpe --byte_fallback=true \
   --character_coverage=1.0 --num_threads=1 --minloglevel=2 > /dev/null 2>&1
