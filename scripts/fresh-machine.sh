@@ -103,6 +103,15 @@ new_root() {
     cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/" && rm -f "$root/etc/apt/sources.list"
   fi
   cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+  # HTTPS as here too: this machine's own trust anchors (/usr/local/share/ca-certificates, e.g. the
+  # CA of a TLS-inspecting proxy in front of npm's registry), for the ca-certificates package to
+  # add when install-deps installs it, and for node (NODE_EXTRA_CA_CERTS in in_root). The network
+  # of this machine, not a dependency of the project: a machine without such a proxy needs none.
+  if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+    mkdir -p "$root/usr/local/share/ca-certificates" &&
+      cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" &&
+      cat /usr/local/share/ca-certificates/*.crt >"$root/etc/zt-host-extra-ca.pem"
+  fi
   # /proc, /sys and /dev (shared memory for MPI ranks, /dev/null ...); rslave: unmounting them here
   # never propagates back to this machine's own mounts.
   { mount -t proc proc "$root/proc" &&
@@ -112,7 +121,9 @@ new_root() {
   git clone -q "$ROOT" "$root/root/project"
 }
 in_root() {
-  chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 CI=true \
+  local ca=()
+  [ -f "$root/etc/zt-host-extra-ca.pem" ] && ca=(NODE_EXTRA_CA_CERTS=/etc/zt-host-extra-ca.pem)
+  chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 CI=true "${ca[@]}" \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     bash -c "cd /root/project && $1"
 }
