@@ -1,11 +1,13 @@
 // defines: estimate, unit_sizes, model_state_bytes_x_n (zero/estimator.h); the step's residency
-//          events, stage 3's gathers counted through GatherSchedule, the reductions' peaks.
+//          events, stage 3's gathers counted through GatherSchedule (with offload_param's
+//          per-unit buffers), the nvme staging replay, the reductions' peaks.
 #include "zero/estimator.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <sstream>
 
 #include "core/check.h"
@@ -37,20 +39,41 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // ZeRO++ hpZ (zero/zeropp.h, zero/stage3_parameter_sharded.cpp): a unit freed during a training
 // forward leaves a secondary shard of P/H elements, freed when the unit's backward begins (after
 // its acquire); counted the same way (their peak).
+// offload_param (zero/tiers.cpp): a gather is "fetching" from its start until it is waited for
+// (finish) or dropped unused (drop: its queue is drained first). Each unit's own shard size S_i
+// is counted, at the moment the buffer exists, so units of unequal sizes (a tied embedding far
+// larger than a block) are exact:
+//   cpu  (HostParams::fetch): the shard is copied into a device buffer of S_i elements when the
+//        gather starts; it lives until the gather landed. Peak sampled at each start: live +
+//        the shards of every unit fetching.
+//   nvme (NvmeParams::fetch): a host bounce buffer of aio(pe * S_i) bytes is read into at the
+//        start and lives until the read's Pending is processed, which is in finish / drop (the
+//        unit's queue is drained there); that processing copies it into a device buffer of S_i
+//        elements that lives until the gather landed, in the same drain. Device peak sampled at
+//        each finish / drop of a fetching unit: live (still counting the unit) + S_i. Host peak:
+//        the bounce buffers of the units fetching at once.
 class CountedGathers final : public GatherSchedule::Actions {
  public:
-  CountedGathers(const std::vector<UnitSize>& units, const ZeroOptimization& z, int64_t N)
+  CountedGathers(const std::vector<UnitSize>& units, const ZeroOptimization& z, int64_t N, int64_t pe)
       : schedule_(z, *this), z_(z), N_(N) {
+    const std::string& tier = z.offload_param.device;
+    cpu_ = z.offload_param.enabled() && tier == "cpu";
+    nvme_ = z.offload_param.enabled() && tier == "nvme";
     for (const UnitSize& u : units) {
       const bool persistent = GatherSchedule::persistent(u.numel, z);
       schedule_.add_unit(static_cast<int>(P_.size()), u.padded_numel, persistent, /*gathered=*/persistent);
       P_.push_back(u.padded_numel);
+      bounce_.push_back(ceil_div(pe * (u.padded_numel / N), kAioAlignment) * kAioAlignment);
     }
     in_flight_.assign(P_.size(), false);
+    fetching_.assign(P_.size(), false);
     secondary_.assign(P_.size(), 0);
   }
   GatherSchedule& schedule() { return schedule_; }
   int64_t peak_live() const { return peak_live_; }
+  // the peak of live elements plus offload_param's device shard buffers (= peak_live without it)
+  int64_t peak_live_with_shards() const { return peak_with_shards_; }
+  int64_t peak_bounce_bytes() const { return peak_bounce_; }  // nvme: the read buffers at once
   int64_t peak_comm() const { return peak_comm_; }
   int64_t peak_secondary() const { return peak_secondary_; }
   void forward_begins() {
@@ -65,7 +88,12 @@ class CountedGathers final : public GatherSchedule::Actions {
 
  private:
   void start(int i, bool) override {
-    peak_live_ = std::max(peak_live_, schedule_.live_elements());
+    const int64_t live = schedule_.live_elements();  // counts unit i already
+    peak_live_ = std::max(peak_live_, live);
+    fetching_[i] = true;
+    if (cpu_) shards_fetching_ += P_[i] / N_;
+    if (nvme_) bounce_live_ += bounce_[i], peak_bounce_ = std::max(peak_bounce_, bounce_live_);
+    peak_with_shards_ = std::max(peak_with_shards_, live + shards_fetching_);
     if (std::max<int64_t>(1, z_.allgather_bucket_size) < P_[i] / N_) {
       in_flight_[i] = true;
       comm_ += P_[i];
@@ -75,6 +103,13 @@ class CountedGathers final : public GatherSchedule::Actions {
   void finish(int i) override {
     if (in_flight_[i]) comm_ -= P_[i];
     in_flight_[i] = false;
+    if (!fetching_[i]) return;  // landed before: no buffer left
+    fetching_[i] = false;
+    if (cpu_) shards_fetching_ -= P_[i] / N_;
+    if (nvme_) {  // the read lands: bounce -> device shard buffer -> gather, all within this drain
+      peak_with_shards_ = std::max(peak_with_shards_, schedule_.live_elements() + P_[i] / N_);
+      bounce_live_ -= bounce_[i];
+    }
   }
   void drop(int i) override {
     finish(i);
@@ -88,12 +123,35 @@ class CountedGathers final : public GatherSchedule::Actions {
   GatherSchedule schedule_;
   const ZeroOptimization& z_;
   int64_t N_;
+  bool cpu_ = false, nvme_ = false;  // offload_param's tier
   std::vector<int64_t> P_;
-  std::vector<bool> in_flight_;
+  std::vector<int64_t> bounce_;     // nvme: bytes of unit i's bounce buffer (its swap-file region)
+  std::vector<bool> in_flight_;     // a chunked gather's comm staging is live
+  std::vector<bool> fetching_;      // started, not yet finished or dropped
   std::vector<int64_t> secondary_;  // hpZ: elements of unit i's secondary shard (0: none)
   bool backward_ = false;
   int64_t comm_ = 0, peak_comm_ = 0, peak_live_ = 0, secondary_live_ = 0, peak_secondary_ = 0;
+  int64_t shards_fetching_ = 0, peak_with_shards_ = 0, bounce_live_ = 0, peak_bounce_ = 0;
 };
+
+// offload_param nvme, the optimizer step (zero/tiers.cpp's NvmeParams::put, finish_writes): the
+// new parameters of each unit are assembled in a staging buffer of the unit's region size (its
+// swap-file region, aio-rounded), units in index order (zero/offload.cpp's sub-group pieces).
+// When a unit is complete its write is issued; while more than buffer_count writes are in flight
+// the oldest is finished and its staging freed. The step ends with every write finished, so the
+// staging buffers never meet a read's bounce buffer. Returns the peak bytes held at once.
+int64_t nvme_staging_peak(const std::vector<UnitSize>& units, int64_t N, int64_t pe, int64_t buffer_count) {
+  std::deque<int64_t> writing;  // staging bytes of the units whose writes are in flight, oldest first
+  int64_t live = 0, peak = 0;
+  for (const UnitSize& u : units) {
+    const int64_t bytes = ceil_div(pe * (u.padded_numel / N), kAioAlignment) * kAioAlignment;
+    live += bytes;  // the unit being assembled beside the writes in flight
+    peak = std::max(peak, live);
+    writing.push_back(bytes);
+    while (static_cast<int64_t>(writing.size()) > buffer_count) live -= writing.front(), writing.pop_front();
+  }
+  return peak;
+}
 
 // Stages 2-3: full gradient buffers (elements) alive during backward, and the reduce-scatter
 // staging buffers (comm elements). A unit's buffer appears at its before_backward and goes when
@@ -221,11 +279,12 @@ Estimate estimate(const EstimateRequest& r) {
   const int64_t pe = PrecisionPolicy::working_bytes(r.precision);  // parameters and gradients
   const OffloadConfig& oo = r.zero.offload_optimizer;
   const OffloadConfig& op = r.zero.offload_param;
-  // The nvme tier's host buffers (zero/offload.cpp, zero/tiers.cpp's NvmeParams), sized from the
-  // largest unit shard: the optimizer's min(buffer_count, sub-groups) sub-group buffers (master,
-  // m, v: 12 bytes per element, rounded up to O_DIRECT's 4096); the parameters' staging buffers
-  // of the writes in flight (at most buffer_count) plus the bounce buffer of a read (measured:
-  // bench/results/capacity.md). Upper bounds of what a step holds at once.
+  // The nvme tier's host buffers (zero/offload.cpp, zero/tiers.cpp's NvmeParams): the optimizer's
+  // min(buffer_count, sub-groups) sub-group buffers (master, m, v: 12 bytes per element of the
+  // largest sub-group, rounded up to O_DIRECT's 4096; measured: bench/results/capacity.md). The
+  // parameters' buffers, each its own unit's region size: the optimizer step's staging buffers
+  // (nvme_staging_peak), or the reads' bounce buffers during forward and backward (counted by
+  // the stage-3 replay below); never both at once, so the larger.
   if (r.has_model && (oo.device == "nvme" || op.device == "nvme")) {
     int64_t largest = 0, sub_groups = 0;
     const int64_t sg = std::max<int64_t>(1, r.zero.sub_group_size);
@@ -233,12 +292,29 @@ Estimate estimate(const EstimateRequest& r) {
       largest = std::max(largest, u.padded_numel / N);
       sub_groups += ceil_div(u.padded_numel / N, sg);
     }
-    const auto aio = [](int64_t bytes) { return ceil_div(bytes, kAioAlignment) * kAioAlignment; };
-    const int64_t n_units = static_cast<int64_t>(r.model.units.size());
     if (oo.device == "nvme")
-      est.host_state[idx(Category::optim)] = std::min(oo.buffer_count, sub_groups) * aio(12 * std::min(sg, largest));
+      est.host_state[idx(Category::optim)] = std::min(oo.buffer_count, sub_groups) *
+                                             ceil_div(12 * std::min(sg, largest), kAioAlignment) * kAioAlignment;
     if (op.device == "nvme")
-      est.host_state[idx(Category::params)] = (std::min(op.buffer_count, n_units) + 1) * aio(pe * largest);
+      est.host_state[idx(Category::params)] = nvme_staging_peak(r.model.units, N, pe, op.buffer_count);
+  }
+  // Setup with offload_param (zero/engine.cpp's load_initial, ParameterSharded::place_params,
+  // zero/tiers.cpp's new_shard / park), unit by unit: with partitioned construction (N > 1; at
+  // N = 1 the shard is the model's buffer) the unit's initial shard is read into a host buffer of
+  // S_i elements of the model's dtype, beside its new shard (cpu: pe * S_i, kept; nvme: its
+  // region, written to the swap file and freed before the next unit). The cpu tier's shards made
+  // before it stay. A real run's host peak (the tier's allocator is never reset) includes it.
+  if (r.has_model && keeps.params_sharded && op.enabled()) {
+    const int64_t model_bytes = r.precision == Precision::f32 || r.float32_compute ? 4 : pe;
+    const bool init_buffer = r.partitioned_construction && N > 1;
+    int64_t made = 0, setup = 0;
+    for (const UnitSize& u : r.model.units) {
+      const int64_t S = u.padded_numel / N;
+      const int64_t shard = op.device == "nvme" ? ceil_div(pe * S, kAioAlignment) * kAioAlignment : pe * S;
+      setup = std::max(setup, made + shard + (init_buffer ? model_bytes * S : 0));
+      if (op.device != "nvme") made += shard;
+    }
+    est.host_state[idx(Category::params)] = std::max(est.host_state[idx(Category::params)], setup);
   }
   est.peak = est.model_state;
   int64_t mixed_workspace = 0, mixed_workspace_in_backward = 0;
@@ -255,7 +331,7 @@ Estimate estimate(const EstimateRequest& r) {
     else reduce_comm += grad_live;
     int64_t gathered = 0;  // elements of float32 full parameters resident at once (stage 3 / mixed)
     if (keeps.params_sharded) {
-      CountedGathers sim(units, r.zero, N);
+      CountedGathers sim(units, r.zero, N, pe);
       GatherSchedule& schedule = sim.schedule();
       for (int step = 0; step < 2; ++step) {  // the recording step, then a steady one
         sim.forward_begins();
@@ -274,12 +350,15 @@ Estimate estimate(const EstimateRequest& r) {
       gathered = persistent + sim.peak_live();
       gather_comm = sim.peak_comm();
       est.peak[idx(Category::secondary)] = sim.peak_secondary() * pe;
-      // offload_param: a unit's shard reaches the device in a shard-sized buffer that lives until
-      // its gather landed (zero/tiers.cpp's HostParams). cpu: one per gathered non-persistent unit
-      // (a prefetch issues its copy with its gather); nvme: one at a time (a unit's copy is issued
-      // when its read lands, which is processed at its acquire, after the unit before landed).
+      // offload_param: a unit's shard reaches the device in a buffer of its own shard size that
+      // lives until its gather landed (zero/tiers.cpp's HostParams; CountedGathers says when).
+      // float32: the gathered units and those buffers replayed together (peak_live_with_shards).
+      // Mixed: added as an upper bound, ceil(peak_live / N) for cpu, the largest shard for nvme.
       // The persistent units' copies come at the step's end, outside the blocks' peak.
-      if (op.enabled()) {
+      if (op.device == "nvme")
+        est.host_state[idx(Category::params)] = std::max(est.host_state[idx(Category::params)],
+                                                         sim.peak_bounce_bytes());
+      if (op.enabled() && mixed) {
         int64_t largest_shard = 0;
         for (size_t i = 0; i < units.size(); ++i)
           if (!schedule.persistent(static_cast<int>(i)))
@@ -287,7 +366,7 @@ Estimate estimate(const EstimateRequest& r) {
         est.peak[idx(Category::params)] += (op.device == "nvme" ? largest_shard : ceil_div(sim.peak_live(), N)) * pe;
       }
       if (!mixed) {
-        est.peak[idx(Category::params)] += gathered * pe;
+        est.peak[idx(Category::params)] += (persistent + sim.peak_live_with_shards()) * pe;
       } else {
         // the 2-byte full buffer a gather lands in lives until the gather is waited for: one
         // unit at a time without overlap_comm, at most every gathered unit with prefetch

@@ -121,6 +121,11 @@ struct EstimateRequest {
   // 4 bytes, and each unit in use has float32 parameter and gradient workspaces. false: a
   // backend that computes in the 2-byte type (activations 2 bytes, no float32 copies).
   bool float32_compute = true;
+  // The engine takes its initial values from a ParamSource, one unit's stage-3 shard at a time
+  // (partitioned construction: zt-train's Trainer always; zero/engine.cpp's load_initial): with
+  // offload_param that shard is read into a host buffer beside the unit's new shard during setup.
+  // false: the engine is built from a whole model in memory (the initial values are its buffers).
+  bool partitioned_construction = true;
 };
 
 struct Estimate {

@@ -1,4 +1,4 @@
-// defines: 5 Catch2 test cases tagged [offload_equivalence], [offload_memory], [offload_checkpoint];
+// defines: 6 Catch2 test cases tagged [offload_equivalence], [offload_memory], [offload_checkpoint];
 //          helpers: swap_dir, run, tier, losses, check_close
 //
 // ZeRO-Offload and ZeRO-Infinity (zero/offload.h, zero/tiers.cpp, zero/shard_optimizer.cpp) on N ranks: the same
@@ -10,7 +10,10 @@
 #include <cmath>
 #include <filesystem>
 
+#include "models/init.h"
 #include "train/trainer.h"
+#include "zero/engine.h"
+#include "zero/estimator.h"
 
 using namespace zt;
 
@@ -226,5 +229,64 @@ TEST_CASE("checkpoints move between offload tiers", "[offload_checkpoint]") {
     while (!t.done()) rest.push_back(t.step().loss);
     INFO("written with offload " << first << ", resumed with " << second);
     check_close(rest, std::vector<double>(ref.begin() + 4, ref.end()), 1e-6);
+  }
+}
+
+// The estimator (zero/estimator.cpp) against a measured run whose units differ in size, as in
+// Llama 3.2 1B: a tied embedding ten times a block, the final norm persistent; the knobs of that
+// run scaled down (one unit prefetched ahead, the embedding and a block never both prefetched,
+// reuse distance 0). The parameter offload's buffers are each their own unit's size: the device
+// peak is the embedding's full parameters plus its own shard buffer (not the largest shard on top
+// of the largest live set), the host peak the largest of the reads' bounce buffers, the optimizer
+// step's staging buffers and the setup's two buffers of the embedding's shard (not buffer_count
+// + 1 of the largest). Both exact.
+TEST_CASE("the estimate matches parameter offload on units of unequal sizes", "[offload_memory]") {
+  ProcessGroup& g = init_process_group();
+  const int64_t N = g.size();
+  const std::string dir = swap_dir(g, "unequal");
+  ModelConfig cfg = model_config("llama-nano");
+  cfg.n_layer = 4;
+  cfg.vocab_size = cfg.padded_vocab_size = 4096;  // embed 131,072 elements, a block 12,352
+  cfg.tie_embeddings = true;
+  for (const char* where : {"nvme", "cpu"}) {
+    RunConfig c = run("llama-nano", g.size(), 3, 3);
+    c.zero.offload_optimizer = tier(where, dir);
+    c.zero.offload_param = tier(where, dir, 2);
+    c.zero.sub_group_size = 10000;
+    c.zero.stage3_prefetch_bucket_size = 0;      // the next unit only
+    c.zero.stage3_max_live_parameters = 140000;  // the embedding alone, never with a block
+    c.zero.stage3_max_reuse_distance = 0;
+    c.activation_checkpointing = c.cpu_checkpointing = true;
+    const EngineConfig ec = c.engine_config();
+    // Partitioned construction, as zt-train builds: each unit's initial shard comes from the
+    // source into a host buffer during setup, which the host tier's peak includes.
+    ModelOptions o{DType::f32, N, kShardAlignment};
+    o.materialize = false;
+    auto m = make_model(cfg, o);
+    Rng rng(7);
+    ModelInit init(*m, rng);
+    host_allocator().reset_peaks();
+    auto engine = initialize(*m, ec, g, &init);
+    default_allocator().reset_peaks();  // the device's: the steps (zt-train resets it every step)
+    Tensor idx = Tensor::empty({1, 32}, DType::i32, Category::workspace);
+    for (int step = 0; step < 3; ++step) {
+      for (int64_t i = 0; i < idx.numel(); ++i) idx.data<int32_t>()[i] = static_cast<int32_t>((37 * i + step) % 4096);
+      engine->backward(engine->forward(idx, idx));
+      engine->step(1e-3);
+    }
+    const MemoryReport rep = engine->memory_report();
+    EstimateRequest r;
+    r.has_model = true;
+    r.model = model_shape(cfg, *m, N);
+    r.stage = 3;
+    r.world_size = N;
+    r.zero = ec.zero;
+    const Estimate e = estimate(r);
+    const int64_t host_est = e.host_state[static_cast<int>(Category::params)];
+    INFO(where << ", " << N << " ranks: device params measured " << rep.measured.max(Category::params) << ", estimated "
+               << e.max(Category::params) << "; host params measured " << rep.host.max(Category::params)
+               << ", estimated " << host_est);
+    CHECK(rep.measured.max(Category::params) == e.max(Category::params));
+    CHECK(rep.host.max(Category::params) == host_est);  // cpu: the shards themselves
   }
 }
