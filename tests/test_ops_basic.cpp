@@ -136,9 +136,11 @@ TEST_CASE("vocabulary past 65536: embedding rows and cross-entropy targets above
   };
   CHECK(row_norm(70000) > 0);
   CHECK(row_norm(128255) > 0);
-  double total = 0;
-  for (int64_t r = 0; r < V; ++r) total += row_norm(r);
-  CHECK(total == row_norm(70000) + row_norm(128255) + row_norm(5));  // no other row
+  CHECK(row_norm(5) > 0);
+  double others = 0;  // every row no id names: exactly zero
+  for (int64_t r = 0; r < V; ++r)
+    if (r != 5 && r != 70000 && r != 128255) others += row_norm(r);
+  CHECK(others == 0.0);
   gradcheck([&](const std::vector<Var>& v) { return cross_entropy(matmul(v[0], Var(w)), targets.view({4})); },
             {randn({4, C}, 82)});
 }
