@@ -60,7 +60,10 @@ TEST_CASE("a large model-state block leaves the resident set when it is freed", 
   }
   const int64_t after = resident_bytes();
   INFO("resident before " << before << ", after the free " << after);
-  CHECK(after - before < (int64_t{2} << 20));
+  // The 16 MiB are gone: less than a quarter of them stays. (Not less than 2 MiB: in the
+  // sanitizer build ASan's shadow of the mapping, 1/8 of it, may stay resident, and it did once,
+  // at 2.4 MiB on a loaded machine.)
+  CHECK(after - before < (int64_t{4} << 20));
 }
 
 TEST_CASE("small and large CPU blocks keep the allocator's alignment and accounting", "[memory]") {
