@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "core/checked.h"  // defines: checked_mul, checked_add
+#include "core/json.h"     // defines: read_json_file
 
 namespace zt {
 
@@ -169,6 +170,15 @@ std::vector<std::string> model_config_names() {
 }
 
 ModelConfig model_config(const std::string& name) {
+  // A path to a model config file: every key as from_json reads it (configs/models/ has a few).
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) {
+    const nlohmann::json j = read_json_file(name, "model config '" + name + "'");
+    try {
+      return j.get<ModelConfig>();
+    } catch (const Error& e) {
+      ZT_THROW("model config '", name, "': ", e.what());
+    }
+  }
   std::string known;
   for (const Named& n : named_configs()) {
     if (name == n.name) {
@@ -177,7 +187,7 @@ ModelConfig model_config(const std::string& name) {
     }
     known += (known.empty() ? "" : ", ") + std::string(n.name);
   }
-  ZT_THROW("unknown model name \"", name, "\"; known models: ", known);
+  ZT_THROW("unknown model name \"", name, "\"; known models: ", known, ", or a model config file (*.json)");
 }
 
 void to_json(nlohmann::json& j, const ModelConfig& c) {

@@ -75,7 +75,9 @@ struct ModelOptions {
 // 256 * ceil((8C/3) / 256) (Llama's multiple_of rule), e.g. C = 768 -> 2048.
 int64_t default_ffn_hidden(const std::string& family, int64_t n_embd);
 
-// Named configs (validated). Throws zt::Error listing the known names for an unknown one.
+// Named configs (validated). Throws zt::Error listing the known names for an unknown one. A name
+// ending in ".json" is a model config file instead: read with from_json below (errors name the
+// file and the key), e.g. configs/models/llama3-8b.json.
 //   gpt2-nano   2 layers,  32 wide,  4 heads, context   64, vocab   256 (tests)
 //   gpt-micro   4 layers, 256 wide,  4 heads, context  128, vocab   256 (the demo)
 //   gpt-mini    6 layers, 384 wide,  6 heads, context  256, vocab   256 (nanoGPT shakespeare-char shape)

@@ -24,6 +24,7 @@
 #   llmc_peer           llm.c's train_gpt2cu, the same step (its default, and nothing recomputed)
 #   hf_client           transformers reads our exports and tokenizer.json, we read its checkpoints
 #   zero3_memory        ZeRO-3, 2 ranks sharing the GPU: measured peaks beside the estimator's
+#   offload_ladder      per offload tier, the largest model that trains on this GPU and host (its own call)
 #   profile_step        Nsight Compute: every kernel's time in one step, summed by kernel
 #   profile_llama       the same for llama-100m
 #
@@ -253,6 +254,15 @@ part zero3_memory 300 env OMP_NUM_THREADS=4 mpirun -np 2 --oversubscribe --allow
   "$PACK/bin/zt-train" --model gpt2-124m --train "$PACK/data/corpus/train.txt" -b 8 -t 1024 --steps 3 \
   --zero-stage 3 --device cuda:0 --dist mpi --threads 4
 
+# ZeRO-Offload's headline on one GPU (bench/offload_ladder.py): for each tier (no offload, the
+# optimizer in host memory, + the parameters, the NVMe tier) the largest Llama 3 8B-width model
+# (n_layer free) the estimator fits in this GPU's memory, 80% of the host's and the free disk,
+# trained 3 steps (its peaks beside the prediction, its TFLOP/s), then the next size up, which
+# must fail with the clean out-of-memory (or disk-full) error. Its own call: minutes of host
+# initialization and CPU AdamW on billions of parameters.
+part offload_ladder 580 env OMP_WAIT_POLICY=PASSIVE python3 "$PACK/bench/offload_ladder.py" --bin "$PACK/bin" \
+  --device cuda:0 --nvme-dir /tmp/zt-ladder-nvme --out "$PARTS/ladder" --budget-s 560 --trial-timeout 300
+
 # Where the step's GPU time goes: Nsight Compute's duration of every kernel of one GPT-2 124M bf16
 # step (B 16 x T 1024, no warmup: the kernels are the same, fewer of them), clocks and caches left
 # alone (--clock-control none --cache-control none: ncu's default flushes the caches before every
@@ -298,7 +308,7 @@ with open(os.path.join(out, "gpu.md"), "w") as m:
     m.write("\n## CUDA libraries used\n\n")
     for k, v in libs.items(): m.write(f"- {k}: {v['dir'] + '/' + v['file'] if v else 'MISSING'}\n")
     for r in rows:
-        if r["part"].startswith(("bench", "zero3", "torch", "llmc", "profile", "hf")) or r["status"] != "pass":
+        if r["part"].startswith(("bench", "zero3", "torch", "llmc", "profile", "hf", "offload")) or r["status"] != "pass":
             m.write(f"\n## {r['part']}: {r['status']}\n\n```\n{r['log_tail'][-2500:]}\n```\n")
 n_pass = sum(r["status"] == "pass" for r in rows)
 print(f"{n_pass}/{len(rows)} parts passed")

@@ -11,7 +11,8 @@
 #   etc/openmpi-mca-params.conf, env.sh: the settings that point OpenMPI at this folder
 #   tests/, data/, configs/: the GPU test scripts and the data and configs they use; bench/: the
 #            PyTorch peers of the training-step benchmark (bench/torch_{gpt2,llama}_gpu.py), the
-#            transformers client (bench/hf_client.py), the profile's summary (ncu_kernel_shares.py)
+#            transformers client (bench/hf_client.py), the profile's summary (ncu_kernel_shares.py),
+#            the offload ladder (offload_ladder.py)
 #   peers/llm.c: llm.c's trainer, its sources and a train_gpt2cu built here (the other peer)
 #   MANIFEST: what is in it, from where, and the build's commit
 # CUDA's own libraries (cudart, cuBLAS/cuBLASLt, cuDNN, NCCL) and the C/C++ runtime (glibc,
@@ -151,7 +152,7 @@ for f in "$PACK"/lib/openmpi/*.so "$PACK"/lib/pmix/*.so; do [ -e "$f" ] && patch
 cp "$ROOT"/tests/gpu/*.sh "$ROOT"/tests/gpu/tests.cmake "$PACK/tests/gpu/"
 cp "$ROOT"/tests/cli/common.sh "$PACK/tests/cli/"
 cp -r "$ROOT/data" "$ROOT/configs" "$PACK/"
-mkdir -p "$PACK/bench" && cp "$ROOT"/bench/{torch_gpt2_gpu,torch_llama_gpu,hf_client,ncu_kernel_shares}.py "$PACK/bench/"
+mkdir -p "$PACK/bench" && cp "$ROOT"/bench/{torch_gpt2_gpu,torch_llama_gpu,hf_client,ncu_kernel_shares,offload_ladder}.py "$PACK/bench/"
 cp "$ROOT/scripts/gpu-check.sh" "$PACK/"
 
 # ---- the peers: llm.c's GPT-2 trainer (train_gpt2cu), built here so no GPU minute builds it ----

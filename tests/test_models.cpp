@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -142,6 +143,38 @@ TEST_CASE("named configs - their parameter counts and the built models agree", "
   CHECK(50304 * C + 1024 * C + 12 * (12 * C * C + 13 * C) + 2 * C == 124475904);
   CHECK_THROWS_WITH(model_config("gpt3"), Catch::Contains("unknown model name \"gpt3\"") &&
                                               Catch::Contains("gpt2-nano") && Catch::Contains("llama-100m"));
+}
+
+TEST_CASE("a model config file: Llama 3.1 8B's shape from configs/models, and bad files named", "[models]") {
+  // Meta's Llama 3.1 8B: 8,030,261,248 parameters (its safetensors index's total_size / 2 in
+  // bf16): embed 525,336,576 + 32 blocks x 218,112,000 + norm 4,096 + lm_head 525,336,576.
+  const ModelConfig c = model_config(std::string(ZT_SOURCE_DIR) + "/configs/models/llama3-8b.json");
+  CHECK(c.family == "llama");
+  CHECK(c.num_params() == 8030261248);
+  CHECK(c.num_params() ==
+        2 * 128256LL * 4096 + 32LL * (4096 * (2 * 4096 + 2 * 1024) + 3 * 4096 * 14336 + 2 * 4096) + 4096);
+  CHECK(c.rope_scaling.type == RopeScaling::Type::llama3);
+  CHECK(c.rope_scaling.factor == 8.0);
+  CHECK_FALSE(c.tie_embeddings);
+
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "zt_models_config_file";
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  const std::string missing = (dir / "none.json").string();
+  CHECK_THROWS_WITH(model_config(missing),
+                    Catch::Contains("model config '" + missing + "'") && Catch::Contains("cannot open"));
+  const std::string bad_key = write("bad_key.json", R"({"family": "llama", "n_layer": 2, "n_embd": 32, "n_head": 4,
+      "vocab_size": 256, "max_seq_len": 64, "n_layers": 3})");
+  CHECK_THROWS_WITH(model_config(bad_key), Catch::Contains(bad_key) && Catch::Contains("unknown key \"n_layers\""));
+  const std::string bad_value = write("bad_value.json", R"({"family": "llama", "n_layer": 0, "n_embd": 32, "n_head": 4,
+      "vocab_size": 256, "max_seq_len": 64})");
+  CHECK_THROWS_WITH(model_config(bad_value), Catch::Contains(bad_value) && Catch::Contains("n_layer"));
+  const std::string not_json = write("not_json.json", "{\"family\": ");
+  CHECK_THROWS_WITH(model_config(not_json), Catch::Contains(not_json) && Catch::Contains("not valid JSON"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("attention refuses RoPE on a fused c_attn (the packed attention takes q and k as they come)",

@@ -1,4 +1,4 @@
-// defines: main (zt-train); helpers: fmt_duration, memory_json, RunPeaks, threads_per_rank, start_device,
+// defines: main (zt-train); helpers: fmt_duration, stats_json, memory_json, RunPeaks, threads_per_rank, start_device,
 //          TrainingRun (prepare, open_log, print_banner, report_step, train and 2 more)
 //
 // zt-train — train a GPT-2 or Llama model on a token shard or a text file, on the CPU, on one
@@ -55,14 +55,26 @@ std::string fmt_duration(double seconds) {
   return buf;
 }
 
-nlohmann::json memory_json() {
-  MemoryStats m = default_allocator().stats();
+nlohmann::json stats_json(const MemoryStats& m) {
   nlohmann::json cur, peak;
   for (Category c : kAllCategories) {
     cur[category_name(c)] = m.cur(c);
     peak[category_name(c)] = m.max(c);
   }
-  return {{"current", cur}, {"peak", peak}, {"peak_total", m.peak_total}};  // peaks: this step's
+  return {{"current", cur}, {"peak", peak}, {"peak_total", m.peak_total}};
+}
+
+// The step's memory for the log: the device's allocator (its peaks are this step's) and, with a
+// host tier (offload, cpu_checkpointing), the host tier's allocator and the swap files' reserved
+// bytes (peaks: the run's, setup included).
+nlohmann::json memory_json(const MemoryReport& r) {
+  nlohmann::json j = stats_json(default_allocator().stats());
+  if (!r.host_name.empty()) {
+    j["host"] = stats_json(r.host);
+    j["host"]["allocator"] = r.host_name;
+    j["nvme"] = stats_json(r.nvme);
+  }
+  return j;
 }
 
 // The allocator's peaks restart every step (the log reports each step's peak); the run's peak is
@@ -276,7 +288,7 @@ void TrainingRun::report_step(const StepStats& s) {
                         {"tokens_per_s", s.tokens_per_s},
                         {"mfu", mfu},
                         {"step_ms", s.step_ms},
-                        {"memory", memory_json()},
+                        {"memory", memory_json(tr_.engine().memory_report())},
                         {"comm_bytes", tr_.group().counters().total()},
                         {"comm_bytes_inter_node", tr_.group().counters().inter_node()}};
     if (c.precision == Precision::f16) {

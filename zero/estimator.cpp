@@ -251,6 +251,22 @@ Estimate estimate(const EstimateRequest& r) {
         for (const UnitSize& u : units) largest = std::max(largest, u.padded_numel);
         est.peak[idx(Category::params)] += (r.zero.overlap_comm ? gathered : largest) * pe;
       }
+      if (op.enabled()) {
+        // The step's end: publish refreshes every persistent unit from its new shard, all issued
+        // before one drain (ParameterSharded::publish_unit), so each one's device shard buffer
+        // is live beside the gathered copies, and with nvme each one's read bounce buffer in the
+        // host tier at once. Peaks of their own (the blocks' buffers are gone by then).
+        int64_t shards = 0, bounce = 0;
+        for (size_t i = 0; i < units.size(); ++i) {
+          if (!schedule.persistent(static_cast<int>(i))) continue;
+          shards += units[i].padded_numel / N;
+          bounce += ceil_div(pe * (units[i].padded_numel / N), kAioAlignment) * kAioAlignment;
+        }
+        int64_t& params = est.peak[idx(Category::params)];
+        params = std::max(params, est.model_state[idx(Category::params)] + (persistent + shards) * pe);
+        if (op.device == "nvme")
+          est.host_state[idx(Category::params)] = std::max(est.host_state[idx(Category::params)], bounce);
+      }
     }
     if (mixed && r.float32_compute) {
       // This CPU backend computes in float32 (zero/engine.h): between acquire and release each

@@ -290,3 +290,50 @@ TEST_CASE("the estimate matches parameter offload on units of unequal sizes", "[
     CHECK(rep.host.max(Category::params) == host_est);  // cpu: the shards themselves
   }
 }
+
+TEST_CASE("the estimate follows the step's refresh of persistent units under parameter offload", "[offload_memory]") {
+  // Every unit under the persistence threshold: nothing is gathered during the step, and at its
+  // end publish refreshes every unit from its new shard at once, each through its own device
+  // buffer (and with nvme its own host bounce buffer): the parameters' peaks are that moment's.
+  ProcessGroup& g = init_process_group();
+  const int64_t N = g.size();
+  const std::string dir = swap_dir(g, "persistent");
+  const ModelConfig cfg = model_config("llama-nano");
+  for (const char* where : {"cpu", "nvme"}) {
+    RunConfig c = run("llama-nano", g.size(), 3, 3);
+    c.zero.offload_optimizer = tier(where, dir);
+    c.zero.offload_param = tier(where, dir, 2);
+    c.zero.stage3_param_persistence_threshold = 1 << 30;
+    const EngineConfig ec = c.engine_config();
+    ModelOptions o{DType::f32, N, kShardAlignment};
+    o.materialize = false;
+    auto m = make_model(cfg, o);
+    Rng rng(11);
+    ModelInit init(*m, rng);
+    auto engine = initialize(*m, ec, g, &init);
+    default_allocator().reset_peaks();
+    host_allocator().reset_peaks();
+    Tensor idx = Tensor::empty({1, 32}, DType::i32, Category::workspace);
+    for (int step = 0; step < 2; ++step) {
+      for (int64_t i = 0; i < idx.numel(); ++i) idx.data<int32_t>()[i] = static_cast<int32_t>((31 * i + step) % 256);
+      engine->backward(engine->forward(idx, idx));
+      engine->step(1e-3);
+    }
+    const MemoryReport rep = engine->memory_report();
+    EstimateRequest r;
+    r.has_model = true;
+    r.model = model_shape(cfg, *m, N);
+    r.stage = 3;
+    r.world_size = N;
+    r.zero = ec.zero;
+    const Estimate e = estimate(r);
+    int64_t all = 0;
+    for (const UnitSize& u : r.model.units) all += u.padded_numel;
+    INFO(where << ", " << N << " ranks: device params measured " << rep.measured.max(Category::params) << ", estimated "
+               << e.max(Category::params) << " (every unit gathered: " << 4 * all << " bytes)");
+    CHECK(rep.measured.max(Category::params) == e.max(Category::params));
+    CHECK(e.max(Category::params) == 4 * (all + all / N));
+    if (std::string(where) == "nvme")
+      CHECK(rep.host.max(Category::params) == e.host_state[static_cast<int>(Category::params)]);
+  }
+}
