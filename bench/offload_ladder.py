@@ -231,7 +231,7 @@ def row(t):
         meas = " / ".join(fmt_bytes(m[r]) for r in ("device", "host", "disk"))
         ratios = ", ".join(f"{v:.3f}" if v else "-" for v in m["ratio"].values())
         within = f"{'yes' if m['within'] else 'no'} ({ratios})"
-        speed = f"{m['tflops']:.1f} | {m['tokens_per_s']:.0f}"
+        speed = f"{m['tflops']:.3g} | {m['tokens_per_s']:.0f}"
     else:
         meas, within, speed = fit.get("status", "not run"), "", " | "
     nxt, nr = t.get("next_plan"), t.get("next", {})

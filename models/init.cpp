@@ -1,4 +1,4 @@
-// defines: make_model, ModelInit (constructor, fill), init_model (models/init.h); file-local: rule_of
+// defines: make_model, ModelInit (constructor, draw, fill), init_model (models/init.h); file-local: rule_of
 #include "models/init.h"
 
 #include <cmath>
@@ -49,36 +49,16 @@ ModelInit::ModelInit(Model& m, Rng& rng) : start_(rng.state()) {
   rng.jump(draws);
 }
 
-// Values are made in float64 and converted as Rng::fill_normal converts them (float64 ->
-// float32 -> the destination's dtype; float64 destinations directly), a chunk at a time.
-void ModelInit::fill(int unit, int64_t lo, const Tensor& dst) {
-  ZT_CHECK(unit >= 0 && unit < static_cast<int>(units_.size()), "ModelInit: no unit ", unit);
-  const int64_t n = dst.numel(), hi = lo + n;
-  ZT_CHECK(lo >= 0 && hi <= padded_[unit], "ModelInit: elements [", lo, ", ", hi, ") of unit ", unit, " of ",
-           padded_[unit]);
-  const DType via = dst.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  constexpr int64_t kChunk = 1 << 14;
-  std::vector<double> v;
-  v.reserve(kChunk);
-  int64_t written = 0;  // elements of dst done
-  auto flush = [&] {
-    if (v.empty()) return;
-    dst.flat_view(written, {static_cast<int64_t>(v.size())})
-        .copy_(Tensor::from_vector(v, {static_cast<int64_t>(v.size())}, via, Category::workspace));
-    written += static_cast<int64_t>(v.size());
-    v.clear();
-  };
-  auto push = [&](double x) {
-    v.push_back(x);
-    if (static_cast<int64_t>(v.size()) == kChunk) flush();
-  };
-
-  int64_t pos = lo;
+// Elements [a, b) of unit `unit` as float64 into out[0, b - a): a function of the positions alone
+// (each normal pair's two draws reached by a jump from draw 0), so pieces can be drawn in any
+// order and on any thread with the same values.
+void ModelInit::draw(int unit, int64_t a_, int64_t b_, double* out) const {
+  int64_t pos = a_;
   for (const Param& p : units_[unit]) {
-    const int64_t a = std::max(pos, p.offset), b = std::min(hi, p.offset + p.numel);
+    const int64_t a = std::max(pos, p.offset), b = std::min(b_, p.offset + p.numel);
     if (a >= b) continue;  // (parameters are contiguous, ParamSet::add: here pos == a)
     if (p.rule.kind == InitRule::constant) {
-      for (; pos < b; ++pos) push(p.rule.value);
+      for (; pos < b; ++pos) out[pos - a_] = p.rule.value;
       continue;
     }
     // normal: element k of the parameter is the cos (k even) or sin (k odd) sample of pair k / 2,
@@ -95,13 +75,36 @@ void ModelInit::fill(int unit, int64_t lo, const Tensor& dst) {
         u2 = static_cast<double>(rng.next_u32() >> 8) / 16777216.0;
         r = std::sqrt(-2.0 * std::log(u1));
       }
-      push(k % 2 == 0 ? mean + std * r * std::cos(2.0 * M_PI * u2) : mean + std * r * std::sin(2.0 * M_PI * u2));
+      out[p.offset + k - a_] = k % 2 == 0 ? mean + std * r * std::cos(2.0 * M_PI * u2)
+                                          : mean + std * r * std::sin(2.0 * M_PI * u2);
     }
     pos = p.offset + std::max(k0, k1);
-    for (; pos < b; ++pos) push(0.0);  // rows past the real vocabulary
+    for (; pos < b; ++pos) out[pos - a_] = 0.0;  // rows past the real vocabulary
   }
-  for (; pos < hi; ++pos) push(0.0);  // the unit's padding
-  flush();
+  for (; pos < b_; ++pos) out[pos - a_] = 0.0;  // the unit's padding
+}
+
+// Values are made in float64 and converted as Rng::fill_normal converts them (float64 ->
+// float32 -> the destination's dtype; float64 destinations directly), a chunk of 16384 at a time
+// (the only buffer it adds: 64 KiB of workspace on dst's allocator), each chunk's pieces drawn on
+// every thread: a billion-parameter model's initialization is the cores' work, not one core's.
+void ModelInit::fill(int unit, int64_t lo, const Tensor& dst) {
+  ZT_CHECK(unit >= 0 && unit < static_cast<int>(units_.size()), "ModelInit: no unit ", unit);
+  const int64_t n = dst.numel(), hi = lo + n;
+  ZT_CHECK(lo >= 0 && hi <= padded_[unit], "ModelInit: elements [", lo, ", ", hi, ") of unit ", unit, " of ",
+           padded_[unit]);
+  const DType via = dst.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  constexpr int64_t kChunk = 1 << 14, kPiece = 1 << 10;
+  std::vector<double> v;
+  for (int64_t c = 0; c < n; c += kChunk) {
+    const int64_t len = std::min(kChunk, n - c);
+    v.resize(static_cast<size_t>(len));
+    const int64_t pieces = (len + kPiece - 1) / kPiece;
+#pragma omp parallel for schedule(static) if (pieces > 1)
+    for (int64_t q = 0; q < pieces; ++q)
+      draw(unit, lo + c + q * kPiece, lo + c + std::min(len, (q + 1) * kPiece), v.data() + q * kPiece);
+    dst.flat_view(c, {len}).copy_(Tensor::from_vector(v, {len}, via, Category::workspace));
+  }
 }
 
 void init_model(Model& m, Rng& rng) {

@@ -33,6 +33,8 @@ class ModelInit final : public ParamSource {
   void fill(int unit, int64_t lo, const Tensor& dst) override;
 
  private:
+  void draw(int unit, int64_t a, int64_t b, double* out) const;  // elements [a, b) of a unit, in float64
+
   struct Param {
     int64_t offset = 0, numel = 0;  // in the unit's flat buffer
     int64_t drawn = 0;              // normal: elements drawn (the first rows); the rest are zero

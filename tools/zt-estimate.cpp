@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   int64_t world = 1, batch = 0, seq_len = 0, threads = omp_get_max_threads();
   bool ckpt = false, cpu_ckpt = false, paper = false, json = false;
   ZeroOptimization zero;
-  app.add_option("--model", model_name, "a named model config (its exact unit layout is used)");
+  app.add_option("--model", model_name,
+                 "a named model config or a model config file (*.json); its exact unit layout is used");
   app.add_option("--params", params_str, "a parameter count instead of a model: 124000000, 124M, 7.5B, 1T");
   app.add_option("--stage", stage, "ZeRO stage: 0, 1, 2 or 3");
   app.add_option("--world-size,--nd", world, "data-parallel ranks N (the paper's Nd)");

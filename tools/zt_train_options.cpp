@@ -18,7 +18,10 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
   RunConfig& c = o.run;
   std::string names;
   for (const std::string& n : model_config_names()) names += (names.empty() ? "" : ", ") + n;
-  app.add_option("--model", c.model, "named model config: " + names)->capture_default_str();
+  app.add_option(
+         "--model", c.model,
+         "named model config (" + names + ") or a model config file (*.json, e.g. configs/models/llama3-8b.json)")
+      ->capture_default_str();
   app.add_option("--init-from", c.init_from,
                  "start from pretrained weights instead of a fresh init: an llm.c GPT-2 checkpoint (.bin) or a Hugging "
                  "Face GPT-2 / Llama directory (config.json + model.safetensors) or .safetensors file");

@@ -15,7 +15,8 @@ command -v patchelf >/dev/null || { echo "FAIL: patchelf is missing (scripts/ins
 P="$TMP/pack"
 BUILD_DIR="$B" ZT_PACK_NO_BUILD=1 ZT_PACK_NO_ARCHIVE=1 ZT_PACK_NO_PEERS=1 bash "$S/scripts/gpu-pack.sh" "$P" 2>"$TMP/pack.err" \
   || { cat "$TMP/pack.err"; exit 1; }
-for f in bin/zt-train bin/zt-info bin/zt_gpu_tests bin/mpirun env.sh MANIFEST tests/gpu/test_train_gpu.sh data/corpus/train.txt; do
+for f in bin/zt-train bin/zt-estimate bin/zt-info bin/zt_gpu_tests bin/mpirun env.sh MANIFEST tests/gpu/test_train_gpu.sh \
+         data/corpus/train.txt bench/offload_ladder.py configs/models/llama3-8b.json; do
   [ -e "$P/$f" ] || { echo "FAIL: the pack lacks $f"; exit 1; }
 done
 ls "$P"/lib/libopenblas.so.0 "$P"/lib/libmpi.so.40 "$P"/lib/liburing.so.2 >/dev/null || { echo "FAIL: bundled libraries missing"; exit 1; }
