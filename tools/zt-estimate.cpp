@@ -15,10 +15,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/json.h"               // defines: read_json_file
 #include "core/memory.h"             // defines: Category, category_name, format_bytes
 #include "models/init.h"             // defines: make_model (the layout-only model)
 #include "models/model_config.h"     // defines: ModelConfig, model_config
 #include "train/estimate_request.h"  // defines: estimate_request
+#include "train/run_config.h"        // defines: run_config_keys
 #include "zero/engine_config.h"      // defines: Precision, ZeroOptimization, engine_config_from_file
 #include "zero/estimator.h"          // defines: estimate, estimate_comm, paper_table1, parse_count
 
@@ -28,7 +30,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "zt-estimate: per-rank memory (params, grads, optim, activations, comm, workspace, secondary) of a "
       "ZeRO training run, or the ZeRO paper's Table 1 (--paper)"};
-  std::string model_name, params_str, precision = "fp32", config_path;
+  std::string model_name, params_str, precision = "fp32", config_path, compute_dtype = "f32";
   int stage = 0;
   int64_t world = 1, batch = 0, seq_len = 0, threads = omp_get_max_threads();
   bool ckpt = false, cpu_ckpt = false, paper = false, json = false;
@@ -39,6 +41,11 @@ int main(int argc, char** argv) {
   app.add_option("--stage", stage, "ZeRO stage: 0, 1, 2 or 3");
   app.add_option("--world-size,--nd", world, "data-parallel ranks N (the paper's Nd)");
   app.add_option("--precision", precision, "fp32 | bf16 | fp16 (bf16 / fp16: the paper's mixed precision, K = 12)");
+  app.add_option("--compute-dtype", compute_dtype,
+                 "f32 (the CPU's mixed precision: float32 copies, 4-byte activations) or bf16 (a GPU's with bf16: "
+                 "the model built in bf16, as zt-train --compute-dtype)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
   app.add_option("--batch,-b", batch, "micro batch per rank B (activations need --model)");
   app.add_option("--seq-len,-t", seq_len, "sequence length T (default: the model's context when --batch is given)");
   app.add_flag("--activation-checkpointing", ckpt, "checkpoint the transformer blocks");
@@ -72,9 +79,12 @@ int main(int argc, char** argv) {
     EngineConfig run;  // the settings the estimate is for (the command line over --config's)
     if (!config_path.empty()) {
       // zt-train's own top-level keys (train/run_config.cpp) may sit in the same file
-      const EngineConfig ec = engine_config_from_file(
-          config_path, static_cast<int>(world < 1 ? 1 : world),
-          {"model", "train_data", "val_data", "tokenizer", "seq_len", "steps", "seed", "eval_interval", "eval_batches"});
+      const EngineConfig ec = engine_config_from_file(config_path, static_cast<int>(world < 1 ? 1 : world),
+                                                      run_config_keys());
+      if (!app.count("--compute-dtype")) {  // zt-train's key; "auto" is the CPU's float32 here
+        const nlohmann::json j = read_json_file(config_path, "config '" + config_path + "'");
+        if (j.contains("compute_dtype") && j.at("compute_dtype") == "bf16") compute_dtype = "bf16";
+      }
       const ZeroOptimization cli = zero;
       zero = ec.zero;  // the file's knobs, then whatever the command line set explicitly
       if (app.count("--reduce-bucket-size")) zero.reduce_bucket_size = cli.reduce_bucket_size;
@@ -107,7 +117,10 @@ int main(int argc, char** argv) {
     int64_t psi = 0;                // --params
     if (!model_name.empty()) {
       cfg = model_config(model_name);
-      layout = make_model(cfg, ModelOptions{DType::f32, world, kShardAlignment, /*allocate=*/false});
+      if (compute_dtype == "bf16" && run.precision != Precision::bf16)
+        ZT_THROW("--compute-dtype bf16 needs bf16 precision (--precision bf16 or bf16.enabled in --config)");
+      const DType dt = compute_dtype == "bf16" ? DType::bf16 : DType::f32;
+      layout = make_model(cfg, ModelOptions{dt, world, kShardAlignment, /*allocate=*/false});
       if (batch > 0 && seq_len == 0) seq_len = cfg.max_seq_len;
       if (seq_len > cfg.max_seq_len)
         ZT_THROW("--seq-len ", seq_len, ": ", model_name, "'s context is ", cfg.max_seq_len);

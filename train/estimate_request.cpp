@@ -22,6 +22,12 @@ EstimateRequest estimate_request(const ModelConfig& m, Model& layout, const Engi
   EstimateRequest r = estimate_request(e, world_size, seq_len, threads);
   r.has_model = true;
   r.model = model_shape(m, layout, world_size);
+  // The model's dtype is the compute dtype: a model built in the precision's 2-byte type (bf16
+  // compute, a GPU's default) has no float32 copies and 2-byte activations (on the CPU that mode
+  // runs through float32 stand-ins this estimate does not count: it is the GPU's).
+  const std::vector<Unit*> units = layout.units();
+  const DType half = e.precision == Precision::bf16 ? DType::bf16 : DType::f16;
+  r.float32_compute = !(e.precision != Precision::f32 && !units.empty() && units[0]->params().dtype() == half);
   return r;
 }
 

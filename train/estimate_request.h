@@ -7,6 +7,7 @@
 //   precision                     <- e.precision
 //   micro_batch                   <- e.train_micro_batch_size_per_gpu
 //   activation / cpu checkpointing <- e.activation_checkpointing, e.cpu_checkpointing
+//   float32_compute               <- the model's dtype (a layout built in bf16: bf16 compute)
 // seq_len 0: the model states only, no activation estimate.
 #pragma once
 #include <cstdint>

@@ -71,11 +71,24 @@ EngineConfig RunConfig::engine_config() const {
   return e;
 }
 
+const std::set<std::string>& run_config_keys() {
+  static const std::set<std::string> keys = {"model",
+                                             "train_data",
+                                             "val_data",
+                                             "seq_len",
+                                             "steps",
+                                             "seed",
+                                             "eval_interval",
+                                             "eval_batches",
+                                             "compute_dtype",
+                                             "host_memory_limit_mib",
+                                             "collective_timeout_s",
+                                             "tokenizer"};
+  return keys;
+}
+
 void run_config_from_json(const std::string& path, int world_size, RunConfig& c) {
-  static const std::set<std::string> run_keys = {"model", "train_data", "val_data", "seq_len", "steps",
-                                                  "seed", "eval_interval", "eval_batches", "compute_dtype",
-                                                  "host_memory_limit_mib", "collective_timeout_s", "tokenizer"};
-  const EngineConfig e = engine_config_from_file(path, world_size, run_keys);
+  const EngineConfig e = engine_config_from_file(path, world_size, run_config_keys());
   const nlohmann::json j = read_json_file(path, "config '" + path + "'");  // parsed once already
   auto run = [&](const char* key, auto& field) {
     if (!j.contains(key)) return;

@@ -1,4 +1,4 @@
-// defines: RunConfig, run_config_from_json, to_json(RunConfig) — the settings of one training run
+// defines: RunConfig, run_config_from_json, run_config_keys, to_json(RunConfig) — the settings of one training run
 //          (zt-train's flags and JSON config): the model, the data, the schedule and the engine's
 //          settings beside them. Layer train/.
 //
@@ -8,6 +8,7 @@
 // engine its view). A checkpoint records it as meta.json's "training" (train/trainer.cpp).
 #pragma once
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -73,5 +74,8 @@ void to_json(nlohmann::json& j, const RunConfig& c);
 // "collective_timeout_s").
 // Errors name the file and the key.
 void run_config_from_json(const std::string& path, int world_size, RunConfig& c);
+// Those run keys: the top-level keys a config file may hold beside the engine's (zt-estimate
+// reads the same files).
+const std::set<std::string>& run_config_keys();
 
 }  // namespace zt

@@ -76,6 +76,28 @@ print("ok: bytes per step, stage 3 and ZeRO++ on 2 x 2:", ca["all_ranks"], cb["a
 PY
 expect_fail "nodes not dividing the ranks" "--nodes 3: expected a divisor of --world-size 4" "$E" --model gpt2-nano --nd 4 --nodes 3
 
+# a model config file, and bf16 compute (a GPU's): the model built in bf16, no float32 copies,
+# 2-byte activations; zt-train's run keys (compute_dtype among them) are read, not refused
+python3 -c 'import json; json.dump({"family": "llama", "n_layer": 3, "n_embd": 64, "n_head": 4, "n_kv_head": 2, "ffn_hidden": 192,
+  "vocab_size": 256, "max_seq_len": 64}, open("'"$TMP"'/family.json", "w"))'
+echo '{"bf16": {"enabled": true}, "compute_dtype": "bf16", "host_memory_limit_mib": 64, "collective_timeout_s": 60,
+       "train_micro_batch_size_per_gpu": 2, "activation_checkpointing": {"enabled": true}}' >"$TMP/bf16c.json"
+"$E" --model "$TMP/family.json" --precision bf16 -b 2 -t 64 --json >"$TMP/f32c.out"
+"$E" --model "$TMP/family.json" --precision bf16 -b 2 -t 64 --compute-dtype bf16 --json >"$TMP/bf16c.out"
+"$E" --model "$TMP/family.json" -t 64 --config "$TMP/bf16c.json" --json >"$TMP/bf16cfg.out"
+python3 - "$TMP/f32c.out" "$TMP/bf16c.out" "$TMP/bf16cfg.out" <<'PY'
+import json, sys
+f32, bf16, cfg = (json.load(open(f)) for f in sys.argv[1:4])
+assert f32["psi"] == bf16["psi"] == 3 * (64 * (128 + 64) + 3 * 64 * 192 + 128) + 2 * 256 * 64 + 64, f32["psi"]
+assert bf16["peak"]["activations"] < f32["peak"]["activations"], (bf16["peak"], f32["peak"])
+assert bf16["peak"]["workspace"] < f32["peak"]["workspace"], (bf16["peak"], f32["peak"])
+assert cfg["peak"]["activations"] < f32["peak"]["activations"] and cfg["activation_checkpointing"], cfg["peak"]
+print("ok: a model config file; bf16 compute:", bf16["peak"]["activations"], "activation bytes against",
+      f32["peak"]["activations"], "with float32 compute")
+PY
+expect_fail "bf16 compute without bf16" "--compute-dtype bf16 needs bf16 precision" "$E" --model gpt2-nano --compute-dtype bf16
+expect_fail "a model config file that is not there" "model config '$TMP/none.json': cannot open" "$E" --model "$TMP/none.json"
+
 expect_fail "unknown model name" "known models: gpt2-nano" "$E" --model gpt-huge
 expect_fail "stage 5" "--stage 5: expected 0, 1, 2 or 3" "$E" --params 1B --stage 5
 expect_fail "bad precision" "--precision \"fp8\"" "$E" --params 1B --precision fp8
