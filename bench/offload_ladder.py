@@ -71,10 +71,12 @@ def member(family, n_layer, path):
 
 
 def block_params(f):
-    """One block's parameters: q, k, v, o; gate, up, down; two norms (Llama)."""
+    """One block's parameters: q, k, v, o; gate, up, down; two norms (Llama; the SwiGLU width
+    defaults as models/model_config.h's default_ffn_hidden does)."""
     c, hd = f["n_embd"], f["n_embd"] // f["n_head"]
     kv = f.get("n_kv_head", f["n_head"]) * hd
-    return c * (2 * c + 2 * kv) + 3 * c * f["ffn_hidden"] + 2 * c
+    ffn = f.get("ffn_hidden", (8 * c // 3 + 255) // 256 * 256)
+    return c * (2 * c + 2 * kv) + 3 * c * ffn + 2 * c
 
 
 def tier_config(tier, family, a, model_path, path):
@@ -91,7 +93,7 @@ def tier_config(tier, family, a, model_path, path):
                      "stage3_max_reuse_distance": 0, "stage3_param_persistence_threshold": min(100000, bp // 2)})
     for key, dev in (("offload_optimizer", opt), ("offload_param", param)):
         if dev == "nvme":
-            zero[key]["nvme_path"] = a.nvme_dir
+            zero[key]["nvme_path"] = a.swap_dir
     cfg = {"model": model_path, "train_data": a.data, "seq_len": a.seq_len, "steps": a.steps,
            "compute_dtype": a.compute_dtype,
            "train_micro_batch_size_per_gpu": a.batch, "gradient_accumulation_steps": 1,
@@ -170,8 +172,8 @@ def run_trial(a, tier, family, n_layer, caps, work, deadline):
     except subprocess.TimeoutExpired as e:
         rc, text = "timeout", (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
     secs = time.time() - t0
-    if os.path.isdir(a.nvme_dir):  # a killed trial may leave its swap file
-        shutil.rmtree(a.nvme_dir, ignore_errors=True)
+    if os.path.isdir(a.swap_dir):  # a killed trial may leave its swap file
+        shutil.rmtree(a.swap_dir, ignore_errors=True)
     lines = [json.loads(x) for x in open(log)] if os.path.exists(log) else []
     print(text[-1500:], flush=True)
     return rc, secs, text[-4000:], lines
@@ -326,6 +328,7 @@ def main():
     ap.add_argument("--out", default="ladder")
     a = ap.parse_args()
     a.data, a.nvme_dir = os.path.abspath(a.data), os.path.abspath(a.nvme_dir)
+    a.swap_dir = os.path.join(a.nvme_dir, "zt-ladder-swap")  # the trials' own: removed after each
     a.compute_dtype = a.compute_dtype or ("bf16" if a.device.startswith("cuda") else "f32")
     os.makedirs(a.out, exist_ok=True)
     work = os.path.join(os.path.abspath(a.out), "work")

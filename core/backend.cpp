@@ -1,6 +1,7 @@
 // defines: Device (str), parse_device, f32_matmul_name, parse_f32_matmul, Backend (host_allocator,
-//          set_f32_matmul_precision), register_backend, backend_registered, backend, default_device,
-//          set_default_device and 2 more (core/backend.h); file-local: Registry, registry
+//          copy_from_host_async, set_f32_matmul_precision), register_backend, backend_registered,
+//          backend, default_device, set_default_device and 2 more (core/backend.h); file-local:
+//          Registry, registry, LandedTransfer
 //
 // The backend registry, the default device, and Device's text form (core/backend.h, core/device.h).
 #include "core/backend.h"
@@ -38,6 +39,17 @@ F32Matmul parse_f32_matmul(const std::string& text) {
 }
 
 Allocator& Backend::host_allocator(bool) { return zt::host_allocator(); }
+
+namespace {
+struct LandedTransfer final : Transfer {
+  void wait() override {}
+};
+}  // namespace
+
+TransferPtr Backend::copy_from_host_async(const Tensor& dst, const Tensor& src_host) {
+  copy_from_host(dst, src_host);
+  return std::make_shared<LandedTransfer>();
+}
 
 PackedRows swiglu_packed_rows(const char* who, const Tensor& out, const Tensor& gu) {
   ZT_CHECK(gu.dim() >= 1 && out.dim() == gu.dim() && gu.size(-1) % 2 == 0 && out.size(-1) * 2 == gu.size(-1) &&

@@ -1,4 +1,4 @@
-// defines: Backend (the table of kernels one device provides), BinaryOp, F32Matmul,
+// defines: Backend (the table of kernels one device provides), Transfer, TransferPtr, BinaryOp, F32Matmul,
 //          f32_matmul_name, parse_f32_matmul, GemmShape,
 //          AdamWArgs, backend(Device), backend_of(Tensor), register_backend, default_device,
 //          set_default_device, DefaultDeviceScope.
@@ -73,6 +73,16 @@ struct AdamWArgs {
   bool decay = true;  // weight decay applies to every element of this call
 };
 
+// A copy between host memory and a device, in flight (Backend::copy_from_host_async). wait():
+// the host waits until it has landed; then its destination may be used anywhere and its source
+// reused. The transfer holds its source until then.
+class Transfer {
+ public:
+  virtual ~Transfer() = default;
+  virtual void wait() = 0;
+};
+using TransferPtr = std::shared_ptr<Transfer>;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -84,6 +94,15 @@ class Backend {
   virtual bool computes(DType dt) const = 0;
   DType stats_dtype(DType x) const { return x == DType::bf16 ? DType::f32 : x; }
   virtual void synchronize() = 0;  // the host waits for every queued kernel of this device
+
+  // dst (this device) := src_host (a cpu tensor; same dtype, numel, both contiguous), started now
+  // and landed by the returned Transfer's wait(), which must come before dst is used or src_host
+  // written. On a GPU from page-locked memory: on the device's transfer stream (a copy engine of
+  // its own), after the work queued so far on the compute stream (dst's block may still be in use
+  // there), so that it overlaps the compute queued after this call (ZeRO-Offload's parameter
+  // fetch, Ren et al. 2021, section 4.2). From pageable memory, and on the CPU: copy_from_host,
+  // done on return.
+  virtual TransferPtr copy_from_host_async(const Tensor& dst, const Tensor& src_host);
 
   // The float32 GEMM precision of this device (F32Matmul above). The base accepts only highest:
   // high throws a zt::Error naming the device (a CPU has no TF32); CudaBackend takes both.

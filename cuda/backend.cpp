@@ -1,6 +1,6 @@
 // defines: CudaBackend (constructor, destructor, host_allocator, synchronize, gemm_engine and 12 more),
 //          register_cuda_backend (cuda/backend.h); file-local: checked_allocator, need_here,
-//          need_contiguous, layout
+//          need_contiguous, layout, CudaTransfer
 //
 // CudaBackend (cuda/backend.h): construction, registration, and the memory entries of the table —
 // copies (device <-> device through cuda/kernels/copy.h, host <-> device through cudaMemcpyAsync),
@@ -11,12 +11,12 @@
 // device is restored after) and queues its work on stream(), the allocator's stream; argument
 // errors are ZT_CHECKs that throw before anything is queued.
 //
-// Host transfers: copy_from_host returns at once only when the host buffer is page-locked (pinned:
-// cudaHostAlloc'd, e.g. pinned_allocator(), or cudaHostRegister'd — asked through
-// cudaPointerGetAttributes). For pageable memory it synchronizes the stream before returning:
-// the CUDA runtime may otherwise still read the host buffer through its staging path after
-// cudaMemcpyAsync returns, and the table promises that the host buffer may be reused at once.
-// copy_to_host always synchronizes (the host reads the result next).
+// Host transfers: copy_from_host and copy_to_host wait for their copy (on the compute stream),
+// pinned or not: the table promises that the host buffer may be reused (or read) at once.
+// copy_from_host_async from page-locked memory (cudaHostAlloc'd, e.g. pinned_allocator(), or
+// cudaHostRegister'd — asked through cudaPointerGetAttributes) runs on the transfer stream and
+// returns at once; from pageable memory it is copy_from_host (the runtime may still read a
+// pageable buffer through its staging path after cudaMemcpyAsync returns).
 #include "cuda/backend.h"
 
 #include <algorithm>
@@ -126,6 +126,54 @@ void CudaBackend::copy_from_host(const Tensor& dst, const Tensor& src_host) {
   // The table promises the host buffer may be reused on return: wait, pinned or not (a pinned
   // source would otherwise still be read by the DMA after we return).
   ZT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+}
+
+namespace {
+// A host-to-device copy on the transfer stream; `landed` is recorded after it there.
+struct CudaTransfer final : Transfer {
+  CudaEvent landed;
+  Tensor src;  // the page-locked source, held until the copy has landed
+  void wait() override {
+    if (!src.defined()) return;
+    landed.synchronize();
+    src = Tensor();
+  }
+};
+}  // namespace
+
+cudaStream_t CudaBackend::transfer_stream() {
+  std::call_once(transfer_once_, [this] {
+    DeviceGuard g(index_);
+    transfer_ = CudaStream::create();
+  });
+  return transfer_.get();
+}
+
+// The copy may start only once the work queued so far on the compute stream is done: dst's
+// block comes from the caching allocator, which reuses a block as soon as the host frees it, in
+// the compute stream's order (cuda/allocator.h), so kernels queued before this call may still
+// use it. What is queued after this call runs beside the copy (PyTorch FSDP's all-gather stream
+// does the same). From pageable memory the runtime copies through its own staging buffer, and
+// its return would not mean the source may be reused: copy_from_host, done on return.
+TransferPtr CudaBackend::copy_from_host_async(const Tensor& dst, const Tensor& src_host) {
+  if (dst.nbytes() == 0 || !is_pinned_host_pointer(src_host.raw())) return Backend::copy_from_host_async(dst, src_host);
+  need_here(*this, dst, "copy_from_host_async", "dst");
+  ZT_CHECK(src_host.device().is_cpu(), "cuda copy_from_host_async: src ", src_host.str(), " must be a cpu tensor");
+  ZT_CHECK(dst.dtype() == src_host.dtype() && dst.numel() == src_host.numel(),
+           "cuda copy_from_host_async: ", src_host.str(), " into ", dst.str(),
+           ": expected the same dtype and number of elements");
+  need_contiguous(dst, "copy_from_host_async", "dst");
+  need_contiguous(src_host, "copy_from_host_async", "src");
+  DeviceGuard g(index_);
+  const cudaStream_t t = transfer_stream();
+  CudaEvent queued;
+  queued.record(stream());
+  queued.wait_on(t);
+  auto tr = std::make_shared<CudaTransfer>();
+  ZT_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src_host.raw(), dst.nbytes(), cudaMemcpyHostToDevice, t));
+  tr->landed.record(t);
+  tr->src = src_host;
+  return tr;
 }
 
 void CudaBackend::copy_to_host(const Tensor& dst_host, const Tensor& src) {

@@ -28,6 +28,7 @@
 
 #include "core/backend.h"
 #include "cuda/allocator.h"
+#include "cuda/stream.h"
 
 namespace zt {
 
@@ -55,6 +56,9 @@ class CudaBackend final : public Backend {
   Allocator& host_allocator(bool pinned) override;  // pinned: pinned_allocator() (page-locked, async copies)
   bool computes(DType dt) const override { return dt == DType::f32 || dt == DType::bf16; }
   void synchronize() override;
+  // From page-locked memory: on transfer_stream(), after an event of the compute stream; the
+  // Transfer's wait() synchronizes on an event recorded after the copy (cuda/backend.cpp).
+  TransferPtr copy_from_host_async(const Tensor& dst, const Tensor& src_host) override;
   // float32 GEMMs (gemm, linear, linear_backward): highest = CUBLAS_COMPUTE_32F, high = TF32.
   void set_f32_matmul_precision(F32Matmul p) override { f32_matmul_ = p; }
 
@@ -75,6 +79,8 @@ class CudaBackend final : public Backend {
   static bool cudnn_built();
 
   cudaStream_t stream() const { return alloc_.stream(); }
+  // The host-to-device transfer stream (its own, non-blocking; created on first use).
+  cudaStream_t transfer_stream();
   CudaAllocator& cuda_alloc() { return alloc_; }
   CudaGemm& gemm_engine();  // created on first use (cuBLASLt handle, workspace)
 
@@ -91,6 +97,8 @@ class CudaBackend final : public Backend {
   CudaAllocator& alloc_;
   std::unique_ptr<CudaGemm> gemm_;
   std::once_flag gemm_once_;
+  CudaStream transfer_;
+  std::once_flag transfer_once_;
   // attention: the choice, cuDNN's plans (created on first use), shapes already reported
   bool gelu_epilogue_ = true;
   AttentionImpl attention_impl_ = AttentionImpl::automatic;

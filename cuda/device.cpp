@@ -104,6 +104,16 @@ bool is_device_pointer(const void* p) {
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
+bool is_pinned_host_pointer(const void* p) {
+  if (!p || !cuda_available()) return false;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
 DeviceGuard::DeviceGuard(int device) {
   ZT_CUDA_CHECK(cudaGetDevice(&prev_));
   if (prev_ != device) {

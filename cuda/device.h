@@ -32,6 +32,9 @@ std::string cuda_runtime_summary();
 // without a usable device (no cudaPointerGetAttributes call then). The backends use it to decide
 // which buffers to stage (dist/mpi_process_group.cpp, dist/nccl/).
 bool is_device_pointer(const void* p);
+// True when p points into page-locked host memory (cudaHostAlloc'd or cudaHostRegister'd): a
+// copy from it can run asynchronously. False for pageable memory and without a usable device.
+bool is_pinned_host_pointer(const void* p);
 
 // Makes `device` current for a scope and restores the caller's device after (PyTorch's
 // CUDAGuard). Throws a zt::Error naming the call if either cudaGetDevice or cudaSetDevice fails.

@@ -1,4 +1,5 @@
-// defines: Pending::finish, drain, timed_wait, all_gather_chunked (zero/pending.h).
+// defines: Pending::finish, drain, timed_wait, transfer_work, all_gather_chunked (zero/pending.h);
+//          file-local: TimedWait, TransferWork.
 #include "zero/pending.h"
 
 #include <algorithm>
@@ -33,6 +34,16 @@ struct TimedWait final : Work {
 WorkPtr timed_wait(WorkPtr w, double* seconds, Tracer* t, std::string name) {
   return std::make_shared<TimedWait>(std::move(w), seconds, t, std::move(name));
 }
+
+namespace {
+struct TransferWork final : Work {
+  explicit TransferWork(TransferPtr t) : t(std::move(t)) {}
+  void wait() override { t->wait(); }
+  TransferPtr t;
+};
+}  // namespace
+
+WorkPtr transfer_work(TransferPtr t) { return std::make_shared<TransferWork>(std::move(t)); }
 
 void drain(std::deque<Pending>& q) {
   while (!q.empty()) {

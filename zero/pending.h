@@ -1,5 +1,6 @@
-// defines: Pending, drain, range, all_gather_chunked — collectives in flight with what to do once
-//          they are done, the way the ZeRO stages issue them (zero/stage*.cpp).
+// defines: Pending, drain, timed_wait, transfer_work, range, all_gather_chunked — collectives
+//          (and host <-> device copies) in flight with what to do once they are done, the way
+//          the ZeRO stages issue them (zero/stage*.cpp).
 //
 // The engine issues a unit's gathers and reductions asynchronously (overlap_comm) and finishes
 // them later, in issue order: each Pending pairs a Work with its completion step (unpack a
@@ -8,6 +9,7 @@
 #include <deque>
 #include <functional>
 
+#include "core/backend.h"  // defines: Transfer, TransferPtr
 #include "core/trace.h"
 #include "dist/process_group.h"
 
@@ -22,6 +24,9 @@ struct Pending {
 // A Work whose wait() adds the seconds it blocked to *seconds and, with a recording tracer, is a
 // span `name` on the compute track (the waits on the NVMe tier's reads: zero/tiers.cpp).
 WorkPtr timed_wait(WorkPtr w, double* seconds, Tracer* t, std::string name);
+
+// A host <-> device copy in flight (core/backend.h's Transfer) as a Work: wait() waits for it.
+WorkPtr transfer_work(TransferPtr t);
 
 // Finishes every collective of a queue, in issue order.
 void drain(std::deque<Pending>& q);

@@ -142,6 +142,7 @@ class HostOptimizer final : public ShardOptimizer {
   void loaded(const std::vector<std::vector<std::pair<std::string, Tensor>>>& filled) override {
     for (int i = 0; i < static_cast<int>(filled.size()); ++i) offload_->store(i, filled[i]);
     offload_->publish_all(publish());
+    params_.finish_writes();
   }
   int64_t step_count() const override { return offload_->step_count(); }
   void set_step_count(int64_t n) override { offload_->set_step_count(n); }

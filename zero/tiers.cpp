@@ -27,12 +27,17 @@ bool same_dir(const std::string& a, const std::string& b) {
 }
 
 // dst (any device) = src (host float32), rounded to dst's dtype: cast_ where both are on one
-// device (exactly the device optimizer's rounding), else through a host copy of dst's dtype.
-void put_rounded(const Tensor& dst, const Tensor& src, Allocator& host) {
-  if (dst.device() == src.device()) return cast_(dst, src);
+// device (exactly the device optimizer's rounding; nothing in flight), else through a host copy
+// of dst's dtype, sent with Backend::copy_from_host_async: the returned transfer must be waited
+// for before dst is used (on a GPU it overlaps the host's work on the next sub-group).
+TransferPtr put_rounded(const Tensor& dst, const Tensor& src, Allocator& host) {
+  if (dst.device() == src.device()) {
+    cast_(dst, src);
+    return nullptr;
+  }
   Tensor tmp = Tensor::empty({src.numel()}, dst.dtype(), Category::comm, host);
   cast_(tmp, src);
-  Tensor(dst).copy_(tmp);
+  return backend_of(dst).copy_from_host_async(dst, tmp);
 }
 
 }  // namespace
@@ -125,12 +130,34 @@ namespace {
 class ShardInMemory : public ParamTier {
  public:
   explicit ShardInMemory(StorageTiers& tiers) : tiers_(tiers) {}
+  // A device shard: the sub-group's new parameters go over while the host updates the next one,
+  // at most two copies (and their host staging buffers) in flight.
   void put(const ShardedUnit& s, int64_t a, const Tensor& master, bool) override {
-    put_rounded(range(shard(s), a, master.numel()), master, *tiers_.host());
+    TransferPtr t = put_rounded(range(shard(s), a, master.numel()), master, *tiers_.host());
+    if (!t) return;
+    if (sending_.size() >= 2) {
+      sending_.front()->wait();
+      sending_.pop_front();
+    }
+    sending_.push_back(std::move(t));
+  }
+  // The new parameters have landed on the device (and their host staging buffers are freed).
+  void finish_writes() override {
+    for (TransferPtr& t : sending_) t->wait();
+    sending_.clear();
+  }
+  ~ShardInMemory() override {
+    for (TransferPtr& t : sending_) {  // nothing may still read a freed staging buffer
+      try {
+        t->wait();
+      } catch (...) {  // a destructor does not throw: the device is gone
+      }
+    }
   }
 
  protected:
   StorageTiers& tiers_;
+  std::deque<TransferPtr> sending_;  // put()'s copies to the device, until finish_writes()
 };
 
 // The shard on the device. put() serves offload_optimizer without offload_param: the new
@@ -161,15 +188,33 @@ class HostParams : public ShardInMemory {
 
  protected:
   // Timed (EngineTimes::offload_fetch_s) and traced: the copy to the device, the issue of the gather.
+  //
+  // One rank: the gather is a copy on the device, so nothing has to happen at once. The copy
+  // from the host starts now (on a GPU on its own transfer stream, Backend::copy_from_host_async)
+  // and the gather is issued when it has landed, at the unit's acquire (or an earlier drain): the
+  // transfer of a prefetched unit overlaps the compute queued meanwhile (ZeRO-Offload, Ren et al.
+  // 2021, section 4.2). Several ranks: the copy, then the all-gather at once (its own overlap).
   void to_device_and_gather(ShardedUnit& u, const Tensor& host_shard, std::deque<Pending>& out, const Gather& gather) {
     const auto t0 = Tracer::Clock::now();
     TraceScope scope(cx_.active_tracer(), TraceTrack::compute, "shard to device " + u.unit->name(), "offload");
     Tensor dev = Tensor::empty({u.S}, working_, Category::params);
-    dev.copy_(host_shard);
+    if (cx_.N == 1) {
+      WorkPtr copy = timed_wait(transfer_work(backend_of(dev).copy_from_host_async(dev, host_shard)),
+                                &cx_.times.offload_fetch_s, cx_.active_tracer(),
+                                "wait shard to device " + u.unit->name());
+      ShardedUnit* up = &u;
+      std::deque<Pending>* qp = &out;
+      out.push_back({std::move(copy), [this, up, qp, dev, gather] { gather_from(*up, dev, *qp, gather); }});
+    } else {
+      dev.copy_(host_shard);
+      gather_from(u, dev, out, gather);
+    }
+    cx_.times.offload_fetch_s += std::chrono::duration<double>(Tracer::Clock::now() - t0).count();
+  }
+  void gather_from(ShardedUnit& u, const Tensor& dev, std::deque<Pending>& out, const Gather& gather) {
     CommLabel label(cx_.group, u.unit->name());
     gather(u, dev, out);
     out.push_back({completed_work(), [dev] {}});  // the device buffer lives until the gather landed
-    cx_.times.offload_fetch_s += std::chrono::duration<double>(Tracer::Clock::now() - t0).count();
   }
   ZeroContext& cx_;
   DType working_;

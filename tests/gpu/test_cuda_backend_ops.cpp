@@ -250,6 +250,37 @@ TEST_CASE("cuda backend: strided, converting copies and fills equal Tensor::copy
   CHECK_THROWS_WITH(g.copy_to_host(host_empty({999}), d.slice(0, 0, 1000)), Catch::Contains("same dtype and number"));
 }
 
+TEST_CASE(
+    "cuda backend: copy_from_host_async lands after the compute queued before it, from pinned and pageable memory",
+    "[cuda_backend_ops]") {
+  Backend& g = gpu();
+  const int64_t n = (int64_t{1} << 22) + 3;  // 16 MiB and an odd tail: the copy takes a while
+  const Tensor want = host(values(n, 21, DType::f32), {n});
+  for (bool pinned : {true, false}) {
+    CAPTURE(pinned);
+    Tensor src = Tensor::empty({n}, DType::f32, Category::comm, g.host_allocator(pinned));
+    src.copy_(want);
+    Tensor dst = device_empty({n}, DType::f32);
+    // Queued on the compute stream before the copy: it must not land after the copy (the copy
+    // waits for it), and an op queued after the transfer's wait sees the copied values.
+    for (int k = 0; k < 20; ++k) g.fill(dst, -1.0 - k);
+    TransferPtr t = g.copy_from_host_async(dst, src);
+    t->wait();
+    Tensor twice = device_empty({n}, DType::f32);
+    g.copy(twice, dst);
+    g.accumulate(twice, dst, 1.0);  // 2 x src, on the compute stream
+    const Tensor back = dst.to(Device::cpu()), back2 = twice.to(Device::cpu());
+    CHECK(std::memcmp(back.raw(), want.raw(), want.nbytes()) == 0);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) bad += back2.data<float>()[i] != 2.0f * want.data<float>()[i];
+    CHECK(bad == 0);
+  }
+  // Its checks are copy_from_host's.
+  Tensor pinned = Tensor::empty({999}, DType::f32, Category::comm, g.host_allocator(true));
+  CHECK_THROWS_WITH(g.copy_from_host_async(device_empty({1000}, DType::f32), pinned),
+                    Catch::Contains("same dtype and number"));
+}
+
 TEST_CASE("cuda backend: accumulate, cast, accumulate_cast, scale_ match the cpu backend", "[cuda_backend_ops]") {
   Backend& g = gpu();
   for (DType t : kTypes)

@@ -14,8 +14,8 @@
 #  5. TF32 (--f32-matmul high): float32 on cuda:0 within 1e-3 of the CPU (TF32's ~1e-3 per GEMM).
 #  6. NCCL with one rank (no mpirun): stage 3 on cuda:0 through NCCL against the MPI-less one-rank
 #     group (1e-5; the collectives are identities, so this checks the streams and the staging).
-#  7. ZeRO-Offload and ZeRO-Infinity on the GPU path (configs/zero3-offload.json, zero3-nvme.json
-#     with gpt2-nano): parameters and optimizer state in pinned host memory or in files, the
+#  7. ZeRO-Offload and ZeRO-Infinity on the GPU path (configs/zero3-offload.json, zero3-nvme.json,
+#     and zero3-offload.json at stage 2 without offload_param, all with gpt2-nano): parameters and optimizer state in pinned host memory or in files, the
 #     model on cuda:0; against the same config on the CPU (1e-4, as 1.) and nvme against cpu
 #     offload on cuda:0 (1e-5: the same arithmetic, another tier).
 source "$(dirname "$0")/../cli/common.sh"
@@ -90,8 +90,10 @@ compare "$TMP/tf32.jsonl" "$TMP/cpu.jsonl" 1e-3 "gpt2-nano float32 with TF32 GEM
 compare "$TMP/nccl1.jsonl" "$TMP/s3.np1.jsonl" 1e-5 "stage 3 over NCCL, 1 rank vs the one-rank group"
 
 # 7. offload on the GPU path
-for cfg in zero3-offload zero3-nvme; do
-  python3 - "$S/configs/$cfg.json" "$TMP/$cfg.json" "$TMP/nvme" <<'PY'
+# zero2-offload: ZeRO-Offload proper (stage 2, the optimizer in host memory, the parameters on
+# the device: the new parameters' copies go over on the transfer stream)
+for cfg in zero3-offload zero3-nvme zero2-offload; do
+  python3 - "$S/configs/${cfg/zero2-offload/zero3-offload}.json" "$TMP/$cfg.json" "$TMP/nvme" "$cfg" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 c["model"] = "gpt2-nano"
@@ -99,6 +101,9 @@ c["train_micro_batch_size_per_gpu"] = 4
 for k in ("offload_optimizer", "offload_param"):
     if c["zero_optimization"].get(k, {}).get("device") == "nvme":
         c["zero_optimization"][k]["nvme_path"] = sys.argv[3]
+if sys.argv[4] == "zero2-offload":
+    c["zero_optimization"]["stage"] = 2
+    c["zero_optimization"]["offload_param"] = {"device": "none"}
 json.dump(c, open(sys.argv[2], "w"))
 PY
   O=(--train "$S/data/corpus/train.txt" -t 64 --steps 10 --threads 1 --config "$TMP/$cfg.json")
