@@ -1,5 +1,5 @@
-// defines: 6 Catch2 test cases tagged [offload_equivalence], [offload_memory], [offload_checkpoint];
-//          helpers: swap_dir, run, tier, losses, check_close
+// defines: 7 Catch2 test cases tagged [offload_equivalence], [offload_memory], [offload_checkpoint];
+//          helpers: swap_dir, run, tier, losses, check_close, MeasuredRun, measure_stage3
 //
 // ZeRO-Offload and ZeRO-Infinity (zero/offload.h, zero/tiers.cpp, zero/shard_optimizer.cpp) on N ranks: the same
 // losses as the same run without offload (float32: within 1e-6 relative over 20 steps; the
@@ -71,6 +71,43 @@ double check_close(const std::vector<double>& got, const std::vector<double>& re
     worst = std::max(worst, d);
   }
   return worst;
+}
+
+// `steps` stage-3 steps of cfg under c, built as zt-train builds it (partitioned construction:
+// each unit's initial shard comes from the source into a host buffer during setup, which the host
+// tier's peak includes; the device's peaks count the steps only, as zt-train resets them every
+// step), and the estimate of the same run.
+struct MeasuredRun {
+  MemoryReport rep;
+  EstimateRequest req;
+  Estimate est;
+};
+MeasuredRun measure_stage3(ProcessGroup& g, const ModelConfig& cfg, const RunConfig& c, int steps) {
+  const int64_t N = g.size();
+  const EngineConfig ec = c.engine_config();
+  ModelOptions o{DType::f32, N, kShardAlignment};
+  o.materialize = false;
+  auto m = make_model(cfg, o);
+  Rng rng(7);
+  ModelInit init(*m, rng);
+  host_allocator().reset_peaks();
+  auto engine = initialize(*m, ec, g, &init);
+  default_allocator().reset_peaks();
+  Tensor idx = Tensor::empty({1, 32}, DType::i32, Category::workspace);
+  for (int step = 0; step < steps; ++step) {
+    for (int64_t i = 0; i < idx.numel(); ++i)
+      idx.data<int32_t>()[i] = static_cast<int32_t>((37 * i + step) % cfg.vocab_size);
+    engine->backward(engine->forward(idx, idx));
+    engine->step(1e-3);
+  }
+  MeasuredRun out{engine->memory_report(), {}, {}};
+  out.req.has_model = true;
+  out.req.model = model_shape(cfg, *m, N);
+  out.req.stage = 3;
+  out.req.world_size = N;
+  out.req.zero = ec.zero;
+  out.est = estimate(out.req);
+  return out;
 }
 
 }  // namespace
@@ -257,31 +294,9 @@ TEST_CASE("the estimate matches parameter offload on units of unequal sizes", "[
     c.zero.stage3_max_live_parameters = 140000;  // the embedding alone, never with a block
     c.zero.stage3_max_reuse_distance = 0;
     c.activation_checkpointing = c.cpu_checkpointing = true;
-    const EngineConfig ec = c.engine_config();
-    // Partitioned construction, as zt-train builds: each unit's initial shard comes from the
-    // source into a host buffer during setup, which the host tier's peak includes.
-    ModelOptions o{DType::f32, N, kShardAlignment};
-    o.materialize = false;
-    auto m = make_model(cfg, o);
-    Rng rng(7);
-    ModelInit init(*m, rng);
-    host_allocator().reset_peaks();
-    auto engine = initialize(*m, ec, g, &init);
-    default_allocator().reset_peaks();  // the device's: the steps (zt-train resets it every step)
-    Tensor idx = Tensor::empty({1, 32}, DType::i32, Category::workspace);
-    for (int step = 0; step < 3; ++step) {
-      for (int64_t i = 0; i < idx.numel(); ++i) idx.data<int32_t>()[i] = static_cast<int32_t>((37 * i + step) % 4096);
-      engine->backward(engine->forward(idx, idx));
-      engine->step(1e-3);
-    }
-    const MemoryReport rep = engine->memory_report();
-    EstimateRequest r;
-    r.has_model = true;
-    r.model = model_shape(cfg, *m, N);
-    r.stage = 3;
-    r.world_size = N;
-    r.zero = ec.zero;
-    const Estimate e = estimate(r);
+    const MeasuredRun got = measure_stage3(g, cfg, c, 3);
+    const MemoryReport& rep = got.rep;
+    const Estimate& e = got.est;
     const int64_t host_est = e.host_state[static_cast<int>(Category::params)];
     INFO(where << ", " << N << " ranks: device params measured " << rep.measured.max(Category::params) << ", estimated "
                << e.max(Category::params) << "; host params measured " << rep.host.max(Category::params)
@@ -304,31 +319,11 @@ TEST_CASE("the estimate follows the step's refresh of persistent units under par
     c.zero.offload_optimizer = tier(where, dir);
     c.zero.offload_param = tier(where, dir, 2);
     c.zero.stage3_param_persistence_threshold = 1 << 30;
-    const EngineConfig ec = c.engine_config();
-    ModelOptions o{DType::f32, N, kShardAlignment};
-    o.materialize = false;
-    auto m = make_model(cfg, o);
-    Rng rng(11);
-    ModelInit init(*m, rng);
-    auto engine = initialize(*m, ec, g, &init);
-    default_allocator().reset_peaks();
-    host_allocator().reset_peaks();
-    Tensor idx = Tensor::empty({1, 32}, DType::i32, Category::workspace);
-    for (int step = 0; step < 2; ++step) {
-      for (int64_t i = 0; i < idx.numel(); ++i) idx.data<int32_t>()[i] = static_cast<int32_t>((31 * i + step) % 256);
-      engine->backward(engine->forward(idx, idx));
-      engine->step(1e-3);
-    }
-    const MemoryReport rep = engine->memory_report();
-    EstimateRequest r;
-    r.has_model = true;
-    r.model = model_shape(cfg, *m, N);
-    r.stage = 3;
-    r.world_size = N;
-    r.zero = ec.zero;
-    const Estimate e = estimate(r);
+    const MeasuredRun got = measure_stage3(g, cfg, c, 2);
+    const MemoryReport& rep = got.rep;
+    const Estimate& e = got.est;
     int64_t all = 0;
-    for (const UnitSize& u : r.model.units) all += u.padded_numel;
+    for (const UnitSize& u : got.req.model.units) all += u.padded_numel;
     INFO(where << ", " << N << " ranks: device params measured " << rep.measured.max(Category::params) << ", estimated "
                << e.max(Category::params) << " (every unit gathered: " << 4 * all << " bytes)");
     CHECK(rep.measured.max(Category::params) == e.max(Category::params));
