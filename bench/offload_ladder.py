@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# defines: main (bench/offload_ladder.py); helpers: TIERS, member, tier_config, estimate, verdict,
+# defines: main (bench/offload_ladder.py); helpers: TIERS, member, tier_config, estimate, ask_estimator, verdict,
 #          search, run_trial, measured, write_report and 3 more
 """ZeRO-Offload's headline on one device: the largest model of one family that trains there, per tier.
 
@@ -107,8 +107,18 @@ def tier_config(tier, family, a, model_path, path):
     return path
 
 
+_estimates = {}  # (tier, n_layer) -> estimate(): the search asks some sizes more than once
+
+
 def estimate(a, tier, family, n_layer, work):
     """zt-estimate's per-rank prediction for one member on one tier (bytes)."""
+    key = (tier, n_layer)
+    if key not in _estimates:
+        _estimates[key] = ask_estimator(a, tier, family, n_layer, work)
+    return _estimates[key]
+
+
+def ask_estimator(a, tier, family, n_layer, work):
     model = member(family, n_layer, os.path.join(work, f"model-{n_layer}.json"))
     config = tier_config(tier, family, a, model, os.path.join(work, f"{tier}-{n_layer}.json"))
     out = subprocess.run([os.path.join(a.bin, "zt-estimate"), "--model", model, "--config", config,
