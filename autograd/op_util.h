@@ -1,7 +1,8 @@
 // defines: zt::detail::op_backend (the one device of an op's inputs and its backend),
-//          need_defined, need_compute, need_same_dtype, need_same_shape, new_output — the input
-//          checks and output allocation shared by ops_basic.cpp and ops_nn.cpp. Private to
-//          autograd/ (not part of the ops.h interface).
+//          need_defined, need_compute, need_same_dtype, need_same_shape, new_output, direct_grad,
+//          GradSlot, grad_slot, add_grad_unless_direct, linear_backward_slots, drop_last, Indices,
+//          indices_for — the input checks, output allocation and gradient slots shared by
+//          autograd/ops_*.cpp. Private to autograd/ (not part of the ops.h interface).
 //
 // Every message starts with "<op>: <arg>" and says what was expected and what came (device,
 // dtype, shape), so a caller can tell which argument of which op was wrong. Device checks run
@@ -87,6 +88,60 @@ inline void need_same_shape(const char* op, const char* an, const Var& a, const 
 // An op's output (or a gradient) on the backend's device: contiguous, Category::activations.
 inline Tensor new_output(Backend& be, const Shape& s, DType dt) {
   return Tensor::empty(s, dt, Category::activations, be.allocator());
+}
+
+// The gradient buffer a GradFn may accumulate into directly, with exactly the effect of
+// v.add_grad(g) (which, for a leaf whose gradient already exists and is owned, does grad += g):
+// a parameter's pre-bound view into its unit's flat gradient buffer, for instance. Returns null
+// when add_grad must be used (intermediate Var, first gradient of a plain leaf, odd layout).
+// Saves a temporary the size of a weight (e.g. the 50257 x 768 token embedding) per backward.
+inline Tensor* direct_grad(const Var& v, DType dt) {
+  VarImpl* p = v.impl();
+  if (!p || !p->requires_grad || p->grad_fn || !p->grad_owned || !p->grad.defined()) return nullptr;
+  if (!p->grad.is_contiguous() || p->grad.dtype() != dt || p->grad.shape() != p->value.shape()) return nullptr;
+  if (p->grad.device() != p->value.device()) return nullptr;
+  return &p->grad;
+}
+
+// A parameter-like input's gradient in a backward: its buffer when direct_grad allows (the op
+// adds into it), else a new tensor of `shape` handed to add_grad after; undefined when v wants none.
+struct GradSlot {
+  Tensor t;
+  bool direct = false;
+};
+inline GradSlot grad_slot(Backend& be, const Var& v, const Shape& shape, DType dt) {
+  if (!v.requires_grad()) return {};
+  if (Tensor* d = direct_grad(v, dt)) return {*d, true};
+  return {new_output(be, shape, dt), false};
+}
+inline void add_grad_unless_direct(Var& v, const GradSlot& s) {
+  if (s.t.defined() && !s.direct) v.add_grad(s.t);
+}
+
+// Backend::linear_backward into slots: dx written, dw and db each written or added as their slot
+// says (two calls when one is added and the other written: the entry takes one flag).
+inline void linear_backward_slots(Backend& be, const Tensor& dx, const GradSlot& dw, const GradSlot& db,
+                                  const Tensor& g, const Tensor& X, const Tensor& W) {
+  if (dw.t.defined() && db.t.defined() && dw.direct != db.direct) {
+    be.linear_backward(dx, dw.t, Tensor(), g, X, W, dw.direct);
+    be.linear_backward(Tensor(), Tensor(), db.t, g, X, W, db.direct);
+  } else if (dx.defined() || dw.t.defined() || db.t.defined()) {
+    be.linear_backward(dx, dw.t, db.t, g, X, W, dw.direct || db.direct);
+  }
+}
+
+inline Shape drop_last(const Shape& s) { return Shape(s.begin(), s.end() - 1); }
+
+// An int32 index tensor (embedding ids, cross-entropy targets) as the host sees it (contiguous,
+// on the cpu: validated there) and as the kernels need it (contiguous, on `dev`).
+struct Indices {
+  Tensor host, dev;
+};
+inline Indices indices_for(const Tensor& ids, const Device& dev) {
+  Indices r;
+  r.host = ids.device().is_cpu() ? ids.contiguous() : ids.to(Device::cpu(), Category::workspace);
+  r.dev = ids.device() == dev ? ids.contiguous() : r.host.to(dev, Category::activations);
+  return r;
 }
 
 }  // namespace zt::detail

@@ -14,8 +14,8 @@
 // host sync each call).
 //
 // Implementations: ops_basic.cpp (shape, elementwise, reductions, matmul/linear, activations
-// with bias_gelu, softmax, embedding, cross-entropy) and ops_nn.cpp (norms with the residual
-// norms, RoPE, attention).
+// with bias_gelu, softmax, embedding), ops_loss.cpp (cross-entropy, and with the classifier
+// fused in front) and ops_nn.cpp (norms with the residual norms, RoPE, attention).
 #pragma once
 #include <cstdint>
 #include <utility>
@@ -78,6 +78,15 @@ Var embedding(const Tensor& ids, const Var& table);
 // `valid_vocab` (default V) logits take part: llm.c pads the vocabulary. The loss has the
 // statistics dtype (Backend::stats_dtype): float32 for bfloat16 logits.
 Var cross_entropy(const Var& logits, const Tensor& targets, int64_t valid_vocab = -1);
+// The classifier and the loss in one op: cross_entropy(linear(x, w), targets, valid_vocab) with x
+// (..., C), w (V, C), the same value — and the same bits as the two ops on a CPU, and for a loss
+// gradient of 1 on a GPU — but the logits (..., V) exist once: with a backward to feed, the
+// forward writes their gradient over them (Backend::cross_entropy_and_grad, llm.c's fused
+// classifier), so no second (N, V) buffer is made and the backward does not read the logits
+// again. It holds that buffer until the backward (as the two ops hold the logits); the backward
+// applies the loss gradient g on the small side: dx = g (dlogits w), dw += dlogits^T (g x).
+// Without gradients (no_grad, or neither x nor w requires one) it runs the two ops.
+Var linear_cross_entropy(const Var& x, const Var& w, const Tensor& targets, int64_t valid_vocab = -1);
 
 // ---- normalization ----
 // LayerNorm over the last dim C: x (..., C), weight (C), bias (C) (bias may be undefined).

@@ -1,8 +1,8 @@
-// defines: reshape, transpose, add, sub, mul, scale, sum, mean, sum_last, matmul and 9 more; file-local:
-//          direct_grad, GradSlot, grad_slot, add_grad_unless_direct, linear_backward_slots, drop_last and 5 more
+// defines: reshape, transpose, add, sub, mul, scale, sum, mean, sum_last, matmul and 8 more; file-local:
+//          binary, reduce_all, Act, unary_act
 //
 // The basic differentiable ops of ops.h: shape, elementwise, reductions, matmul/linear,
-// activations, softmax, embedding, cross-entropy. (Norms, RoPE and attention: ops_nn.cpp.)
+// activations, softmax, embedding. (Losses: ops_loss.cpp; norms, RoPE and attention: ops_nn.cpp.)
 //
 // Pattern of every op: check the inputs (one device; messages name the op, the argument, what
 // was expected and what came), make them contiguous, allocate the output on the inputs' device,
@@ -20,66 +20,20 @@ namespace zt {
 
 namespace {
 
+using detail::add_grad_unless_direct;
+using detail::direct_grad;
+using detail::drop_last;
+using detail::grad_slot;
+using detail::GradSlot;
+using detail::Indices;
+using detail::indices_for;
+using detail::linear_backward_slots;
 using detail::need_compute;
 using detail::need_defined;
 using detail::need_same_dtype;
 using detail::need_same_shape;
 using detail::new_output;
 using detail::op_backend;
-
-// The gradient buffer a GradFn may accumulate into directly, with exactly the effect of
-// v.add_grad(g) (which, for a leaf whose gradient already exists and is owned, does grad += g):
-// a parameter's pre-bound view into its unit's flat gradient buffer, for instance. Returns null
-// when add_grad must be used (intermediate Var, first gradient of a plain leaf, odd layout).
-// Saves a temporary the size of a weight (e.g. the 50257 x 768 token embedding) per backward.
-Tensor* direct_grad(const Var& v, DType dt) {
-  VarImpl* p = v.impl();
-  if (!p || !p->requires_grad || p->grad_fn || !p->grad_owned || !p->grad.defined()) return nullptr;
-  if (!p->grad.is_contiguous() || p->grad.dtype() != dt || p->grad.shape() != p->value.shape()) return nullptr;
-  if (p->grad.device() != p->value.device()) return nullptr;
-  return &p->grad;
-}
-
-// A parameter-like input's gradient in a backward: its buffer when direct_grad allows (the op
-// adds into it), else a new tensor of `shape` handed to add_grad after; undefined when v wants none.
-struct GradSlot {
-  Tensor t;
-  bool direct = false;
-};
-GradSlot grad_slot(Backend& be, const Var& v, const Shape& shape, DType dt) {
-  if (!v.requires_grad()) return {};
-  if (Tensor* d = direct_grad(v, dt)) return {*d, true};
-  return {new_output(be, shape, dt), false};
-}
-void add_grad_unless_direct(Var& v, const GradSlot& s) {
-  if (s.t.defined() && !s.direct) v.add_grad(s.t);
-}
-
-// Backend::linear_backward into slots: dx written, dw and db each written or added as their slot
-// says (two calls when one is added and the other written: the entry takes one flag).
-void linear_backward_slots(Backend& be, const Tensor& dx, const GradSlot& dw, const GradSlot& db, const Tensor& g,
-                           const Tensor& X, const Tensor& W) {
-  if (dw.t.defined() && db.t.defined() && dw.direct != db.direct) {
-    be.linear_backward(dx, dw.t, Tensor(), g, X, W, dw.direct);
-    be.linear_backward(Tensor(), Tensor(), db.t, g, X, W, db.direct);
-  } else if (dx.defined() || dw.t.defined() || db.t.defined()) {
-    be.linear_backward(dx, dw.t, db.t, g, X, W, dw.direct || db.direct);
-  }
-}
-
-Shape drop_last(const Shape& s) { return Shape(s.begin(), s.end() - 1); }
-
-// An int32 index tensor (embedding ids, cross-entropy targets) as the host sees it (contiguous,
-// on the cpu: validated there) and as the kernels need it (contiguous, on `dev`).
-struct Indices {
-  Tensor host, dev;
-};
-Indices indices_for(const Tensor& ids, const Device& dev) {
-  Indices r;
-  r.host = ids.device().is_cpu() ? ids.contiguous() : ids.to(Device::cpu(), Category::workspace);
-  r.dev = ids.device() == dev ? ids.contiguous() : r.host.to(dev, Category::activations);
-  return r;
-}
 
 }  // namespace
 
@@ -528,46 +482,6 @@ Var embedding(const Tensor& ids, const Var& table) {
     be.embedding_backward(dtable, g, ids_dev);  // accumulates
     if (!direct) in[0].add_grad(dtable);
   }, "embedding");
-}
-
-Var cross_entropy(const Var& logits, const Tensor& targets, int64_t valid_vocab) {
-  Backend& be = op_backend("cross_entropy", {{"logits", &logits}});
-  need_compute("cross_entropy", "logits", logits, be);
-  if (logits.dim() < 1) ZT_THROW("cross_entropy: logits must be (..., V), got a scalar");
-  if (!targets.defined()) ZT_THROW("cross_entropy: targets is undefined");
-  if (targets.dtype() != DType::i32)
-    ZT_THROW("cross_entropy: targets must be int32, got ", dtype_name(targets.dtype()), shape_str(targets.shape()));
-  const Shape lead = drop_last(logits.shape());
-  if (targets.shape() != lead)
-    ZT_THROW("cross_entropy: targets must have shape ", shape_str(lead), " for logits ", shape_str(logits.shape()),
-             ", got ", shape_str(targets.shape()));
-  const int64_t V = logits.size(-1), N = shape_numel(lead);
-  const int64_t Vv = valid_vocab < 0 ? V : valid_vocab;
-  if (valid_vocab < -1 || Vv < 1 || Vv > V)
-    ZT_THROW("cross_entropy: valid_vocab must be -1 (all) or in [1, ", V, "] for logits ", shape_str(logits.shape()),
-             ", got ", valid_vocab);
-  const Indices tg = indices_for(targets, be.device());  // checked and counted on the host
-  const int32_t* pt = tg.host.data<int32_t>();
-  int64_t count = 0;
-  for (int64_t i = 0; i < N; ++i) {
-    if (pt[i] == -1) continue;
-    if (pt[i] < 0 || pt[i] >= Vv)
-      ZT_THROW("cross_entropy: target ", pt[i], " at position ", i, " is outside [0, ", Vv,
-               ") (valid_vocab) and is not -1 (ignored)");
-    ++count;
-  }
-  const DType dt = logits.dtype();
-  Tensor L = logits.value().contiguous().view({N, V});
-  Tensor lse = new_output(be, {N}, be.stats_dtype(dt));  // per-row log-sum-exp, kept for the backward
-  Tensor y = new_output(be, {}, be.stats_dtype(dt));  // bf16 logits: a float32 loss (a 2^-8 loss is no use)
-  Tensor t_dev = tg.dev.view({N});
-  be.cross_entropy(y, lse, L, t_dev, Vv, count);
-  return Var::make(y, {logits}, [lse, t_dev, count, N, V, Vv, &be = be](std::vector<Var>& in, const Tensor& grad_out) {
-    Tensor L = in[0].value().contiguous();
-    Tensor dl = new_output(be, L.shape(), L.dtype());
-    be.cross_entropy_backward(dl.view({N, V}), L.view({N, V}), lse, t_dev, grad_out, Vv, count);
-    in[0].add_grad(dl);
-  }, "cross_entropy");
 }
 
 }  // namespace zt

@@ -1,4 +1,4 @@
-// defines: CpuBackend (binary, scale, mul_backward, sum_all, fill_scaled and 23 more)
+// defines: CpuBackend (binary, scale, scale_by, mul_backward, sum_all, fill_scaled and 24 more)
 //
 // CpuBackend, part 2 (core/cpu_backend.h): elementwise, reductions, GEMM and linear, activations,
 // softmax, embedding, cross-entropy, norms (RoPE and attention: core/cpu_backend_attention.cpp;
@@ -95,6 +95,21 @@ void CpuBackend::sum_all(const Tensor& out, const Tensor& x, double factor) {
     using T = decltype(tag);
     const double s = zt::sum_all(x.data<T>(), x.numel());
     out.data<T>()[0] = static_cast<T>(s * factor);
+  });
+}
+
+void CpuBackend::scale_by(const Tensor& out, const Tensor& x, const Tensor& s) {
+  if (Bf16StandIns f{&out, &x}; f.active()) {
+    scale_by(f(out), f(x), s);
+    return f.store({&out});
+  }
+  need_contiguous("scale_by", {&out, &x});
+  ZT_CHECK(x.numel() == out.numel(), "cpu backend scale_by: sizes differ");
+  ZT_CHECK(s.defined() && s.numel() == 1, "cpu backend scale_by: s ", s.str(), " must hold one element");
+  const double v = s.item();
+  dispatch_float(out.dtype(), "cpu backend ", "scale_by", [&](auto tag) {
+    using T = decltype(tag);
+    scale_forward(out.data<T>(), x.data<T>(), static_cast<T>(v), out.numel());
   });
 }
 
@@ -438,6 +453,31 @@ void CpuBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& log
     using T = decltype(tag);
     zt::cross_entropy_backward(dlogits.data<T>(), logits.data<T>(), lse.data<T>(), targets.data<int32_t>(),
                                static_cast<T>(scale), N, V, valid_vocab);
+  });
+}
+
+void CpuBackend::cross_entropy_and_grad(const Tensor& loss, const Tensor& logits, const Tensor& targets,
+                                        int64_t valid_vocab, int64_t count) {
+  if (Bf16StandIns f{&loss, &logits, &targets}; f.active()) {
+    cross_entropy_and_grad(f(loss), f(logits), f(targets), valid_vocab, count);
+    return f.store({&loss, &logits});
+  }
+  need_contiguous("cross_entropy_and_grad", {&loss, &logits, &targets});
+  const auto rc = rows_cols(logits);
+  const int64_t N = rc.first, V = rc.second;
+  ZT_CHECK(targets.numel() == N && loss.numel() == 1 && valid_vocab >= 1 && valid_vocab <= V && count >= 0,
+           "cpu backend cross_entropy_and_grad: logits ", logits.str(), ", targets ", targets.str(), ", valid_vocab ",
+           valid_vocab, ", count ", count);
+  // cross_entropy, then cross_entropy_backward with dloss = 1 writing over the logits it reads
+  // (each element is read before it is written, row by row): the two ops' bits.
+  const double scale = count ? 1.0 / static_cast<double>(count) : 0.0;
+  dispatch_float(logits.dtype(), "cpu backend ", "cross_entropy_and_grad", [&](auto tag) {
+    using T = decltype(tag);
+    Tensor lse = Tensor::empty({N}, logits.dtype(), Category::workspace);
+    T* x = logits.data<T>();
+    const double total = cross_entropy_forward(lse.data<T>(), x, targets.data<int32_t>(), N, V, valid_vocab);
+    loss.data<T>()[0] = static_cast<T>(count ? total / static_cast<double>(count) : std::nan(""));
+    zt::cross_entropy_backward(x, x, lse.data<T>(), targets.data<int32_t>(), static_cast<T>(scale), N, V, valid_vocab);
   });
 }
 

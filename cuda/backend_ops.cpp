@@ -1,5 +1,5 @@
-// defines: CudaBackend (binary, scale, mul_backward, sum_all, fill_scaled and 24 more); file-local: Need,
-//          Rows, rows_of, ptr
+// defines: CudaBackend (binary, scale, scale_by, mul_backward, sum_all, fill_scaled and 25 more);
+//          file-local: Need, Rows, rows_of, ptr, device_float
 //
 // CudaBackend (cuda/backend.h): the elementwise, reduction, activation (with the fused bias + GELU),
 // softmax, embedding, loss and normalization (with the fused residual + norms) entries of the
@@ -89,6 +89,19 @@ Rows rows_of(const Tensor& x, const char* op) {
 
 void* ptr(const Tensor& t) { return t.defined() ? t.raw() : nullptr; }
 
+// A () tensor of float32 or bfloat16 on the device as one device float (a gradient that stays
+// there): its own pointer, or a float32 copy in `staged` (bf16 -> f32 is exact).
+const float* device_float(CudaBackend& be, const Need& n, const Tensor& t, const char* name, Tensor& staged) {
+  ZT_CHECK(t.defined() && t.numel() == 1, "cuda ", n.op, ": ", name, " ", t.str(), ", expected one element");
+  ZT_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::bf16, "cuda ", n.op, ": ", name, " ", t.str(),
+           ", expected float32 or bfloat16");
+  n.on(t, name, t.dtype());
+  if (t.dtype() == DType::f32) return t.data<float>();
+  staged = be.scratch(sizeof(float));
+  cuda_kernels::cast(DType::f32, staged.raw(), t.dtype(), t.raw(), 1, 1.0f, be.stream());
+  return static_cast<const float*>(staged.raw());
+}
+
 }  // namespace
 
 // ---- elementwise ----------------------------------------------------------------------------
@@ -111,6 +124,16 @@ void CudaBackend::scale(const Tensor& out, const Tensor& x, double s) {
   n.like(out, "out", x);
   DeviceGuard g(index_);
   cuda_kernels::scale(x.dtype(), out.raw(), x.raw(), s, x.numel(), stream());
+}
+
+void CudaBackend::scale_by(const Tensor& out, const Tensor& x, const Tensor& s) {
+  const Need n{*this, "scale_by"};
+  n.compute(x, "x");
+  n.like(out, "out", x);
+  DeviceGuard g(index_);
+  Tensor staged;
+  const float* f = device_float(*this, n, s, "s", staged);
+  cuda_kernels::scale_by(x.dtype(), out.raw(), x.raw(), f, x.numel(), stream());
 }
 
 void CudaBackend::mul_backward(const Tensor& da, const Tensor& db, const Tensor& dout, const Tensor& a,
@@ -362,25 +385,36 @@ void CudaBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& lo
   n.numel(targets, "targets", r.R);
   n.on(lse, "lse", stats_dtype(logits.dtype()));
   n.numel(lse, "lse", r.R);
-  ZT_CHECK(dloss.defined() && dloss.numel() == 1, "cuda cross_entropy_backward: dloss ", dloss.str(),
-           ", expected one element");
-  ZT_CHECK(dloss.dtype() == DType::f32 || dloss.dtype() == DType::bf16, "cuda cross_entropy_backward: dloss ",
-           dloss.str(), ", expected float32 or bfloat16");
-  n.on(dloss, "dloss", dloss.dtype());
   ZT_CHECK(valid_vocab >= 1 && valid_vocab <= r.N && count >= 0, "cuda cross_entropy_backward: valid_vocab ",
            valid_vocab, ", count ", count, " for logits ", logits.str());
   DeviceGuard g(index_);
-  Tensor staged;  // dloss as one device float (bf16 -> f32 is exact)
-  const float* d = nullptr;
-  if (dloss.dtype() == DType::f32) {
-    d = dloss.data<float>();
-  } else {
-    staged = scratch(sizeof(float));
-    cuda_kernels::cast(DType::f32, staged.raw(), dloss.dtype(), dloss.raw(), 1, 1.0f, stream());
-    d = static_cast<const float*>(staged.raw());
-  }
+  Tensor staged;
+  const float* d = device_float(*this, n, dloss, "dloss", staged);
   cuda_kernels::cross_entropy_backward(logits.dtype(), dlogits.raw(), logits.raw(), lse.data<float>(),
                                        targets.data<int32_t>(), d, count, r.R, r.N, valid_vocab, stream());
+}
+
+void CudaBackend::cross_entropy_and_grad(const Tensor& loss, const Tensor& logits, const Tensor& targets,
+                                         int64_t valid_vocab, int64_t count) {
+  const Need n{*this, "cross_entropy_and_grad"};
+  n.compute(logits, "logits");
+  const Rows r = rows_of(logits, "cross_entropy_and_grad");
+  n.on(targets, "targets", DType::i32);
+  n.numel(targets, "targets", r.R);
+  ZT_CHECK(loss.defined() && loss.numel() == 1, "cuda cross_entropy_and_grad: loss ", loss.str(),
+           ", expected one element");
+  ZT_CHECK(loss.dtype() == DType::f32 || loss.dtype() == DType::bf16, "cuda cross_entropy_and_grad: loss ", loss.str(),
+           ", expected float32 or bfloat16");
+  n.on(loss, "loss", loss.dtype());
+  ZT_CHECK(valid_vocab >= 1 && valid_vocab <= r.N && count >= 0, "cuda cross_entropy_and_grad: valid_vocab ",
+           valid_vocab, ", count ", count, " for logits ", logits.str());
+  DeviceGuard g(index_);
+  Tensor ws = scratch(sizeof(float) * static_cast<size_t>(r.R + 1));  // [mean | row losses]
+  float* mean = static_cast<float*>(ws.raw());
+  float* mean_out = loss.dtype() == DType::f32 ? loss.data<float>() : mean;
+  cuda_kernels::cross_entropy_and_grad(logits.dtype(), mean_out, mean + 1, logits.raw(), targets.data<int32_t>(), r.R,
+                                       r.N, valid_vocab, count, stream());
+  if (loss.dtype() != DType::f32) cuda_kernels::cast(loss.dtype(), loss.raw(), DType::f32, mean, 1, 1.0f, stream());
 }
 
 // ---- normalization ------------------------------------------------------------------------

@@ -57,6 +57,10 @@ Var GPT2Head::forward(const Var& x, const GPT2Embed& e) const {
   return linear(ln_f.forward(x), e.params().var(e.wte.weight), Var());
 }
 
+Var GPT2Head::loss(const Var& x, const GPT2Embed& e, const Tensor& targets, int64_t vocab) const {
+  return linear_cross_entropy(ln_f.forward(x), e.params().var(e.wte.weight), targets, vocab);
+}
+
 // ---- model ----------------------------------------------------------------------------------
 
 InitRule GPT2::init_rule(const std::string& name) const {

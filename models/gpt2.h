@@ -48,6 +48,9 @@ struct GPT2Block : Unit {
 struct GPT2Head : Unit {
   GPT2Head(const ModelConfig& c, DType dt);
   Var forward(const Var& x, const GPT2Embed& e) const;  // (B, T, C) -> logits (B, T, Vp)
+  // (B, T, C) -> the mean cross-entropy over the first `vocab` logits against targets (B, T):
+  // forward's classifier fused into the loss (linear_cross_entropy: the logits exist once).
+  Var loss(const Var& x, const GPT2Embed& e, const Tensor& targets, int64_t vocab) const;
   LayerNorm ln_f;
 };
 

@@ -41,9 +41,16 @@ LlamaHead::LlamaHead(const ModelConfig& c, DType dt) : Unit("head", dt), norm(pa
   if (!c.tie_embeddings) lm_head = params_.add("lm_head.weight", {c.padded_vocab_size, c.n_embd}, /*decay=*/true);
 }
 
+const Var& LlamaHead::weight(const LlamaEmbed& e) const {
+  return lm_head >= 0 ? params_.var(lm_head) : e.params().var(e.embed_tokens.weight);
+}
+
 Var LlamaHead::forward(const Var& x, const LlamaEmbed& e) const {
-  const Var& w = lm_head >= 0 ? params_.var(lm_head) : e.params().var(e.embed_tokens.weight);  // (Vp, C)
-  return linear(norm.forward(x), w, Var());  // (B, T, Vp)
+  return linear(norm.forward(x), weight(e), Var());  // (B, T, Vp)
+}
+
+Var LlamaHead::loss(const Var& x, const LlamaEmbed& e, const Tensor& targets, int64_t vocab) const {
+  return linear_cross_entropy(norm.forward(x), weight(e), targets, vocab);
 }
 
 // ---- model ----------------------------------------------------------------------------------

@@ -51,6 +51,10 @@ struct LlamaHead : Unit {
   LlamaHead(const ModelConfig& c, DType dt);
   // (B, T, C) -> logits (B, T, Vp); `e` supplies the weight when the embeddings are tied.
   Var forward(const Var& x, const LlamaEmbed& e) const;
+  // (B, T, C) -> the mean cross-entropy over the first `vocab` logits against targets (B, T):
+  // forward's classifier fused into the loss (linear_cross_entropy: the logits exist once).
+  Var loss(const Var& x, const LlamaEmbed& e, const Tensor& targets, int64_t vocab) const;
+  const Var& weight(const LlamaEmbed& e) const;  // lm_head.weight, or the tied embedding (Vp, C)
   RMSNorm norm;
   int lm_head = -1;  // parameter index of lm_head.weight; -1 when tied
 };

@@ -5,17 +5,21 @@
 //   x = block_i(x), i = 0..L-1        (B, T, C)    one unit each
 //   logits = head(x)                  (B, T, Vp)   unit "head" (also reads "embed" when tied)
 //   loss = cross_entropy over the first V columns (llm.c: padded columns take no part)
+// loss() runs the last two as one op inside the head unit (Head::loss, linear_cross_entropy):
+// the (B, T, Vp) logits exist once, and hold their own gradient from the forward on.
 //
 // A family supplies the three unit types: Embed(cfg, dtype) with forward(idx, pos0 = 0) (the
 // tokens at positions [pos0, pos0 + T)), Block(i, cfg, dtype) with forward(x) and, for cached
 // inference, forward_cached(x, cache, i) (nn/kv_cache.h; what differs for decode is written in
-// the family's file), Head(cfg, dtype) with forward(x, const Embed&).
+// the family's file), Head(cfg, dtype) with forward(x, const Embed&) and loss(x, const Embed&,
+// targets, V).
 //
 // Cached inference (logits_cached) walks the same units in the same residency scopes:
 //   x = embed(idx, p)                 (B, T, C)    positions [p, p + T), p = cache.length()
 //   x = block_i.forward_cached(x)     (B, T, C)    appends block i's K, V to the cache
 //   logits = head(x)                  (B, T, Vp);  then cache.advance(T)
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,7 +52,10 @@ class TransformerLM : public Model {
     if (!targets.defined() || targets.shape() != idx.shape())
       ZT_THROW(name_, "::loss: targets must have the shape of idx ", shape_str(idx.shape()), ", got ",
                targets.defined() ? shape_str(targets.shape()) : std::string("undefined"));
-    return cross_entropy(forward_logits(idx), targets, cfg_.vocab_size);
+    Head* h = head_.get();
+    Embed* e = embed_.get();
+    const int64_t V = cfg_.vocab_size;
+    return run_head(forward_hidden(idx), [h, e, targets, V](const Var& in) { return h->loss(in, *e, targets, V); });
   }
   KVCache make_kv_cache() const override {
     return KVCache(cfg_.n_layer, cfg_.n_kv_head, cfg_.n_embd / cfg_.n_head, cfg_.max_seq_len);
@@ -75,9 +82,7 @@ class TransformerLM : public Model {
       x = run_unit(r, *b, x, [b, &cache, li](const Var& in) { return b->forward_cached(in, cache, li); });
     }
     Head* h = head_.get();
-    std::vector<Unit*> also;
-    if (cfg_.tie_embeddings) also.push_back(e);
-    Var logits = run_unit(r, *h, x, [h, e](const Var& in) { return h->forward(in, *e); }, also);
+    Var logits = run_head(x, [h, e](const Var& in) { return h->forward(in, *e); });
     cache.advance(T);
     return logits;
   }
@@ -109,7 +114,8 @@ class TransformerLM : public Model {
   std::unique_ptr<Head> head_;
 
  private:
-  Var forward_logits(const Tensor& idx) {
+  // x (B, T, C) after the last block.
+  Var forward_hidden(const Tensor& idx) {
     check_token_batch(idx, cfg_.vocab_size, cfg_.max_seq_len, name_);
     ZT_CHECK(embed_->params().finalized(), name_, " built with allocate = false (layout only) cannot run forward");
     Residency& r = *residency_;
@@ -119,10 +125,18 @@ class TransformerLM : public Model {
       Block* b = bp.get();
       x = run_unit(r, *b, x, [b](const Var& in) { return b->forward(in); });
     }
-    Head* h = head_.get();
+    return x;
+  }
+  // fn(x) inside the head unit's residency scope (tied: the embedding's too, for its weight).
+  Var run_head(const Var& x, const std::function<Var(const Var&)>& fn) {
     std::vector<Unit*> also;
-    if (cfg_.tie_embeddings) also.push_back(e);  // tied: the head reads the embedding's weight
-    return run_unit(r, *h, x, [h, e](const Var& in) { return h->forward(in, *e); }, also);
+    if (cfg_.tie_embeddings) also.push_back(embed_.get());
+    return run_unit(*residency_, *head_, x, fn, also);
+  }
+  Var forward_logits(const Tensor& idx) {
+    Head* h = head_.get();
+    Embed* e = embed_.get();
+    return run_head(forward_hidden(idx), [h, e](const Var& in) { return h->forward(in, *e); });
   }
 
   const char* name_;

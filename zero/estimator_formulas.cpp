@@ -30,22 +30,24 @@ namespace zt {
 //                 projection q | k | v and its RoPE'd copy (v passed through): 2C + 4kv; the
 //                 packed gate | up and swiglu: 3F; RMSNorm rstd x 2: 2; attention's log-sum-exp:
 //                 H (float32); and per block (not per token) RoPE's cos/sin tables: T*D
-//   head   final norm C (+ its statistics: 2 gpt2, 1 llama), logits Vp, the loss's row
-//          log-sum-exp 1; and the scalar loss.
+//   head   final norm C (+ its statistics: 2 gpt2, 1 llama), the logits Vp (which the fused
+//          classifier + loss, linear_cross_entropy, overwrites with their gradient: one buffer,
+//          no row statistics kept); and the scalar loss.
 // Checkpointed blocks hold only their output (C per token); the block's graph is rebuilt in
 // its backward.
 //
 // The backward's largest transient, over the state at the end of the forward:
-//   head      the loss gradient (Vp) and the head matmul's dx (C), with all of the forward held
+//   head      the seed gradient, the head's g x and dx (2C; dlogits is the logits' own buffer),
+//             with all of the forward held
 //   last block (its full graph held; the logits already freed):
 //             gpt2 mlp: gelu_mlp's dpre (F; the GELU's derivative is taken in place on c_proj's dX, so
 //             no separate gradient of the GELU's output) with c_fc's dx and the MLP output's
 //             gradient (2C), after the residual and c_proj outputs (2C) went: F - Vp; llama:
 //             down's dx (F), swiglu_packed's d(gate | up) (2F): 3F - 2C - Vp. Checkpointed: the
 //             block's recomputed graph plus F + C (gpt2) or 3F - C (llama) (its output stays held
-//             by the recompute), less the logits Vp. (The head's loss row log-sum-exp, the final
-//             LayerNorm's statistics and the scalar loss are gone by then too: 3 elements a token
-//             and one more that the estimate keeps, 0.03% of a gpt-mini step's peak.)
+//             by the recompute), less the logits Vp. (The final LayerNorm's statistics and the
+//             scalar loss are gone by then too: 2 elements a token and one more that the estimate
+//             keeps, 0.02% of a gpt-mini step's peak.)
 ActivationEstimate estimate_activations(const ModelShape& m, int64_t B, int64_t T, bool ckpt, int64_t e,
                                         int64_t device_checkpoints) {
   ZT_CHECK(m.family == "gpt2" || m.family == "llama", "estimate_activations: family ", m.family);
@@ -57,11 +59,11 @@ ActivationEstimate estimate_activations(const ModelShape& m, int64_t B, int64_t 
   const int64_t lse = BT * H * 4;  // attention's saved row log-sum-exp (B, H, T), float32
   const int64_t block = gpt2 ? BT * (10 * C + 2 * F + 4) * e + lse
                              : BT * (9 * C + 4 * kv + 3 * F + 2) * e + lse + T * D * e;
-  const int64_t head = BT * (C + (gpt2 ? 2 : 1) + Vp + 1) * e + e;
+  const int64_t head = BT * (C + (gpt2 ? 2 : 1) + Vp) * e + e;
   // the gradients alive at once in the MLP's backward: gpt2 dpre (F) + 2C, llama 3F
   const int64_t mlp = gpt2 ? F + 2 * C : 3 * F;
   ActivationEstimate a;
-  const int64_t head_transient = e + BT * (Vp + C) * e;  // the seed gradient, dlogits, dx
+  const int64_t head_transient = e + BT * 2 * C * e;  // the seed gradient, g x, dx
   if (!ckpt) {
     a.saved = embed + L * block + head;
     a.peak = a.saved + std::max({int64_t{0}, head_transient, BT * (mlp - 2 * C - Vp) * e});

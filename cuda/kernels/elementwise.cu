@@ -1,4 +1,4 @@
-// defines: binary, scale, mul_backward, silu_forward, silu_backward, accumulate, accumulate_cast,
+// defines: binary, scale, scale_by, mul_backward, silu_forward, silu_backward, accumulate, accumulate_cast,
 //          fill_scaled, sum_all_workspace_bytes, sum_all and 3 more (cuda/kernels/elementwise.h);
 //          file-local: mul, add, sub, sigmoid, AddOp, SubOp and 16 more
 #include "cuda/kernels/elementwise.h"
@@ -40,6 +40,10 @@ struct MulOp {  // also mul_backward with one output: {dout, other}
 struct ScaleOp {  // scale_forward: s * x
   float f;
   __device__ void operator()(float (&y)[1], const float (&x)[1]) const { y[0] = mul(f, x[0]); }
+};
+struct ScaleByOp {  // scale_by: s[0] * x, s read on the device
+  const float* s;
+  __device__ void operator()(float (&y)[1], const float (&x)[1]) const { y[0] = mul(*s, x[0]); }
 };
 struct MulBwdBoth {  // x = {dout, a, b}, y = {da, db}
   __device__ void operator()(float (&y)[2], const float (&x)[3]) const {
@@ -181,6 +185,11 @@ void binary(EwOp op, DType t, void* out, const void* a, const void* b, int64_t n
 
 void scale(DType t, void* out, const void* x, double factor, int64_t n, cudaStream_t s) {
   launch_ew</*WithF16=*/true>("scale", t, Ptrs<1, 1>{{x}, {out}}, n, ScaleOp{static_cast<float>(factor)}, s);
+}
+
+void scale_by(DType t, void* out, const void* x, const float* s, int64_t n, cudaStream_t stream) {
+  if (!s) ZT_THROW("cuda_kernels::scale_by: s is null");
+  launch_ew("scale_by", t, Ptrs<1, 1>{{x}, {out}}, n, ScaleByOp{s}, stream);
 }
 
 void mul_backward(DType t, void* da, void* db, const void* dout, const void* a, const void* b, int64_t n,

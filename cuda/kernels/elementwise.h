@@ -1,4 +1,4 @@
-// defines: cuda_kernels::binary (add / sub / mul), scale, mul_backward, silu_forward,
+// defines: cuda_kernels::binary (add / sub / mul), scale, scale_by, mul_backward, silu_forward,
 //          silu_backward, accumulate, accumulate_cast, fill_scaled, sum_all (+ its workspace size),
 //          sum_last_forward, sum_last_backward, all_finite_async — the elementwise ops and small
 //          reductions of the backend table (core/backend.h) on the GPU.
@@ -8,7 +8,7 @@
 // output rounded to nearest even once (core/dtype.h). Every float operation is rounded on its own
 // (__fadd_rn / __fmul_rn ...: no FMA contraction) unless stated, so the 128-bit and the scalar
 // paths give the same bits, and float32 results equal the CPU's where the CPU is exact:
-//   binary, scale, mul_backward:  out = a op b, s x (float(s)), dout b / dout a   — bit-exact;
+//   binary, scale, scale_by, mul_backward:  out = a op b, s x (float(s)), dout b / dout a — bit-exact;
 //   accumulate: dst = fma(float(alpha), src, dst) — the CPU's `dst += alpha * src` as gcc
 //     contracts it with -march=native on an FMA machine (the default build); without
 //     contraction the two differ by <= 1 ulp per element;
@@ -41,6 +41,9 @@ enum class EwOp : uint8_t { add, sub, mul };
 void binary(EwOp op, DType t, void* out, const void* a, const void* b, int64_t n, cudaStream_t s);
 // out (n) = float(factor) * x (n); out may be x (in place). t: f32, bf16 or f16.
 void scale(DType t, void* out, const void* x, double factor, int64_t n, cudaStream_t s);
+// out (n) = s[0] * x (n), s one device float (read there: a gradient that stays on the device);
+// out may be x. t: f32 or bf16. Bit-exact against the CPU's T(s) * x.
+void scale_by(DType t, void* out, const void* x, const float* s, int64_t n, cudaStream_t stream);
 // da = dout * b, db = dout * a; either output may be null, not both.
 void mul_backward(DType t, void* da, void* db, const void* dout, const void* a, const void* b, int64_t n,
                   cudaStream_t s);

@@ -10,43 +10,44 @@ namespace zt::cuda_kernels {
 
 namespace {
 
-constexpr int kThreads = 256;  // a multiple of 32: every warp is full, so shuffles see 8-lane groups whole
-constexpr int kBatch = 16;     // loads in flight per thread before its (serial) adds
+constexpr int kThreads = 256;  // one block per chunk: all of them load it, 8 of them add it
 
-// One thread per (chunk c, lane l): sums the squares of chunk elements l, l + 8, l + 16, ... in
-// order, then the chunk's 8 lanes (8 consecutive threads) combine in the CPU's fixed tree.
+// One block per chunk c. The block's threads copy the chunk into shared memory with 16-byte loads
+// (every load of the chunk in flight at once: one trip to memory), then threads 0..7 — lane l —
+// add the squares of chunk elements l, l + 8, l + 16, ... in order from shared memory, and the
+// 8 lanes combine in the CPU's fixed tree. (The former mapping, one thread per (chunk, lane)
+// reading memory directly, made each thread wait for memory 128 times, 16 loads at a time.)
 template <DType D>
-__global__ void chunk_sums_kernel(const typename dev::Io<D>::T* __restrict__ x, int64_t n, int64_t chunks,
-                                  double* __restrict__ partial) {
-  const int64_t gid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t c = gid >> 3;
-  const int lane = static_cast<int>(threadIdx.x & 7u);
+__global__ void __launch_bounds__(kThreads)
+    chunk_sums_kernel(const typename dev::Io<D>::T* __restrict__ x, int64_t n, double* __restrict__ partial) {
+  using T = typename dev::Io<D>::T;
+  extern __shared__ uint4 staged_chunk[];
+  T* const sm = reinterpret_cast<T*>(staged_chunk);
+  const int64_t c = blockIdx.x, b = c * kCudaSumChunk;
+  const int64_t len = n - b < kCudaSumChunk ? n - b : kCudaSumChunk;
+  const T* const p = x + b;
+  int64_t done = 0;
+  if (dev::aligned16(p)) {  // x 16-byte aligned (chunks start at multiples of 32 KiB from it)
+    const int64_t words = len * static_cast<int64_t>(sizeof(T)) / 16;
+    const uint4* p4 = reinterpret_cast<const uint4*>(p);
+    for (int64_t w = threadIdx.x; w < words; w += kThreads) staged_chunk[w] = p4[w];
+    done = words * 16 / static_cast<int64_t>(sizeof(T));
+  }
+  for (int64_t i = done + threadIdx.x; i < len; i += kThreads) sm[i] = p[i];
+  __syncthreads();
+  if (threadIdx.x >= 8) return;
+  const int lane = static_cast<int>(threadIdx.x);
   double acc = 0.0;
-  if (c < chunks) {
-    const int64_t b = c * kCudaSumChunk;
-    const int64_t len = n - b < kCudaSumChunk ? n - b : kCudaSumChunk;
-    const typename dev::Io<D>::T* p = x + b;
-    int64_t i = lane;
-    for (; i + 8 * (kBatch - 1) < len; i += 8 * kBatch) {
-      float v[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) v[u] = dev::Io<D>::load(p[i + 8 * u]);
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const double d = static_cast<double>(v[u]);
-        acc = __fma_rn(d, d, acc);
-      }
-    }
-    for (; i < len; i += 8) {
-      const double d = static_cast<double>(dev::Io<D>::load(p[i]));
-      acc = __fma_rn(d, d, acc);
-    }
+#pragma unroll 16
+  for (int64_t i = lane; i < len; i += 8) {
+    const double d = static_cast<double>(dev::Io<D>::load(sm[i]));
+    acc = __fma_rn(d, d, acc);
   }
   // ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)) lands in lane 0 (a + b == b + a bitwise).
-  acc = __dadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
-  acc = __dadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
-  acc = __dadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
-  if (lane == 0 && c < chunks) partial[c] = acc;
+  acc = __dadd_rn(acc, __shfl_xor_sync(0xffu, acc, 1));
+  acc = __dadd_rn(acc, __shfl_xor_sync(0xffu, acc, 2));
+  acc = __dadd_rn(acc, __shfl_xor_sync(0xffu, acc, 4));
+  if (lane == 0) partial[c] = acc;
 }
 
 // One thread: the partials added in chunk order, from 0 (chunks == 0 gives 0).
@@ -77,11 +78,14 @@ void sum_of_squares_async(const void* x, DType t, int64_t n, double* result_dev,
     if (reinterpret_cast<uintptr_t>(workspace) % alignof(double) != 0)
       ZT_THROW("cuda_kernels::sum_of_squares: workspace ", workspace, " is not 8-byte aligned");
     auto* partial = static_cast<double*>(workspace);
-    const unsigned grid = dev::grid_for(chunks * 8, kThreads);
-    ZT_CHECK(static_cast<int64_t>(grid) * kThreads >= chunks * 8, "sum_of_squares: ", chunks, " chunks exceed one launch");
+    ZT_CHECK(chunks <= int64_t{0x7fffffff}, "sum_of_squares: ", chunks, " chunks exceed one launch");
     dispatch_dtype<DType::f32, DType::bf16, DType::f16>(t, "cuda_kernels::", "sum_of_squares", [&](auto d) {
-      using T = typename dev::Io<decltype(d)::value>::T;
-      chunk_sums_kernel<decltype(d)::value><<<grid, kThreads, 0, s>>>(static_cast<const T*>(x), n, chunks, partial);
+      constexpr DType Dt = decltype(d)::value;
+      using T = typename dev::Io<Dt>::T;
+      const int bytes = static_cast<int>(kCudaSumChunk * static_cast<int64_t>(sizeof(T)));  // 32 or 64 KiB
+      ZT_CUDA_CHECK(cudaFuncSetAttribute(chunk_sums_kernel<Dt>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+      chunk_sums_kernel<Dt><<<static_cast<unsigned>(chunks), kThreads, static_cast<size_t>(bytes), s>>>(
+          static_cast<const T*>(x), n, partial);
     });
     ZT_CUDA_CHECK(cudaGetLastError());
   }

@@ -12,9 +12,10 @@
 // the CPU build contracts `acc += v * v` into an FMA (gcc -march=native on an FMA machine does);
 // otherwise the two differ in the last bits only (relative ~1e-16 per chunk).
 //
-// GPU mapping: one thread per (chunk, lane) — 8 consecutive threads per chunk, their lane sums
-// combined by __shfl_xor_sync in exactly the tree above — writing one double per chunk to the
-// workspace; then one thread adds the partials in order (a serial chain of n / 16384 adds).
+// GPU mapping: one block per chunk — its threads copy the chunk to shared memory with 16-byte
+// loads, then 8 of them (the lanes) add from there, combined by __shfl_xor_sync in exactly the
+// tree above — writing one double per chunk to the workspace; then one thread adds the partials
+// in order (a serial chain of n / 16384 adds).
 #pragma once
 #include <cuda_runtime_api.h>
 

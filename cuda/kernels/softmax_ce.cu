@@ -1,6 +1,7 @@
-// defines: softmax_forward, softmax_backward, cross_entropy_forward, cross_entropy_backward
-//          (cuda/kernels/softmax_ce.h); file-local: block_reduce, softmax_fwd_kernel, stage_row,
-//          ce_fwd_kernel, need, rows_aligned, stage_rows, check_ce and 5 more
+// defines: softmax_forward, softmax_backward, cross_entropy_forward, cross_entropy_backward,
+//          cross_entropy_and_grad (cuda/kernels/softmax_ce.h); file-local: block_reduce,
+//          softmax_fwd_kernel, stage_row, ce_fwd_kernel, ce_grad, ce_fused_kernel, need, rows_aligned,
+//          stage_rows, check_ce and 5 more
 #include "cuda/kernels/softmax_ce.h"
 
 #include <cmath>
@@ -145,6 +146,13 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// One valid element's gradient, dlogit = scale (exp(x - lse) - [target]); the product rounded on
+// its own (no FMA contraction), so the backward and the fused kernel give the same bits.
+__device__ __forceinline__ float ce_grad(float x, float lse, float scale, bool target) {
+  const float d = __fmul_rn(scale, expf(x - lse));
+  return target ? d - scale : d;
+}
+
 template <DType D, bool Vec>
 __global__ void __launch_bounds__(kThreads)
     ce_bwd_kernel(Tp<D>* __restrict__ dlogits, const Tp<D>* __restrict__ logits, const float* __restrict__ lse,
@@ -157,12 +165,55 @@ __global__ void __launch_bounds__(kThreads)
     const bool ignored = t == -1, bad = !ignored && (t < 0 || t >= Vv);
     const float l = lse[r];
     const Tp<D>* const p[1] = {logits + r * V};
-    dev::row_map<D, Vec>(dlogits + r * V, p, V, threadIdx.x, kThreads, [&](int64_t j, const float (&v)[1]) {
+    dev::row_map<D, Vec>(dlogits + r * V, p, V, threadIdx.x, kThreads, [&](int64_t j, const float(&v)[1]) {
       if (ignored || j >= Vv) return 0.0f;
       if (bad) return NAN;
-      const float d = scale * expf(v[0] - l);
-      return j == t ? d - scale : d;
+      return ce_grad(v[0], l, scale, j == t);
     });
+  }
+}
+
+// cross_entropy_and_grad, one block per row: ce_fwd_kernel's two walks (max, sum of exp), then
+// ce_bwd_kernel's map for dloss = 1 written over the row it reads (row_map: each element read,
+// then written, by one thread). The row's loss is taken by the thread that maps the target, from
+// the value it reads before writing it. Staged: the walks and the map read the shared-memory copy,
+// so the row comes from memory once and goes back once. Padded columns and ignored rows: 0.
+template <DType D, bool Vec, bool Staged>
+__global__ void __launch_bounds__(kThreads)
+    ce_fused_kernel(float* __restrict__ loss, Tp<D>* logits, const int32_t* __restrict__ targets, float scale,
+                    int64_t N, int64_t V, int64_t Vv) {
+  __shared__ float sh[kWarps];
+  extern __shared__ uint4 staged_row[];
+  for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+    Tp<D>* const row = logits + r * V;
+    const int32_t t = targets[r];
+    const bool ignored = t == -1, bad = !ignored && (t < 0 || t >= Vv);  // block-uniform
+    if (ignored) {
+      for (int64_t j = threadIdx.x; j < V; j += kThreads) row[j] = dev::Io<D>::store(0.0f);
+      if (threadIdx.x == 0) loss[r] = 0.0f;
+      continue;
+    }
+    const Tp<D>* src = row;
+    if constexpr (Staged) {
+      stage_row<Tp<D>, Vec>(reinterpret_cast<Tp<D>*>(staged_row), row, Vv);
+      __syncthreads();
+      src = reinterpret_cast<const Tp<D>*>(staged_row);
+    }
+    const Tp<D>* const p[1] = {src};
+    float acc = -INFINITY;
+    dev::row_walk<D, Vec>(p, Vv, threadIdx.x, kThreads, [&](int64_t, const float(&v)[1]) { acc = fmaxf(acc, v[0]); });
+    const float m = block_reduce<true>(acc, sh);
+    acc = 0.0f;
+    dev::row_walk<D, Vec>(p, Vv, threadIdx.x, kThreads, [&](int64_t, const float(&v)[1]) { acc += expf(v[0] - m); });
+    const float l = m + logf(block_reduce<false>(acc, sh));  // (its barrier: every read of the walks is done)
+    if (bad && threadIdx.x == 0) loss[r] = NAN;
+    dev::row_map<D, Vec>(row, p, Vv, threadIdx.x, kThreads, [&](int64_t j, const float(&v)[1]) {
+      if (bad) return NAN;
+      if (j == t) loss[r] = l - v[0];
+      return ce_grad(v[0], l, scale, j == t);
+    });
+    for (int64_t j = Vv + threadIdx.x; j < V; j += kThreads) row[j] = dev::Io<D>::store(0.0f);
+    if constexpr (Staged) __syncthreads();  // every read of the staged row before the next row's copy
   }
 }
 
@@ -267,6 +318,35 @@ void cross_entropy_backward_impl(DType t, void* dlogits, const void* logits, con
 }
 
 }  // namespace
+
+void cross_entropy_and_grad(DType t, float* mean_loss, float* loss, void* logits, const int32_t* targets, int64_t N,
+                            int64_t V, int64_t Vv, int64_t count, cudaStream_t s) {
+  const char* who = "cross_entropy_and_grad";
+  check_ce(who, t, N, V, Vv);
+  if (count < 0) ZT_THROW("cuda_kernels::", who, ": count = ", count, ", expected >= 0");
+  need(who, "mean_loss", mean_loss);
+  // cross_entropy_backward's scale for dloss = 1: float(double(1.0f) / count), 0 when count is 0
+  const float scale = count > 0 ? static_cast<float>(1.0 / static_cast<double>(count)) : 0.0f;
+  if (N > 0) {
+    need(who, "loss", loss), need(who, "logits", logits), need(who, "targets", targets);
+    dispatch_compute_vec(t, rows_aligned(V, {logits}), who, [&](auto d, auto v) {
+      constexpr DType D = decltype(d)::value;
+      constexpr bool Vec = decltype(v)::value;
+      auto* lg = static_cast<Tp<D>*>(logits);
+      const int64_t stage = (Vv * static_cast<int64_t>(sizeof(Tp<D>)) + 15) / 16 * 16;
+      if (stage_rows(stage)) {
+        ZT_CUDA_CHECK(cudaFuncSetAttribute(ce_fused_kernel<D, Vec, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(stage)));
+        ce_fused_kernel<D, Vec, true>
+            <<<dev::grid_for(N, 1), kThreads, static_cast<size_t>(stage), s>>>(loss, lg, targets, scale, N, V, Vv);
+      } else {
+        ce_fused_kernel<D, Vec, false><<<dev::grid_for(N, 1), kThreads, 0, s>>>(loss, lg, targets, scale, N, V, Vv);
+      }
+    });
+  }
+  ce_mean_kernel<<<1, kThreads, 0, s>>>(mean_loss, loss, targets, N, static_cast<long long>(count));
+  ZT_CUDA_CHECK(cudaGetLastError());
+}
 
 void cross_entropy_forward(DType t, float* mean_loss, float* loss, float* lse, const void* logits,
                            const int32_t* targets, int64_t N, int64_t V, int64_t Vv, cudaStream_t s) {

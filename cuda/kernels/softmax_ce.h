@@ -1,6 +1,7 @@
 // defines: cuda_kernels::softmax_forward, softmax_backward (over the last dimension) and
 //          cross_entropy_forward, cross_entropy_backward (fused softmax + negative log-likelihood
-//          over a padded vocabulary) on the GPU, float32 or bfloat16 storage, float32 math.
+//          over a padded vocabulary), cross_entropy_and_grad (both in one pass, in place) on the
+//          GPU, float32 or bfloat16 storage, float32 math.
 //
 // Semantics: those of core/kernels/softmax.h and core/kernels/cross_entropy.h (+ the mean of
 // autograd's cross_entropy op, autograd/ops_basic.cpp):
@@ -57,5 +58,13 @@ void cross_entropy_forward(DType t, float* mean_loss, float* loss, float* lse, c
                            const int32_t* targets, int64_t N, int64_t V, int64_t Vv, int64_t count, cudaStream_t s);
 void cross_entropy_backward(DType t, void* dlogits, const void* logits, const float* lse, const int32_t* targets,
                             const float* dloss, int64_t count, int64_t N, int64_t V, int64_t Vv, cudaStream_t s);
+
+// Both at once, in place (llm.c's fused classifier): *mean_loss and loss (N) as the forward's
+// table form, and logits (N, V) overwritten by the backward's dlogits for dloss = 1 (scale =
+// float(1.0 / count), 0 when count is 0): the same bits as cross_entropy_forward followed by
+// cross_entropy_backward with a dloss of 1. Each row is read from memory once (staged in shared
+// memory when it fits, as the forward) and written once; no lse is kept.
+void cross_entropy_and_grad(DType t, float* mean_loss, float* loss, void* logits, const int32_t* targets, int64_t N,
+                            int64_t V, int64_t Vv, int64_t count, cudaStream_t s);
 
 }  // namespace zt::cuda_kernels

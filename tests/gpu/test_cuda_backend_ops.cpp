@@ -1,4 +1,4 @@
-// defines: 7 Catch2 test cases tagged [cuda_backend_ops]
+// defines: 8 Catch2 test cases tagged [cuda_backend_ops]
 //
 // CudaBackend's table entries (cuda/backend.cpp, cuda/backend_ops.cpp) against the cpu backend's,
 // through the Backend interface (core/backend.h), on random inputs (never zeros).
@@ -11,12 +11,13 @@
 // cpu op runs in float32 on those exact values, and its result rounded to bf16 is the reference.
 //
 // Tolerances, |gpu - ref| <= tol (NaN never passes):
-// - exact (tol 0), float32 and bfloat16: binary, scale, scale_, mul_backward, copy, fill, cast,
+// - exact (tol 0), float32 and bfloat16: binary, scale, scale_, scale_by, mul_backward, copy, fill, cast,
 //   accumulate_cast, embedding forward / backward, sum_last_backward, copies to and from the host
 //   (the same float32 operations, one rounding each; copies are bits). fill_scaled: 2e-7 (one
 //   float ulp, should the cpu round factor to float before the product).
 // - sum_all, sum_last: 1e-6 relative — the GPU adds in the CPU's order (cuda/kernels/elementwise.h),
 //   so they are expected bit-exact; the slack only covers a CPU build that reorders.
+// - cross_entropy_and_grad: bitwise the GPU's cross_entropy then cross_entropy_backward (dloss 1).
 // - accumulate, AdamW: 1e-6 relative (the GPU uses FMA where a CPU build may not contract).
 // - silu, gelu, swiglu, softmax, cross-entropy, LayerNorm, RMSNorm: 1e-5 of max(|ref|, RMS of
 //   the reference) (CUDA's expf / logf vs the CPU's polynomial, other reduction orders); for the
@@ -36,6 +37,7 @@
 #include "core/tensor.h"
 #include "cuda/backend.h"
 #include "cuda/device.h"
+#include "tests/bitwise.h"
 #include "tests/gpu/backend_compare.h"  // gpu, cpu, values, host, device_empty, device_from, count_bad
 
 using namespace zt;
@@ -74,6 +76,16 @@ TEST_CASE("cuda backend: binary, scale, mul_backward, silu match the cpu backend
           Tensor inplace = device_from(a, t, off);
           g.scale_(inplace, -0.37);
           CHECK(count_bad(inplace, ref, t, 0.0) == 0);
+          // scale_by: the factor a () tensor read on the device (float32 or bfloat16), in place too
+          for (DType st : kTypes) {
+            const Tensor f = host({st == DType::bf16 ? bf16_round(-0.37) : -0.37}, {});
+            Tensor rby = host_empty(s), by = device_empty(s, t, off), self = device_from(a, t, off);
+            cpu().scale_by(rby, a, f);
+            g.scale_by(by, ga, device_from(f, st));
+            g.scale_by(self, self, device_from(f, st));
+            CHECK(count_bad(by, rby, t, 0.0) == 0);
+            CHECK(count_bad(self, rby, t, 0.0) == 0);
+          }
         }
         for (int which = 0; which < 3; ++which) {  // both, da only, db only
           Tensor rda = host_empty(s), rdb = host_empty(s);
@@ -480,5 +492,48 @@ TEST_CASE("cuda backend: layernorm and rmsnorm forward and backward match the cp
         // C = 1: dx = g (1 - xhat^2) cancels to ~eps / x^2 of its terms, no relative accuracy to test
         if (sh.C > 1) CHECK(count_bad(dx, rdx, t, 1e-5) == 0);
         CHECK(count_bad(dw, rdw, t, 2e-5) == 0);
+      }
+}
+
+TEST_CASE("cuda backend: cross_entropy_and_grad has the bits of cross_entropy then its backward, in place",
+          "[cuda_backend_ops]") {
+  // Rows staged in shared memory (a bfloat16 row of 16000, a float32 one) and not (128256: past
+  // the shared memory; 37: the scalar path), padded columns, ignored rows, and every row ignored.
+  Backend& g = gpu();
+  const struct {
+    int64_t R, N, Vv;
+  } shapes[] = {{1, 1, 1}, {13, 37, 33}, {64, 1000, 1000}, {7, 16384, 16000}, {3, 131072, 128256}};
+  for (DType t : kTypes)
+    for (const auto& sh : shapes)
+      for (bool all_ignored : {false, true}) {
+        CAPTURE(dtype_name(t), sh.R, sh.N, sh.Vv, all_ignored);
+        const Shape s{sh.R, sh.N};
+        const Tensor x = host(values(sh.R * sh.N, 33, t, 0.0, 3.0), s);
+        std::vector<double> tg(static_cast<size_t>(sh.R));
+        int64_t count = 0;
+        for (int64_t i = 0; i < sh.R; ++i) {
+          tg[i] = all_ignored || (sh.R > 1 && i % 4 == 2) ? -1 : static_cast<double>((i * 11 + 5) % sh.Vv);
+          count += tg[i] != -1;
+        }
+        const Tensor targets = host(tg, {sh.R}).to(DType::i32), gt = targets.to(Device::cuda(0));
+        // the two entries on the GPU, dloss 1
+        const Tensor gx = device_from(x, t);
+        Tensor loss = device_empty({}, DType::f32), lse = device_empty({sh.R}, DType::f32), dl = device_empty(s, t);
+        g.cross_entropy(loss, lse, gx, gt, sh.Vv, count);
+        g.cross_entropy_backward(dl, gx, lse, gt, device_from(host({1.0}, {}), DType::f32), sh.Vv, count);
+        // fused, over a copy of the logits
+        Tensor fused = device_from(x, t), floss = device_empty({}, DType::f32);
+        g.cross_entropy_and_grad(floss, fused, gt, sh.Vv, count);
+        CHECK(bitwise_equal(fused, dl));
+        CHECK(bitwise_equal(floss, loss));
+        if (count == 0) {
+          CHECK(std::isnan(floss.item()));
+          continue;
+        }
+        // and the cpu's fused entry on the same values
+        Tensor rfused = x.clone(), rloss = host_empty({});
+        cpu().cross_entropy_and_grad(rloss, rfused, targets, sh.Vv, count);
+        CHECK(count_bad(floss, rloss, DType::f32, 1e-5) == 0);
+        CHECK(count_bad(fused, rfused, t, 1e-5) == 0);
       }
 }
