@@ -90,6 +90,16 @@ void Var::add_grad(const Tensor& g) const {
     return;
   }
   if (!v.grad_owned) {  // second contribution to a borrowed gradient: make it ours first
+    // Contiguous (the usual case: two ops' input gradients): the sum straight into a new buffer,
+    // one pass over both — the bits of the copy then the add below, without the copy's pass.
+    Backend& be = backend_of(g);
+    if (v.grad.is_contiguous() && g.is_contiguous() && g.dtype() == v.grad.dtype() && be.computes(g.dtype())) {
+      Tensor sum = Tensor::empty(v.grad.shape(), g.dtype(), Category::activations, be.allocator());
+      be.binary(BinaryOp::add, sum, v.grad, g);
+      v.grad = std::move(sum);
+      v.grad_owned = true;
+      return;
+    }
     v.grad = v.grad.clone(Category::activations);
     v.grad_owned = true;
   }

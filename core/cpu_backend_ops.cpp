@@ -473,7 +473,7 @@ void CpuBackend::cross_entropy_and_grad(const Tensor& loss, const Tensor& logits
   const double scale = count ? 1.0 / static_cast<double>(count) : 0.0;
   dispatch_float(logits.dtype(), "cpu backend ", "cross_entropy_and_grad", [&](auto tag) {
     using T = decltype(tag);
-    Tensor lse = Tensor::empty({N}, logits.dtype(), Category::workspace);
+    Tensor lse = Tensor::empty({N}, logits.dtype(), Category::workspace, cpu_allocator());
     T* x = logits.data<T>();
     const double total = cross_entropy_forward(lse.data<T>(), x, targets.data<int32_t>(), N, V, valid_vocab);
     loss.data<T>()[0] = static_cast<T>(count ? total / static_cast<double>(count) : std::nan(""));

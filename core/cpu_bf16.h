@@ -31,7 +31,7 @@ class Bf16StandIns {
   explicit Bf16StandIns(std::initializer_list<const Tensor*> args) {
     for (const Tensor* t : args) {
       if (!t->defined() || t->dtype() != DType::bf16) continue;
-      Tensor f32 = Tensor::empty(t->shape(), DType::f32, Category::workspace);
+      Tensor f32 = Tensor::empty(t->shape(), DType::f32, Category::workspace, cpu_allocator());
       f32.copy_(*t);  // exact: every bfloat16 is a float32
       pairs_.emplace_back(t, std::move(f32));
     }

@@ -30,6 +30,7 @@ __global__ void __launch_bounds__(kThreads)
   if (dev::aligned16(p)) {  // x 16-byte aligned (chunks start at multiples of 32 KiB from it)
     const int64_t words = len * static_cast<int64_t>(sizeof(T)) / 16;
     const uint4* p4 = reinterpret_cast<const uint4*>(p);
+#pragma unroll 8
     for (int64_t w = threadIdx.x; w < words; w += kThreads) staged_chunk[w] = p4[w];
     done = words * 16 / static_cast<int64_t>(sizeof(T));
   }

@@ -1,6 +1,6 @@
 // defines: softmax_forward, softmax_backward, cross_entropy_forward, cross_entropy_backward,
 //          cross_entropy_and_grad (cuda/kernels/softmax_ce.h); file-local: block_reduce,
-//          softmax_fwd_kernel, stage_row, ce_fwd_kernel, ce_grad, ce_fused_kernel, need, rows_aligned,
+//          softmax_fwd_kernel, stage_row, ce_fwd_kernel, row_lse, ce_grad, ce_fused_kernel, need, rows_aligned,
 //          stage_rows, check_ce and 5 more
 #include "cuda/kernels/softmax_ce.h"
 
@@ -33,6 +33,21 @@ __device__ __forceinline__ float block_reduce(float v, float* sh) {
   for (int w = 1; w < kWarps; ++w) r = Max ? fmaxf(r, sh[w]) : r + sh[w];
   __syncthreads();
   return r;
+}
+
+// The log-sum-exp of a row's first n elements, p[0] the row (in memory or staged in shared
+// memory): a max walk, then a sum of exp, each add rounded on its own (no contraction), so the
+// forward and the fused kernel, which both call this, compute the same bits. Every thread of the
+// block returns the value; sh as block_reduce's.
+template <DType D, bool Vec>
+__device__ __forceinline__ float row_lse(const Tp<D>* const (&p)[1], int64_t n, float* sh) {
+  float acc = -INFINITY;
+  dev::row_walk<D, Vec>(p, n, threadIdx.x, kThreads, [&](int64_t, const float(&v)[1]) { acc = fmaxf(acc, v[0]); });
+  const float m = block_reduce<true>(acc, sh);
+  acc = 0.0f;
+  dev::row_walk<D, Vec>(p, n, threadIdx.x, kThreads,
+                        [&](int64_t, const float(&v)[1]) { acc = __fadd_rn(acc, expf(v[0] - m)); });
+  return __fadd_rn(m, logf(block_reduce<false>(acc, sh)));
 }
 
 template <DType D, bool Vec>
@@ -107,12 +122,7 @@ __global__ void __launch_bounds__(kThreads)
       row = reinterpret_cast<const Tp<D>*>(staged_row);
     }
     const Tp<D>* const p[1] = {row};
-    float acc = -INFINITY;
-    dev::row_walk<D, Vec>(p, Vv, threadIdx.x, kThreads, [&](int64_t, const float (&v)[1]) { acc = fmaxf(acc, v[0]); });
-    const float m = block_reduce<true>(acc, sh);
-    acc = 0.0f;
-    dev::row_walk<D, Vec>(p, Vv, threadIdx.x, kThreads, [&](int64_t, const float (&v)[1]) { acc += expf(v[0] - m); });
-    const float l = m + logf(block_reduce<false>(acc, sh));
+    const float l = row_lse<D, Vec>(p, Vv, sh);
     if (threadIdx.x == 0) {
       lse[r] = l;
       loss[r] = (t >= 0 && t < Vv) ? l - dev::Io<D>::load(p[0][t]) : NAN;
@@ -176,8 +186,10 @@ __global__ void __launch_bounds__(kThreads)
 // cross_entropy_and_grad, one block per row: ce_fwd_kernel's two walks (max, sum of exp), then
 // ce_bwd_kernel's map for dloss = 1 written over the row it reads (row_map: each element read,
 // then written, by one thread). The row's loss is taken by the thread that maps the target, from
-// the value it reads before writing it. Staged: the walks and the map read the shared-memory copy,
-// so the row comes from memory once and goes back once. Padded columns and ignored rows: 0.
+// the value it reads before writing it. Staged (the row fits in shared memory, as the forward's):
+// the walks and the map read the shared-memory copy, so the row comes from memory once and goes
+// back once; unstaged, the three passes read it from memory (L2, mostly) as the forward and
+// backward would. Padded columns and ignored rows: 0.
 template <DType D, bool Vec, bool Staged>
 __global__ void __launch_bounds__(kThreads)
     ce_fused_kernel(float* __restrict__ loss, Tp<D>* logits, const int32_t* __restrict__ targets, float scale,
@@ -200,12 +212,7 @@ __global__ void __launch_bounds__(kThreads)
       src = reinterpret_cast<const Tp<D>*>(staged_row);
     }
     const Tp<D>* const p[1] = {src};
-    float acc = -INFINITY;
-    dev::row_walk<D, Vec>(p, Vv, threadIdx.x, kThreads, [&](int64_t, const float(&v)[1]) { acc = fmaxf(acc, v[0]); });
-    const float m = block_reduce<true>(acc, sh);
-    acc = 0.0f;
-    dev::row_walk<D, Vec>(p, Vv, threadIdx.x, kThreads, [&](int64_t, const float(&v)[1]) { acc += expf(v[0] - m); });
-    const float l = m + logf(block_reduce<false>(acc, sh));  // (its barrier: every read of the walks is done)
+    const float l = row_lse<D, Vec>(p, Vv, sh);  // (its last barrier: every read of the walks is done)
     if (bad && threadIdx.x == 0) loss[r] = NAN;
     dev::row_map<D, Vec>(row, p, Vv, threadIdx.x, kThreads, [&](int64_t j, const float(&v)[1]) {
       if (bad) return NAN;

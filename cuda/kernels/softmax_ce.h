@@ -62,8 +62,8 @@ void cross_entropy_backward(DType t, void* dlogits, const void* logits, const fl
 // Both at once, in place (llm.c's fused classifier): *mean_loss and loss (N) as the forward's
 // table form, and logits (N, V) overwritten by the backward's dlogits for dloss = 1 (scale =
 // float(1.0 / count), 0 when count is 0): the same bits as cross_entropy_forward followed by
-// cross_entropy_backward with a dloss of 1. Each row is read from memory once (staged in shared
-// memory when it fits, as the forward) and written once; no lse is kept.
+// cross_entropy_backward with a dloss of 1. A row that fits in shared memory (as the forward's) is
+// read from memory once and written once; no lse is kept.
 void cross_entropy_and_grad(DType t, float* mean_loss, float* loss, void* logits, const int32_t* targets, int64_t N,
                             int64_t V, int64_t Vv, int64_t count, cudaStream_t s);
 

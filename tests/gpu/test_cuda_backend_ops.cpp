@@ -498,11 +498,13 @@ TEST_CASE("cuda backend: layernorm and rmsnorm forward and backward match the cp
 TEST_CASE("cuda backend: cross_entropy_and_grad has the bits of cross_entropy then its backward, in place",
           "[cuda_backend_ops]") {
   // Rows staged in shared memory (a bfloat16 row of 16000, a float32 one) and not (128256: past
-  // the shared memory; 37: the scalar path), padded columns, ignored rows, and every row ignored.
+  // the shared memory; 37: the scalar path), 128-bit packs with a tail (1001, 16001), padded
+  // columns, ignored rows, every row ignored, a bfloat16 loss.
   Backend& g = gpu();
   const struct {
     int64_t R, N, Vv;
-  } shapes[] = {{1, 1, 1}, {13, 37, 33}, {64, 1000, 1000}, {7, 16384, 16000}, {3, 131072, 128256}};
+  } shapes[] = {{1, 1, 1},         {13, 37, 33},      {64, 1000, 1000},   {5, 1024, 1001},
+                {7, 16384, 16000}, {7, 16384, 16001}, {3, 131072, 128256}};
   for (DType t : kTypes)
     for (const auto& sh : shapes)
       for (bool all_ignored : {false, true}) {
@@ -526,6 +528,10 @@ TEST_CASE("cuda backend: cross_entropy_and_grad has the bits of cross_entropy th
         g.cross_entropy_and_grad(floss, fused, gt, sh.Vv, count);
         CHECK(bitwise_equal(fused, dl));
         CHECK(bitwise_equal(floss, loss));
+        // a bfloat16 loss: the float32 mean rounded once
+        Tensor bfused = device_from(x, t), bloss = device_empty({}, DType::bf16);
+        g.cross_entropy_and_grad(bloss, bfused, gt, sh.Vv, count);
+        CHECK(bitwise_equal(bloss, floss.to(DType::bf16)));
         if (count == 0) {
           CHECK(std::isnan(floss.item()));
           continue;
