@@ -18,24 +18,7 @@
 
 namespace zt {
 
-namespace {
-
-using detail::add_grad_unless_direct;
-using detail::direct_grad;
-using detail::drop_last;
-using detail::grad_slot;
-using detail::GradSlot;
-using detail::Indices;
-using detail::indices_for;
-using detail::linear_backward_slots;
-using detail::need_compute;
-using detail::need_defined;
-using detail::need_same_dtype;
-using detail::need_same_shape;
-using detail::new_output;
-using detail::op_backend;
-
-}  // namespace
+using namespace detail;  // autograd/op_util.h: the ops' input checks, outputs, gradient slots
 
 // =============================================================================================
 // shape

@@ -12,17 +12,7 @@ namespace zt {
 
 namespace {
 
-using detail::add_grad_unless_direct;
-using detail::drop_last;
-using detail::grad_slot;
-using detail::GradSlot;
-using detail::Indices;
-using detail::indices_for;
-using detail::linear_backward_slots;
-using detail::need_compute;
-using detail::need_same_dtype;
-using detail::new_output;
-using detail::op_backend;
+using namespace detail;  // autograd/op_util.h: the ops' input checks, outputs, gradient slots
 
 // Targets (lead shape, int32) checked on the host against the valid vocabulary Vv: each in
 // [0, Vv) or -1 (ignored); count = the rows that take part. dev: the kernels' copy, (N).

@@ -1,5 +1,5 @@
 // defines: CudaBackend (binary, scale, scale_by, mul_backward, sum_all, fill_scaled and 25 more);
-//          file-local: Need, Rows, rows_of, ptr, device_float
+//          file-local: Need, Rows, rows_of, ptr, ce_rows, device_float
 //
 // CudaBackend (cuda/backend.h): the elementwise, reduction, activation (with the fused bias + GELU),
 // softmax, embedding, loss and normalization (with the fused residual + norms) entries of the
@@ -72,6 +72,13 @@ struct Need {
   void numel(const Tensor& t, const char* name, int64_t n) const {
     ZT_CHECK(t.numel() == n, "cuda ", op, ": ", name, " ", t.str(), " has ", t.numel(), " elements, expected ", n);
   }
+  // One float32 or bfloat16 element on this device (a loss, or a gradient that stays there).
+  void scalar(const Tensor& t, const char* name) const {
+    ZT_CHECK(t.defined() && t.numel() == 1, "cuda ", op, ": ", name, " ", t.str(), ", expected one element");
+    ZT_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::bf16, "cuda ", op, ": ", name, " ", t.str(),
+             ", expected float32 or bfloat16");
+    on(t, name, t.dtype());
+  }
 };
 
 // x as (R, N) rows over its last dimension.
@@ -89,13 +96,22 @@ Rows rows_of(const Tensor& x, const char* op) {
 
 void* ptr(const Tensor& t) { return t.defined() ? t.raw() : nullptr; }
 
+// The cross-entropy entries' common arguments: logits (R, N) of a compute dtype, targets (R) int32,
+// 1 <= valid_vocab <= N, count >= 0.
+Rows ce_rows(const Need& n, const Tensor& logits, const Tensor& targets, int64_t valid_vocab, int64_t count) {
+  n.compute(logits, "logits");
+  const Rows r = rows_of(logits, n.op);
+  n.on(targets, "targets", DType::i32);
+  n.numel(targets, "targets", r.R);
+  ZT_CHECK(valid_vocab >= 1 && valid_vocab <= r.N && count >= 0, "cuda ", n.op, ": valid_vocab ", valid_vocab,
+           ", count ", count, " for logits ", logits.str());
+  return r;
+}
+
 // A () tensor of float32 or bfloat16 on the device as one device float (a gradient that stays
 // there): its own pointer, or a float32 copy in `staged` (bf16 -> f32 is exact).
 const float* device_float(CudaBackend& be, const Need& n, const Tensor& t, const char* name, Tensor& staged) {
-  ZT_CHECK(t.defined() && t.numel() == 1, "cuda ", n.op, ": ", name, " ", t.str(), ", expected one element");
-  ZT_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::bf16, "cuda ", n.op, ": ", name, " ", t.str(),
-           ", expected float32 or bfloat16");
-  n.on(t, name, t.dtype());
+  n.scalar(t, name);
   if (t.dtype() == DType::f32) return t.data<float>();
   staged = be.scratch(sizeof(float));
   cuda_kernels::cast(DType::f32, staged.raw(), t.dtype(), t.raw(), 1, 1.0f, be.stream());
@@ -351,18 +367,10 @@ void CudaBackend::embedding_backward(const Tensor& dtable, const Tensor& dout, c
 void CudaBackend::cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& targets,
                                 int64_t valid_vocab, int64_t count) {
   const Need n{*this, "cross_entropy"};
-  n.compute(logits, "logits");
-  const Rows r = rows_of(logits, "cross_entropy");
-  n.on(targets, "targets", DType::i32);
-  n.numel(targets, "targets", r.R);
+  const Rows r = ce_rows(n, logits, targets, valid_vocab, count);
   n.on(lse, "lse", stats_dtype(logits.dtype()));
   n.numel(lse, "lse", r.R);
-  ZT_CHECK(loss.defined() && loss.numel() == 1, "cuda cross_entropy: loss ", loss.str(), ", expected one element");
-  ZT_CHECK(loss.dtype() == DType::f32 || loss.dtype() == DType::bf16, "cuda cross_entropy: loss ", loss.str(),
-           ", expected float32 or bfloat16");
-  n.on(loss, "loss", loss.dtype());
-  ZT_CHECK(valid_vocab >= 1 && valid_vocab <= r.N && count >= 0, "cuda cross_entropy: valid_vocab ", valid_vocab,
-           ", count ", count, " for logits ", logits.str());
+  n.scalar(loss, "loss");
   DeviceGuard g(index_);
   // [mean (1 float) | row losses (R floats)]
   Tensor ws = scratch(sizeof(float) * static_cast<size_t>(r.R + 1));
@@ -378,15 +386,10 @@ void CudaBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& lo
                                          const Tensor& targets, const Tensor& dloss, int64_t valid_vocab,
                                          int64_t count) {
   const Need n{*this, "cross_entropy_backward"};
-  n.compute(logits, "logits");
+  const Rows r = ce_rows(n, logits, targets, valid_vocab, count);
   n.like(dlogits, "dlogits", logits);
-  const Rows r = rows_of(logits, "cross_entropy_backward");
-  n.on(targets, "targets", DType::i32);
-  n.numel(targets, "targets", r.R);
   n.on(lse, "lse", stats_dtype(logits.dtype()));
   n.numel(lse, "lse", r.R);
-  ZT_CHECK(valid_vocab >= 1 && valid_vocab <= r.N && count >= 0, "cuda cross_entropy_backward: valid_vocab ",
-           valid_vocab, ", count ", count, " for logits ", logits.str());
   DeviceGuard g(index_);
   Tensor staged;
   const float* d = device_float(*this, n, dloss, "dloss", staged);
@@ -397,17 +400,8 @@ void CudaBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& lo
 void CudaBackend::cross_entropy_and_grad(const Tensor& loss, const Tensor& logits, const Tensor& targets,
                                          int64_t valid_vocab, int64_t count) {
   const Need n{*this, "cross_entropy_and_grad"};
-  n.compute(logits, "logits");
-  const Rows r = rows_of(logits, "cross_entropy_and_grad");
-  n.on(targets, "targets", DType::i32);
-  n.numel(targets, "targets", r.R);
-  ZT_CHECK(loss.defined() && loss.numel() == 1, "cuda cross_entropy_and_grad: loss ", loss.str(),
-           ", expected one element");
-  ZT_CHECK(loss.dtype() == DType::f32 || loss.dtype() == DType::bf16, "cuda cross_entropy_and_grad: loss ", loss.str(),
-           ", expected float32 or bfloat16");
-  n.on(loss, "loss", loss.dtype());
-  ZT_CHECK(valid_vocab >= 1 && valid_vocab <= r.N && count >= 0, "cuda cross_entropy_and_grad: valid_vocab ",
-           valid_vocab, ", count ", count, " for logits ", logits.str());
+  const Rows r = ce_rows(n, logits, targets, valid_vocab, count);
+  n.scalar(loss, "loss");
   DeviceGuard g(index_);
   Tensor ws = scratch(sizeof(float) * static_cast<size_t>(r.R + 1));  // [mean | row losses]
   float* mean = static_cast<float*>(ws.raw());

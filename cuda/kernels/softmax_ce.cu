@@ -1,7 +1,7 @@
 // defines: softmax_forward, softmax_backward, cross_entropy_forward, cross_entropy_backward,
 //          cross_entropy_and_grad (cuda/kernels/softmax_ce.h); file-local: block_reduce,
 //          softmax_fwd_kernel, stage_row, ce_fwd_kernel, row_lse, ce_grad, ce_fused_kernel, need, rows_aligned,
-//          stage_rows, check_ce and 5 more
+//          stage_rows, staged_bytes, check_ce and 5 more
 #include "cuda/kernels/softmax_ce.h"
 
 #include <cmath>
@@ -245,6 +245,17 @@ bool stage_rows(int64_t bytes) {
   const int64_t block = bytes + static_cast<int64_t>(kWarps * sizeof(float)) + 1024;  // + static, + reserved
   return bytes >= 16 * 1024 && block <= per_block && 2 * block <= per_sm;
 }
+// A row kernel's staged form, when stage_rows says so: the bytes of Vv elements of `elem` bytes
+// rounded up to 16, with the staged kernel's shared-memory limit raised to them; else 0 (launch
+// the unstaged form).
+template <class Kernel> int64_t staged_bytes(Kernel staged_kernel, int64_t Vv, int64_t elem) {
+  const int64_t stage = (Vv * elem + 15) / 16 * 16;
+  if (!stage_rows(stage)) return 0;
+  ZT_CUDA_CHECK(
+      cudaFuncSetAttribute(staged_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(stage)));
+  return stage;
+}
+
 void check_ce(const char* who, DType t, int64_t N, int64_t V, int64_t Vv) {
   check_compute(who, t);
   if (N < 0 || V < 1 || Vv < 1 || Vv > V)
@@ -294,15 +305,12 @@ void cross_entropy_forward_impl(DType t, float* mean_loss, float* loss, float* l
       constexpr DType D = decltype(d)::value;
       constexpr bool Vec = decltype(v)::value;
       const auto* lg = static_cast<const Tp<D>*>(logits);
-      const int64_t stage = (Vv * static_cast<int64_t>(sizeof(Tp<D>)) + 15) / 16 * 16;
-      if (stage_rows(stage)) {
-        ZT_CUDA_CHECK(cudaFuncSetAttribute(ce_fwd_kernel<D, Vec, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(stage)));
+      const int64_t stage = staged_bytes(ce_fwd_kernel<D, Vec, true>, Vv, sizeof(Tp<D>));
+      const unsigned grid = dev::grid_for(N, 1);
+      if (stage)
         ce_fwd_kernel<D, Vec, true>
-            <<<dev::grid_for(N, 1), kThreads, static_cast<size_t>(stage), s>>>(loss, lse, lg, targets, N, V, Vv);
-      } else {
-        ce_fwd_kernel<D, Vec, false><<<dev::grid_for(N, 1), kThreads, 0, s>>>(loss, lse, lg, targets, N, V, Vv);
-      }
+            <<<grid, kThreads, static_cast<size_t>(stage), s>>>(loss, lse, lg, targets, N, V, Vv);
+      else ce_fwd_kernel<D, Vec, false><<<grid, kThreads, 0, s>>>(loss, lse, lg, targets, N, V, Vv);
     });
   ce_mean_kernel<<<1, kThreads, 0, s>>>(mean_loss, loss, targets, N, static_cast<long long>(count));
   ZT_CUDA_CHECK(cudaGetLastError());
@@ -340,15 +348,12 @@ void cross_entropy_and_grad(DType t, float* mean_loss, float* loss, void* logits
       constexpr DType D = decltype(d)::value;
       constexpr bool Vec = decltype(v)::value;
       auto* lg = static_cast<Tp<D>*>(logits);
-      const int64_t stage = (Vv * static_cast<int64_t>(sizeof(Tp<D>)) + 15) / 16 * 16;
-      if (stage_rows(stage)) {
-        ZT_CUDA_CHECK(cudaFuncSetAttribute(ce_fused_kernel<D, Vec, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(stage)));
+      const int64_t stage = staged_bytes(ce_fused_kernel<D, Vec, true>, Vv, sizeof(Tp<D>));
+      const unsigned grid = dev::grid_for(N, 1);
+      if (stage)
         ce_fused_kernel<D, Vec, true>
-            <<<dev::grid_for(N, 1), kThreads, static_cast<size_t>(stage), s>>>(loss, lg, targets, scale, N, V, Vv);
-      } else {
-        ce_fused_kernel<D, Vec, false><<<dev::grid_for(N, 1), kThreads, 0, s>>>(loss, lg, targets, scale, N, V, Vv);
-      }
+            <<<grid, kThreads, static_cast<size_t>(stage), s>>>(loss, lg, targets, scale, N, V, Vv);
+      else ce_fused_kernel<D, Vec, false><<<grid, kThreads, 0, s>>>(loss, lg, targets, scale, N, V, Vv);
     });
   }
   ce_mean_kernel<<<1, kThreads, 0, s>>>(mean_loss, loss, targets, N, static_cast<long long>(count));
