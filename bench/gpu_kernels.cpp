@@ -9,8 +9,10 @@
 // STATUS: first run on an H100 on 2026-11-25 (bench/results/gpu.md). Without a GPU it
 // exits 2 with cuda_runtime_summary() on stderr.
 //
-// Bandwidth part: element-wise kernels (cast, add, GELU, AdamW) over 2^26 elements,
-// GB/s from the bytes each must move, against a device-to-device cudaMemcpyAsync.
+// Bandwidth part: element-wise kernels (cast, add, GELU, AdamW) and the gradient norm's sum of
+// squares over 2^26 elements, GB/s from the bytes each must move, against a device-to-device
+// cudaMemcpyAsync. Cross-entropy part: the separate forward + backward over (8192, V) bf16 logits
+// against the fused in-place pass, at GPT-2's and Llama 3's vocabularies.
 //
 // GEMM part. The GPT-2 124M training GEMMs at M = B*T = 8*1024 = 8192 rows (row-major, nn.Linear's
 // W (out, in)): qkv 768->2304, attn proj 768->768, fc 768->3072, fc proj 3072->768, lm head
@@ -76,6 +78,8 @@
 #include "cuda/kernels/attention.h"
 #include "cuda/kernels/cast.h"
 #include "cuda/kernels/elementwise.h"
+#include "cuda/kernels/reduce.h"
+#include "cuda/kernels/softmax_ce.h"
 #include "cuda/stream.h"
 #if defined(ZT_HAVE_CUDNN)
 #include "cuda/cudnn_attention.h"
@@ -453,6 +457,8 @@ int run(int device_index, int warmup, int iters) {
         c16(n, DType::bf16, true, 77);
     cuda_kernels::AdamWConfig hc{1e-4, 0.9, 0.95, 1e-8, 0.1};
     ZT_CUDA_CHECK(cudaMemsetAsync(d32.p, 0, d32.bytes, s));  // v >= 0
+    // the gradient norm's sum of squares: its result and chunk partials
+    DevBuf sq_ws(cuda_kernels::sum_of_squares_workspace_bytes(n) / 4 + 2, DType::f32, false, 0);
     struct Row {
       const char* name;
       double bytes_per_elem;
@@ -463,9 +469,16 @@ int run(int device_index, int warmup, int iters) {
         {"device copy (cudaMemcpyAsync), float32", 8,
          [&] { ZT_CUDA_CHECK(cudaMemcpyAsync(b32.p, a32.p, a32.bytes, cudaMemcpyDeviceToDevice, s)); }},
         {"cast float32 -> bfloat16", 6, [&] { cuda_kernels::cast(DType::bf16, a16.p, DType::f32, a32.p, n, 1.0f, s); }},
-        {"add, float32", 12, [&] { cuda_kernels::binary(cuda_kernels::EwOp::add, DType::f32, c32.p, a32.p, b32.p, n, s); }},
-        {"add, bfloat16", 6, [&] { cuda_kernels::binary(cuda_kernels::EwOp::add, DType::bf16, c16.p, a16.p, b16.p, n, s); }},
+        {"add, float32", 12,
+         [&] { cuda_kernels::binary(cuda_kernels::EwOp::add, DType::f32, c32.p, a32.p, b32.p, n, s); }},
+        {"add, bfloat16", 6,
+         [&] { cuda_kernels::binary(cuda_kernels::EwOp::add, DType::bf16, c16.p, a16.p, b16.p, n, s); }},
         {"gelu forward, bfloat16", 4, [&] { cuda_kernels::gelu_forward(DType::bf16, c16.p, a16.p, n, s); }},
+        {"sum of squares (the gradient norm's, float64 in a fixed order), bfloat16", 2,
+         [&] {
+           auto* w = static_cast<double*>(sq_ws.p);
+           cuda_kernels::sum_of_squares_async(b16.p, DType::bf16, n, w, w + 1, s);
+         }},
         {"AdamW step (fp32 master, m, v; bf16 copy out)", 30,
          [&] {
            cuda_kernels::adamw_step(static_cast<float*>(a32.p), static_cast<const float*>(b32.p),
@@ -488,11 +501,72 @@ int run(int device_index, int warmup, int iters) {
     ZT_CUDA_CHECK(cudaStreamSynchronize(s));
   }
 
-  nlohmann::json j = {{"bench", "gpu_kernels"}, {"device", dev.name}, {"sm", dev.major * 10 + dev.minor},
-                      {"warmup", warmup}, {"iters", iters}, {"timing", "median of per-call CudaEvent pairs"},
+  // Cross-entropy over the logits, bfloat16, B*T = 8192 rows: the separate forward (with the mean)
+  // and backward, as cross_entropy's op runs them, against the fused pass that writes the gradient
+  // over the logits (cross_entropy_and_grad, linear_cross_entropy's). GB/s from the bytes the
+  // separate pair must move at least (read the logits twice, write the gradient once: 3 x N x V x
+  // 2) and from the fused pass's (read once, write once: 2 x N x V x 2). Every 16th row ignored.
+  nlohmann::json jc = nlohmann::json::array();
+  {
+    std::printf(
+        "\n## Cross-entropy, bfloat16, N = 8192 rows: forward + backward vs the fused pass\n\n"
+        "| vocabulary | separate ms | separate GB/s | fused ms | fused GB/s | fused / separate |\n"
+        "|---|---|---|---|---|---|\n");
+    const int64_t N = 8192;
+    const struct {
+      const char* name;
+      int64_t V, Vv;
+    } vocabs[] = {{"GPT-2 (50304, 50257 real)", 50304, 50257}, {"Llama 3 (128256)", 128256, 128256}};
+    std::vector<int32_t> tg(static_cast<size_t>(N));
+    for (int64_t i = 0; i < N; ++i) tg[size_t(i)] = i % 16 == 5 ? -1 : static_cast<int32_t>((i * 7919) % 50257);
+    int64_t count = 0;
+    for (int32_t t : tg) count += t != -1;
+    DevBuf targets(N, DType::f32, false, 0), stats(2 * N + 2, DType::f32, false, 0);  // int32 ids; lse, rows, mean
+    ZT_CUDA_CHECK(cudaMemcpy(targets.p, tg.data(), tg.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    const auto* t32 = static_cast<const int32_t*>(targets.p);
+    auto* st = static_cast<float*>(stats.p);
+    for (const auto& v : vocabs) {
+      DevBuf logits(N * v.V, DType::bf16, true, 81), grad(N * v.V, DType::bf16, false, 0);
+      auto separate = [&] {
+        cuda_kernels::cross_entropy_forward(DType::bf16, st + 2 * N, st + N, st, logits.p, t32, N, v.V, v.Vv, count, s);
+        cuda_kernels::cross_entropy_backward(DType::bf16, grad.p, logits.p, st, t32, 1.0f / float(count), N, v.V, v.Vv,
+                                             s);
+      };
+      // over a fresh copy of the logits each call would time the copy too: the fused pass runs on
+      // what the previous call left (gradients: finite, the same amount of work)
+      auto fused = [&] {
+        cuda_kernels::cross_entropy_and_grad(DType::bf16, st + 2 * N, st + N, logits.p, t32, N, v.V, v.Vv, count, s);
+      };
+      const double sms = time_median_ms(separate, s, warmup, iters), fms = time_median_ms(fused, s, warmup, iters);
+      const double nv2 = double(N) * double(v.V) * 2.0;
+      const double sgb = 3 * nv2 / (sms * 1e-3) / 1e9, fgb = 2 * nv2 / (fms * 1e-3) / 1e9;
+      std::printf("| %s | %.3f | %.0f | %.3f | %.0f | %.3f |\n", v.name, sms, sgb, fms, fgb, fms / sms);
+      std::fflush(stdout);
+      jc.push_back({{"vocab", v.V},
+                    {"valid_vocab", v.Vv},
+                    {"rows", N},
+                    {"separate_ms", sms},
+                    {"separate_gb_per_s", sgb},
+                    {"fused_ms", fms},
+                    {"fused_gb_per_s", fgb},
+                    {"fused_over_separate", fms / sms}});
+    }
+    ZT_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+
+  nlohmann::json j = {{"bench", "gpu_kernels"},
+                      {"device", dev.name},
+                      {"sm", dev.major * 10 + dev.minor},
+                      {"warmup", warmup},
+                      {"iters", iters},
+                      {"timing", "median of per-call CudaEvent pairs"},
                       {"gemm_flops", "2*M*N*K"},
                       {"attention_flops", "fwd 2*2*B*H*T*T*D/2, bwd 2.5*fwd"},
-                      {"cudnn", cudnn_status}, {"gemm", jg}, {"attention", ja}, {"bandwidth", jb}};
+                      {"cudnn", cudnn_status},
+                      {"gemm", jg},
+                      {"attention", ja},
+                      {"bandwidth", jb},
+                      {"cross_entropy", jc}};
   std::printf("\n%s\n", j.dump().c_str());
   return 0;
 }
