@@ -1,5 +1,5 @@
 // defines: main (bench_capacity); helpers: Tier, tier_by_name, split, family_member, block_params,
-//          engine_config, estimate_json, stats_json and 4 more
+//          engine_config, estimate_json and 4 more
 //
 // bench_capacity — ZeRO-Offload's headline on this machine (Ren et al. 2021, "ZeRO-Offload:
 // Democratizing Billion-Scale Model Training", section 6 / Figure 7: the largest model one device
@@ -72,6 +72,7 @@
 #include "models/init.h"             // defines: make_model, ModelInit
 #include "models/model_config.h"     // defines: ModelConfig, from_json
 #include "train/estimate_request.h"  // defines: estimate_request
+#include "train/train_report.h"      // defines: memory_stats_json
 #include "zero/engine.h"             // defines: Engine, initialize, MemoryReport
 #include "zero/estimator.h"          // defines: estimate
 
@@ -168,15 +169,6 @@ nlohmann::json estimate_json(const ModelConfig& mc, Model& layout, const EngineC
           {"nvme", nvme}, {"nvme_total", nvme_total}};
 }
 
-nlohmann::json stats_json(const MemoryStats& m) {
-  nlohmann::json cur, peak;
-  for (Category c : kAllCategories) {
-    cur[category_name(c)] = m.cur(c);
-    peak[category_name(c)] = m.max(c);
-  }
-  return {{"current", cur}, {"peak", peak}, {"current_total", m.total()}, {"peak_total", m.peak_total}};
-}
-
 // ---------------------------------------------------------------------------------------------
 // One trial (a child process): build, set up, train `steps` steps under the cap.
 
@@ -222,7 +214,9 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
     const MemoryReport rest = engine->memory_report();
     r["psi"] = rest.psi;
     r["psi_padded"] = rest.psi_padded;
-    r["at_rest"] = {{"device", stats_json(rest.measured)}, {"host", stats_json(rest.host)}, {"nvme", stats_json(rest.nvme)}};
+    r["at_rest"] = {{"device", memory_stats_json(rest.measured)},
+                    {"host", memory_stats_json(rest.host)},
+                    {"nvme", memory_stats_json(rest.nvme)}};
     default_allocator().reset_peaks();
     host_allocator().reset_peaks();
     phase = "train";
@@ -245,7 +239,9 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
     r["step_ms"] = ms;
     r["step_ms_median"] = median(timed);
     r["losses"] = losses;
-    r["train"] = {{"device", stats_json(m.measured)}, {"host", stats_json(m.host)}, {"nvme", stats_json(m.nvme)}};
+    r["train"] = {{"device", memory_stats_json(m.measured)},
+                  {"host", memory_stats_json(m.host)},
+                  {"nvme", memory_stats_json(m.nvme)}};
     r["host_name"] = m.host_name;
     r["estimate"] = estimate_json(mc, *model, ec, g.size(), threads);
     r["rss_peak"] = peak_rss_bytes();  // the whole trial, setup included

@@ -1,4 +1,4 @@
-// defines: main (zt-train); helpers: fmt_duration, stats_json, memory_json, RunPeaks, threads_per_rank, start_device,
+// defines: main (zt-train); helpers: fmt_duration, memory_json, RunPeaks, threads_per_rank, start_device,
 //          TrainingRun (prepare, open_log, print_banner, report_step, train and 2 more)
 //
 // zt-train — train a GPT-2 or Llama model on a token shard or a text file, on the CPU, on one
@@ -39,7 +39,7 @@
 #include "train/estimate_request.h"   // defines: estimate_request
 #include "train/launch/run_device.h"  // defines: select_run_device (--device, --dist)
 #include "train/run_config.h"         // defines: RunConfig, run_config_from_json
-#include "train/train_report.h"       // defines: flops_per_token, peak_flops, print_*_table, print_run_summary
+#include "train/train_report.h"  // defines: memory_stats_json, flops_per_token, peak_flops, print_*_table, print_run_summary
 #include "train/trainer.h"            // defines: Trainer, StepStats
 #include "zero/estimator.h"           // defines: estimate
 
@@ -55,24 +55,15 @@ std::string fmt_duration(double seconds) {
   return buf;
 }
 
-nlohmann::json stats_json(const MemoryStats& m) {
-  nlohmann::json cur, peak;
-  for (Category c : kAllCategories) {
-    cur[category_name(c)] = m.cur(c);
-    peak[category_name(c)] = m.max(c);
-  }
-  return {{"current", cur}, {"peak", peak}, {"peak_total", m.peak_total}};
-}
-
 // The step's memory for the log: the device's allocator (its peaks are this step's) and, with a
 // host tier (offload, cpu_checkpointing), the host tier's allocator and the swap files' reserved
 // bytes (peaks: the run's, setup included).
 nlohmann::json memory_json(const MemoryReport& r) {
-  nlohmann::json j = stats_json(default_allocator().stats());
+  nlohmann::json j = memory_stats_json(default_allocator().stats());
   if (!r.host_name.empty()) {
-    j["host"] = stats_json(r.host);
+    j["host"] = memory_stats_json(r.host);
     j["host"]["allocator"] = r.host_name;
-    j["nvme"] = stats_json(r.nvme);
+    j["nvme"] = memory_stats_json(r.nvme);
   }
   return j;
 }

@@ -8,6 +8,15 @@
 
 namespace zt {
 
+nlohmann::json memory_stats_json(const MemoryStats& m) {
+  nlohmann::json cur, peak;
+  for (Category c : kAllCategories) {
+    cur[category_name(c)] = m.cur(c);
+    peak[category_name(c)] = m.max(c);
+  }
+  return {{"current", cur}, {"peak", peak}, {"current_total", m.total()}, {"peak_total", m.peak_total}};
+}
+
 double flops_per_token(const ModelConfig& m, int64_t num_params, int64_t seq_len) {
   return 6.0 * static_cast<double>(num_params) +
          6.0 * static_cast<double>(m.n_layer) * static_cast<double>(m.n_embd) * static_cast<double>(seq_len);

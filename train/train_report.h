@@ -1,7 +1,8 @@
-// defines: flops_per_token, PeakFlops, peak_flops, RunTotals, print_memory_table,
+// defines: memory_stats_json, flops_per_token, PeakFlops, peak_flops, RunTotals, print_memory_table,
 //          print_offload_table, print_run_summary — what zt-train reports besides the loss: the
 //          live line's MFU, and the end-of-run tables of every rank (collective; rank 0 prints).
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/device.h"
@@ -11,6 +12,10 @@
 #include "zero/estimator.h"  // defines: Estimate
 
 namespace zt {
+
+// One allocator's bytes as JSON, by category (core/memory.h's names): {"current": {...},
+// "peak": {...}, "current_total", "peak_total"} — zt-train's --log and bench_capacity's report.
+nlohmann::json memory_stats_json(const MemoryStats& m);
 
 // Training FLOPs per token, forward + backward: 6N for the weight matmuls (2 per multiply-add,
 // times 3 for forward, input gradient and weight gradient) + 6 L C T for attention's QK^T and AV
