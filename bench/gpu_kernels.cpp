@@ -521,7 +521,7 @@ int run(int device_index, int warmup, int iters) {
     for (int64_t i = 0; i < N; ++i) tg[size_t(i)] = i % 16 == 5 ? -1 : static_cast<int32_t>((i * 7919) % 50257);
     int64_t count = 0;
     for (int32_t t : tg) count += t != -1;
-    DevBuf targets(N, DType::f32, false, 0), stats(2 * N + 2, DType::f32, false, 0);  // int32 ids; lse, rows, mean
+    DevBuf targets(N, DType::i32, false, 0), stats(2 * N + 2, DType::f32, false, 0);  // lse, row losses, mean
     ZT_CUDA_CHECK(cudaMemcpy(targets.p, tg.data(), tg.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
     const auto* t32 = static_cast<const int32_t*>(targets.p);
     auto* st = static_cast<float*>(stats.p);
