@@ -83,7 +83,9 @@ def tier_config(tier, family, a, model_path, path):
     """The DeepSpeed-style config of one trial (zt-train's run keys beside the engine's)."""
     stage, opt, param, cpu_ckpt, _ = TIERS[tier]
     bp = block_params(family)
-    zero = {"stage": stage, "overlap_comm": stage == 3, "contiguous_gradients": True,
+    # overlap_comm with offload (DeepSpeed's ZeRO-Offload configs set it): a unit's gradient copy to
+    # the host is waited for once the next unit's backward is queued, so the two overlap
+    zero = {"stage": stage, "overlap_comm": stage == 3 or opt != "none", "contiguous_gradients": True,
             "sub_group_size": a.sub_group_size,
             "offload_optimizer": {"device": opt, "pin_memory": True},
             "offload_param": {"device": param, "pin_memory": True}}

@@ -1,6 +1,7 @@
 // defines: Device (str), parse_device, f32_matmul_name, parse_f32_matmul, Backend (host_allocator,
-//          copy_from_host_async, set_f32_matmul_precision), register_backend, backend_registered,
-//          backend, default_device, set_default_device and 2 more (core/backend.h); file-local:
+//          copy_from_host_async, copy_to_host_async, set_f32_matmul_precision), register_backend,
+//          backend_registered, backend, default_device, set_default_device and 2 more
+//          (core/backend.h); file-local:
 //          Registry, registry, LandedTransfer
 //
 // The backend registry, the default device, and Device's text form (core/backend.h, core/device.h).
@@ -48,6 +49,11 @@ struct LandedTransfer final : Transfer {
 
 TransferPtr Backend::copy_from_host_async(const Tensor& dst, const Tensor& src_host) {
   copy_from_host(dst, src_host);
+  return std::make_shared<LandedTransfer>();
+}
+
+TransferPtr Backend::copy_to_host_async(const Tensor& dst_host, const Tensor& src) {
+  copy_to_host(dst_host, src);
   return std::make_shared<LandedTransfer>();
 }
 

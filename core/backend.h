@@ -73,9 +73,10 @@ struct AdamWArgs {
   bool decay = true;  // weight decay applies to every element of this call
 };
 
-// A copy between host memory and a device, in flight (Backend::copy_from_host_async). wait():
-// the host waits until it has landed; then its destination may be used anywhere and its source
-// reused. The transfer holds its source until then.
+// A copy between host memory and a device, in flight (Backend::copy_from_host_async,
+// copy_to_host_async). wait(): the host waits until it has landed; then its destination may be
+// used anywhere and its source reused. The transfer holds its source until then (and, on a GPU,
+// its device buffer: dropped without wait(), that buffer is reused only after the copy).
 class Transfer {
  public:
   virtual ~Transfer() = default;
@@ -103,6 +104,16 @@ class Backend {
   // fetch, Ren et al. 2021, section 4.2). From pageable memory, and on the CPU: copy_from_host,
   // done on return.
   virtual TransferPtr copy_from_host_async(const Tensor& dst, const Tensor& src_host);
+  // The other way: dst_host (a cpu tensor) := src (this device), started now and landed by
+  // wait(), which must come before dst_host is read or src written. On a GPU into page-locked
+  // memory: on the device's to-host transfer stream (a copy engine of its own, apart from the
+  // to-device stream's), after the work queued so far on the compute stream (what writes src),
+  // so that it overlaps the compute queued after this call (ZeRO-Offload's gradient copies, Ren
+  // et al. 2021, section 4.2). Into pageable memory, and on the CPU: copy_to_host, done on return.
+  virtual TransferPtr copy_to_host_async(const Tensor& dst_host, const Tensor& src);
+  // Whether copy_to_host_async into dst_host runs beside the compute (a GPU into page-locked
+  // memory) rather than being done on return (the CPU; pageable memory).
+  virtual bool copies_to_host_async(const Tensor& /*dst_host*/) const { return false; }
 
   // The float32 GEMM precision of this device (F32Matmul above). The base accepts only highest:
   // high throws a zt::Error naming the device (a CPU has no TF32); CudaBackend takes both.

@@ -16,7 +16,9 @@
 // copy_from_host_async from page-locked memory (cudaHostAlloc'd, e.g. pinned_allocator(), or
 // cudaHostRegister'd — asked through cudaPointerGetAttributes) runs on the transfer stream and
 // returns at once; from pageable memory it is copy_from_host (the runtime may still read a
-// pageable buffer through its staging path after cudaMemcpyAsync returns).
+// pageable buffer through its staging path after cudaMemcpyAsync returns). copy_to_host_async
+// into page-locked memory likewise, on a stream of its own (the two directions use different
+// copy engines, so a parameter coming in and a gradient going out overlap).
 #include "cuda/backend.h"
 
 #include <algorithm>
@@ -129,14 +131,23 @@ void CudaBackend::copy_from_host(const Tensor& dst, const Tensor& src_host) {
 }
 
 namespace {
-// A host-to-device copy on the transfer stream; `landed` is recorded after it there.
+// A copy between page-locked host memory and the device on one of the transfer streams;
+// `landed` is recorded after it there. It holds both buffers until wait(). Dropped without
+// wait() (an exception path), the device buffer would go back to the caching allocator, whose
+// free lists follow the compute stream, while the copy may still use it: so the destructor makes
+// the compute stream wait for `landed` first (no host wait: a destructor must not block).
 struct CudaTransfer final : Transfer {
   CudaEvent landed;
-  Tensor src;  // the page-locked source, held until the copy has landed
+  cudaStream_t compute = nullptr;
+  Tensor host, device;
+  ~CudaTransfer() override {
+    if (device.defined()) (void)cudaStreamWaitEvent(compute, landed.get(), 0);
+  }
   void wait() override {
-    if (!src.defined()) return;
+    if (!host.defined()) return;
     landed.synchronize();
-    src = Tensor();
+    host = Tensor();
+    device = Tensor();
   }
 };
 }  // namespace
@@ -149,12 +160,37 @@ cudaStream_t CudaBackend::transfer_stream() {
   return transfer_.get();
 }
 
-// The copy may start only once the work queued so far on the compute stream is done: dst's
-// block comes from the caching allocator, which reuses a block as soon as the host frees it, in
-// the compute stream's order (cuda/allocator.h), so kernels queued before this call may still
-// use it. What is queued after this call runs beside the copy (PyTorch FSDP's all-gather stream
-// does the same). From pageable memory the runtime copies through its own staging buffer, and
-// its return would not mean the source may be reused: copy_from_host, done on return.
+cudaStream_t CudaBackend::to_host_stream() {
+  std::call_once(to_host_once_, [this] {
+    DeviceGuard g(index_);
+    to_host_ = CudaStream::create();
+  });
+  return to_host_.get();
+}
+
+// The copy on `t`, after the work queued so far on the compute stream: for a copy to the device,
+// dst's block comes from the caching allocator, which reuses a block as soon as the host frees
+// it, in the compute stream's order (cuda/allocator.h), so kernels queued before this call may
+// still use it; for a copy to the host, those kernels write src. What is queued after this call
+// runs beside the copy (PyTorch FSDP's all-gather stream does the same).
+TransferPtr CudaBackend::copy_async(cudaStream_t t, const Tensor& host, const Tensor& device, cudaMemcpyKind kind) {
+  DeviceGuard g(index_);
+  CudaEvent queued;
+  queued.record(stream());
+  queued.wait_on(t);
+  auto tr = std::make_shared<CudaTransfer>();
+  if (kind == cudaMemcpyHostToDevice)
+    ZT_CUDA_CHECK(cudaMemcpyAsync(device.raw(), host.raw(), device.nbytes(), kind, t));
+  else ZT_CUDA_CHECK(cudaMemcpyAsync(host.raw(), device.raw(), device.nbytes(), kind, t));
+  tr->landed.record(t);
+  tr->compute = stream();
+  tr->host = host;
+  tr->device = device;
+  return tr;
+}
+
+// From pageable memory the runtime copies through its own staging buffer, and its return would
+// not mean the source may be reused: copy_from_host, done on return.
 TransferPtr CudaBackend::copy_from_host_async(const Tensor& dst, const Tensor& src_host) {
   if (dst.nbytes() == 0 || !is_pinned_host_pointer(src_host.raw())) return Backend::copy_from_host_async(dst, src_host);
   need_here(*this, dst, "copy_from_host_async", "dst");
@@ -164,16 +200,24 @@ TransferPtr CudaBackend::copy_from_host_async(const Tensor& dst, const Tensor& s
            ": expected the same dtype and number of elements");
   need_contiguous(dst, "copy_from_host_async", "dst");
   need_contiguous(src_host, "copy_from_host_async", "src");
-  DeviceGuard g(index_);
-  const cudaStream_t t = transfer_stream();
-  CudaEvent queued;
-  queued.record(stream());
-  queued.wait_on(t);
-  auto tr = std::make_shared<CudaTransfer>();
-  ZT_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src_host.raw(), dst.nbytes(), cudaMemcpyHostToDevice, t));
-  tr->landed.record(t);
-  tr->src = src_host;
-  return tr;
+  return copy_async(transfer_stream(), src_host, dst, cudaMemcpyHostToDevice);
+}
+
+// Into pageable memory a device-to-host cudaMemcpyAsync is synchronous with the host anyway:
+// copy_to_host, done on return.
+TransferPtr CudaBackend::copy_to_host_async(const Tensor& dst_host, const Tensor& src) {
+  if (src.nbytes() == 0 || !is_pinned_host_pointer(dst_host.raw())) return Backend::copy_to_host_async(dst_host, src);
+  need_here(*this, src, "copy_to_host_async", "src");
+  ZT_CHECK(dst_host.device().is_cpu(), "cuda copy_to_host_async: dst ", dst_host.str(), " must be a cpu tensor");
+  ZT_CHECK(dst_host.dtype() == src.dtype() && dst_host.numel() == src.numel(), "cuda copy_to_host_async: ", src.str(),
+           " into ", dst_host.str(), ": expected the same dtype and number of elements");
+  need_contiguous(dst_host, "copy_to_host_async", "dst");
+  need_contiguous(src, "copy_to_host_async", "src");
+  return copy_async(to_host_stream(), dst_host, src, cudaMemcpyDeviceToHost);
+}
+
+bool CudaBackend::copies_to_host_async(const Tensor& dst_host) const {
+  return dst_host.nbytes() > 0 && is_pinned_host_pointer(dst_host.raw());
 }
 
 void CudaBackend::copy_to_host(const Tensor& dst_host, const Tensor& src) {

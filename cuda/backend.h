@@ -59,6 +59,9 @@ class CudaBackend final : public Backend {
   // From page-locked memory: on transfer_stream(), after an event of the compute stream; the
   // Transfer's wait() synchronizes on an event recorded after the copy (cuda/backend.cpp).
   TransferPtr copy_from_host_async(const Tensor& dst, const Tensor& src_host) override;
+  // Into page-locked memory: the same on to_host_stream().
+  TransferPtr copy_to_host_async(const Tensor& dst_host, const Tensor& src) override;
+  bool copies_to_host_async(const Tensor& dst_host) const override;  // into page-locked memory
   // float32 GEMMs (gemm, linear, linear_backward): highest = CUBLAS_COMPUTE_32F, high = TF32.
   void set_f32_matmul_precision(F32Matmul p) override { f32_matmul_ = p; }
 
@@ -79,8 +82,10 @@ class CudaBackend final : public Backend {
   static bool cudnn_built();
 
   cudaStream_t stream() const { return alloc_.stream(); }
-  // The host-to-device transfer stream (its own, non-blocking; created on first use).
+  // The host-to-device and device-to-host transfer streams (their own, non-blocking; created on
+  // first use).
   cudaStream_t transfer_stream();
+  cudaStream_t to_host_stream();
   CudaAllocator& cuda_alloc() { return alloc_; }
   CudaGemm& gemm_engine();  // created on first use (cuBLASLt handle, workspace)
 
@@ -97,8 +102,10 @@ class CudaBackend final : public Backend {
   CudaAllocator& alloc_;
   std::unique_ptr<CudaGemm> gemm_;
   std::once_flag gemm_once_;
-  CudaStream transfer_;
-  std::once_flag transfer_once_;
+  CudaStream transfer_, to_host_;
+  std::once_flag transfer_once_, to_host_once_;
+  // host <-> device on stream t after the compute stream's queued work (both transfers above)
+  TransferPtr copy_async(cudaStream_t t, const Tensor& host, const Tensor& device, cudaMemcpyKind kind);
   // attention: the choice, cuDNN's plans (created on first use), shapes already reported
   bool gelu_epilogue_ = true;
   AttentionImpl attention_impl_ = AttentionImpl::automatic;

@@ -73,6 +73,7 @@ bool ProcessGroup::set_collective_timeout(double seconds) {
 namespace {
 struct DoneWork final : Work {
   void wait() override {}
+  bool outputs_queued() const override { return true; }
 };
 
 // A collective that only moves data (all-gather, broadcast, all-to-all) also takes uint8 bytes
@@ -114,6 +115,7 @@ void ProcessGroup::count_all_to_all(int64_t block_bytes) {
 struct ProcessGroup::TimedWork final : Work {
   TimedWork(WorkPtr inner, ProcessGroup* g, Collective kind, std::string name)
       : inner(std::move(inner)), g(g), kind(kind), name(std::move(name)) {}
+  bool outputs_queued() const override { return inner->outputs_queued(); }
   void wait() override {
     const auto t0 = std::chrono::steady_clock::now();
     inner->wait();

@@ -91,6 +91,12 @@ class Work {
  public:
   virtual ~Work() = default;
   virtual void wait() = 0;  // rethrows the collective's error, if any
+  // true when the outputs are already written by work queued on their device's compute stream
+  // (or done): then a copy the device queues after this point reads them without wait() first
+  // (zero/gradient_landing.h starts a gradient's copy to the host that way). A one-rank group's
+  // collectives (copies on the device) and completed_work(); false for a collective running
+  // apart (MPI's progress thread; NCCL's stream, which the compute stream waits for only in wait()).
+  virtual bool outputs_queued() const { return false; }
 };
 using WorkPtr = std::shared_ptr<Work>;
 WorkPtr completed_work();  // a Work that is already done

@@ -60,6 +60,16 @@ TEST_CASE("cpu backend: copies, fill, accumulate", "[backend]") {
   CHECK(h2.to_vector() == s);
   CHECK_THROWS(be.copy_to_host(out_like({3, 5}, DType::f64), src));   // dtypes differ
   CHECK_THROWS(be.copy_from_host(out_like({5, 3}), src.transpose(0, 1)));  // not contiguous
+  // The asynchronous forms on the CPU: done on return (the transfer's wait() has nothing left),
+  // with the synchronous forms' checks.
+  CHECK_FALSE(be.copies_to_host_async(h));
+  Tensor h3 = out_like({3, 5}), h4 = out_like({3, 5});
+  TransferPtr to = be.copy_to_host_async(h3, src), from = be.copy_from_host_async(h4, h3);
+  CHECK(h3.to_vector() == s);
+  CHECK(h4.to_vector() == s);
+  to->wait();
+  from->wait();
+  CHECK_THROWS(be.copy_to_host_async(out_like({3, 5}, DType::f64), src));
 
   Tensor f = Tensor::zeros({4, 4});
   be.fill(f.slice(1, 0, 4, 2), 2.5);  // every other column

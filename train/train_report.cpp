@@ -135,10 +135,10 @@ void print_run_summary(ProcessGroup& g, const RunTotals& t) {
   std::vector<double> mine;
   for (int k = 0; k < C; ++k) mine.push_back(static_cast<double>(t.comm.bytes[k]));
   for (int k = 0; k < C; ++k) mine.push_back(static_cast<double>(t.comm.calls[k]));
-  const double offload = t.engine.offload_step_s + t.engine.offload_fetch_s;
+  const double offload = t.engine.offload_step_s + t.engine.offload_fetch_s + t.engine.offload_grads_s;
   mine.insert(mine.end(),
               {t.step_s, t.comm_times.busy_total(), t.comm_times.wait_total(), offload, t.engine.offload_step_s,
-               t.engine.offload_fetch_s, static_cast<double>(t.comm.inter_node())});
+               t.engine.offload_fetch_s, t.engine.offload_grads_s, static_cast<double>(t.comm.inter_node())});
   const int64_t K = static_cast<int64_t>(mine.size());
   const std::vector<double> all = gather_rows(g, mine);
   if (g.rank() != 0) return;
@@ -161,7 +161,7 @@ void print_run_summary(ProcessGroup& g, const RunTotals& t) {
       total += a[k];
     }
     std::fprintf(stderr, " %14s", format_bytes(static_cast<int64_t>(total)).c_str());
-    if (nodes) std::fprintf(stderr, " %25s", format_bytes(static_cast<int64_t>(a[2 * C + 6])).c_str());
+    if (nodes) std::fprintf(stderr, " %25s", format_bytes(static_cast<int64_t>(a[2 * C + 7])).c_str());
     std::fprintf(stderr, "\n");
   }
   if (nodes)
@@ -169,14 +169,14 @@ void print_run_summary(ProcessGroup& g, const RunTotals& t) {
                  g.topology().summary().c_str());
   std::fprintf(
       stderr, "\ntime per rank over the steps (s): compute = step - comm wait - offload; comm busy overlaps compute\n");
-  std::fprintf(stderr, "  %-5s %10s %10s %10s %10s %10s %22s\n", "rank", "step", "compute", "comm busy", "comm wait",
-               "offload", "(host optimizer/fetch)");
+  std::fprintf(stderr, "  %-5s %10s %10s %10s %10s %10s %30s\n", "rank", "step", "compute", "comm busy", "comm wait",
+               "offload", "(host optimizer/fetch/grads)");
   for (int r = 0; r < g.size(); ++r) {
     const double* a = all.data() + r * K + 2 * C;
     const double step = a[0], busy = a[1], wait = a[2], off = a[3];
-    char split[48];
-    std::snprintf(split, sizeof split, "%.3f / %.3f", a[4], a[5]);
-    std::fprintf(stderr, "  %-5d %10.3f %10.3f %10.3f %10.3f %10.3f %22s\n", r, step, step - wait - off, busy, wait,
+    char split[64];
+    std::snprintf(split, sizeof split, "%.3f / %.3f / %.3f", a[4], a[5], a[6]);
+    std::fprintf(stderr, "  %-5d %10.3f %10.3f %10.3f %10.3f %10.3f %30s\n", r, step, step - wait - off, busy, wait,
                  off, split);
   }
 }

@@ -50,7 +50,8 @@ void print_offload_table(ProcessGroup& g, const MemoryReport& m, const Estimate&
 // Every rank's bytes moved by collective, and its time in compute, communication and offload:
 //   comm busy   = the collectives' run time (the communication thread; overlaps compute)
 //   comm wait   = the training thread blocked on them (what compute did not hide)
-//   offload     = the training thread in the host optimizer and fetching offloaded parameters
+//   offload     = the training thread in the host optimizer, fetching offloaded parameters and
+//                 landing gradients in host memory (optimizer / fetch / grads)
 //   compute     = step time - comm wait - offload
 void print_run_summary(ProcessGroup& g, const RunTotals& mine);
 

@@ -17,6 +17,7 @@ namespace {
 struct TimedWait final : Work {
   TimedWait(WorkPtr w, double* seconds, Tracer* t, std::string name)
       : w(std::move(w)), seconds(seconds), t(t), name(std::move(name)) {}
+  bool outputs_queued() const override { return w->outputs_queued(); }
   void wait() override {
     const auto t0 = Tracer::Clock::now();
     w->wait();

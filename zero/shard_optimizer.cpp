@@ -6,6 +6,7 @@
 
 #include "optim/adamw.h"   // defines: AdamW
 #include "optim/sgd.h"     // defines: Sgd
+#include "zero/gradient_landing.h"  // defines: land_now, HowToLand
 #include "zero/offload.h"  // defines: OffloadedAdamW
 #include "zero/param_layout.h"  // defines: flat_layout
 #include "zero/tiers.h"    // defines: StorageTiers, ParamTier
@@ -124,8 +125,12 @@ class HostOptimizer final : public ShardOptimizer {
   void add_unit(const ShardedUnit&, int64_t, int64_t, const Tensor&, const Tensor&) override {}
   bool offloaded() const override { return true; }
   Tensor grad_shard(const ShardedUnit& s, DType) override { return offload_->grad(s.index); }
+  // Stage 1: the chunks land in the device's view when they are drained, so the copy to the host
+  // follows them there (synchronous: zero/gradient_landing.h).
   void gradient_reduced(const ShardedUnit& s, const Tensor& shard, std::deque<Pending>& q) override {
-    q.push_back({completed_work(), [host = offload_->grad(s.index), shard] { Tensor(host).copy_(shard); }});
+    q.push_back({completed_work(), [cx = &cx_, host = offload_->grad(s.index), shard, unit = s.unit->name()] {
+                   land_now(*cx, host, shard, HowToLand{}, unit);
+                 }});
   }
 
   void step(double lr, double clip, double unscale, const std::vector<Tensor>&, const std::vector<Tensor>&) override {

@@ -49,11 +49,12 @@ struct UnitInit {
 };
 
 // Seconds the training thread spent in the engine's offload work: the CPU optimizer's step (with
-// its swap-file reads and writes) and bringing offloaded parameter shards in (waiting for their
-// reads, copying them to the device).
+// its swap-file reads and writes), bringing offloaded parameter shards in (waiting for their
+// reads, copying them to the device) and taking reduced gradients out to host memory.
 struct EngineTimes {
   double offload_step_s = 0;
   double offload_fetch_s = 0;
+  double offload_grads_s = 0;    // the host landing gradients: waiting for their copies (zero/gradient_landing.h)
   double checkpoint_wait_s = 0;  // cpu_checkpointing: waits for checkpoints coming back (zero/activation_offload.h)
 };
 

@@ -199,10 +199,6 @@ class OptimizerSharded : public Replicated {  // stage 1: zero/stage1_optimizer_
   // Reduce-scatter of `grad` (P) into this rank's grad_shard, averaged; accumulated into it
   // (stages 2-3, after the first micro-step) or written.
   void reduce_scatter(ShardedUnit& s, const Tensor& grad, bool accumulate);
-  // A reduced chunk `got` (the sum over ranks of shard elements [a, a + got.numel())) into the
-  // shard: scaled, accumulated or written by the precision, on the shard's device.
-  static void land_chunk(const PrecisionPolicy& precision, const Tensor& shard, int64_t a, const Tensor& got,
-                         bool accumulate, double scale);
   // The updated shard to where forward reads it (stages 1-2: all-gathered into params_full).
   virtual void publish_unit(ShardedUnit& s, std::deque<Pending>& q);
 };

@@ -10,6 +10,7 @@
 #include "zero/stage.h"
 
 #include "core/kernels/shard_norm.h"  // defines: sum_of_squares
+#include "zero/gradient_landing.h"    // defines: land_after, HowToLand
 
 namespace zt {
 
@@ -22,12 +23,12 @@ void OptimizerSharded::issue_reduction(ShardedUnit& s, const Tensor& grad, int64
 
 // This rank's averaged shard into grad_shard, in chunks of reduce_bucket_size: chunk [a, a + n)
 // of the shard needs rank q's part [q*S + a, q*S + a + n) of `grad` for every q, packed into a
-// comm buffer when a chunk is smaller than the shard.
+// comm buffer when a chunk is smaller than the shard. Each chunk lands by zero/gradient_landing.h
+// (offload, stages 2-3: the shard is in host memory, and the chunk crosses to it).
 void OptimizerSharded::reduce_scatter(ShardedUnit& s, const Tensor& grad, bool accumulate) {
   const int64_t S = s.S, N = cx_.N, chunk = std::max<int64_t>(1, cx_.cfg.zero.reduce_bucket_size);
-  const double scale = precision_.reduction_scale(cx_.N);
+  const HowToLand how{&precision_, accumulate, precision_.reduction_scale(cx_.N)};
   const Tensor shard = state(s).grad_shard;
-  const PrecisionPolicy* precision = &precision_;
   for (int64_t a = 0; a < S; a += chunk) {
     const int64_t n = std::min(chunk, S - a);
     Tensor in = grad;
@@ -36,20 +37,12 @@ void OptimizerSharded::reduce_scatter(ShardedUnit& s, const Tensor& grad, bool a
       for (int64_t q = 0; q < N; ++q) range(in, q * n, n).copy_(range(grad, q * S + a, n));
     }
     Tensor out = Tensor::empty({n}, grad.dtype(), Category::comm);
-    WorkPtr w = cx_.group.reduce_scatter_async(in, out);
-    state(s).reduces.push_back({w, [in, out, shard, a, scale, accumulate, precision] {
-                                  land_chunk(*precision, shard, a, out, accumulate, scale);
-                                }});
+    Pending p = land_after(cx_, cx_.group.reduce_scatter_async(in, out), range(shard, a, n), out, how, s.unit->name());
+    p.then = [in, land = std::move(p.then)] {  // the packed input lives until the chunk landed
+      if (land) land();
+    };
+    state(s).reduces.push_back(std::move(p));
   }
-}
-
-void OptimizerSharded::land_chunk(const PrecisionPolicy& precision, const Tensor& shard, int64_t a, const Tensor& got,
-                                  bool accumulate, double scale) {
-  const Tensor dst = range(shard, a, got.numel());
-  // offload (stages 2-3): the shard is in host memory; on a GPU the chunk comes over first, and
-  // the arithmetic runs on the host
-  const Tensor here = got.device() == dst.device() ? got : got.to(dst.device(), Category::comm);
-  precision.land(dst, here, accumulate, scale);
 }
 
 double OptimizerSharded::global_sum_of_squares(const std::vector<Tensor>& grads) {

@@ -9,6 +9,8 @@
 // (overlap_comm: this one and the one still being reduced).
 #include "zero/stage.h"
 
+#include "zero/gradient_landing.h"  // defines: land_now, HowToLand
+
 namespace zt {
 
 // The gradient shard is its own buffer, where the optimizer wants it (offload: the host's,
@@ -38,11 +40,13 @@ void GradientSharded::issue_reduction(ShardedUnit& s, const Tensor& grad, int64_
   const bool accumulate = micro > 0;
   if (zeropp_ && zeropp_->quantized_gradients() && cx_.N > 1) {  // one rank: nothing travels, nothing to quantize
     const Tensor shard = state(s).grad_shard;
-    const PrecisionPolicy* precision = &precision_;
-    const double scale = precision_.reduction_scale(cx_.N);
+    const HowToLand how{&precision_, accumulate, precision_.reduction_scale(cx_.N)};
+    ZeroContext* cx = &cx_;
     zeropp_->reduce_scatter(
         grad, s.S, std::max<int64_t>(1, cx_.cfg.zero.reduce_bucket_size),
-        [=](int64_t a, const Tensor& sum) { land_chunk(*precision, shard, a, sum, accumulate, scale); },
+        [cx, shard, how, unit = s.unit->name()](int64_t a, const Tensor& sum) {
+          land_now(*cx, range(shard, a, sum.numel()), sum, how, unit);
+        },
         state(s).reduces);
   } else {
     reduce_scatter(s, grad, accumulate);

@@ -293,6 +293,51 @@ TEST_CASE(
                     Catch::Contains("same dtype and number"));
 }
 
+TEST_CASE("cuda backend: copy_to_host_async reads what the compute queued before it, into pinned and pageable memory",
+          "[cuda_backend_ops]") {
+  Backend& g = gpu();
+  const int64_t n = (int64_t{1} << 22) + 3;
+  const Tensor want = host(values(n, 23, DType::f32), {n});
+  const Tensor src0 = want.to(Device::cuda(0));
+  for (bool pinned : {true, false}) {
+    CAPTURE(pinned);
+    CHECK(g.copies_to_host_async(Tensor::empty({n}, DType::f32, Category::comm, g.host_allocator(pinned))) == pinned);
+    Tensor dst = Tensor::empty({n}, DType::f32, Category::comm, g.host_allocator(pinned));
+    dst.fill_(-7.0);
+    // Queued before the copy, on the compute stream: the copy must read its result, not src's
+    // earlier values; queued after it: must not reach the copy (it read src before).
+    Tensor src = device_empty({n}, DType::f32);
+    for (int k = 0; k < 20; ++k) g.fill(src, -1.0 - k);
+    g.copy(src, src0);
+    TransferPtr t = g.copy_to_host_async(dst, src);
+    for (int k = 0; k < 20; ++k) g.accumulate(src, src0, 1.0);
+    t->wait();
+    CHECK(std::memcmp(dst.raw(), want.raw(), want.nbytes()) == 0);
+    const Tensor after = src.to(Device::cpu());  // 21 x want: the compute went on beside the copy
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) bad += after.data<float>()[i] != 21.0f * want.data<float>()[i] ? 1 : 0;
+    CHECK(bad == 0);
+  }
+  // Dropped without wait(): the device buffer it holds goes back to the allocator behind the copy
+  // (the compute stream waits for it), so a buffer made next and filled does not change what lands.
+  {
+    Tensor dst = Tensor::empty({n}, DType::f32, Category::comm, g.host_allocator(true));
+    {
+      Tensor src = device_empty({n}, DType::f32);
+      g.copy(src, src0);
+      TransferPtr t = g.copy_to_host_async(dst, src);
+    }
+    Tensor reuse = device_empty({n}, DType::f32);
+    g.fill(reuse, 5.0);
+    g.synchronize();
+    CHECK(std::memcmp(dst.raw(), want.raw(), want.nbytes()) == 0);
+  }
+  // Its checks are copy_to_host's.
+  Tensor pinned = Tensor::empty({999}, DType::f32, Category::comm, g.host_allocator(true));
+  CHECK_THROWS_WITH(g.copy_to_host_async(pinned, device_empty({1000}, DType::f32)),
+                    Catch::Contains("same dtype and number"));
+}
+
 TEST_CASE("cuda backend: accumulate, cast, accumulate_cast, scale_ match the cpu backend", "[cuda_backend_ops]") {
   Backend& g = gpu();
   for (DType t : kTypes)

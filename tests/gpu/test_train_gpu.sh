@@ -18,6 +18,8 @@
 #     and zero3-offload.json at stage 2 without offload_param, all with gpt2-nano): parameters and optimizer state in pinned host memory or in files, the
 #     model on cuda:0; against the same config on the CPU (1e-4, as 1.) and nvme against cpu
 #     offload on cuda:0 (1e-5: the same arithmetic, another tier).
+#  8. the gradients' copies to the host memory on their transfer stream, seen in the trace, and
+#     with 2 micro-steps (the second lands synchronously) against the CPU.
 source "$(dirname "$0")/../cli/common.sh"
 if ! "$B/zt-info" --json | python3 -c 'import json,sys; c=json.load(sys.stdin)["cuda"]; sys.exit(0 if any(d["supported"] for d in c.get("devices", [])) else 1)'; then
   echo "SKIP: no usable CUDA device"; exit 77
@@ -112,3 +114,36 @@ PY
   compare "$TMP/$cfg.gpu.jsonl" "$TMP/$cfg.cpu.jsonl" 1e-4 "$cfg (gpt2-nano), cuda:0 vs cpu"
 done
 compare "$TMP/zero3-nvme.gpu.jsonl" "$TMP/zero3-offload.gpu.jsonl" 1e-5 "nvme offload vs cpu offload, both on cuda:0"
+
+# 8. the gradients' copies to host memory (zero/gradient_landing.h). One rank, a plain copy into
+# pinned memory: on the to-host transfer stream, waited for one unit later (the trace's "wait
+# gradient to host" spans, and no synchronous "gradient to host"). With 2 micro-steps the second
+# adds on the host after a synchronous copy ("gradient to host" spans); both equal the CPU's.
+"$B/zt-train" --train "$S/data/corpus/train.txt" -t 64 --steps 2 --threads 1 --config "$TMP/zero2-offload.json" \
+  --device cuda:0 --trace "$TMP/grads.trace.json" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+python3 - "$TMP/zero2-offload.json" "$TMP/zero2-gas2.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["gradient_accumulation_steps"] = 2
+c["train_micro_batch_size_per_gpu"] = 2
+json.dump(c, open(sys.argv[2], "w"))
+PY
+O=(--train "$S/data/corpus/train.txt" -t 64 --steps 10 --threads 1 --config "$TMP/zero2-gas2.json")
+"$B/zt-train" "${O[@]}" --device cpu --log "$TMP/gas2.cpu.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+"$B/zt-train" "${O[@]}" --device cuda:0 --log "$TMP/gas2.gpu.jsonl" --trace "$TMP/gas2.trace.json" 2>"$TMP/err" ||
+  { cat "$TMP/err"; exit 1; }
+compare "$TMP/gas2.gpu.jsonl" "$TMP/gas2.cpu.jsonl" 1e-4 "zero2-offload with 2 micro-steps, cuda:0 vs cpu"
+python3 - "$TMP/grads.trace.json" "$TMP/gas2.trace.json" <<'PY' || exit 1
+import json, sys
+def spans(path):
+    names = [e["name"] for e in json.load(open(path))["traceEvents"] if e.get("ph") == "X"]
+    return (sum(n.startswith("wait gradient to host ") for n in names), sum(n.startswith("gradient to host ") for n in names))
+wait1, sync1 = spans(sys.argv[1])
+wait2, sync2 = spans(sys.argv[2])
+print(f"gradients to host: one micro-step {wait1} waited copies, {sync1} synchronous; "
+      f"two micro-steps {wait2} waited, {sync2} synchronous")
+if wait1 == 0 or sync1 != 0:
+    sys.exit("FAIL: one micro-step: expected only asynchronous copies (wait gradient to host), got %d / %d" % (wait1, sync1))
+if wait2 == 0 or sync2 == 0:
+    sys.exit("FAIL: two micro-steps: expected asynchronous copies and synchronous ones, got %d / %d" % (wait2, sync2))
+PY
