@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-#include "core/backend.h"  // defines: backend_of (copy_to_host, copy_from_host)
+#include "core/backend.h"  // defines: backend_of (copy_to_host_async, copy_from_host_async)
 #include "zero/pending.h"  // defines: timed_wait
 
 namespace zt {
@@ -143,7 +143,7 @@ std::shared_ptr<CheckpointStore::Stashed> ActivationOffload::stash(const Tensor&
   e->to_host = worker_->submit([x, h, name, t] {
     TraceScope io(t, TraceTrack::io, "checkpoint to host " + name, "offload", {{"bytes", x.nbytes()}});
     if (x.device().is_cpu()) Tensor(h).copy_(x);
-    else backend_of(x).copy_to_host(h, x);
+    else backend_of(x).copy_to_host_async(h, x)->wait();  // a GPU: on its to-host stream
     x.storage()->release();  // the device's `activations` fall by x's bytes
   });
   prune();  // a forward whose graph was dropped unused leaves expired entries behind
@@ -159,7 +159,7 @@ void ActivationOffload::fetch(Entry& e) {
     TraceScope io(t, TraceTrack::io, "checkpoint to device " + name, "offload", {{"bytes", x.nbytes()}});
     x.storage()->materialize();  // a device cap fails here, rethrown by the restore's wait
     if (x.device().is_cpu()) Tensor(x).copy_(h);
-    else backend_of(x).copy_from_host(x, h);
+    else backend_of(x).copy_from_host_async(x, h)->wait();  // a GPU: on its to-device stream
   });
 }
 

@@ -22,10 +22,12 @@
 //
 // The copies run in order on one worker thread (FIFO), each a span on the trace's io track
 // ("checkpoint to host <unit>", "checkpoint to device <unit>", with its bytes); each prefetch is
-// also an instant there when it is requested ("fetch checkpoint <unit>"). The backend
-// table has no asynchronous copy entry yet: on a GPU the worker's copies go through the
-// backend's copy_to_host / copy_from_host, in the device's stream order (not a stream of
-// their own), so they overlap the host's work but not the device's kernels.
+// also an instant there when it is requested ("fetch checkpoint <unit>"). On a GPU with the
+// host tier page-locked (pin_memory) the worker's copies go through Backend::copy_to_host_async
+// and copy_from_host_async: on the device's transfer streams, each after the kernels queued when
+// it starts (the checkpoint's producer; a materialized block's earlier users), so they overlap
+// the kernels queued after them; the worker waits for each copy's event, not for the device.
+// From pageable memory they are the synchronous copies, in the compute stream's order.
 #pragma once
 #include <memory>
 #include <string>
