@@ -52,7 +52,9 @@ TransferPtr Backend::copy_from_host_async(const Tensor& dst, const Tensor& src_h
   return std::make_shared<LandedTransfer>();
 }
 
-TransferPtr Backend::copy_to_host_async(const Tensor& dst_host, const Tensor& src) {
+TransferPtr Backend::copy_to_host_async(const Tensor& dst_host, const Tensor& src, const DeviceEvent* after) {
+  ZT_CHECK(after == nullptr, "copy_to_host_async on ", device().str(), ": a device event to wait for, but ",
+           device().str(), " has no device events");
   copy_to_host(dst_host, src);
   return std::make_shared<LandedTransfer>();
 }

@@ -77,6 +77,16 @@ struct AdamWArgs {
 // copy_to_host_async). wait(): the host waits until it has landed; then its destination may be
 // used anywhere and its source reused. The transfer holds its source until then (and, on a GPU,
 // its device buffer: dropped without wait(), that buffer is reused only after the copy).
+// A point in a device's work, recorded on one of its queues (a CUDA event), that a copy may be
+// queued after without the host waiting for it: a collective's completion on its own stream
+// (dist/process_group.h's Work::done_event), handed to copy_to_host_async. Made by the device's
+// own components only; a backend refuses another's.
+class DeviceEvent {
+ public:
+  virtual ~DeviceEvent() = default;
+};
+using DeviceEventPtr = std::shared_ptr<DeviceEvent>;
+
 class Transfer {
  public:
   virtual ~Transfer() = default;
@@ -109,8 +119,10 @@ class Backend {
   // memory: on the device's to-host transfer stream (a copy engine of its own, apart from the
   // to-device stream's), after the work queued so far on the compute stream (what writes src),
   // so that it overlaps the compute queued after this call (ZeRO-Offload's gradient copies, Ren
-  // et al. 2021, section 4.2). Into pageable memory, and on the CPU: copy_to_host, done on return.
-  virtual TransferPtr copy_to_host_async(const Tensor& dst_host, const Tensor& src);
+  // et al. 2021, section 4.2), and after `after` when given (src written by a collective on its
+  // own stream). Into pageable memory, and on the CPU: copy_to_host, done on return (`after`
+  // then waited for on the host first; the CPU has none and refuses one).
+  virtual TransferPtr copy_to_host_async(const Tensor& dst_host, const Tensor& src, const DeviceEvent* after = nullptr);
   // Whether copy_to_host_async into dst_host runs beside the compute (a GPU into page-locked
   // memory) rather than being done on return (the CPU; pageable memory).
   virtual bool copies_to_host_async(const Tensor& /*dst_host*/) const { return false; }

@@ -173,11 +173,13 @@ cudaStream_t CudaBackend::to_host_stream() {
 // it, in the compute stream's order (cuda/allocator.h), so kernels queued before this call may
 // still use it; for a copy to the host, those kernels write src. What is queued after this call
 // runs beside the copy (PyTorch FSDP's all-gather stream does the same).
-TransferPtr CudaBackend::copy_async(cudaStream_t t, const Tensor& host, const Tensor& device, cudaMemcpyKind kind) {
+TransferPtr CudaBackend::copy_async(cudaStream_t t, const Tensor& host, const Tensor& device, cudaMemcpyKind kind,
+                                    const CudaEvent* after) {
   DeviceGuard g(index_);
   CudaEvent queued;
   queued.record(stream());
   queued.wait_on(t);
+  if (after) after->wait_on(t);
   auto tr = std::make_shared<CudaTransfer>();
   if (kind == cudaMemcpyHostToDevice)
     ZT_CUDA_CHECK(cudaMemcpyAsync(device.raw(), host.raw(), device.nbytes(), kind, t));
@@ -204,16 +206,24 @@ TransferPtr CudaBackend::copy_from_host_async(const Tensor& dst, const Tensor& s
 }
 
 // Into pageable memory a device-to-host cudaMemcpyAsync is synchronous with the host anyway:
-// copy_to_host, done on return.
-TransferPtr CudaBackend::copy_to_host_async(const Tensor& dst_host, const Tensor& src) {
-  if (src.nbytes() == 0 || !is_pinned_host_pointer(dst_host.raw())) return Backend::copy_to_host_async(dst_host, src);
+// copy_to_host, done on return (after `after`, waited for on the host).
+TransferPtr CudaBackend::copy_to_host_async(const Tensor& dst_host, const Tensor& src, const DeviceEvent* after) {
+  const CudaDeviceEvent* ev = nullptr;
+  if (after) {
+    ev = dynamic_cast<const CudaDeviceEvent*>(after);
+    ZT_CHECK(ev, "cuda copy_to_host_async: the event to wait for is not a CUDA event");
+  }
+  if (src.nbytes() == 0 || !is_pinned_host_pointer(dst_host.raw())) {
+    if (ev) ev->event.synchronize();
+    return Backend::copy_to_host_async(dst_host, src);
+  }
   need_here(*this, src, "copy_to_host_async", "src");
   ZT_CHECK(dst_host.device().is_cpu(), "cuda copy_to_host_async: dst ", dst_host.str(), " must be a cpu tensor");
   ZT_CHECK(dst_host.dtype() == src.dtype() && dst_host.numel() == src.numel(), "cuda copy_to_host_async: ", src.str(),
            " into ", dst_host.str(), ": expected the same dtype and number of elements");
   need_contiguous(dst_host, "copy_to_host_async", "dst");
   need_contiguous(src, "copy_to_host_async", "src");
-  return copy_async(to_host_stream(), dst_host, src, cudaMemcpyDeviceToHost);
+  return copy_async(to_host_stream(), dst_host, src, cudaMemcpyDeviceToHost, ev ? &ev->event : nullptr);
 }
 
 bool CudaBackend::copies_to_host_async(const Tensor& dst_host) const {

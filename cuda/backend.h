@@ -1,5 +1,5 @@
 // defines: CudaBackend (core/backend.h's table on one GPU), CudaBackend::AttentionImpl,
-//          register_cuda_backend.
+//          CudaDeviceEvent, register_cuda_backend.
 //
 // Every entry launches kernels of cuda/kernels (or cuBLASLt through cuda/gemm.h) on the
 // backend's compute stream, stream(): the stream that cuda_allocator(index) allocates on, so a
@@ -33,6 +33,12 @@
 namespace zt {
 
 class CudaGemm;
+
+// A recorded CudaEvent as core's DeviceEvent (core/backend.h): work of another component (a
+// collective on the NCCL stream) that CudaBackend's copies may be queued after.
+struct CudaDeviceEvent final : DeviceEvent {
+  CudaEvent event;
+};
 class CudnnAttention;  // cuda/cudnn_attention.h (builds with cuDNN only)
 struct CudnnAttentionDeleter {
   void operator()(CudnnAttention* p) const;  // backend_attention.cpp
@@ -60,7 +66,8 @@ class CudaBackend final : public Backend {
   // Transfer's wait() synchronizes on an event recorded after the copy (cuda/backend.cpp).
   TransferPtr copy_from_host_async(const Tensor& dst, const Tensor& src_host) override;
   // Into page-locked memory: the same on to_host_stream().
-  TransferPtr copy_to_host_async(const Tensor& dst_host, const Tensor& src) override;
+  TransferPtr copy_to_host_async(const Tensor& dst_host, const Tensor& src,
+                                 const DeviceEvent* after = nullptr) override;
   bool copies_to_host_async(const Tensor& dst_host) const override;  // into page-locked memory
   // float32 GEMMs (gemm, linear, linear_backward): highest = CUBLAS_COMPUTE_32F, high = TF32.
   void set_f32_matmul_precision(F32Matmul p) override { f32_matmul_ = p; }
@@ -105,7 +112,9 @@ class CudaBackend final : public Backend {
   CudaStream transfer_, to_host_;
   std::once_flag transfer_once_, to_host_once_;
   // host <-> device on stream t after the compute stream's queued work (both transfers above)
-  TransferPtr copy_async(cudaStream_t t, const Tensor& host, const Tensor& device, cudaMemcpyKind kind);
+  // (and after `after`, a CudaDeviceEvent, when given)
+  TransferPtr copy_async(cudaStream_t t, const Tensor& host, const Tensor& device, cudaMemcpyKind kind,
+                         const CudaEvent* after = nullptr);
   // attention: the choice, cuDNN's plans (created on first use), shapes already reported
   bool gelu_epilogue_ = true;
   AttentionImpl attention_impl_ = AttentionImpl::automatic;

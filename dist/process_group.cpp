@@ -116,6 +116,7 @@ struct ProcessGroup::TimedWork final : Work {
   TimedWork(WorkPtr inner, ProcessGroup* g, Collective kind, std::string name)
       : inner(std::move(inner)), g(g), kind(kind), name(std::move(name)) {}
   bool outputs_queued() const override { return inner->outputs_queued(); }
+  DeviceEventPtr done_event() const override { return inner->done_event(); }
   void wait() override {
     const auto t0 = std::chrono::steady_clock::now();
     inner->wait();

@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend.h"  // defines: DeviceEvent
 #include "core/tensor.h"
 #include "core/trace.h"     // defines: Tracer
 #include "dist/topology.h"  // defines: Topology
@@ -97,6 +98,10 @@ class Work {
   // collectives (copies on the device) and completed_work(); false for a collective running
   // apart (MPI's progress thread; NCCL's stream, which the compute stream waits for only in wait()).
   virtual bool outputs_queued() const { return false; }
+  // The device event that marks the outputs written, for a copy queued after it without the host
+  // waiting (Backend::copy_to_host_async's `after`): NCCL's completion event on its stream. Null
+  // when there is none (outputs_queued(), or only wait() tells: MPI).
+  virtual DeviceEventPtr done_event() const { return nullptr; }
 };
 using WorkPtr = std::shared_ptr<Work>;
 WorkPtr completed_work();  // a Work that is already done

@@ -39,10 +39,11 @@ void land_now(ZeroContext& cx, const Tensor& dst, const Tensor& got, const HowTo
 Pending land_after(ZeroContext& cx, WorkPtr w, const Tensor& dst, const Tensor& got, const HowToLand& how,
                    const std::string& unit) {
   const bool to_host = dst.device().is_cpu() && !got.device().is_cpu();
-  if (to_host && w->outputs_queued() && how.plain_copy() && dst.dtype() == got.dtype() && dst.is_contiguous() &&
-      backend_of(got).copies_to_host_async(dst)) {
-    WorkPtr copy = timed_wait(transfer_work(backend_of(got).copy_to_host_async(dst, got)), &cx.times.offload_grads_s,
-                              cx.active_tracer(), "wait gradient to host " + unit);
+  const DeviceEventPtr written = w->done_event();
+  if (to_host && (w->outputs_queued() || written) && how.plain_copy() && dst.dtype() == got.dtype() &&
+      dst.is_contiguous() && backend_of(got).copies_to_host_async(dst)) {
+    WorkPtr copy = timed_wait(transfer_work(backend_of(got).copy_to_host_async(dst, got, written.get())),
+                              &cx.times.offload_grads_s, cx.active_tracer(), "wait gradient to host " + unit);
     return {std::make_shared<ThenCopy>(std::move(w), std::move(copy)), nullptr};
   }
   ZeroContext* c = &cx;

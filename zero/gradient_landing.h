@@ -7,7 +7,8 @@
 // chunk first crosses PCIe (ZeRO-Offload, Ren et al. 2021, section 4.2: the gradients go to the
 // CPU as they are reduced, overlapped with the backward of the units before them):
 //
-//   - a chunk written by work already on the compute stream (Work::outputs_queued: one rank),
+//   - a chunk whose collective's outputs the device can order a copy after (Work::outputs_queued:
+//     one rank, a copy on the compute stream; Work::done_event: NCCL's event on its stream),
 //     landing as a plain copy (the first micro-step, no averaging scale) into page-locked memory
 //     (Backend::copies_to_host_async): the copy starts at once on the device's to-host transfer
 //     stream, into dst itself, and the reduction's Pending waits for it when it is drained (with
@@ -15,8 +16,9 @@
 //   - otherwise it lands when its Pending is drained, after the collective's wait(): a copy to
 //     the host on the compute stream, waited for, then the precision's arithmetic on the host.
 //     So accumulation's later micro-steps (adding into dst) and fp32's averaging over ranks still
-//     copy synchronously, as does a collective running apart (MPI, NCCL: the transfer stream
-//     would have to wait for its event, not built) and pageable host memory (pin_memory false).
+//     copy synchronously (an asynchronous form needs a page-locked staging buffer per chunk in
+//     flight), as do MPI's collectives (written by wait()) and pageable host memory (pin_memory
+//     false).
 //
 // Both forms are timed into EngineTimes::offload_grads_s and traced: "wait gradient to host U"
 // (the host waiting for an asynchronous copy) or "gradient to host U" (the synchronous form).

@@ -18,6 +18,7 @@ struct TimedWait final : Work {
   TimedWait(WorkPtr w, double* seconds, Tracer* t, std::string name)
       : w(std::move(w)), seconds(seconds), t(t), name(std::move(name)) {}
   bool outputs_queued() const override { return w->outputs_queued(); }
+  DeviceEventPtr done_event() const override { return w->done_event(); }
   void wait() override {
     const auto t0 = Tracer::Clock::now();
     w->wait();

@@ -9,6 +9,7 @@
 #include <functional>
 #include <sstream>
 
+#include "cuda/backend.h"         // defines: CudaDeviceEvent
 #include "cuda/check.h"           // defines: ZT_CUDA_CHECK, cuda_error_message
 #include "cuda/device.h"          // defines: is_device_pointer
 #include "dist/tcp_rendezvous.h"  // defines: tcp_rendezvous
@@ -43,22 +44,22 @@ namespace {
 // still use them on the communication stream: so the destructor makes the compute stream wait
 // for `done` first, and whatever reuses those bytes is ordered after the collective
 // (gpu-preflight.md #4). No host wait there: a destructor must not block or throw.
+// done_event(): the same event, for a copy to the host queued after the collective on the
+// device's to-host stream (zero/gradient_landing.h) while the compute stream runs on.
 struct NcclWork final : Work {
-  cudaEvent_t done = nullptr;
+  std::shared_ptr<CudaDeviceEvent> done = std::make_shared<CudaDeviceEvent>();
   cudaStream_t compute = nullptr;
   std::vector<Tensor> keep;  // the buffers stay alive while NCCL may touch them
   ~NcclWork() override {
-    if (!done) return;
-    if (!keep.empty()) (void)cudaStreamWaitEvent(compute, done, 0);
+    if (!keep.empty()) (void)cudaStreamWaitEvent(compute, done->event.get(), 0);
     keep.clear();
-    cudaEventDestroy(done);
   }
   void wait() override {
-    if (!done) return;
-    ZT_CUDA_CHECK(cudaStreamWaitEvent(compute, done, 0));
-    ZT_CUDA_CHECK(cudaEventSynchronize(done));
+    done->event.wait_on(compute);
+    done->event.synchronize();
     keep.clear();
   }
+  DeviceEventPtr done_event() const override { return done; }
 };
 
 }  // namespace
@@ -252,8 +253,7 @@ WorkPtr NcclProcessGroup::run(const std::vector<Tensor>& bufs,
   auto w = std::make_shared<NcclWork>();
   w->compute = compute_;
   w->keep = bufs;
-  ZT_CUDA_CHECK(cudaEventCreateWithFlags(&w->done, cudaEventDisableTiming));
-  ZT_CUDA_CHECK(cudaEventRecord(w->done, comm_));
+  w->done->event.record(comm_);
   return w;
 }
 

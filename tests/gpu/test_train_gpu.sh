@@ -19,7 +19,8 @@
 #     model on cuda:0; against the same config on the CPU (1e-4, as 1.) and nvme against cpu
 #     offload on cuda:0 (1e-5: the same arithmetic, another tier).
 #  8. the gradients' copies to the host memory on their transfer stream, seen in the trace, and
-#     with 2 micro-steps (the second lands synchronously) against the CPU.
+#     with 2 micro-steps (the second lands synchronously) against the CPU; over NCCL with one
+#     rank (the copy after the collective's event) against the one-rank group (1e-5).
 source "$(dirname "$0")/../cli/common.sh"
 if ! "$B/zt-info" --json | python3 -c 'import json,sys; c=json.load(sys.stdin)["cuda"]; sys.exit(0 if any(d["supported"] for d in c.get("devices", [])) else 1)'; then
   echo "SKIP: no usable CUDA device"; exit 77
@@ -133,17 +134,26 @@ O=(--train "$S/data/corpus/train.txt" -t 64 --steps 10 --threads 1 --config "$TM
 "$B/zt-train" "${O[@]}" --device cuda:0 --log "$TMP/gas2.gpu.jsonl" --trace "$TMP/gas2.trace.json" 2>"$TMP/err" ||
   { cat "$TMP/err"; exit 1; }
 compare "$TMP/gas2.gpu.jsonl" "$TMP/gas2.cpu.jsonl" 1e-4 "zero2-offload with 2 micro-steps, cuda:0 vs cpu"
-python3 - "$TMP/grads.trace.json" "$TMP/gas2.trace.json" <<'PY' || exit 1
+# the same over NCCL with one rank: each chunk's copy waits on the device for the collective's
+# event (Work::done_event), not on the host
+"$B/zt-train" --train "$S/data/corpus/train.txt" -t 64 --steps 10 --threads 1 --config "$TMP/zero2-offload.json" \
+  --device cuda:0 --dist nccl --log "$TMP/zero2-offload.nccl.jsonl" --trace "$TMP/nccl.trace.json" 2>"$TMP/err" ||
+  { cat "$TMP/err"; exit 1; }
+compare "$TMP/zero2-offload.nccl.jsonl" "$TMP/zero2-offload.gpu.jsonl" 1e-5 "zero2-offload over NCCL, 1 rank vs the one-rank group"
+python3 - "$TMP/grads.trace.json" "$TMP/gas2.trace.json" "$TMP/nccl.trace.json" <<'PY' || exit 1
 import json, sys
 def spans(path):
     names = [e["name"] for e in json.load(open(path))["traceEvents"] if e.get("ph") == "X"]
     return (sum(n.startswith("wait gradient to host ") for n in names), sum(n.startswith("gradient to host ") for n in names))
 wait1, sync1 = spans(sys.argv[1])
 wait2, sync2 = spans(sys.argv[2])
+wait3, sync3 = spans(sys.argv[3])
 print(f"gradients to host: one micro-step {wait1} waited copies, {sync1} synchronous; "
-      f"two micro-steps {wait2} waited, {sync2} synchronous")
+      f"two micro-steps {wait2} waited, {sync2} synchronous; NCCL {wait3} waited, {sync3} synchronous")
 if wait1 == 0 or sync1 != 0:
     sys.exit("FAIL: one micro-step: expected only asynchronous copies (wait gradient to host), got %d / %d" % (wait1, sync1))
+if wait3 == 0 or sync3 != 0:
+    sys.exit("FAIL: NCCL, one rank: expected only asynchronous copies, got %d / %d" % (wait3, sync3))
 if wait2 == 0 or sync2 == 0:
     sys.exit("FAIL: two micro-steps: expected asynchronous copies and synchronous ones, got %d / %d" % (wait2, sync2))
 PY

@@ -22,6 +22,8 @@ add_test(NAME gpu.train_gpu COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_tr
 set_tests_properties(gpu.train_gpu PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
                      ENVIRONMENT "ZT_BUILD_DIR=${PROJECT_BINARY_DIR};ZT_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 zt_gpu_test(cuda_backend_ops)
+# copies between host memory and the device on the transfer streams
+zt_gpu_test(cuda_transfers)
 # the fused entries (bias + GELU, residual + LayerNorm / RMSNorm) and their autograd ops against the CPU
 zt_gpu_test(cuda_fused_ops)
 zt_gpu_test(cuda_backend_attn)
