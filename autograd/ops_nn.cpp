@@ -61,8 +61,11 @@ GradFn layernorm_grad_fn(Tensor xc, Tensor w, Tensor mean, Tensor rstd, int64_t 
     Tensor dx = want_x ? new_output(be, in[0].shape(), dt) : Tensor();
     Tensor dw = want_w ? new_output(be, {C}, dt) : Tensor();
     Tensor db = want_b ? new_output(be, {C}, dt) : Tensor();
-    be.layernorm_backward(want_x ? dx.view(xc.shape()) : Tensor(), dw, db, g.view(xc.shape()), xc, w, mean, rstd);
-    if (want_x) in[0].add_grad(dx);
+    const Tensor prior = want_x ? in[0].grad_to_fold(dt) : Tensor();  // x's gradient so far, added in the same pass
+    be.layernorm_backward(want_x ? dx.view(xc.shape()) : Tensor(), dw, db, g.view(xc.shape()), xc, w, mean, rstd,
+                          prior.defined() ? prior.view(xc.shape()) : Tensor());
+    if (prior.defined()) in[0].set_folded_grad(dx);
+    else if (want_x) in[0].add_grad(dx);
     if (want_w) in[1].add_grad(dw);
     if (want_b) in[2].add_grad(db);
   };
@@ -76,8 +79,11 @@ GradFn rmsnorm_grad_fn(Tensor xc, Tensor w, Tensor rstd, int64_t C, Backend& be)
     Tensor g = grad.contiguous();
     Tensor dx = want_x ? new_output(be, in[0].shape(), dt) : Tensor();
     Tensor dw = want_w ? new_output(be, {C}, dt) : Tensor();
-    be.rmsnorm_backward(want_x ? dx.view(xc.shape()) : Tensor(), dw, g.view(xc.shape()), xc, w, rstd);
-    if (want_x) in[0].add_grad(dx);
+    const Tensor prior = want_x ? in[0].grad_to_fold(dt) : Tensor();
+    be.rmsnorm_backward(want_x ? dx.view(xc.shape()) : Tensor(), dw, g.view(xc.shape()), xc, w, rstd,
+                        prior.defined() ? prior.view(xc.shape()) : Tensor());
+    if (prior.defined()) in[0].set_folded_grad(dx);
+    else if (want_x) in[0].add_grad(dx);
     if (want_w) in[1].add_grad(dw);
   };
 }

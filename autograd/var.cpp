@@ -1,6 +1,6 @@
 // defines: grad_enabled, NoGradGuard (constructor, destructor), EnableGradGuard (constructor, destructor),
-//          Var (constructor, parameter, make, value, grad, add_grad) (autograd/var.h); file-local:
-//          check_grad_dtype
+//          Var (constructor, parameter, make, value, grad, add_grad, grad_to_fold, set_folded_grad)
+//          (autograd/var.h); file-local: check_grad_dtype
 #include "autograd/var.h"
 
 #include "core/backend.h"
@@ -104,6 +104,24 @@ void Var::add_grad(const Tensor& g) const {
     v.grad_owned = true;
   }
   accumulate_(v.grad, g);  // on the gradient's device (core/kernels/accumulate.h)
+}
+
+Tensor Var::grad_to_fold(DType dt) const {
+  if (!requires_grad() || is_leaf()) return Tensor();
+  const VarImpl& v = *impl_;
+  const Tensor& g = v.grad;
+  if (!g.defined() || !g.is_contiguous() || g.dtype() != dt || g.shape() != v.value.shape() ||
+      g.device() != v.value.device())
+    return Tensor();
+  return g;
+}
+
+void Var::set_folded_grad(Tensor sum) const {
+  VarImpl& v = *impl_;
+  check_shape(sum, v.value.shape(), v.op);
+  ZT_CHECK(v.grad.defined() && !is_leaf(), v.op, ": set_folded_grad without a gradient to fold into");
+  v.grad = std::move(sum);
+  v.grad_owned = true;
 }
 
 }  // namespace zt

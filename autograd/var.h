@@ -70,6 +70,15 @@ class Var {
 
   // Accumulates g (same shape as value) into this Var's gradient. Called by GradFns.
   void add_grad(const Tensor& g) const;
+  // For a GradFn that can add this Var's gradient so far to its own contribution while it writes
+  // it (the norms' backward: the residual stream's x is read by the norm and by the residual add,
+  // so its gradient arrives twice): that gradient, to read (never write), when one has arrived,
+  // the Var is not a leaf, and it is a contiguous buffer of the value's shape, dtype `dt` and
+  // device; else undefined, and the GradFn calls add_grad as usual.
+  Tensor grad_to_fold(DType dt) const;
+  // The GradFn wrote sum = grad_to_fold() + its contribution (a new buffer, the same bits as
+  // add_grad of that contribution): sum becomes the gradient.
+  void set_folded_grad(Tensor sum) const;
 
   // The same value, cut from the graph.
   Var detach() const { return Var(value(), false); }

@@ -1,4 +1,5 @@
-// defines: CpuBackend (binary, scale, scale_by, mul_backward, sum_all, fill_scaled and 24 more)
+// defines: CpuBackend (binary, scale, scale_by, mul_backward, sum_all, fill_scaled and 24 more);
+//          file-local: add_residual
 //
 // CpuBackend, part 2 (core/cpu_backend.h): elementwise, reductions, GEMM and linear, activations,
 // softmax, embedding, cross-entropy, norms (RoPE and attention: core/cpu_backend_attention.cpp;
@@ -502,8 +503,27 @@ void CpuBackend::layernorm(const Tensor& out, const Tensor& mean, const Tensor& 
   });
 }
 
+namespace {
+// dres given: the norm's own dx into a scratch buffer, then dx = dres + it (one add: the bits the
+// table promises). The GPU does both in one pass; on the CPU the reference is the two steps.
+template <class F>
+bool add_residual(CpuBackend& be, const char* who, const Tensor& dx, const Tensor& dres, F&& backward) {
+  if (!dres.defined()) return false;
+  ZT_CHECK(dx.defined() && dres.shape() == dx.shape() && dres.dtype() == dx.dtype(), "cpu backend ", who, ": dres ",
+           dres.str(), " needs dx ", dx.str(), " of its shape and dtype");
+  Tensor own = Tensor::empty(dx.shape(), dx.dtype(), Category::activations, cpu_allocator());
+  backward(own);
+  be.binary(BinaryOp::add, dx, dres, own);
+  return true;
+}
+}  // namespace
+
 void CpuBackend::layernorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dout,
-                                    const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd) {
+                                    const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
+                                    const Tensor& dres) {
+  if (add_residual(*this, "layernorm_backward", dx, dres,
+                   [&](const Tensor& own) { layernorm_backward(own, dw, db, dout, x, w, mean, rstd); }))
+    return;
   if (Bf16StandIns f{&dx, &dw, &db, &dout, &x, &w, &mean, &rstd}; f.active()) {
     layernorm_backward(f(dx), f(dw), f(db), f(dout), f(x), f(w), f(mean), f(rstd));
     return f.store({&dx, &dw, &db});
@@ -536,7 +556,10 @@ void CpuBackend::rmsnorm(const Tensor& out, const Tensor& rstd, const Tensor& x,
 }
 
 void CpuBackend::rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
-                                  const Tensor& w, const Tensor& rstd) {
+                                  const Tensor& w, const Tensor& rstd, const Tensor& dres) {
+  if (add_residual(*this, "rmsnorm_backward", dx, dres,
+                   [&](const Tensor& own) { rmsnorm_backward(own, dw, dout, x, w, rstd); }))
+    return;
   if (Bf16StandIns f{&dx, &dw, &dout, &x, &w, &rstd}; f.active()) {
     rmsnorm_backward(f(dx), f(dw), f(dout), f(x), f(w), f(rstd));
     return f.store({&dx, &dw});

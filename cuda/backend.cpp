@@ -135,7 +135,9 @@ namespace {
 // `landed` is recorded after it there. It holds both buffers until wait(). Dropped without
 // wait() (an exception path), the device buffer would go back to the caching allocator, whose
 // free lists follow the compute stream, while the copy may still use it: so the destructor makes
-// the compute stream wait for `landed` first (no host wait: a destructor must not block).
+// the compute stream wait for `landed` first (no host wait: a destructor must not block). The
+// page-locked host buffer, if this held its last reference, goes back through cudaFreeHost,
+// which waits for the device's work in flight, the copy included.
 struct CudaTransfer final : Transfer {
   CudaEvent landed;
   cudaStream_t compute = nullptr;

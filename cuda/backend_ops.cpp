@@ -72,6 +72,16 @@ struct Need {
   void numel(const Tensor& t, const char* name, int64_t n) const {
     ZT_CHECK(t.numel() == n, "cuda ", op, ": ", name, " ", t.str(), " has ", t.numel(), " elements, expected ", n);
   }
+  // A norm backward's dres (when defined): like dx, which it needs, and apart from it.
+  void residual_grad(const Tensor& dx, const Tensor& dres) const {
+    if (!dres.defined()) return;
+    ZT_CHECK(dx.defined(), "cuda ", op, ": dres ", dres.str(), " without dx");
+    like(dres, "dres", dx);
+    const auto* a = static_cast<const char*>(dx.raw());
+    const auto* c = static_cast<const char*>(dres.raw());
+    ZT_CHECK(a + dx.nbytes() <= c || c + dres.nbytes() <= a, "cuda ", op, ": dres ", dres.str(), " overlaps dx ",
+             dx.str());
+  }
   // One float32 or bfloat16 element on this device (a loss, or a gradient that stays there).
   void scalar(const Tensor& t, const char* name) const {
     ZT_CHECK(t.defined() && t.numel() == 1, "cuda ", op, ": ", name, " ", t.str(), ", expected one element");
@@ -426,13 +436,15 @@ void CudaBackend::layernorm(const Tensor& out, const Tensor& mean, const Tensor&
 }
 
 void CudaBackend::layernorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dout,
-                                     const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd) {
+                                     const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
+                                     const Tensor& dres) {
   const Need n{*this, "layernorm_backward"};
   n.compute(x, "x");
   const Rows r = rows_of(x, "layernorm_backward");
   n.like(dout, "dout", x);
   n.norm_params(x, r.R, r.N, w, Tensor(), mean, rstd);
   if (dx.defined()) n.like(dx, "dx", x);
+  n.residual_grad(dx, dres);
   if (dw.defined()) n.on(dw, "dw", x.dtype()), n.numel(dw, "dw", r.N);
   if (db.defined()) n.on(db, "db", x.dtype()), n.numel(db, "db", r.N);
   if (!dx.defined() && !dw.defined() && !db.defined()) return;
@@ -441,7 +453,7 @@ void CudaBackend::layernorm_backward(const Tensor& dx, const Tensor& dw, const T
   if (dw.defined() || db.defined())
     ws = scratch(static_cast<size_t>(cuda_kernels::norm_backward_workspace_bytes(r.R, r.N)));
   cuda_kernels::layernorm_backward(x.dtype(), ptr(dx), ptr(dw), ptr(db), dout.raw(), x.raw(), w.raw(),
-                                   mean.data<float>(), rstd.data<float>(), r.R, r.N, ptr(ws), stream());
+                                   mean.data<float>(), rstd.data<float>(), ptr(dres), r.R, r.N, ptr(ws), stream());
 }
 
 void CudaBackend::residual_layernorm(const Tensor& h, const Tensor& out, const Tensor& mean, const Tensor& rstd,
@@ -485,20 +497,21 @@ void CudaBackend::rmsnorm(const Tensor& out, const Tensor& rstd, const Tensor& x
 }
 
 void CudaBackend::rmsnorm_backward(const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
-                                   const Tensor& w, const Tensor& rstd) {
+                                   const Tensor& w, const Tensor& rstd, const Tensor& dres) {
   const Need n{*this, "rmsnorm_backward"};
   n.compute(x, "x");
   const Rows r = rows_of(x, "rmsnorm_backward");
   n.like(dout, "dout", x);
   n.norm_params(x, r.R, r.N, w, Tensor(), Tensor(), rstd);
   if (dx.defined()) n.like(dx, "dx", x);
+  n.residual_grad(dx, dres);
   if (dw.defined()) n.on(dw, "dw", x.dtype()), n.numel(dw, "dw", r.N);
   if (!dx.defined() && !dw.defined()) return;
   DeviceGuard g(index_);
   Tensor ws;
   if (dw.defined()) ws = scratch(static_cast<size_t>(cuda_kernels::norm_backward_workspace_bytes(r.R, r.N)));
-  cuda_kernels::rmsnorm_backward(x.dtype(), ptr(dx), ptr(dw), dout.raw(), x.raw(), w.raw(), rstd.data<float>(), r.R,
-                                 r.N, ptr(ws), stream());
+  cuda_kernels::rmsnorm_backward(x.dtype(), ptr(dx), ptr(dw), dout.raw(), x.raw(), w.raw(), rstd.data<float>(),
+                                 ptr(dres), r.R, r.N, ptr(ws), stream());
 }
 
 }  // namespace zt

@@ -1,4 +1,4 @@
-// defines: 20 Catch2 test cases tagged [ops], [fused], [determinism], [errors]; helpers: randn32,
+// defines: 21 Catch2 test cases tagged [ops], [fused], [determinism], [errors]; helpers: randn32,
 //          check_close, broadcast_rows, with_threads, bias_gelu_step, mlp_step, mlp_inputs, residual_norm_step
 //
 // The fused ops of autograd/ops.h — bias_gelu, gelu_mlp, residual_layernorm, residual_rmsnorm,
@@ -377,6 +377,44 @@ TEST_CASE("residual norms: shape and dtype errors name the op and the argument",
   CHECK_THROWS_WITH(residual_rmsnorm(x, y, Var()), Catch::Contains("residual_rmsnorm: weight is undefined"));
   CHECK_THROWS_WITH(residual_rmsnorm(Var(randn32({}, 112)), Var(randn32({}, 113)), w),
                     Catch::Contains("residual_rmsnorm: x: expected at least 1 dimension"));
+}
+
+// ---- the residual stream's gradient joining a norm's: one pass, the bits of two ----
+
+TEST_CASE("norms: x read by a norm and another op - its gradient is the two contributions added apart, bitwise",
+          "[ops][fused][determinism]") {
+  // x (an intermediate, as the residual stream is) feeds a norm and a second op; the norm's
+  // backward adds x's gradient so far into its own dx in the same pass (Var::grad_to_fold,
+  // Backend::layernorm_backward's dres). The reference: each contribution from its own graph,
+  // then one add — what the gradient was before the fold.
+  for (DType dt : {DType::f32, DType::bf16})
+    for (bool layer : {true, false}) {
+      CAPTURE(dtype_name(dt), layer);
+      const Tensor x0 = randn32({5, 48}, 121, 2.0).to(dt), w0 = randn32({48}, 122).to(dt);
+      const Tensor b0 = randn32({48}, 123).to(dt), c0 = randn32({5, 48}, 124).to(dt);
+      const Tensor g1 = randn32({5, 48}, 125).to(dt), g2 = randn32({5, 48}, 126).to(dt);
+      const auto norm = [&](const Var& x) { return layer ? layernorm(x, Var(w0), Var(b0)) : rmsnorm(x, Var(w0)); };
+      Var xa(x0, true), xb(x0, true);
+      norm(xa).backward(g1);
+      mul(xb, Var(c0)).backward(g2);
+      Tensor want = Tensor::empty(x0.shape(), dt);
+      backend(Device::cpu()).binary(BinaryOp::add, want, xa.grad(), xb.grad());
+      for (bool norm_first : {true, false}) {
+        CAPTURE(norm_first);
+        Var leaf(x0, true);
+        const Var x = mul(leaf, Var(Tensor::full(x0.shape(), 1.0, dt)));  // x * 1: an intermediate, the same bits
+        const Var a = sum(mul(norm(x), Var(g1))), b = sum(mul(mul(x, Var(c0)), Var(g2)));
+        add(norm_first ? b : a, norm_first ? a : b).backward();
+        CHECK(bitwise_equal(leaf.grad(), want));
+      }
+    }
+  // the backend entry's own check: dres needs dx
+  const Tensor x = randn32({3, 8}, 127), w = randn32({8}, 128), g = randn32({3, 8}, 129);
+  Tensor rstd = Tensor::empty({3}), out = Tensor::empty({3, 8});
+  Backend& be = backend(Device::cpu());
+  be.rmsnorm(out, rstd, x, w, 1e-5);
+  CHECK_THROWS_WITH(be.rmsnorm_backward(Tensor(), Tensor::empty({8}), g, x, w, rstd, g),
+                    Catch::Contains("rmsnorm_backward: dres") && Catch::Contains("needs dx"));
 }
 
 // ---- the packed projections of Llama: swiglu_packed, rope_packed ----

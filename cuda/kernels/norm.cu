@@ -108,10 +108,13 @@ __global__ void residual_norm_fwd_kernel(Tp<D>* h, Tp<D>* __restrict__ out, floa
 }
 
 // ---- backward dx: one warp per row; mean(g) and mean(g xhat) in one walk ----
-template <DType D, bool Vec, bool LN>
+// Res: dx = dres + that gradient rounded to the storage type (the bits of a separate add after
+// it), the residual stream's gradient read in the same pass that writes dx.
+template <DType D, bool Vec, bool LN, bool Res>
 __global__ void norm_bwd_dx_kernel(Tp<D>* __restrict__ dx, const Tp<D>* __restrict__ dout, const Tp<D>* __restrict__ x,
                                    const Tp<D>* __restrict__ w, const float* __restrict__ mean,
-                                   const float* __restrict__ rstd, int64_t N, int64_t C) {
+                                   const float* __restrict__ rstd, const Tp<D>* __restrict__ dres, int64_t N,
+                                   int64_t C) {
   const int lane = threadIdx.x & 31;
   const float inv_c = 1.0f / static_cast<float>(C);
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32; r < N;
@@ -126,10 +129,18 @@ __global__ void norm_bwd_dx_kernel(Tp<D>* __restrict__ dx, const Tp<D>* __restri
     });
     const float gm = LN ? dev::warp_sum(ag) * inv_c : 0.0f;
     const float gxm = dev::warp_sum(agx) * inv_c;
-    dev::row_map<D, Vec>(dx + r * C, p, C, lane, 32, [&](int64_t, const float (&v)[3]) {
+    const auto dx_of = [&](const float* v) {
       const float xhat = (v[1] - m) * s;
       return LN ? s * (v[0] * v[2] - gm - xhat * gxm) : s * (v[0] * v[2] - xhat * gxm);
-    });
+    };
+    if constexpr (Res) {
+      const Tp<D>* const q[4] = {dout + r * C, x + r * C, w, dres + r * C};  // v = {dout, x, w, dres}
+      dev::row_map<D, Vec>(dx + r * C, q, C, lane, 32, [&](int64_t, const float(&v)[4]) {
+        return __fadd_rn(v[3], dev::Io<D>::load(dev::Io<D>::store(dx_of(v))));
+      });
+    } else {
+      dev::row_map<D, Vec>(dx + r * C, p, C, lane, 32, [&](int64_t, const float(&v)[3]) { return dx_of(v); });
+    }
   }
 }
 
@@ -244,8 +255,8 @@ void launch_residual_fwd(const char* who, DType t, void* h, void* out, float* me
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 
-void launch_bwd(const char* who, DType t, void* dx, void* dw, void* db, const void* dout, const void* x,
-                const void* w, const float* mean, const float* rstd, int64_t N, int64_t C, void* workspace, bool ln,
+void launch_bwd(const char* who, DType t, void* dx, void* dw, void* db, const void* dout, const void* x, const void* w,
+                const float* mean, const float* rstd, const void* dres, int64_t N, int64_t C, void* workspace, bool ln,
                 cudaStream_t s) {
   check_args(who, t, N, C);
   const bool reduce = dw || db;
@@ -257,8 +268,10 @@ void launch_bwd(const char* who, DType t, void* dx, void* dw, void* db, const vo
   need(who, "dout", dout), need(who, "x", x), need(who, "rstd", rstd);
   if (ln) need(who, "mean", mean);
   if (dx) need(who, "w", w);
+  if (dres) need(who, "dx", dx);
   if (reduce) need(who, "workspace", workspace);
-  dispatch_compute_vec(t, dx && C % 8 == 0 && all_aligned({dx, dout, x, w}), who, [&](auto d, auto v) {
+  const bool vec = dx && C % 8 == 0 && all_aligned({dx, dout, x, w}) && (!dres || all_aligned({dres}));
+  dispatch_compute_vec(t, vec, who, [&](auto d, auto v) {
     constexpr DType D = decltype(d)::value;
     constexpr bool V = decltype(v)::value;
     const auto *pg = static_cast<const Tp<D>*>(dout), *px = static_cast<const Tp<D>*>(x);
@@ -266,8 +279,12 @@ void launch_bwd(const char* who, DType t, void* dx, void* dw, void* db, const vo
       const unsigned grid = dev::grid_for(N, kRowsPerBlock);
       auto* pdx = static_cast<Tp<D>*>(dx);
       const auto* pw = static_cast<const Tp<D>*>(w);
-      if (ln) norm_bwd_dx_kernel<D, V, true><<<grid, kThreads, 0, s>>>(pdx, pg, px, pw, mean, rstd, N, C);
-      else norm_bwd_dx_kernel<D, V, false><<<grid, kThreads, 0, s>>>(pdx, pg, px, pw, mean, rstd, N, C);
+      const auto* pr = static_cast<const Tp<D>*>(dres);
+      dispatch_bool(ln, [&](auto l) {
+        constexpr bool L = decltype(l)::value;
+        if (pr) norm_bwd_dx_kernel<D, V, L, true><<<grid, kThreads, 0, s>>>(pdx, pg, px, pw, mean, rstd, pr, N, C);
+        else norm_bwd_dx_kernel<D, V, L, false><<<grid, kThreads, 0, s>>>(pdx, pg, px, pw, mean, rstd, pr, N, C);
+      });
       ZT_CUDA_CHECK(cudaGetLastError());
     }
     if (reduce) {
@@ -314,8 +331,9 @@ void layernorm_forward(DType t, void* out, float* mean, float* rstd, const void*
 }
 
 void layernorm_backward(DType t, void* dx, void* dw, void* db, const void* dout, const void* x, const void* w,
-                        const float* mean, const float* rstd, int64_t N, int64_t C, void* workspace, cudaStream_t s) {
-  launch_bwd("layernorm_backward", t, dx, dw, db, dout, x, w, mean, rstd, N, C, workspace, true, s);
+                        const float* mean, const float* rstd, const void* dres, int64_t N, int64_t C, void* workspace,
+                        cudaStream_t s) {
+  launch_bwd("layernorm_backward", t, dx, dw, db, dout, x, w, mean, rstd, dres, N, C, workspace, true, s);
 }
 
 void rmsnorm_forward(DType t, void* out, float* rstd, const void* x, const void* w, int64_t N, int64_t C, float eps,
@@ -334,8 +352,8 @@ void residual_rmsnorm_forward(DType t, void* h, void* out, float* rstd, const vo
 }
 
 void rmsnorm_backward(DType t, void* dx, void* dw, const void* dout, const void* x, const void* w, const float* rstd,
-                      int64_t N, int64_t C, void* workspace, cudaStream_t s) {
-  launch_bwd("rmsnorm_backward", t, dx, dw, nullptr, dout, x, w, nullptr, rstd, N, C, workspace, false, s);
+                      const void* dres, int64_t N, int64_t C, void* workspace, cudaStream_t s) {
+  launch_bwd("rmsnorm_backward", t, dx, dw, nullptr, dout, x, w, nullptr, rstd, dres, N, C, workspace, false, s);
 }
 
 }  // namespace zt::cuda_kernels

@@ -54,17 +54,19 @@ int64_t norm_backward_workspace_bytes(int64_t N, int64_t C);
 void layernorm_forward(DType t, void* out, float* mean, float* rstd, const void* x, const void* w, const void* b,
                        int64_t N, int64_t C, float eps, cudaStream_t s);
 // dx (N, C), dw (C), db (C) (each optional) from dout, x (N, C), w (C), mean, rstd (N) f32.
+// dres (N, C) or null (needs dx; must not overlap it): dx = dres + the gradient rounded to T.
 // workspace: >= norm_backward_workspace_bytes(N, C) device bytes (4-byte aligned), used until the
 // launches complete; may be null when dw and db are both null.
 void layernorm_backward(DType t, void* dx, void* dw, void* db, const void* dout, const void* x, const void* w,
-                        const float* mean, const float* rstd, int64_t N, int64_t C, void* workspace, cudaStream_t s);
+                        const float* mean, const float* rstd, const void* dres, int64_t N, int64_t C, void* workspace,
+                        cudaStream_t s);
 
 // out (N, C), rstd (N) f32 from x (N, C), w (C).
 void rmsnorm_forward(DType t, void* out, float* rstd, const void* x, const void* w, int64_t N, int64_t C, float eps,
                      cudaStream_t s);
-// dx (N, C), dw (C) (each optional); workspace as for layernorm_backward.
+// dx (N, C), dw (C) (each optional); dres and workspace as for layernorm_backward.
 void rmsnorm_backward(DType t, void* dx, void* dw, const void* dout, const void* x, const void* w, const float* rstd,
-                      int64_t N, int64_t C, void* workspace, cudaStream_t s);
+                      const void* dres, int64_t N, int64_t C, void* workspace, cudaStream_t s);
 
 // h (N, C) = x + y, out (N, C) = layernorm(h) with mean, rstd (N) f32; b may be null. x, y, h, out
 // must not overlap. The backward: layernorm_backward with h as x.

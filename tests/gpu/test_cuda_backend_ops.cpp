@@ -12,7 +12,8 @@
 //
 // Tolerances, |gpu - ref| <= tol (NaN never passes):
 // - exact (tol 0), float32 and bfloat16: binary, scale, scale_, scale_by, mul_backward, copy, fill, cast,
-//   accumulate_cast, embedding forward / backward, sum_last_backward, copies to and from the host
+//   accumulate_cast, embedding forward / backward, sum_last_backward, copies to and from the host,
+//   a norm backward's dres (against the GPU's own dx and add)
 //   (the same float32 operations, one rounding each; copies are bits). fill_scaled: 2e-7 (one
 //   float ulp, should the cpu round factor to float before the product).
 // - sum_all, sum_last: 1e-6 relative — the GPU adds in the CPU's order (cuda/kernels/elementwise.h),
@@ -448,6 +449,12 @@ TEST_CASE("cuda backend: layernorm and rmsnorm forward and backward match the cp
         CHECK(count_bad(dx, rdx, t, 1e-5) == 0);
         CHECK(count_bad(dw, rdw, t, 2e-5) == 0);
         CHECK(count_bad(db, rdb, t, 2e-5) == 0);
+        // dres (the residual stream's gradient joined in the same pass): the bits of dx, then an add
+        const Tensor gres = device_from(host(values(sh.N * sh.C, 44, t), s), t);
+        Tensor fused = device_empty(s, t), apart = device_empty(s, t);
+        g.layernorm_backward(fused, Tensor(), Tensor(), gdout, gx, gw, mean, rstd, gres);
+        g.binary(BinaryOp::add, apart, gres, dx);
+        CHECK(count_bad(fused, apart.to(Device::cpu()), t, 0.0) == 0);
         // RMSNorm (bias plays no part: run once per shape)
         if (!bias) continue;
         Tensor rrs = host_empty({sh.N}), rs = device_empty({sh.N}, DType::f32);
@@ -461,6 +468,10 @@ TEST_CASE("cuda backend: layernorm and rmsnorm forward and backward match the cp
         // C = 1: dx = g (1 - xhat^2) cancels to ~eps / x^2 of its terms, no relative accuracy to test
         if (sh.C > 1) CHECK(count_bad(dx, rdx, t, 1e-5) == 0);
         CHECK(count_bad(dw, rdw, t, 2e-5) == 0);
+        g.rmsnorm_backward(fused, Tensor(), gdout, gx, gw, rs, gres);
+        g.binary(BinaryOp::add, apart, gres, dx);
+        CHECK(count_bad(fused, apart.to(Device::cpu()), t, 0.0) == 0);
+        CHECK_THROWS_WITH(g.rmsnorm_backward(gres, Tensor(), gdout, gx, gw, rs, gres), Catch::Contains("overlaps dx"));
       }
 }
 

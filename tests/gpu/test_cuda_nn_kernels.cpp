@@ -216,8 +216,12 @@ TEST_CASE("cuda layernorm / rmsnorm forward and backward match the CPU ops", "[c
           // the backward from the CPU's statistics, so it is checked on its own
           DevArr cm(DType::f32, N), cr(DType::f32, N);
           cm.up(mean), cr.up(rstd);
-          if (ln) cuda_kernels::layernorm_backward(t, gdx.p(), gdw.p(), gdb.p(), gg.p(), gx.p(), gw.p(), cm.f(), cr.f(), N, C, ws.p(), nullptr);
-          else cuda_kernels::rmsnorm_backward(t, gdx.p(), gdw.p(), gg.p(), gx.p(), gw.p(), cr.f(), N, C, ws.p(), nullptr);
+          if (ln)
+            cuda_kernels::layernorm_backward(t, gdx.p(), gdw.p(), gdb.p(), gg.p(), gx.p(), gw.p(), cm.f(), cr.f(),
+                                             nullptr, N, C, ws.p(), nullptr);
+          else
+            cuda_kernels::rmsnorm_backward(t, gdx.p(), gdw.p(), gg.p(), gx.p(), gw.p(), cr.f(), nullptr, N, C, ws.p(),
+                                           nullptr);
           device_sync();
           const std::vector<uint8_t> now[6] = {gout.raw(), gmean.raw(), grstd.raw(), gdx.raw(), gdw.raw(), gdb.raw()};
           if (run == 0) {
@@ -249,8 +253,8 @@ TEST_CASE("cuda norms: optional outputs and argument errors", "[cuda_nn_kernels]
   DevArr ws(DType::f32, cuda_kernels::norm_backward_workspace_bytes(N, C) / 4);
   gx.up(x), gg.up(g), gm.up(mean), gr.up(rstd);
   // dw only: dx and db null, w not needed
-  cuda_kernels::layernorm_backward(DType::f32, nullptr, gdw.p(), nullptr, gg.p(), gx.p(), nullptr, gm.f(), gr.f(), N, C,
-                                   ws.p(), nullptr);
+  cuda_kernels::layernorm_backward(DType::f32, nullptr, gdw.p(), nullptr, gg.p(), gx.p(), nullptr, gm.f(), gr.f(),
+                                   nullptr, N, C, ws.p(), nullptr);
   device_sync();
   std::vector<double> sw(C, 0.0);
   for (int64_t r = 0; r < N; ++r)
@@ -262,8 +266,8 @@ TEST_CASE("cuda norms: optional outputs and argument errors", "[cuda_nn_kernels]
                     Catch::Contains("float64") && Catch::Contains("expected float32 or bfloat16"));
   CHECK_THROWS_WITH(cuda_kernels::rmsnorm_forward(DType::f32, gx.p(), gr.f(), gx.p(), gx.p(), N, 0, 1e-5f, nullptr),
                     Catch::Contains("C = 0"));
-  CHECK_THROWS_WITH(cuda_kernels::rmsnorm_backward(DType::f32, nullptr, gdw.p(), gg.p(), gx.p(), nullptr, gr.f(), N, C,
-                                                   nullptr, nullptr),
+  CHECK_THROWS_WITH(cuda_kernels::rmsnorm_backward(DType::f32, nullptr, gdw.p(), gg.p(), gx.p(), nullptr, gr.f(),
+                                                   nullptr, N, C, nullptr, nullptr),
                     Catch::Contains("workspace is null"));
 }
 

@@ -18,9 +18,10 @@
 #     and zero3-offload.json at stage 2 without offload_param, all with gpt2-nano): parameters and optimizer state in pinned host memory or in files, the
 #     model on cuda:0; against the same config on the CPU (1e-4, as 1.) and nvme against cpu
 #     offload on cuda:0 (1e-5: the same arithmetic, another tier).
-#  8. the gradients' copies to the host memory on their transfer stream, seen in the trace, and
-#     with 2 micro-steps (the second lands synchronously) against the CPU; over NCCL with one
-#     rank (the copy after the collective's event) against the one-rank group (1e-5).
+#  8. the gradients' copies to the host memory on their transfer stream (the one-rank group),
+#     seen in the trace, against the CPU; over NCCL with one rank (the copy after the
+#     collective's event) against the one-rank group (1e-5); with 2 micro-steps (the second lands
+#     synchronously) and with cpu_checkpointing against the CPU (1e-4).
 source "$(dirname "$0")/../cli/common.sh"
 if ! "$B/zt-info" --json | python3 -c 'import json,sys; c=json.load(sys.stdin)["cuda"]; sys.exit(0 if any(d["supported"] for d in c.get("devices", [])) else 1)'; then
   echo "SKIP: no usable CUDA device"; exit 77
@@ -116,31 +117,39 @@ PY
 done
 compare "$TMP/zero3-nvme.gpu.jsonl" "$TMP/zero3-offload.gpu.jsonl" 1e-5 "nvme offload vs cpu offload, both on cuda:0"
 
-# 8. the gradients' copies to host memory (zero/gradient_landing.h). One rank, a plain copy into
-# pinned memory: on the to-host transfer stream, waited for one unit later (the trace's "wait
-# gradient to host" spans, and no synchronous "gradient to host"). With 2 micro-steps the second
-# adds on the host after a synchronous copy ("gradient to host" spans); both equal the CPU's.
-"$B/zt-train" --train "$S/data/corpus/train.txt" -t 64 --steps 2 --threads 1 --config "$TMP/zero2-offload.json" \
-  --device cuda:0 --trace "$TMP/grads.trace.json" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
-python3 - "$TMP/zero2-offload.json" "$TMP/zero2-gas2.json" <<'PY'
+# 8. the gradients' copies to host memory (zero/gradient_landing.h), through the one-rank group
+# (--dist mpi without mpirun; auto would take NCCL): a plain copy into pinned memory goes on the
+# to-host transfer stream, waited for one unit later (the trace's "wait gradient to host" spans,
+# no synchronous "gradient to host"); against the CPU. Over NCCL with one rank each chunk's copy
+# waits on the device for the collective's event (Work::done_event): against the one-rank group.
+# With 2 micro-steps the second adds on the host after a synchronous copy ("gradient to host"
+# spans): against the CPU. And cpu_checkpointing (the checkpoints' copies on the transfer
+# streams, zero/activation_offload.h) at stage 3: against the CPU.
+G=(--train "$S/data/corpus/train.txt" -t 64 --steps 10 --threads 1 --config "$TMP/zero2-offload.json" --device cuda:0)
+"$B/zt-train" "${G[@]}" --dist mpi --log "$TMP/grads.single.jsonl" --trace "$TMP/grads.trace.json" 2>"$TMP/err" ||
+  { cat "$TMP/err"; exit 1; }
+compare "$TMP/grads.single.jsonl" "$TMP/zero2-offload.cpu.jsonl" 1e-4 "zero2-offload, the one-rank group on cuda:0 vs cpu"
+"$B/zt-train" "${G[@]}" --dist nccl --log "$TMP/grads.nccl.jsonl" --trace "$TMP/nccl.trace.json" 2>"$TMP/err" ||
+  { cat "$TMP/err"; exit 1; }
+compare "$TMP/grads.nccl.jsonl" "$TMP/grads.single.jsonl" 1e-5 "zero2-offload over NCCL, 1 rank vs the one-rank group"
+python3 - "$TMP/zero2-offload.json" "$TMP/zero2-gas2.json" "$TMP/zero3-offload.json" "$TMP/zero3-cpuckpt.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 c["gradient_accumulation_steps"] = 2
 c["train_micro_batch_size_per_gpu"] = 2
 json.dump(c, open(sys.argv[2], "w"))
+c = json.load(open(sys.argv[3]))
+c["activation_checkpointing"] = {"enabled": True, "cpu_checkpointing": True}
+json.dump(c, open(sys.argv[4], "w"))
 PY
-O=(--train "$S/data/corpus/train.txt" -t 64 --steps 10 --threads 1 --config "$TMP/zero2-gas2.json")
-"$B/zt-train" "${O[@]}" --device cpu --log "$TMP/gas2.cpu.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
-"$B/zt-train" "${O[@]}" --device cuda:0 --log "$TMP/gas2.gpu.jsonl" --trace "$TMP/gas2.trace.json" 2>"$TMP/err" ||
-  { cat "$TMP/err"; exit 1; }
-compare "$TMP/gas2.gpu.jsonl" "$TMP/gas2.cpu.jsonl" 1e-4 "zero2-offload with 2 micro-steps, cuda:0 vs cpu"
-# the same over NCCL with one rank: each chunk's copy waits on the device for the collective's
-# event (Work::done_event), not on the host
-"$B/zt-train" --train "$S/data/corpus/train.txt" -t 64 --steps 10 --threads 1 --config "$TMP/zero2-offload.json" \
-  --device cuda:0 --dist nccl --log "$TMP/zero2-offload.nccl.jsonl" --trace "$TMP/nccl.trace.json" 2>"$TMP/err" ||
-  { cat "$TMP/err"; exit 1; }
-compare "$TMP/zero2-offload.nccl.jsonl" "$TMP/zero2-offload.gpu.jsonl" 1e-5 "zero2-offload over NCCL, 1 rank vs the one-rank group"
-python3 - "$TMP/grads.trace.json" "$TMP/gas2.trace.json" "$TMP/nccl.trace.json" <<'PY' || exit 1
+for cfg in zero2-gas2 zero3-cpuckpt; do
+  O=(--train "$S/data/corpus/train.txt" -t 64 --steps 10 --threads 1 --config "$TMP/$cfg.json")
+  "$B/zt-train" "${O[@]}" --device cpu --log "$TMP/$cfg.cpu.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+  "$B/zt-train" "${O[@]}" --device cuda:0 --dist mpi --log "$TMP/$cfg.gpu.jsonl" --trace "$TMP/$cfg.trace.json" \
+    2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+  compare "$TMP/$cfg.gpu.jsonl" "$TMP/$cfg.cpu.jsonl" 1e-4 "$cfg (gpt2-nano), the one-rank group on cuda:0 vs cpu"
+done
+python3 - "$TMP/grads.trace.json" "$TMP/zero2-gas2.trace.json" "$TMP/nccl.trace.json" <<'PY' || exit 1
 import json, sys
 def spans(path):
     names = [e["name"] for e in json.load(open(path))["traceEvents"] if e.get("ph") == "X"]
