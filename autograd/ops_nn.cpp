@@ -1,5 +1,5 @@
 // defines: layernorm, residual_layernorm, rmsnorm, residual_rmsnorm, rope, rope_packed, causal_attention,
-//          causal_attention_packed; file-local: check_channel_param, norm_channels, layernorm_grad_fn,
+//          causal_attention_packed; file-local: check_channel_param, norm_channels, give_dx, layernorm_grad_fn,
 //          rmsnorm_grad_fn, residual_grad, check_residual, rope_heads
 //
 // The "nn" half of autograd/ops.h: layernorm, rmsnorm, residual_layernorm, residual_rmsnorm, rope,
@@ -50,6 +50,13 @@ int64_t norm_channels(const Var& x, const char* op, double eps, const Backend& b
 
 namespace {
 
+// A norm's dx to its input x: dx already holds x's gradient so far when the backend added it
+// (prior defined: Var::grad_to_fold), else it joins by add_grad. Nothing when x wants none.
+void give_dx(const Var& x, const Tensor& dx, const Tensor& prior) {
+  if (prior.defined()) x.set_folded_grad(dx);
+  else if (dx.defined()) x.add_grad(dx);
+}
+
 // The backward of a LayerNorm node with inputs {x, weight, bias}: xc (N, C) is the value of x it
 // normalized (layernorm's input, or residual_layernorm's h), mean and rstd its statistics.
 GradFn layernorm_grad_fn(Tensor xc, Tensor w, Tensor mean, Tensor rstd, int64_t C, Backend& be) {
@@ -64,8 +71,7 @@ GradFn layernorm_grad_fn(Tensor xc, Tensor w, Tensor mean, Tensor rstd, int64_t 
     const Tensor prior = want_x ? in[0].grad_to_fold(dt) : Tensor();  // x's gradient so far, added in the same pass
     be.layernorm_backward(want_x ? dx.view(xc.shape()) : Tensor(), dw, db, g.view(xc.shape()), xc, w, mean, rstd,
                           prior.defined() ? prior.view(xc.shape()) : Tensor());
-    if (prior.defined()) in[0].set_folded_grad(dx);
-    else if (want_x) in[0].add_grad(dx);
+    give_dx(in[0], dx, prior);
     if (want_w) in[1].add_grad(dw);
     if (want_b) in[2].add_grad(db);
   };
@@ -82,8 +88,7 @@ GradFn rmsnorm_grad_fn(Tensor xc, Tensor w, Tensor rstd, int64_t C, Backend& be)
     const Tensor prior = want_x ? in[0].grad_to_fold(dt) : Tensor();
     be.rmsnorm_backward(want_x ? dx.view(xc.shape()) : Tensor(), dw, g.view(xc.shape()), xc, w, rstd,
                         prior.defined() ? prior.view(xc.shape()) : Tensor());
-    if (prior.defined()) in[0].set_folded_grad(dx);
-    else if (want_x) in[0].add_grad(dx);
+    give_dx(in[0], dx, prior);
     if (want_w) in[1].add_grad(dw);
   };
 }

@@ -1,4 +1,4 @@
-// defines: land_now, land_after (zero/gradient_landing.h); file-local: ThenCopy.
+// defines: HowToLand::into, land_now, land_after (zero/gradient_landing.h); file-local: ThenCopy.
 #include "zero/gradient_landing.h"
 
 #include <chrono>
@@ -20,18 +20,17 @@ struct ThenCopy final : Work {
 };
 }  // namespace
 
+void HowToLand::into(const Tensor& dst, const Tensor& got) const {
+  if (precision) precision->land(dst, got, accumulate, scale);
+  else Tensor(dst).copy_(got);
+}
+
 void land_now(ZeroContext& cx, const Tensor& dst, const Tensor& got, const HowToLand& how, const std::string& unit) {
-  if (got.device() == dst.device()) {
-    if (how.precision) how.precision->land(dst, got, how.accumulate, how.scale);
-    else Tensor(dst).copy_(got);
-    return;
-  }
+  if (got.device() == dst.device()) return how.into(dst, got);
   const auto t0 = Tracer::Clock::now();
   {
     TraceScope scope(cx.active_tracer(), TraceTrack::compute, "gradient to host " + unit, "offload");
-    const Tensor here = got.to(dst.device(), Category::comm);
-    if (how.precision) how.precision->land(dst, here, how.accumulate, how.scale);
-    else Tensor(dst).copy_(here);
+    how.into(dst, got.to(dst.device(), Category::comm));
   }
   cx.times.offload_grads_s += std::chrono::duration<double>(Tracer::Clock::now() - t0).count();
 }

@@ -38,6 +38,7 @@ struct HowToLand {
   bool accumulate = false;
   double scale = 1.0;
   bool plain_copy() const { return !accumulate && scale == 1.0; }
+  void into(const Tensor& dst, const Tensor& got) const;  // both on one device
 };
 
 // got into dst now (the host waits for any copy between devices); `unit` names it in the trace.
