@@ -18,6 +18,10 @@
 // AdamW moments, the updated master rounded into the bf16 parameters; zero/engine.h). fp32 (the
 // default) keeps the plain float32 model and AdamW on its ParamSets, the libtorch peer's setup.
 // --f32-matmul high makes float32 GEMMs TF32 on a GPU (core/backend.h F32Matmul).
+//
+// On a GPU the JSON also gives each phase's host time (ms_*_host_median: the host's time in the
+// call, less its waits for the device) and the waits per step: whether the host keeps ahead of the
+// kernels, the question CUDA graphs answer (docs/cuda.md).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -119,6 +123,23 @@ int main(int argc, char** argv) {
   Tensor idx = Tensor::empty({B, T}, DType::i32, Category::activations, cpu_allocator());
   Tensor tgt = Tensor::empty({B, T}, DType::i32, Category::activations, cpu_allocator());
   std::vector<double> ms, fwd_ms, bwd_ms, opt_ms;  // whole step, and its three phases
+  // On a GPU, also the host's own time in each phase: from its start until the call returned,
+  // less the time the host spent waiting for the device inside it (CudaBackend::host_waits: the
+  // gradient norm's read-back, copies to and from the host). Where a phase's host time is close
+  // to the phase's time, the GPU waited for the host's launches (what CUDA graphs would remove);
+  // where it is far below, the host queued ahead and the kernels set the pace.
+  std::vector<double> fwd_host, bwd_host, opt_host;
+  std::vector<int64_t> waits;  // the host's waits inside one step's three calls
+  auto host_waits = [&dev]() -> std::pair<int64_t, double> {
+#ifdef ZT_HAVE_CUDA
+    if (auto* cuda = dynamic_cast<CudaBackend*>(&dev)) {
+      const CudaBackend::HostWaits hw = cuda->host_waits();
+      return {hw.count, hw.seconds};
+    }
+#endif
+    (void)dev;
+    return {0, 0.0};  // the CPU: every op ran before it returned
+  };
   double loss = 0;
   using clock = std::chrono::steady_clock;
   auto since = [](clock::time_point t) { return std::chrono::duration<double, std::milli>(clock::now() - t).count(); };
@@ -128,19 +149,33 @@ int main(int argc, char** argv) {
       tgt.data<int32_t>()[i] = static_cast<int32_t>(rng.next_u32() % cfg.vocab_size);
     }
     dev.synchronize();
+    int64_t step_waits = 0;
+    // the host's time in a call that started at t with the waits w0 before it (ms)
+    auto host_ms = [&](clock::time_point t, std::pair<int64_t, double> w0) {
+      const double in_call = since(t);
+      const auto w1 = host_waits();
+      step_waits += w1.first - w0.first;
+      return in_call - 1e3 * (w1.second - w0.second);
+    };
     const auto t0 = clock::now();
+    auto w = host_waits();
     if (!bf16) m->zero_grad();  // (the engine zeroes its gradients in step())
     Var l = bf16 ? engine->forward(idx, tgt) : m->loss(idx, tgt);
+    const double fh = host_ms(t0, w);
     dev.synchronize();
     const double f = since(t0);
     const auto t1 = clock::now();
+    w = host_waits();
     if (bf16) engine->backward(l);
     else l.backward();
+    const double bh = host_ms(t1, w);
     dev.synchronize();
     const double b = since(t1);
     const auto t2 = clock::now();
+    w = host_waits();
     if (bf16) engine->step(h.lr);
     else opt->step();
+    const double oh = host_ms(t2, w);
     dev.synchronize();
     const double o = since(t2);
     const double dt = since(t0);
@@ -150,6 +185,10 @@ int main(int argc, char** argv) {
       fwd_ms.push_back(f);
       bwd_ms.push_back(b);
       opt_ms.push_back(o);
+      fwd_host.push_back(fh);
+      bwd_host.push_back(bh);
+      opt_host.push_back(oh);
+      waits.push_back(step_waits);
     }
     std::fprintf(stderr, "step %lld loss %.4f %.1f ms\n", static_cast<long long>(s), loss, dt);
   }
@@ -181,6 +220,10 @@ int main(int argc, char** argv) {
     j["peak_tflops"] = peak_tflops;
     j.erase("fma_ceiling_gflops");
     j.erase("isa");
+    j["ms_forward_host_median"] = median_of(fwd_host);
+    j["ms_backward_host_median"] = median_of(bwd_host);
+    j["ms_optimizer_host_median"] = median_of(opt_host);
+    j["host_waits_per_step"] = *std::max_element(waits.begin(), waits.end());
   }
   std::printf("%s\n", j.dump().c_str());
   return 0;

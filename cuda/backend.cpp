@@ -1,4 +1,4 @@
-// defines: CudaBackend (constructor, destructor, host_allocator, synchronize, gemm_engine and 12 more),
+// defines: CudaBackend (constructor, destructor, host_allocator, synchronize, host_waits and 13 more),
 //          register_cuda_backend (cuda/backend.h); file-local: checked_allocator, need_here,
 //          need_contiguous, layout, CudaTransfer
 //
@@ -22,6 +22,7 @@
 #include "cuda/backend.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "cuda/allocator.h"
 #include "cuda/check.h"
@@ -84,7 +85,20 @@ Allocator& CudaBackend::host_allocator(bool pinned) {
 
 void CudaBackend::synchronize() {
   DeviceGuard g(index_);
+  wait_for_stream();
+}
+
+void CudaBackend::wait_for_stream() {
+  const auto t0 = std::chrono::steady_clock::now();
   ZT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+  waits_.fetch_add(1, std::memory_order_relaxed);
+  waited_ns_.fetch_add(ns.count(), std::memory_order_relaxed);
+}
+
+CudaBackend::HostWaits CudaBackend::host_waits() const {
+  return {waits_.load(std::memory_order_relaxed),
+          1e-9 * static_cast<double>(waited_ns_.load(std::memory_order_relaxed))};
 }
 
 CudaGemm& CudaBackend::gemm_engine() {
@@ -127,7 +141,7 @@ void CudaBackend::copy_from_host(const Tensor& dst, const Tensor& src_host) {
   ZT_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src_host.raw(), dst.nbytes(), cudaMemcpyHostToDevice, stream()));
   // The table promises the host buffer may be reused on return: wait, pinned or not (a pinned
   // source would otherwise still be read by the DMA after we return).
-  ZT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  wait_for_stream();
 }
 
 namespace {
@@ -243,7 +257,7 @@ void CudaBackend::copy_to_host(const Tensor& dst_host, const Tensor& src) {
   if (src.nbytes() == 0) return;
   DeviceGuard g(index_);
   ZT_CUDA_CHECK(cudaMemcpyAsync(dst_host.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToHost, stream()));
-  ZT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  wait_for_stream();
 }
 
 void CudaBackend::fill(const Tensor& dst, double value) {
@@ -301,7 +315,7 @@ bool CudaBackend::all_finite(const Tensor& t) {
   cuda_kernels::all_finite_async(t.dtype(), t.raw(), t.numel(), f, stream());
   int host = 0;
   ZT_CUDA_CHECK(cudaMemcpyAsync(&host, f, sizeof(int), cudaMemcpyDeviceToHost, stream()));
-  ZT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  wait_for_stream();
   return host == 0;
 }
 
@@ -317,7 +331,7 @@ double CudaBackend::sum_of_squares(const Tensor& t) {
   cuda_kernels::sum_of_squares_async(t.raw(), t.dtype(), t.numel(), result, result + 1, stream());
   double host = 0;
   ZT_CUDA_CHECK(cudaMemcpyAsync(&host, result, sizeof(double), cudaMemcpyDeviceToHost, stream()));
-  ZT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  wait_for_stream();
   return host;
 }
 

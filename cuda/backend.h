@@ -20,6 +20,7 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -96,6 +97,17 @@ class CudaBackend final : public Backend {
   CudaAllocator& cuda_alloc() { return alloc_; }
   CudaGemm& gemm_engine();  // created on first use (cuBLASLt handle, workspace)
 
+  // The host's waits for the compute stream since construction: synchronize(), copy_to_host,
+  // copy_from_host and the entries that return a host value (all_finite, sum_of_squares); how
+  // many and how long. Read around a phase of a step (bench/train_step.cpp): the host time the
+  // phase takes outside these waits is the time the host spent queueing work, and where that is
+  // close to the phase's own time the GPU waited for launches (the case CUDA graphs are for).
+  struct HostWaits {
+    int64_t count = 0;
+    double seconds = 0;
+  };
+  HostWaits host_waits() const;
+
   // Every op of core/backend_ops.def, split by concern over backend.cpp, backend_ops.cpp and
   // backend_attention.cpp (the top of this file says which holds which).
 #define ZT_BACKEND_OP(ret, name, params) ret name params override;
@@ -109,6 +121,8 @@ class CudaBackend final : public Backend {
   CudaAllocator& alloc_;
   std::unique_ptr<CudaGemm> gemm_;
   std::once_flag gemm_once_;
+  std::atomic<int64_t> waits_{0}, waited_ns_{0};  // host_waits()
+  void wait_for_stream();                         // cudaStreamSynchronize(stream()), counted
   CudaStream transfer_, to_host_;
   std::once_flag transfer_once_, to_host_once_;
   // host <-> device on stream t after the compute stream's queued work (both transfers above)

@@ -1,10 +1,11 @@
-// defines: 3 Catch2 test cases tagged [cuda_transfers]
+// defines: 4 Catch2 test cases tagged [cuda_transfers]
 //
 // CudaBackend's copies between host memory and the device on its transfer streams
 // (copy_from_host_async, copy_to_host_async; cuda/backend.cpp): each lands after the compute
 // queued before it (and after a given device event), is done when its wait() returns, and leaves
 // the compute queued after it running beside it; from and into pageable memory they are the
-// synchronous copies. Compared bitwise with the source (copies are bits).
+// synchronous copies. Compared bitwise with the source (copies are bits). And host_waits(): the
+// host's waits for the compute stream, counted and timed.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -124,4 +125,22 @@ TEST_CASE("cuda backend: copy_to_host_async after a device event reads what anot
   Tensor h = Tensor::empty({n}, DType::f32);
   CHECK_THROWS_WITH(cpu().copy_to_host_async(h, want, &written), Catch::Contains("has no device events"));
   CHECK_THROWS_WITH(g.copy_to_host_async(h, src, &foreign), Catch::Contains("not a CUDA event"));
+}
+
+TEST_CASE("cuda backend: host_waits counts and times the host's waits for the compute stream", "[cuda_transfers]") {
+  auto& g = dynamic_cast<CudaBackend&>(gpu());
+  const int64_t n = int64_t{1} << 22;
+  Tensor x = device_empty({n}, DType::f32);
+  Tensor back = Tensor::empty({n}, DType::f32, Category::comm, cpu_allocator());
+  g.synchronize();
+  const CudaBackend::HostWaits w0 = g.host_waits();
+  for (int k = 0; k < 50; ++k) g.fill(x, 1.0 + k);  // queued: nothing waits yet
+  CHECK(g.host_waits().count == w0.count);
+  g.synchronize();            // one wait, for the 50 fills
+  g.copy_to_host(back, x);    // one more
+  (void)g.sum_of_squares(x);  // and one: it returns a host value
+  const CudaBackend::HostWaits w1 = g.host_waits();
+  CHECK(w1.count == w0.count + 3);
+  CHECK(w1.seconds > w0.seconds);
+  CHECK(back.data<float>()[n - 1] == 50.0f);
 }
