@@ -344,7 +344,13 @@ void* PinnedHostAllocator::allocate(size_t bytes, Category c) {
 
 void PinnedHostAllocator::deallocate(void* p, size_t bytes, Category c) {
   if (!p) return;
-  ZT_CUDA_CHECK(cudaFreeHost(static_cast<void**>(p)[-1]));
+  // Called from destructors (a tensor's storage going away, perhaps while an exception unwinds):
+  // a failure is reported, not thrown. cudaFreeHost fails only when the CUDA context is already
+  // broken (a sticky error from a kernel), which the next CUDA call that can throw names.
+  const cudaError_t e = cudaFreeHost(static_cast<void**>(p)[-1]);
+  if (e != cudaSuccess)
+    std::fprintf(stderr, "PinnedHostAllocator::deallocate: cudaFreeHost of %zu bytes (category '%s') failed: %s\n",
+                 bytes, category_name(c), cudaGetErrorString(e));
   account_free(bytes + kPinnedAlign, c);
 }
 
