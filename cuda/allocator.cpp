@@ -1,6 +1,7 @@
 // defines: CudaAllocator (round_size, constructor, destructor, set_stream, stream and 13 more),
-//          cuda_allocator (cuda/allocator.h); file-local: require_device, stream_key, i64,
-//          PinnedHostAllocator (allocate, deallocate), pinned_allocator
+//          cuda_allocator, PinnedHostAllocator (allocate, deallocate, cached_bytes, empty_cache),
+//          pinned_allocator (cuda/allocator.h); file-local: require_device, stream_key, i64,
+//          pinned_block, free_pinned
 #include "cuda/allocator.h"
 
 #include <cstdio>
@@ -314,19 +315,46 @@ CudaAllocator& cuda_allocator(int device) {
 // buffers (zero/aio.h, kAioAlignment), as host_allocator() gives on the CPU. So every block is
 // kPinnedAlign bytes larger than asked, the pointer handed out is the first 4096-byte boundary past
 // room for one pointer, and the pointer cudaHostAlloc returned sits just below it. The counters
-// hold the whole block (the padding is memory this allocator holds).
+// hold the whole block (the padding is memory this allocator holds); the cache is described in
+// the header.
 namespace {
 constexpr size_t kPinnedAlign = 4096;
+// The block behind a request of `bytes`: the alignment's room, rounded up to whole pages (the
+// cache's key, so requests a few bytes apart share blocks).
+size_t pinned_block(size_t bytes) { return (bytes + 2 * kPinnedAlign - 1) / kPinnedAlign * kPinnedAlign; }
+void free_pinned(void* p, size_t block) {
+  // From destructors and from empty_cache: a failure is reported, not thrown. cudaFreeHost fails
+  // only when the CUDA context is already broken (a sticky error from a kernel), which the next
+  // CUDA call that can throw names.
+  const cudaError_t e = cudaFreeHost(static_cast<void**>(p)[-1]);
+  if (e != cudaSuccess)
+    std::fprintf(stderr, "PinnedHostAllocator: cudaFreeHost of a %zu-byte block failed: %s\n", block,
+                 cudaGetErrorString(e));
 }
+}  // namespace
 
 void* PinnedHostAllocator::allocate(size_t bytes, Category c) {
   if (bytes == 0) return nullptr;
-  const size_t block = bytes + kPinnedAlign;
+  const size_t block = pinned_block(bytes);
   account_alloc(block, c);  // the cap: throws OutOfMemory (counting nothing) past it
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = cached_.find(block); it != cached_.end()) {
+    void* p = it->second;
+    cached_.erase(it);
+    cached_total_ -= block;
+    return p;
+  }
+  // Under a cap, the cached blocks and the new one together must fit: return the cache first.
+  if (limit() > 0 && stats().total() + static_cast<int64_t>(cached_total_) > limit()) empty_cache_locked();
   void* raw = nullptr;
   // cudaHostAllocDefault: page-locked; under unified addressing (64-bit, sm_80+) it is portable
   // to every device of the process anyway.
-  const cudaError_t e = cudaHostAlloc(&raw, block, cudaHostAllocDefault);
+  cudaError_t e = cudaHostAlloc(&raw, block, cudaHostAllocDefault);
+  if (e == cudaErrorMemoryAllocation && !cached_.empty()) {  // the cache's blocks back to the driver, once
+    (void)cudaGetLastError();
+    empty_cache_locked();
+    e = cudaHostAlloc(&raw, block, cudaHostAllocDefault);
+  }
   if (e == cudaSuccess) {
     const uintptr_t r = reinterpret_cast<uintptr_t>(raw);
     const uintptr_t aligned = (r + sizeof(void*) + kPinnedAlign - 1) / kPinnedAlign * kPinnedAlign;
@@ -344,14 +372,29 @@ void* PinnedHostAllocator::allocate(size_t bytes, Category c) {
 
 void PinnedHostAllocator::deallocate(void* p, size_t bytes, Category c) {
   if (!p) return;
-  // Called from destructors (a tensor's storage going away, perhaps while an exception unwinds):
-  // a failure is reported, not thrown. cudaFreeHost fails only when the CUDA context is already
-  // broken (a sticky error from a kernel), which the next CUDA call that can throw names.
-  const cudaError_t e = cudaFreeHost(static_cast<void**>(p)[-1]);
-  if (e != cudaSuccess)
-    std::fprintf(stderr, "PinnedHostAllocator::deallocate: cudaFreeHost of %zu bytes (category '%s') failed: %s\n",
-                 bytes, category_name(c), cudaGetErrorString(e));
-  account_free(bytes + kPinnedAlign, c);
+  const size_t block = pinned_block(bytes);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cached_.emplace(block, p);
+    cached_total_ += block;
+  }
+  account_free(block, c);
+}
+
+int64_t PinnedHostAllocator::cached_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(cached_total_);
+}
+
+void PinnedHostAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  empty_cache_locked();
+}
+
+void PinnedHostAllocator::empty_cache_locked() {
+  for (auto& [block, p] : cached_) free_pinned(p, block);
+  cached_.clear();
+  cached_total_ = 0;
 }
 
 PinnedHostAllocator& pinned_allocator() {

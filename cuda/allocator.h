@@ -154,15 +154,35 @@ class CudaAllocator final : public Allocator {
 CudaAllocator& cuda_allocator(int device = 0);
 
 // Page-locked (pinned) host memory from cudaHostAlloc, for host<->device staging (async copies
-// need it) and for offloading optimizer state or parameters to the host. No cache: pinned
-// buffers are few and long-lived. Every pointer is 4096-byte aligned (the NVMe tier's O_DIRECT
-// buffers), from a block 4096 bytes larger than asked; counts those blocks per category, honours
-// the cap.
+// need it) and for offloading optimizer state or parameters to the host. Every pointer is
+// 4096-byte aligned (the NVMe tier's O_DIRECT buffers), from a block 4096 bytes larger than
+// asked; counts those blocks per category (in use only), honours the cap.
+//
+// A cache, as PyTorch's CachingHostAllocator: a freed block is kept and handed out again for the
+// next request of the same rounded size, because cudaFreeHost waits for the whole device and
+// cudaHostAlloc is slow — and the offload tiers free a staging buffer per sub-group and a
+// checkpoint buffer per block, in the middle of a step whose copies run beside the compute.
+// A block is freed only once no copy uses it any more: a Transfer's wait() returns after its
+// copy landed, and one dropped unwaited waits for its copy first (cuda/backend.cpp). The cache
+// is emptied (the blocks returned to the driver) when a new block would not fit beside the cached
+// ones under the cap, when cudaHostAlloc fails, and by empty_cache().
 class PinnedHostAllocator final : public Allocator {
  public:
+  PinnedHostAllocator() = default;
+  ~PinnedHostAllocator() override { empty_cache(); }
+  PinnedHostAllocator(const PinnedHostAllocator&) = delete;
+  PinnedHostAllocator& operator=(const PinnedHostAllocator&) = delete;
   void* allocate(size_t bytes, Category c) override;  // bytes == 0 returns nullptr
   void deallocate(void* p, size_t bytes, Category c) override;
   const char* name() const override { return "pinned"; }
+  int64_t cached_bytes() const;  // held in the cache, not in use (not in stats())
+  void empty_cache();            // cudaFreeHost every cached block
+
+ private:
+  mutable std::mutex mu_;
+  std::multimap<size_t, void*> cached_;  // rounded block size -> the pointer handed out
+  size_t cached_total_ = 0;
+  void empty_cache_locked();
 };
 
 // The process-wide pinned allocator (lazily created, never destroyed). Throws zt::Error naming

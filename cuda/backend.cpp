@@ -149,15 +149,18 @@ namespace {
 // `landed` is recorded after it there. It holds both buffers until wait(). Dropped without
 // wait() (an exception path), the device buffer would go back to the caching allocator, whose
 // free lists follow the compute stream, while the copy may still use it: so the destructor makes
-// the compute stream wait for `landed` first (no host wait: a destructor must not block). The
-// page-locked host buffer, if this held its last reference, goes back through cudaFreeHost,
-// which waits for the device's work in flight, the copy included.
+// the compute stream wait for `landed` first. The page-locked host buffer, if this held its last
+// reference, would go back to the pinned allocator's cache (cuda/allocator.h) and be handed out
+// again while the copy may still read or write it: so the host waits for `landed` too. A host
+// wait in a destructor, then, but only on that path; its error is dropped (a destructor does not
+// throw; a broken context is named by the next call that can throw).
 struct CudaTransfer final : Transfer {
   CudaEvent landed;
   cudaStream_t compute = nullptr;
   Tensor host, device;
   ~CudaTransfer() override {
     if (device.defined()) (void)cudaStreamWaitEvent(compute, landed.get(), 0);
+    if (host.defined()) (void)cudaEventSynchronize(landed.get());
   }
   void wait() override {
     if (!host.defined()) return;

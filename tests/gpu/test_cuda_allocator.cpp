@@ -1,4 +1,4 @@
-// defines: 11 Catch2 test cases tagged [cuda_allocator]; helpers: StreamGate, to_host, all_equal
+// defines: 12 Catch2 test cases tagged [cuda_allocator]; helpers: StreamGate, to_host, all_equal
 //
 // The caching device allocator, streams and events, and pinned host memory, on a real GPU.
 //
@@ -441,4 +441,33 @@ TEST_CASE("pinned host allocator gives page-locked memory, counted and capped", 
     pa.deallocate(q, small, Category::comm);
   }
   CHECK(pa.stats().total() == 0);
+}
+
+TEST_CASE("pinned host allocator caches freed blocks by size, and returns them under the cap", "[cuda_allocator]") {
+  PinnedHostAllocator pa;
+  const size_t bytes = size_t{1} << 20, block = bytes + 4096;
+  void* a = pa.allocate(bytes, Category::comm);
+  pa.deallocate(a, bytes, Category::comm);
+  CHECK(pa.stats().total() == 0);  // the counters hold what is in use
+  CHECK(pa.cached_bytes() == int64_t(block));
+  void* again = pa.allocate(bytes - 100, Category::optim);  // the same rounded block, any category
+  CHECK(again == a);
+  CHECK(pa.cached_bytes() == 0);
+  CHECK(pa.stats().cur(Category::optim) == int64_t(block));
+  void* other = pa.allocate(bytes / 2, Category::comm);  // another size: a new block
+  CHECK(other != a);
+  pa.deallocate(again, bytes - 100, Category::optim);
+  pa.deallocate(other, bytes / 2, Category::comm);
+  CHECK(pa.cached_bytes() == int64_t(block + bytes / 2 + 4096));
+  pa.empty_cache();
+  CHECK(pa.cached_bytes() == 0);
+
+  // Under a cap, a new block that would not fit beside the cached ones empties the cache first.
+  void* c = pa.allocate(bytes, Category::comm);
+  pa.deallocate(c, bytes, Category::comm);
+  pa.set_limit(int64_t(block + bytes / 4));
+  void* d = pa.allocate(bytes / 2, Category::comm);  // in use 0.5 MiB + cached 1 MiB > the cap
+  CHECK(pa.cached_bytes() == 0);
+  pa.deallocate(d, bytes / 2, Category::comm);
+  pa.empty_cache();
 }

@@ -45,6 +45,22 @@ TEST_CASE(
     for (int64_t i = 0; i < n; ++i) bad += back2.data<float>()[i] != 2.0f * want.data<float>()[i];
     CHECK(bad == 0);
   }
+  // Dropped without wait(), holding the last reference to its page-locked source: the block goes
+  // back to the pinned allocator's cache only after the copy read it, so the next buffer of that
+  // size (the same block) may be written at once.
+  {
+    Tensor dst = device_empty({n}, DType::f32);
+    for (int k = 0; k < 20; ++k) g.fill(dst, -1.0 - k);  // the copy queues behind these
+    {
+      Tensor src = Tensor::empty({n}, DType::f32, Category::comm, g.host_allocator(true));
+      src.copy_(want);
+      TransferPtr t = g.copy_from_host_async(dst, src);
+    }
+    Tensor next = Tensor::empty({n}, DType::f32, Category::comm, g.host_allocator(true));
+    std::memset(next.raw(), 0, next.nbytes());
+    const Tensor back = dst.to(Device::cpu());
+    CHECK(std::memcmp(back.raw(), want.raw(), want.nbytes()) == 0);
+  }
   // Its checks are copy_from_host's.
   Tensor pinned = Tensor::empty({999}, DType::f32, Category::comm, g.host_allocator(true));
   CHECK_THROWS_WITH(g.copy_from_host_async(device_empty({1000}, DType::f32), pinned),
