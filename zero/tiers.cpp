@@ -133,13 +133,12 @@ class ShardInMemory : public ParamTier {
   // A device shard: the sub-group's new parameters go over while the host updates the next one,
   // at most two copies (and their host staging buffers) in flight.
   void put(const ShardedUnit& s, int64_t a, const Tensor& master, bool) override {
-    TransferPtr t = put_rounded(range(shard(s), a, master.numel()), master, *tiers_.host());
-    if (!t) return;
-    if (sending_.size() >= 2) {
+    if (sending_.size() >= 2) {  // first: the oldest's staging buffer is freed before a third exists
       sending_.front()->wait();
       sending_.pop_front();
     }
-    sending_.push_back(std::move(t));
+    TransferPtr t = put_rounded(range(shard(s), a, master.numel()), master, *tiers_.host());
+    if (t) sending_.push_back(std::move(t));
   }
   // The new parameters have landed on the device (and their host staging buffers are freed).
   void finish_writes() override {
