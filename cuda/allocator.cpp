@@ -329,7 +329,7 @@ void free_pinned(void* p, size_t block) {
   const cudaError_t e = cudaFreeHost(static_cast<void**>(p)[-1]);
   if (e != cudaSuccess)
     std::fprintf(stderr, "PinnedHostAllocator: cudaFreeHost of a %zu-byte block failed: %s\n", block,
-                 cudaGetErrorString(e));
+                 cuda_error_message(e).c_str());
 }
 }  // namespace
 
