@@ -90,17 +90,17 @@ struct FamilyShape {           // the fixed part of the family; n_layer varies
 struct Tier {
   std::string name;
   int stage = 0;
-  std::string opt = "none", param = "none";  // offload_optimizer / offload_param device
-  bool offload() const { return opt != "none"; }
+  OffloadDevice opt = OffloadDevice::none, param = OffloadDevice::none;  // offload_optimizer / offload_param
+  bool offload() const { return opt != OffloadDevice::none; }
 };
 
 Tier tier_by_name(const std::string& name) {
-  if (name == "stage0") return {name, 0, "none", "none"};
-  if (name == "stage1") return {name, 1, "none", "none"};
-  if (name == "stage2") return {name, 2, "none", "none"};
-  if (name == "stage3") return {name, 3, "none", "none"};
-  if (name == "stage3+cpu") return {name, 3, "cpu", "cpu"};
-  if (name == "stage3+nvme") return {name, 3, "nvme", "nvme"};
+  if (name == "stage0") return {name, 0};
+  if (name == "stage1") return {name, 1};
+  if (name == "stage2") return {name, 2};
+  if (name == "stage3") return {name, 3};
+  if (name == "stage3+cpu") return {name, 3, OffloadDevice::cpu, OffloadDevice::cpu};
+  if (name == "stage3+nvme") return {name, 3, OffloadDevice::nvme, OffloadDevice::nvme};
   ZT_THROW("--tiers: unknown tier '", name, "' (known: stage0, stage1, stage2, stage3, stage3+cpu, stage3+nvme)");
 }
 
@@ -144,7 +144,7 @@ EngineConfig engine_config(const Tier& t, const FamilyShape& sh, const std::stri
   z.stage3_param_persistence_threshold = 100000;
   for (auto [cfg, dev] : {std::pair{&z.offload_optimizer, t.opt}, std::pair{&z.offload_param, t.param}}) {
     cfg->device = dev;
-    if (dev == "nvme") cfg->nvme_path = nvme_dir;
+    if (dev == OffloadDevice::nvme) cfg->nvme_path = nvme_dir;
   }
   return e;
 }

@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
     EngineConfig e;
     e.train_micro_batch_size_per_gpu = B;
     e.precision = Precision::bf16;
-    e.optimizer.type = "AdamW";
+    e.optimizer.type = OptimizerType::adamw;
     e.optimizer.lr = h.lr, e.optimizer.beta1 = h.beta1, e.optimizer.beta2 = h.beta2;
     e.optimizer.eps = h.eps, e.optimizer.weight_decay = h.weight_decay;
     e.zero.stage = 0;

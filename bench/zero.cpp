@@ -118,14 +118,14 @@ int run(int argc, char** argv, ProcessGroup& world) {
   RunConfig c;
   c.model = model;
   c.train_data = data;
-  c.batch = global_batch / N;
+  c.engine.train_micro_batch_size_per_gpu = global_batch / N;
   c.seq_len = T;
   c.steps = warmup + steps;
-  c.lr = 1e-3;
-  c.schedule = "constant";
-  c.grad_clip = 1.0;
-  c.zero = z;
-  c.precision = precision == "bf16" ? Precision::bf16 : precision == "fp16" ? Precision::f16 : Precision::f32;
+  c.engine.optimizer.lr = 1e-3;
+  c.engine.scheduler.type = SchedulerType::constant;
+  c.engine.gradient_clipping = 1.0;
+  c.engine.zero = z;
+  c.engine.precision = precision == "bf16" ? Precision::bf16 : precision == "fp16" ? Precision::f16 : Precision::f32;
   Trainer t(c, g);
 
   for (int64_t s = 0; s < warmup; ++s) t.step();
@@ -199,17 +199,19 @@ int run(int argc, char** argv, ProcessGroup& world) {
     const double Pd = static_cast<double>(P), Nd = N;
     // zero/engine.h: fp32 16Psi, 8Psi + 8Psi/N, 4Psi + 12Psi/N, 16Psi/N; mixed precision (the
     // paper's K = 12) 16Psi, 4Psi + 12Psi/N, 2Psi + 14Psi/N, 16Psi/N.
-    const bool mixed = c.precision != Precision::f32;
+    const bool mixed = c.engine.precision != Precision::f32;
     const double state_formula = !mixed ? (stage == 0 ? 16 * Pd : stage == 1 ? 8 * Pd + 8 * Pd / Nd
                                            : stage == 2 ? 4 * Pd + 12 * Pd / Nd : 16 * Pd / Nd)
                                         : (stage == 0 ? 16 * Pd : stage == 1 ? 4 * Pd + 12 * Pd / Nd
                                            : stage == 2 ? 2 * Pd + 14 * Pd / Nd : 16 * Pd / Nd);
     const double comm_formula = (stage == 3 ? 3 : 2) * Pd * (Nd - 1) / Nd * (mixed ? 2 : 4);
 
-    std::printf("stage %d, N = %d (batch %lld per rank x T %lld), %s, Psi = %lld (padded %lld), threads %d, overlap_comm %d%s%s\n",
-                stage, N, static_cast<long long>(c.batch), static_cast<long long>(T), model.c_str(),
-                static_cast<long long>(rep.psi), static_cast<long long>(P), num_threads(), z.overlap_comm ? 1 : 0,
-                label.empty() ? "" : ", ", label.c_str());
+    std::printf(
+        "stage %d, N = %d (batch %lld per rank x T %lld), %s, Psi = %lld (padded %lld), threads %d, overlap_comm "
+        "%d%s%s\n",
+        stage, N, static_cast<long long>(c.engine.train_micro_batch_size_per_gpu), static_cast<long long>(T),
+        model.c_str(), static_cast<long long>(rep.psi), static_cast<long long>(P), num_threads(),
+        z.overlap_comm ? 1 : 0, label.empty() ? "" : ", ", label.c_str());
     std::printf("%4s | %10s %10s %10s %10s %10s %10s %10s | %12s | %12s %12s %12s | %9s %9s\n", "rank", "params", "grads",
                 "optim", "activ", "comm", "work", "peak_total", "state@rest", "all_reduce", "red_scatter",
                 "all_gather", "step_ms", "wait_ms");
@@ -259,13 +261,13 @@ int run(int argc, char** argv, ProcessGroup& world) {
     j["stage"] = stage;
     j["world_size"] = N;
     j["global_batch"] = global_batch;
-    j["batch_per_rank"] = c.batch;
+    j["batch_per_rank"] = c.engine.train_micro_batch_size_per_gpu;
     j["seq"] = T;
     j["threads_per_rank"] = num_threads();
     j["precision"] = precision;
     j["warmup"] = warmup;
     j["steps"] = steps;
-    j["zero"] = nlohmann::json(c.engine_config()).at("zero_optimization");  // zero/engine_config.h's to_json
+    j["zero"] = nlohmann::json(c.engine).at("zero_optimization");  // zero/engine_config.h's to_json
     j["psi"] = rep.psi;
     j["psi_padded"] = P;
     j["model_state_formula_bytes"] = static_cast<int64_t>(state_formula);

@@ -28,7 +28,7 @@ for v in stage3 zeropp; do
   cat >"$tmp/$v.json" <<EOF
 {"train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0,
  "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "betas": [0.9, 0.95], "weight_decay": 0.1}},
- "scheduler": {"type": "WarmupCosineLR", "params": {"warmup_num_steps": 20, "cos_min_ratio": 0.1}},
+ "scheduler": {"type": "cosine", "params": {"warmup_num_steps": 20, "cos_min_ratio": 0.1}},
  "zero_optimization": {"stage": 3, "stage3_max_reuse_distance": 0, "zero_quantized_weights": $zpp,
                        "zero_hpz_partition_size": $hpz, "zero_quantized_gradients": $zpp}}
 EOF

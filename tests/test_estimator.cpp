@@ -352,11 +352,11 @@ TEST_CASE("the estimate follows the activation checkpoints to the host", "[estim
     RunConfig c;
     c.model = model;
     c.train_data = std::string(ZT_SOURCE_DIR) + "/data/corpus/train.txt";
-    c.batch = 2;
+    c.engine.train_micro_batch_size_per_gpu = 2;
     c.seq_len = 64;
     c.steps = 1;
-    c.activation_checkpointing = true;
-    c.cpu_checkpointing = true;
+    c.engine.activation_checkpointing = true;
+    c.engine.cpu_checkpointing = true;
     SingleProcessGroup one;
     Trainer t(c, one);
     cpu_allocator().reset_peaks();
@@ -368,7 +368,7 @@ TEST_CASE("the estimate follows the activation checkpoints to the host", "[estim
     EstimateRequest r;
     r.has_model = true;
     r.model = model_shape(t.model_config(), t.model(), 1);
-    r.micro_batch = c.batch;
+    r.micro_batch = c.batch();
     r.seq_len = c.seq_len;
     r.activation_checkpointing = true;
     r.cpu_checkpointing = true;

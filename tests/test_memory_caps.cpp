@@ -26,7 +26,7 @@ RunConfig nano_run() {
   RunConfig c;
   c.model = "gpt2-nano";
   c.train_data = kCorpus;
-  c.batch = 8;
+  c.engine.train_micro_batch_size_per_gpu = 8;
   c.seq_len = 32;
   c.steps = 2;
   return c;
@@ -67,8 +67,8 @@ TEST_CASE("host memory cap: an allocation past it names the allocator, the categ
 
 TEST_CASE("host memory cap too small for the offloaded model states fails at setup naming the bytes needed", "[memory_caps]") {
   RunConfig c = nano_run();
-  c.zero.stage = 1;
-  c.zero.offload_optimizer.device = "cpu";
+  c.engine.zero.stage = 1;
+  c.engine.zero.offload_optimizer.device = OffloadDevice::cpu;
   c.host_memory_limit = 64 * 1024;
   // What the host tier must hold on one rank: the fp32 master, m and v (12 bytes) and the float32
   // gradient shard (4 bytes) of every padded parameter (zero/offload.h).
@@ -105,10 +105,10 @@ TEST_CASE("host memory cap: a host OutOfMemory during setup is rethrown with the
 
 TEST_CASE("host memory cap: offload and cpu_checkpointing train under a generous cap, and it is lifted after", "[memory_caps]") {
   RunConfig c = nano_run();
-  c.zero.stage = 2;
-  c.zero.offload_optimizer.device = "cpu";
-  c.activation_checkpointing = true;
-  c.cpu_checkpointing = true;
+  c.engine.zero.stage = 2;
+  c.engine.zero.offload_optimizer.device = OffloadDevice::cpu;
+  c.engine.activation_checkpointing = true;
+  c.engine.cpu_checkpointing = true;
   c.host_memory_limit = 256 * kMiB;
   SingleProcessGroup one;
   {
@@ -125,8 +125,8 @@ TEST_CASE("host memory cap: offload and cpu_checkpointing train under a generous
 
 TEST_CASE("cpu_checkpointing under a host cap smaller than the checkpoints: OutOfMemory naming activations", "[memory_caps]") {
   RunConfig c = nano_run();
-  c.activation_checkpointing = true;
-  c.cpu_checkpointing = true;
+  c.engine.activation_checkpointing = true;
+  c.engine.cpu_checkpointing = true;
   c.host_memory_limit = 16 * 1024;  // one checkpoint is 8 x 32 x C x 4 bytes, C = 32: 32 KiB
   SingleProcessGroup one;
   Trainer t(c, one);  // nothing of this run is on the host at setup
@@ -154,13 +154,13 @@ TEST_CASE("host_memory_limit_mib in a config file, and cpu_checkpointing's RunCo
   CHECK(error_of([&] { parse(R"({"host_memory_limit_mib": "64"})"); })
             .find("host_memory_limit_mib = \"64\" is invalid") != std::string::npos);
   const RunConfig both = parse(R"({"activation_checkpointing": {"enabled": true, "cpu_checkpointing": true}})");
-  CHECK(both.cpu_checkpointing);
-  CHECK(both.engine_config().cpu_checkpointing);
+  CHECK(both.engine.cpu_checkpointing);
+  CHECK(both.engine.cpu_checkpointing);
 
   RunConfig c = nano_run();
-  c.cpu_checkpointing = true;
+  c.engine.cpu_checkpointing = true;
   CHECK(error_of([&] { c.validate(); }).find("cpu_checkpointing = true is invalid: expected activation_checkpointing too") !=
         std::string::npos);
-  c.activation_checkpointing = true;
+  c.engine.activation_checkpointing = true;
   CHECK_NOTHROW(c.validate());
 }

@@ -340,42 +340,102 @@ TEST_CASE("SGD on a shard equals the full update restricted to it", "[optim][sgd
   CHECK(one->flat().to_vector() == pa);
 }
 
-TEST_CASE("learning-rate schedules at warmup - peak and end", "[optim][schedule]") {
-  LrSchedule s;
-  s.kind = LrKind::cosine;
-  s.lr = 1e-3;
-  s.warmup_steps = 10;
-  s.max_steps = 110;
-  s.min_lr_frac = 0.1;
+TEST_CASE("llm.c's schedules at warmup - peak and end", "[optim][schedule]") {
+  SchedulerConfig s = SchedulerConfig::defaults(SchedulerType::cosine);
+  s.warmup_num_steps = 10;
+  s.total_num_steps = 110;
+  s.cos_min_ratio = 0.1;
   s.validate();
-  CHECK(s.at(0) == Approx(1e-4));     // (0 + 1) / 10 of the peak: step 0 already learns
-  CHECK(s.at(4) == Approx(5e-4));
-  CHECK(s.at(9) == Approx(1e-3));     // end of warmup
-  CHECK(s.at(10) == Approx(1e-3));    // peak: decay ratio 0
-  CHECK(s.at(60) == Approx(5.5e-4));  // ratio 1/2: min + (lr - min) / 2
-  CHECK(s.at(35) == Approx(1e-4 + 9e-4 * 0.5 * (1 + std::cos(std::numbers::pi / 4))));
-  CHECK(s.at(110) == Approx(1e-4));   // min_lr = lr * min_lr_frac at max_steps
-  CHECK(s.at(500) == Approx(1e-4));   // and beyond
-  for (int64_t t = 11; t <= 110; ++t) CHECK(s.at(t) <= s.at(t - 1));
+  auto at = [](const SchedulerConfig& c, double lr, int64_t step) { return scheduled_lr(c, lr, step, step, 1000); };
+  CHECK(at(s, 1e-3, 0) == Approx(1e-4));  // (0 + 1) / 10 of the peak: step 0 already learns
+  CHECK(at(s, 1e-3, 4) == Approx(5e-4));
+  CHECK(at(s, 1e-3, 9) == Approx(1e-3));     // end of warmup
+  CHECK(at(s, 1e-3, 10) == Approx(1e-3));    // peak: decay ratio 0
+  CHECK(at(s, 1e-3, 60) == Approx(5.5e-4));  // ratio 1/2: min + (lr - min) / 2
+  CHECK(at(s, 1e-3, 35) == Approx(1e-4 + 9e-4 * 0.5 * (1 + std::cos(std::numbers::pi / 4))));
+  CHECK(at(s, 1e-3, 110) == Approx(1e-4));  // min_lr = lr * cos_min_ratio at total_num_steps
+  CHECK(at(s, 1e-3, 500) == Approx(1e-4));  // and beyond
+  for (int64_t t = 11; t <= 110; ++t) CHECK(at(s, 1e-3, t) <= at(s, 1e-3, t - 1));
+  // total_num_steps 0: the run's steps
+  s.total_num_steps = 0;
+  CHECK(scheduled_lr(s, 1e-3, 60, 60, 110) == Approx(5.5e-4));
 
-  LrSchedule c;
-  c.kind = lr_kind_from_name("constant");
-  c.lr = 0.5;
-  c.warmup_steps = 4;
+  SchedulerConfig c = SchedulerConfig::defaults(scheduler_type_from_name("constant"));
+  c.warmup_num_steps = 4;
   c.validate();
-  CHECK(c.at(0) == Approx(0.125));
-  CHECK(c.at(3) == Approx(0.5));
-  CHECK(c.at(1000) == Approx(0.5));
-  c.warmup_steps = 0;
-  CHECK(c.at(0) == Approx(0.5));
+  CHECK(at(c, 0.5, 0) == Approx(0.125));
+  CHECK(at(c, 0.5, 3) == Approx(0.5));
+  CHECK(at(c, 0.5, 1000) == Approx(0.5));
+  c.warmup_num_steps = 0;
+  CHECK(at(c, 0.5, 0) == Approx(0.5));
+  CHECK(at(SchedulerConfig{}, 0.5, 7) == 0.5);  // none: the optimizer's lr
 
-  LrSchedule bad = s;
-  bad.max_steps = 5;
-  CHECK_THROWS_WITH(bad.validate(), Catch::Contains("below warmup_steps"));
+  SchedulerConfig bad = SchedulerConfig::defaults(SchedulerType::cosine);
+  bad.warmup_num_steps = 10;
+  bad.total_num_steps = 5;
+  CHECK_THROWS_WITH(bad.validate(), Catch::Contains("total_num_steps = 5 is invalid for cosine"));
   bad = s;
-  bad.min_lr_frac = 2;
-  CHECK_THROWS_WITH(bad.validate(), Catch::Contains("min_lr_frac"));
-  CHECK_THROWS_WITH(lr_kind_from_name("linear"), Catch::Contains("'linear' is unknown"));
+  bad.cos_min_ratio = 2;
+  CHECK_THROWS_WITH(bad.validate(), Catch::Contains("cos_min_ratio = 2 is invalid"));
+  CHECK_THROWS_WITH(scheduler_type_from_name("linear"), Catch::Contains("'linear' is unknown"));
+  CHECK_THROWS_WITH(warmup_type_from_name("exp"), Catch::Contains("expected \"log\" or \"linear\""));
+}
+
+// DeepSpeed's three against a transcription of deepspeed/runtime/lr_schedules.py (WarmupLR,
+// WarmupDecayLR, WarmupCosineLR, with warmup_type) run in Python the way DeepSpeedEngine drives
+// them: the lr set at construction (last_batch_iteration -1), scheduler.step() after each applied
+// optimizer step. Each list is the lr of applied steps 0, 1, 2, ... as Python printed it.
+TEST_CASE("DeepSpeed's schedulers give DeepSpeed's learning rates", "[optim][schedule]") {
+  auto curve = [](SchedulerConfig s, double lr, const std::vector<double>& want) {
+    s.validate(static_cast<int64_t>(want.size()));
+    for (size_t k = 0; k < want.size(); ++k) {
+      const int64_t n = static_cast<int64_t>(k);
+      INFO(scheduler_type_name(s.type) << " step " << k);
+      CHECK(scheduled_lr(s, lr, n, n, 100) == Approx(want[k]).epsilon(1e-14).margin(1e-18));
+    }
+  };
+  SchedulerConfig w = SchedulerConfig::defaults(SchedulerType::warmup_lr);  // log warmup: DeepSpeed's default
+  w.warmup_min_lr = 1e-5;
+  w.warmup_max_lr = 3e-3;
+  w.warmup_num_steps = 5;
+  curve(w, 0, {1e-05, 1e-05, 0.0012977229086394452, 0.0020509925215130963, 0.0025854458172788904, 0.003, 0.003, 0.003});
+  w = SchedulerConfig::defaults(SchedulerType::warmup_lr);
+  w.warmup_max_lr = 0.002;
+  w.warmup_num_steps = 4;
+  w.warmup_type = WarmupType::linear;
+  curve(w, 0, {0.0, 0.0, 0.0005, 0.001, 0.0015, 0.002, 0.002});
+  SchedulerConfig d = SchedulerConfig::defaults(SchedulerType::warmup_decay_lr);
+  d.warmup_max_lr = 0.01;
+  d.warmup_num_steps = 3;
+  d.warmup_type = WarmupType::linear;
+  d.total_num_steps = 10;
+  curve(d, 0,
+        {0.0, 0.0, 0.003333333333333333, 0.006666666666666666, 0.01, 0.008571428571428572, 0.0071428571428571435,
+         0.005714285714285714, 0.004285714285714286, 0.002857142857142857, 0.0014285714285714286, 0.0, 0.0});
+  SchedulerConfig c = SchedulerConfig::defaults(SchedulerType::warmup_cosine_lr);
+  c.warmup_min_ratio = 0.1;
+  c.warmup_num_steps = 3;
+  c.cos_min_ratio = 0.05;
+  c.total_num_steps = 12;
+  // past total_num_steps the cosine rises again: DeepSpeed's formula, kept
+  curve(c, 0.004,
+        {0.0, 0.0004, 0.0026713471128572462, 0.004, 0.0038854159794932262, 0.003555484441926058, 0.0030499999999999998,
+         0.002429931537567168, 0.0017700684624328323, 0.0011500000000000004, 0.0006445155580739419,
+         0.0003145840205067742, 0.0002, 0.000314584020506774});
+  c = SchedulerConfig::defaults(SchedulerType::warmup_cosine_lr);  // warmup 0 is 2 steps; defaults otherwise
+  c.warmup_num_steps = 0;
+  c.total_num_steps = 6;
+  curve(c, 0.001, {0.0, 0.0, 0.001, 0.0008535680352542144, 0.00050005, 0.0001465319647457856});
+  // a skipped step (fp16 overflow) does not advance DeepSpeed's iteration; llm.c's counts every step
+  CHECK(scheduled_lr(d, 0, 5, 2, 100) == scheduled_lr(d, 0, 2, 2, 100));
+  SchedulerConfig l = SchedulerConfig::defaults(SchedulerType::cosine);
+  l.warmup_num_steps = 4;
+  CHECK(scheduled_lr(l, 1, 2, 0, 100) == Approx(0.75));
+  // the parameters each type reads
+  CHECK(w.uses("warmup_max_lr"));
+  CHECK_FALSE(w.uses("cos_min_ratio"));
+  CHECK(c.uses("warmup_min_ratio"));
+  CHECK_FALSE(SchedulerConfig{}.uses("warmup_num_steps"));
 }
 
 TEST_CASE("global-norm clipping follows torch.nn.utils.clip_grad_norm_", "[optim][clip]") {

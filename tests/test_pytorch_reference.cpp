@@ -24,17 +24,17 @@ TEST_CASE("GPT-2 trains like PyTorch's nanoGPT for 10 AdamW steps", "[models][re
   RunConfig c;
   c.init_from = dir + "gpt2_tiny.bin";
   c.train_data = dir + "tiny_tokens.bin";
-  c.batch = tr.at("B");
+  c.engine.train_micro_batch_size_per_gpu = tr.at("B");
   c.seq_len = tr.at("T");
   c.steps = tr.at("steps");
-  c.optimizer = "adamw";
-  c.lr = tr.at("lr");
-  c.schedule = "constant";
-  c.beta1 = tr.at("beta1");
-  c.beta2 = tr.at("beta2");
-  c.eps = tr.at("eps");
-  c.weight_decay = tr.at("weight_decay");
-  c.grad_clip = 0;  // the reference does not clip
+  c.engine.optimizer.type = OptimizerType::adamw;
+  c.engine.optimizer.lr = tr.at("lr");
+  c.engine.scheduler.type = SchedulerType::constant;
+  c.engine.optimizer.beta1 = tr.at("beta1");
+  c.engine.optimizer.beta2 = tr.at("beta2");
+  c.engine.optimizer.eps = tr.at("eps");
+  c.engine.optimizer.weight_decay = tr.at("weight_decay");
+  c.engine.gradient_clipping = 0;  // the reference does not clip
   Trainer trainer(c);
 
   const std::vector<double> expected = ref.at("losses").get<std::vector<double>>();

@@ -52,12 +52,13 @@ TEST_CASE("ready configs parse with the expected fields", "[config]") {
       CHECK(c.train_batch_size == 4 * world);
       CHECK(c.gradient_clipping == 1.0);
       CHECK(c.precision == Precision::f32);
-      CHECK(c.optimizer.type == "AdamW");
+      CHECK(c.optimizer.type == OptimizerType::adamw);
       CHECK(c.optimizer.lr == 1e-3);
       CHECK(c.optimizer.beta1 == 0.9);
       CHECK(c.optimizer.beta2 == 0.95);
       CHECK(c.optimizer.weight_decay == 0.1);
-      CHECK(c.scheduler.type == "WarmupCosineLR");
+      CHECK(c.scheduler.type == SchedulerType::cosine);
+      CHECK(c.scheduler.cos_min_ratio == 0.1);
       CHECK(c.zero.contiguous_gradients);
       CHECK(c.zero.overlap_comm == (stage == 3));
       CHECK_FALSE(c.zero.offload_optimizer.enabled());
@@ -116,11 +117,12 @@ TEST_CASE("defaults are DeepSpeed's", "[config]") {
   CHECK(parse(R"({"zero_optimization": {"stage": 1, "overlap_comm": true}})").zero.overlap_comm);
   // SGD: torch's weight decay default 0
   const EngineConfig s = parse(R"({"optimizer": {"type": "sgd", "params": {"lr": 0.1, "momentum": 0.5}}})");
-  CHECK(s.optimizer.type == "SGD");
+  CHECK(s.optimizer.type == OptimizerType::sgd);
   CHECK(s.optimizer.weight_decay == 0);
   CHECK(s.optimizer.momentum == 0.5);
-  CHECK(parse(R"({"optimizer": {"type": "adam"}})").optimizer.type == "Adam");
-  CHECK(parse(R"({"optimizer": {"type": "ADAMW"}})").optimizer.type == "AdamW");
+  CHECK(parse(R"({"optimizer": {"type": "adam"}})").optimizer.type == OptimizerType::adam);
+  CHECK(parse(R"({"optimizer": {"type": "ADAMW"}})").optimizer.type == OptimizerType::adamw);
+  CHECK(parse(R"({"optimizer": {"type": "SGD"}})").optimizer.momentum == 0);  // torch.optim.SGD's default
 }
 
 TEST_CASE("batch sizes: any two of three determine the third", "[config]") {
@@ -154,7 +156,11 @@ TEST_CASE("auto resolves to the defaults", "[config]") {
   const EngineConfig d;
   CHECK(c.gradient_clipping == d.gradient_clipping);
   CHECK(c.optimizer == d.optimizer);
-  CHECK(c.scheduler.warmup_num_steps == d.scheduler.warmup_num_steps);
+  CHECK(c.scheduler == [&] {  // WarmupLR's own defaults, and "auto" warmup_max_lr: the optimizer's lr
+    SchedulerConfig s = SchedulerConfig::defaults(SchedulerType::warmup_lr);
+    s.warmup_max_lr = d.optimizer.lr;
+    return s;
+  }());
   CHECK(c.zero.reduce_bucket_size == d.zero.reduce_bucket_size);
   CHECK(c.zero.stage3_prefetch_bucket_size == d.zero.stage3_prefetch_bucket_size);
   CHECK(c.zero.stage3_param_persistence_threshold == d.zero.stage3_param_persistence_threshold);
@@ -205,7 +211,7 @@ TEST_CASE("to_json then parse gives the same config", "[config]") {
   CHECK(c.fp16.loss_scale == 128);
   CHECK(c.optimizer.beta1 == 0.8);
   CHECK(c.scheduler.warmup_num_steps == 17);
-  CHECK(c.zero.offload_optimizer.device == "nvme");
+  CHECK(c.zero.offload_optimizer.device == OffloadDevice::nvme);
   CHECK(c.zero.offload_optimizer.nvme_path == "/tmp/x");
   CHECK(c.activation_checkpointing);
   CHECK(c.cpu_checkpointing);
@@ -303,8 +309,8 @@ TEST_CASE("invalid configs are errors naming the key and the allowed values", "[
        {"zero_optimization.offload_optimizer.ratio is not supported"}},
       {R"({"optimizer": {"type": "Adam", "params": {"adam_w_mode": false}}})",
        {"optimizer.params.adam_w_mode = false is not supported", "expected true"}},
-      {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_type": "log"}}})",
-       {"scheduler.params.warmup_type = \"log\" is not supported", "expected \"linear\""}},
+      {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_type": "cosine"}}})",
+       {"scheduler.params.warmup_type = \"cosine\" is invalid", "expected \"log\" or \"linear\""}},
       // impossible combinations
       {R"({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}})",
        {"zero_optimization.offload_param.device = \"cpu\" requires zero_optimization.stage = 3", "stage is 2"}},
@@ -369,15 +375,26 @@ TEST_CASE("invalid configs are errors naming the key and the allowed values", "[
       {R"({"optimizer": {"type": "AdamW", "params": {"betas": [0.9, 1.5]}}})",
        {"optimizer.params.betas must be an array of 2 numbers"}},
       {R"({"scheduler": {"type": "OneCycle"}})",
-       {"scheduler.type = \"OneCycle\" is invalid: expected \"WarmupCosineLR\", \"WarmupLR\" or \"none\""}},
-      {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 0.5}}})",
-       {"scheduler.params.warmup_max_lr = 0.5 is invalid: expected optimizer.params.lr"}},
-      {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0.1}}})",
-       {"scheduler.params.warmup_min_lr = 0.1 is not supported: expected 0"}},
-      {R"({"scheduler": {"type": "WarmupCosineLR", "params": {"warmup_min_ratio": 0.1}}})",
-       {"scheduler.params.warmup_min_ratio = 0.1 is not supported: expected 0"}},
+       {"scheduler.type = \"OneCycle\" is invalid: expected \"WarmupLR\", \"WarmupDecayLR\", \"WarmupCosineLR\", "
+        "\"constant\", \"cosine\" or \"none\""}},
+      {R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": -0.5}}})",
+       {"scheduler.params.warmup_max_lr = -0.5 is invalid: expected a number >= 0"}},
+      // a parameter the type does not use would be ignored: refused by name
+      {R"({"scheduler": {"type": "WarmupLR", "params": {"cos_min_ratio": 0.1}}})",
+       {"unknown key 'scheduler.params.cos_min_ratio' (known keys for WarmupLR: warmup_num_steps, warmup_type, "
+        "warmup_min_lr, warmup_max_lr)"}},
+      {R"({"scheduler": {"type": "WarmupCosineLR", "params": {"warmup_max_lr": 0.1}}})",
+       {"unknown key 'scheduler.params.warmup_max_lr'", "for WarmupCosineLR"}},
+      {R"({"scheduler": {"type": "cosine", "params": {"warmup_type": "log"}}})",
+       {"unknown key 'scheduler.params.warmup_type'", "for cosine"}},
+      {R"({"scheduler": {"type": "none", "params": {"warmup_num_steps": 3}}})",
+       {"unknown key 'scheduler.params.warmup_num_steps' (known keys for none: none)"}},
       {R"({"scheduler": {"type": "WarmupCosineLR", "params": {"warmup_num_steps": 10, "total_num_steps": 5}}})",
-       {"scheduler.params.total_num_steps = 5 is invalid"}},
+       {"scheduler.params.total_num_steps = 5 is invalid for WarmupCosineLR", "max(2, warmup_num_steps) = 10"}},
+      {R"({"scheduler": {"type": "WarmupCosineLR", "params": {"warmup_num_steps": 0, "total_num_steps": 2}}})",
+       {"scheduler.params.total_num_steps = 2 is invalid for WarmupCosineLR", "= 2"}},
+      {R"({"scheduler": {"type": "cosine", "params": {"warmup_num_steps": 10, "total_num_steps": 5}}})",
+       {"scheduler.params.total_num_steps = 5 is invalid for cosine", "warmup_num_steps = 10"}},
       {R"({"scheduler": {"type": "WarmupCosineLR", "params": {"cos_min_ratio": 2}}})",
        {"scheduler.params.cos_min_ratio = 2 is invalid: expected a number in [0, 1]"}},
       // "auto" where DeepSpeed does not accept it

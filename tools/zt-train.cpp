@@ -40,8 +40,9 @@
 #include "train/launch/run_device.h"  // defines: select_run_device (--device, --dist)
 #include "train/run_config.h"         // defines: RunConfig, run_config_from_json
 #include "train/train_report.h"  // defines: memory_stats_json, flops_per_token, peak_flops, print_*_table, print_run_summary
-#include "train/trainer.h"            // defines: Trainer, StepStats
-#include "zero/estimator.h"           // defines: estimate
+#include "train/trainer.h"       // defines: Trainer, StepStats
+#include "train/wall_clock_breakdown.h"  // defines: PhaseTimes
+#include "zero/estimator.h"              // defines: estimate
 
 using namespace zt;
 
@@ -94,7 +95,7 @@ int threads_per_rank(int requested) {
 // optimizer allocate on the default device (core/backend.h). Collectives of training go through
 // the returned group (MPI, or NCCL between GPUs); `group` (MPI) stays for the banner and the
 // abort. Resolves the run's compute dtype "auto", which depends on the device.
-RunDevice start_device(const TrainOptions& o, RunConfig& c, ProcessGroup& group) {
+RunDevice start_device(const TrainOptions& o, RunConfig& c, bool compute_dtype_auto, ProcessGroup& group) {
   const bool lead = group.rank() == 0;
   RunDevice run = select_run_device(o.device_text, o.dist_text, group);
   // The collective timeout guards the MPI group (dist/mpi_watchdog.h) and the NCCL one
@@ -106,8 +107,8 @@ RunDevice start_device(const TrainOptions& o, RunConfig& c, ProcessGroup& group)
   backend(run.device).set_f32_matmul_precision(parse_f32_matmul(o.f32_matmul));  // high on the cpu: an error
   // auto: a GPU computes bf16 runs in bf16 (its kernels take bf16; DeepSpeed's bf16 mode); the
   // cpu computes in float32, faster there than bf16 through float32 stand-ins (core/cpu_bf16.h).
-  if (c.compute_dtype == "auto")
-    c.compute_dtype = !run.device.is_cpu() && c.precision == Precision::bf16 ? "bf16" : "f32";
+  if (compute_dtype_auto)
+    c.compute_dtype = !run.device.is_cpu() && c.engine.precision == Precision::bf16 ? DType::bf16 : DType::f32;
   return run;
 }
 
@@ -146,7 +147,7 @@ class TrainingRun {
   CommTimes times0_;
   std::ofstream log_;
   bool tty_ = false;
-  int64_t every_ = 1;  // non-tty: a line every `every_` steps
+  PhaseTimes breakdown_;  // wall_clock_breakdown: the phases since the last printed line
   double ms_sum_ = 0;
   int64_t timed_ = 0;
   RunPeaks run_peaks_;  // from the first step on: the setup's peak is printed apart
@@ -176,10 +177,10 @@ void TrainingRun::prepare() {
   flops_tok_ = flops_per_token(tr_.model_config(), tr_.model().num_params(), tr_.config().seq_len);
   comm0_ = tr_.group().counters();
   times0_ = tr_.group().times();
+  breakdown_ = PhaseTimes(tr_.group(), tr_.engine().times());
   open_log();
   print_banner();
   tty_ = lead_ && isatty(STDERR_FILENO);
-  every_ = std::max<int64_t>(1, c_.steps / 20);  // non-tty: about 20 lines per run
   setup_ = default_allocator().stats();
 }
 
@@ -207,31 +208,35 @@ void TrainingRun::open_log() {
 void TrainingRun::print_banner() {
   if (!lead_) return;
   const RunConfig& c = c_;
-  std::fprintf(stderr,
-               "zt-train: %s, %lld parameters, %d rank%s, ZeRO stage %d, %s, B=%lld per rank, T=%lld, %d threads per "
-               "rank (float32 GEMM: %s), %lld steps%s\n",
-               c.init_from.empty() ? c.model.c_str() : c.init_from.c_str(),
-               static_cast<long long>(tr_.model().num_params()), group_.size(), group_.size() > 1 ? "s" : "",
-               c.zero.stage,
-               (std::string(precision_name(c.precision)) +
-                (c.precision == Precision::f32 ? "" : " (compute " + c.compute_dtype + ")"))
-                   .c_str(),
-               static_cast<long long>(tr_.config().batch), static_cast<long long>(tr_.config().seq_len), nt_,
-               gemm_lib_name(gemm_lib()), static_cast<long long>(c.steps),
-               tr_.step_count() ? (" (resumed at step " + std::to_string(tr_.step_count()) + ")").c_str() : "");
+  std::fprintf(
+      stderr,
+      "zt-train: %s, %lld parameters, %d rank%s, ZeRO stage %d, %s, B=%lld per rank, T=%lld, %d threads per "
+      "rank (float32 GEMM: %s), %lld steps%s\n",
+      c.init_from.empty() ? c.model.c_str() : c.init_from.c_str(), static_cast<long long>(tr_.model().num_params()),
+      group_.size(), group_.size() > 1 ? "s" : "", c.engine.zero.stage,
+      (std::string(precision_name(c.engine.precision)) +
+       (c.engine.precision == Precision::f32 ? ""
+                                             : " (compute " + std::string(compute_dtype_name(c.compute_dtype)) + ")"))
+          .c_str(),
+      static_cast<long long>(tr_.config().batch()), static_cast<long long>(tr_.config().seq_len), nt_,
+      gemm_lib_name(gemm_lib()), static_cast<long long>(c.steps),
+      tr_.step_count() ? (" (resumed at step " + std::to_string(tr_.step_count()) + ")").c_str() : "");
   if (group_.size() > 1)
     std::fprintf(stderr, "zt-train: %s (found by %s)\n", group_.topology().summary().c_str(),
                  group_.topology().source.c_str());
-  if (c.zero.offload_optimizer.enabled()) {
-    auto where = [](const OffloadConfig& o) { return o.device == "nvme" ? "nvme (" + o.nvme_path + ")" : o.device; };
+  const ZeroOptimization& z = c.engine.zero;
+  if (z.offload_optimizer.enabled()) {
+    auto where = [](const OffloadConfig& o) {
+      return o.nvme() ? "nvme (" + o.nvme_path + ")" : std::string(offload_device_name(o.device));
+    };
     std::fprintf(stderr, "zt-train: offload: optimizer -> %s, parameters -> %s, sub_group_size %lld%s\n",
-                 where(c.zero.offload_optimizer).c_str(), where(c.zero.offload_param).c_str(),
-                 static_cast<long long>(c.zero.sub_group_size),
+                 where(z.offload_optimizer).c_str(), where(z.offload_param).c_str(),
+                 static_cast<long long>(z.sub_group_size),
                  run_.device.is_cpu() ? "; the device is the --memory-limit-mib capped cpu allocator, the host "
                                         "tier the rest of RAM (pin_memory has no meaning on a cpu device)"
                                       : "");
   }
-  if (c.cpu_checkpointing)
+  if (c.engine.cpu_checkpointing)
     std::fprintf(stderr,
                  "zt-train: activation checkpoints in host memory between forward and recompute "
                  "(cpu_checkpointing), brought back one block ahead\n");
@@ -255,21 +260,27 @@ void TrainingRun::report_step(const StepStats& s) {
       "step %5lld/%lld | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | MFU %.1f%% | mem %s (peak %s) | ETA %s",
       static_cast<long long>(s.step), static_cast<long long>(c.steps), s.loss, s.lr, s.grad_norm, s.tokens_per_s,
       100.0 * mfu, format_bytes(mem.total()).c_str(), format_bytes(mem.peak_total).c_str(), fmt_duration(eta).c_str());
-  if (c.precision == Precision::f16) {  // fp16: the loss scale, and whether the step was skipped
+  if (c.engine.precision == Precision::f16) {  // fp16: the loss scale, and whether the step was skipped
     const size_t len = std::strlen(line);
     std::snprintf(line + len, sizeof line - len, " | scale %g%s", s.loss_scale,
                   s.skipped ? " | overflow: step skipped" : "");
   }
-  // An overflow is always worth a line of its own (also when not a tty / between prints).
-  const bool show = s.skipped;
+  // steps_per_print: a line every that many steps and at the last; a terminal shows every step in
+  // place and keeps those lines. An overflow or an evaluation is always worth a line of its own.
+  const bool due = s.step % c.engine.steps_per_print == 0 || s.step == c.steps;
+  breakdown_.add(s, tr_.group(), tr_.engine().times());
   if (!lead_) {
   } else if (s.val_loss >= 0) {
     if (tty_) std::fprintf(stderr, "\r\033[K");
     std::fprintf(stderr, "%s | val loss %.4f\n", line, s.val_loss);
+  } else if (due || s.skipped) {
+    std::fprintf(stderr, "%s%s\n", tty_ ? "\r\033[K" : "", line);
   } else if (tty_) {
     std::fprintf(stderr, "\r\033[K%s", line);
-  } else if (s.step % every_ == 0 || s.step == c.steps || show) {
-    std::fprintf(stderr, "%s\n", line);
+  }
+  if (due && c.engine.wall_clock_breakdown) {
+    if (lead_) std::fprintf(stderr, "%s\n", breakdown_.line().c_str());
+    breakdown_ = PhaseTimes(tr_.group(), tr_.engine().times());
   }
   if (log_) {
     nlohmann::json j = {{"step", s.step},
@@ -282,7 +293,7 @@ void TrainingRun::report_step(const StepStats& s) {
                         {"memory", memory_json(tr_.engine().memory_report())},
                         {"comm_bytes", tr_.group().counters().total()},
                         {"comm_bytes_inter_node", tr_.group().counters().inter_node()}};
-    if (c.precision == Precision::f16) {
+    if (c.engine.precision == Precision::f16) {
       j["loss_scale"] = s.loss_scale;
       j["skipped"] = s.skipped;
     }
@@ -310,7 +321,7 @@ void TrainingRun::train() {
 
 void TrainingRun::save_models() {
   if (!o_.save_llmc.empty()) {
-    if (c_.zero.stage == 3)
+    if (c_.engine.zero.stage == 3)
       ZT_THROW("--save-llmc with ZeRO stage 3: consolidate the checkpoint instead (zt-ckpt consolidate --format llmc)");
     auto* gpt = dynamic_cast<GPT2*>(&tr_.model());
     if (!gpt) ZT_THROW("--save-llmc: llm.c checkpoints hold GPT-2 models; this is a ", tr_.model().family(), " model");
@@ -320,7 +331,7 @@ void TrainingRun::save_models() {
     }
   }
   if (!o_.save_hf.empty()) {  // --save-hf: stages 0-2 hold the whole model on every rank
-    if (c_.zero.stage == 3)
+    if (c_.engine.zero.stage == 3)
       ZT_THROW("--save-hf with ZeRO stage 3: consolidate the checkpoint instead (zt-ckpt consolidate --format hf)");
     if (lead_)
       save_hf_weights(o_.save_hf, tr_.model(), DType::f32,
@@ -332,16 +343,16 @@ void TrainingRun::save_models() {
 
 void TrainingRun::report() {
   const RunConfig& c = c_;
-  const Estimate est = estimate(estimate_request(tr_.model_config(), tr_.model(), tr_.config().engine_config(),
-                                                 group_.size(), tr_.config().seq_len, nt_));
+  const Estimate est = estimate(
+      estimate_request(tr_.model_config(), tr_.model(), tr_.config().engine, group_.size(), tr_.config().seq_len, nt_));
   if (lead_)
     std::fprintf(stderr,
                  "\nsetup (rank 0): partitioned construction (each unit created as the stage keeps it, "
                  "under --memory-limit-mib): peak %s\n",
                  format_bytes(setup_.peak_total).c_str());
   print_memory_table(group_, run_peaks_.peaks, est);
-  if (c.zero.offload_optimizer.enabled()) print_offload_table(group_, tr_.engine().memory_report(), est);
-  if (c.cpu_checkpointing && lead_) {  // the checkpoints' round trip (zero/activation_offload.h)
+  if (c.engine.zero.offload_optimizer.enabled()) print_offload_table(group_, tr_.engine().memory_report(), est);
+  if (c.engine.cpu_checkpointing && lead_) {  // the checkpoints' round trip (zero/activation_offload.h)
     const MemoryReport m = tr_.engine().memory_report();
     std::fprintf(stderr,
                  "\nactivation checkpoints in host memory (cpu_checkpointing; rank 0, %s allocator): peak %s, "
@@ -353,9 +364,9 @@ void TrainingRun::report() {
   if (tracer_) {
     const int64_t trace_steps = o_.trace_steps;
     const nlohmann::json about = {{"model", c.init_from.empty() ? c.model : c.init_from},
-                                  {"zero_stage", c.zero.stage},
+                                  {"zero_stage", c.engine.zero.stage},
                                   {"steps", c.steps},
-                                  {"micro_batch", tr_.config().batch},
+                                  {"micro_batch", tr_.config().batch()},
                                   {"seq_len", tr_.config().seq_len},
                                   {"traced_steps", trace_steps > 0 ? std::min(trace_steps, c.steps) : c.steps}};
     write_trace(*tracer_, group_, o_.trace_path, about);
@@ -377,8 +388,9 @@ int main(int argc, char** argv) {
   ProcessGroup& group = init_process_group();
   try {
     const int threads = set_num_threads(threads_per_rank(options.threads));
-    RunConfig config = resolve_run_config(options, group.size());
-    const RunDevice device = start_device(options, config, group);
+    bool compute_dtype_auto = false;
+    RunConfig config = resolve_run_config(options, group.size(), &compute_dtype_auto);
+    const RunDevice device = start_device(options, config, compute_dtype_auto, group);
     TrainingRun run(options, config, device, group, threads);
     run.prepare();
     run.train();

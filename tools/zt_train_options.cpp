@@ -27,19 +27,22 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
                  "Face GPT-2 / Llama directory (config.json + model.safetensors) or .safetensors file");
   app.add_option("--config", o.config_path,
                  "DeepSpeed-style JSON config (docs/config.md): batch, optimizer, scheduler, zero_optimization, ...");
-  app.add_option("--zero-stage", c.zero.stage, "ZeRO stage 0-3 (without --config)")->capture_default_str();
+  // The engine's settings (EngineConfig, DeepSpeed's defaults), without --config: each flag writes
+  // the config key it names.
+  EngineConfig& e = c.engine;
+  app.add_option("--zero-stage", e.zero.stage, "ZeRO stage 0-3 (zero_optimization.stage)")->capture_default_str();
   // ZeRO++ (docs/zero.md), the config's zero_optimization keys of the same names
-  app.add_flag("--zero-quantized-weights", c.zero.zero_quantized_weights,
+  app.add_flag("--zero-quantized-weights", e.zero.zero_quantized_weights,
                "ZeRO++ qwZ: stage 3's parameter all-gathers sent as int8 blocks");
-  app.add_option("--zero-hpz-partition-size", c.zero.zero_hpz_partition_size,
+  app.add_option("--zero-hpz-partition-size", e.zero.zero_hpz_partition_size,
                  "ZeRO++ hpZ: a secondary shard over this many ranks of a node serves the backward's all-gather "
                  "(1 = off; usually the ranks per node)")
       ->capture_default_str();
-  app.add_flag("--zero-quantized-gradients", c.zero.zero_quantized_gradients,
+  app.add_flag("--zero-quantized-gradients", e.zero.zero_quantized_gradients,
                "ZeRO++ qgZ: the gradient reduce-scatter as a hierarchical all-to-all of quantized blocks");
-  app.add_option("--zero-quantized-gradients-bits", c.zero.zero_quantized_gradients_bits, "qgZ's code width: 4 or 8")
+  app.add_option("--zero-quantized-gradients-bits", e.zero.zero_quantized_gradients_bits, "qgZ's code width: 4 or 8")
       ->capture_default_str();
-  app.add_option("--zero-quantization-block-size", c.zero.zero_quantization_block_size,
+  app.add_option("--zero-quantization-block-size", e.zero.zero_quantization_block_size,
                  "ZeRO++: elements per quantization block (one float32 scale each)")
       ->capture_default_str();
   app.add_option("--train", c.train_data, "training tokens: an llm.c token shard or a text file (byte tokens)");
@@ -48,21 +51,43 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
                  "tokenizer of text --train/--val (default: bytes): a tokenizer.json, vocab.json (merges.txt beside "
                  "it), a SentencePiece .model, or a directory; a named --model takes its vocabulary size");
   app.add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
-  app.add_option("-b,--batch", c.batch, "micro-batch size B")->capture_default_str();
+  app.add_option("-b,--batch", e.train_micro_batch_size_per_gpu, "micro-batch size B (train_micro_batch_size_per_gpu)")
+      ->capture_default_str();
   app.add_option("-t,--seq-len", c.seq_len, "sequence length T (0 = the model's context length)")
       ->capture_default_str();
-  app.add_option("--grad-accum", c.grad_accum, "micro-batches per optimizer step")->capture_default_str();
-  app.add_option("--optimizer", c.optimizer, "adamw or sgd")->capture_default_str();
-  app.add_option("--lr", c.lr, "peak learning rate")->capture_default_str();
-  app.add_option("--min-lr-frac", c.min_lr_frac, "cosine floor as a fraction of --lr")->capture_default_str();
-  app.add_option("--warmup", c.warmup, "linear warmup steps")->capture_default_str();
-  app.add_option("--schedule", c.schedule, "cosine or constant")->capture_default_str();
-  app.add_option("--weight-decay", c.weight_decay, "decoupled weight decay (2-D weights only)")->capture_default_str();
-  app.add_option("--beta1", c.beta1)->capture_default_str();
-  app.add_option("--beta2", c.beta2)->capture_default_str();
-  app.add_option("--eps", c.eps, "AdamW epsilon")->capture_default_str();
-  app.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str();
-  app.add_option("--grad-clip", c.grad_clip, "global gradient norm clip (0 = off)")->capture_default_str();
+  app.add_option("--grad-accum", e.gradient_accumulation_steps,
+                 "micro-batches per optimizer step (gradient_accumulation_steps)")
+      ->capture_default_str();
+  app.add_option("--optimizer", o.optimizer_text, "adamw or sgd (optimizer.type)")
+      ->check(CLI::IsMember({"adamw", "sgd"}))
+      ->capture_default_str();
+  app.add_option("--lr", e.optimizer.lr, "learning rate, the peak of a schedule (optimizer.params.lr)")
+      ->capture_default_str();
+  app.add_option("--schedule", o.schedule_text,
+                 "learning-rate scheduler (scheduler.type): none, DeepSpeed's WarmupLR, WarmupDecayLR or "
+                 "WarmupCosineLR, or llm.c's constant or cosine (docs/config.md)")
+      ->check(CLI::IsMember({"none", "WarmupLR", "WarmupDecayLR", "WarmupCosineLR", "constant", "cosine"}))
+      ->capture_default_str();
+  app.add_option("--warmup", o.warmup, "warmup steps of --schedule (scheduler.params.warmup_num_steps)");
+  app.add_option("--min-lr-frac", o.min_lr_frac,
+                 "the floor of --schedule cosine or WarmupCosineLR as a fraction of --lr (scheduler.params."
+                 "cos_min_ratio)");
+  app.add_option("--weight-decay", e.optimizer.weight_decay,
+                 "decoupled weight decay, 2-D weights only (optimizer.params.weight_decay; SGD: 0 unless given)")
+      ->capture_default_str();
+  app.add_option("--beta1", e.optimizer.beta1)->capture_default_str();
+  app.add_option("--beta2", e.optimizer.beta2)->capture_default_str();
+  app.add_option("--eps", e.optimizer.eps, "AdamW epsilon")->capture_default_str();
+  app.add_option("--momentum", e.optimizer.momentum, "SGD momentum")->capture_default_str();
+  app.add_option("--grad-clip", e.gradient_clipping, "global gradient norm clip (gradient_clipping; 0 = off)")
+      ->capture_default_str();
+  app.add_option("--steps-per-print", e.steps_per_print,
+                 "print a step's line every N steps (steps_per_print; a terminal shows every step in place)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--wall-clock-breakdown", e.wall_clock_breakdown,
+               "print each phase's time with those lines: forward, backward, step, collectives, offload "
+               "(wall_clock_breakdown)");
   app.add_option("--seed", c.seed, "seed of the initialization RNG")->capture_default_str();
   app.add_option("--eval-interval", c.eval_interval, "evaluate on --val every N steps (0 = never)")
       ->capture_default_str();
@@ -75,8 +100,8 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
                  "0 = keep all)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app.add_flag("--activation-checkpointing", c.activation_checkpointing, "recompute each block's forward in backward");
-  app.add_flag("--cpu-checkpointing", c.cpu_checkpointing,
+  app.add_flag("--activation-checkpointing", e.activation_checkpointing, "recompute each block's forward in backward");
+  app.add_flag("--cpu-checkpointing", e.cpu_checkpointing,
                "with --activation-checkpointing: keep each block's checkpointed input in host memory between its "
                "forward and its recompute (DeepSpeed's activation_checkpointing.cpu_checkpointing)");
   app.add_option("--memory-limit-mib", o.memory_limit_mib,
@@ -94,8 +119,7 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
                  "(seconds; 0 = never; config key collective_timeout_s)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  c.compute_dtype = "auto";  // resolved once the device is known (below)
-  app.add_option("--compute-dtype", c.compute_dtype,
+  app.add_option("--compute-dtype", o.compute_dtype_text,
                  "dtype the model is built and computes in: auto (bf16 on a GPU with bf16 enabled, else f32), f32, "
                  "or bf16 (needs bf16 enabled in --config)")
       ->check(CLI::IsMember({"auto", "f32", "bf16"}))
@@ -149,10 +173,12 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
   return std::nullopt;
 }
 
-RunConfig resolve_run_config(const TrainOptions& o, int world_size) {
+RunConfig resolve_run_config(const TrainOptions& o, int world_size, bool* compute_dtype_auto) {
   const std::string& config_path = o.config_path;
   auto given = [&](const char* flag) { return o.given.count(flag) > 0; };
   RunConfig c = o.run;
+  bool dtype_auto = !given("--compute-dtype") || o.compute_dtype_text == "auto";
+  if (!dtype_auto) c.compute_dtype = compute_dtype_from_name(o.compute_dtype_text, "--compute-dtype");
   if (!config_path.empty()) {
     // The config file holds the engine settings; a flag that would contradict it is an error.
     for (const char* flag : {"--batch",
@@ -168,6 +194,8 @@ RunConfig resolve_run_config(const TrainOptions& o, int world_size) {
                              "--eps",
                              "--momentum",
                              "--grad-clip",
+                             "--steps-per-print",
+                             "--wall-clock-breakdown",
                              "--activation-checkpointing",
                              "--cpu-checkpointing",
                              "--zero-stage",
@@ -180,9 +208,9 @@ RunConfig resolve_run_config(const TrainOptions& o, int world_size) {
         ZT_THROW(flag, " cannot be combined with --config '", config_path, "': set it in the config file");
     RunConfig from_file = c;
     run_config_from_json(config_path, world_size, from_file);
+    const nlohmann::json file = read_json_file(config_path, "config '" + config_path + "'");
     // The host cap is a run setting either place may give, but not both (which would win is a guess).
-    if (given("--host-memory-limit-mib") &&
-        read_json_file(config_path, "config '" + config_path + "'").contains("host_memory_limit_mib"))
+    if (given("--host-memory-limit-mib") && file.contains("host_memory_limit_mib"))
       ZT_THROW("--host-memory-limit-mib cannot be combined with --config '", config_path,
                "', which sets host_memory_limit_mib: give it in one place");
     if (given("--host-memory-limit-mib"))
@@ -197,12 +225,40 @@ RunConfig resolve_run_config(const TrainOptions& o, int world_size) {
     if (given("--seed")) from_file.seed = c.seed;
     if (given("--eval-interval")) from_file.eval_interval = c.eval_interval;
     if (given("--eval-batches")) from_file.eval_batches = c.eval_batches;
-    if (given("--compute-dtype")) from_file.compute_dtype = c.compute_dtype;
     if (given("--collective-timeout-s")) from_file.collective_timeout_s = c.collective_timeout_s;
+    if (!dtype_auto) from_file.compute_dtype = c.compute_dtype;
+    else if (file.contains("compute_dtype")) dtype_auto = false;                 // the file's
+    if (given("--steps")) from_file.engine.scheduler.validate(from_file.steps);  // total_num_steps 0: the run's
     c = from_file;
+  } else {
+    // The engine from the flags: what the config parser would make of the same keys.
+    EngineConfig& e = c.engine;
+    if (o.optimizer_text == "sgd") {
+      e.optimizer.type = OptimizerType::sgd;
+      if (!given("--weight-decay")) e.optimizer.weight_decay = 0;  // torch.optim.SGD's default, as the config's
+    }
+    SchedulerConfig s = SchedulerConfig::defaults(scheduler_type_from_name(o.schedule_text));
+    auto schedule_param = [&](const char* flag, const char* param) {
+      if (given(flag) && !s.uses(param))
+        ZT_THROW(flag, " sets scheduler.params.", param, ", which --schedule ", o.schedule_text,
+                 " does not use: give --schedule ",
+                 std::string(flag) == "--warmup" ? "WarmupLR, WarmupDecayLR, WarmupCosineLR, constant or cosine"
+                                                 : "WarmupCosineLR or cosine",
+                 " (or leave ", flag, " out)");
+      return given(flag);
+    };
+    if (schedule_param("--warmup", "warmup_num_steps")) s.warmup_num_steps = o.warmup;
+    if (schedule_param("--min-lr-frac", "cos_min_ratio")) s.cos_min_ratio = o.min_lr_frac;
+    if (s.uses("warmup_max_lr")) s.warmup_max_lr = e.optimizer.lr;  // --lr is the peak of the warmup
+    e.scheduler = s;
+    e.zero.overlap_comm = e.zero.stage == 3;  // DeepSpeed's default, as the config's
+    e.train_batch_size = e.train_micro_batch_size_per_gpu * e.gradient_accumulation_steps * world_size;
+    if (const std::string bad = zeropp_problem(e.zero, world_size); !bad.empty()) ZT_THROW(bad);
+    e.scheduler.validate(c.steps);
   }
   c.memory_limit = static_cast<int64_t>(o.memory_limit_mib * 1024 * 1024);
   if (config_path.empty()) c.host_memory_limit = static_cast<int64_t>(o.host_memory_limit_mib * 1024 * 1024);
+  if (compute_dtype_auto) *compute_dtype_auto = dtype_auto;
   return c;
 }
 

@@ -1,5 +1,5 @@
 // defines: TrainOptions, parse_train_options, resolve_run_config — zt-train's command line: its
-//          46 options parsed (CLI11) into the run's settings and the tool's own, then merged with
+//          options parsed (CLI11) into the run's settings and the tool's own, then merged with
 //          a --config file into the RunConfig the Trainer takes.
 //
 // Two steps because the merge needs the world size (run_config_from_json checks the batch against
@@ -20,8 +20,13 @@
 namespace zt {
 
 struct TrainOptions {
-  RunConfig run;            // as given on the command line (defaults where not given); compute_dtype "auto"
+  RunConfig run;            // as given on the command line (defaults where not given)
   std::string config_path;  // --config: the engine settings come from this file
+  // The flags that name a mode, checked against their choices by CLI11 and turned into the
+  // config's enums by resolve_run_config; --warmup and --min-lr-frac: scheduler parameters of --schedule.
+  std::string optimizer_text = "adamw", schedule_text = "none", compute_dtype_text = "auto";
+  int64_t warmup = 0;
+  double min_lr_frac = 0;
   // The flags given on the command line (long names, "--batch"): a flag that the file also sets is
   // an error, and run settings given here win over the file's.
   std::set<std::string> given;
@@ -44,7 +49,10 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o);
 
 // The run's settings: with --config, the file's engine settings (a command-line flag that would
 // contradict them is an error naming it) and the command line's run settings over the file's;
-// the memory caps in bytes. Throws a zt::Error.
-RunConfig resolve_run_config(const TrainOptions& o, int world_size);
+// the memory caps in bytes. Without --config, the flags make the engine config as the parser
+// would make the same keys (SGD's weight decay 0 unless given, overlap_comm on at stage 3, the
+// scheduler's defaults for --schedule). `compute_dtype_auto` (optional) is set to whether neither
+// --compute-dtype nor the file chose the compute dtype: the device decides. Throws a zt::Error.
+RunConfig resolve_run_config(const TrainOptions& o, int world_size, bool* compute_dtype_auto = nullptr);
 
 }  // namespace zt

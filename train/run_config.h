@@ -1,11 +1,13 @@
-// defines: RunConfig, run_config_from_json, run_config_keys, to_json(RunConfig) — the settings of one training run
+// defines: RunConfig, run_config_from_json, run_config_keys, to_json(RunConfig), compute_dtype_from_name,
+//          compute_dtype_name — the settings of one training run
 //          (zt-train's flags and JSON config): the model, the data, the schedule and the engine's
 //          settings beside them. Layer train/.
 //
 // One of three configs, each with its own name: ModelConfig (the shape of a model,
-// models/model_config.h), EngineConfig (the DeepSpeed-style ZeRO engine config,
-// zero/engine_config.h), and RunConfig (this one: everything of a run; engine_config() gives the
-// engine its view). A checkpoint records it as meta.json's "training" (train/trainer.cpp).
+// models/model_config.h), EngineConfig (the DeepSpeed-style engine config, zero/engine_config.h),
+// and RunConfig (this one: the run's own settings, with the EngineConfig inside it — each setting
+// has one owner and one default). A checkpoint records it as meta.json's "training"
+// (train/trainer.cpp): the run's keys and "engine", the DeepSpeed config written back.
 #pragma once
 #include <cstdint>
 #include <set>
@@ -13,11 +15,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/dtype.h"
 #include "zero/engine_config.h"
 
 namespace zt {
 
 struct RunConfig {
+  // ---- the run: what to train, on what, for how long, and where it is saved ----
   std::string model = "gpt-mini";  // a named config (models/model_config.h), ignored with init_from
   std::string init_from;           // weights to start from (optional): llm.c .bin or HF dir/.safetensors
   std::string train_data, val_data;  // token shard or text file (val optional)
@@ -25,24 +29,14 @@ struct RunConfig {
   // vocab.json + merges.txt, a SentencePiece .model, or a directory); empty: bytes. A named model
   // takes its vocabulary size; pretrained weights must have room for it. JSON: "tokenizer".
   std::string tokenizer;
-  int64_t batch = 8, seq_len = 0, grad_accum = 1;  // batch: sequences per rank per micro-step
-                                                    // (DeepSpeed's train_micro_batch_size_per_gpu);
-                                                    // seq_len 0: the model's context length
+  int64_t seq_len = 0;  // 0: the model's context length
   int64_t steps = 100;
-  std::string optimizer = "adamw";  // "adamw" | "sgd"
-  double lr = 1e-3, min_lr_frac = 0.1;
-  int64_t warmup = 0;
-  std::string schedule = "cosine";  // "cosine" | "constant"
-  double weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, momentum = 0.9;
-  double grad_clip = 1.0;  // 0 = off
   uint64_t seed = 1337;
   int64_t eval_interval = 0, eval_batches = 8;  // 0 = no evaluation
   std::string ckpt_dir;
   int64_t ckpt_interval = 0;  // 0 = save only at the end (when ckpt_dir is set)
   bool resume = false;        // continue from ckpt_dir/latest
   int64_t keep_last = 0;      // after each save keep the newest N step directories (and latest's); 0 = all
-  bool activation_checkpointing = false;
-  bool cpu_checkpointing = false;  // the checkpoints in the host tier (needs activation_checkpointing)
   int64_t memory_limit = 0;  // bytes; 0 = no cap on the device allocator (from the first byte: train/memory_caps.h)
   // bytes; 0 = no cap on the host tier's allocators, from process start (train/memory_caps.h).
   // JSON: top-level "host_memory_limit_mib" (MiB); zt-train --host-memory-limit-mib.
@@ -51,25 +45,29 @@ struct RunConfig {
   // for (dist/mpi_watchdog.h; PyTorch's NCCL default of 10 minutes; 0 = no limit).
   // JSON: top-level "collective_timeout_s"; zt-train --collective-timeout-s.
   double collective_timeout_s = 600;
-  // ZeRO (zero_optimization.* of a DeepSpeed-style config; stage 0 = plain data parallelism)
-  ZeroOptimization zero;
-  AioConfig aio;  // aio.*: the NVMe tier's IO (offload to nvme)
-  Precision precision = Precision::f32;
-  // The dtype the model is built and computes in: "f32", or "bf16" (needs precision bf16; the
-  // engine then keeps no float32 copies besides the master: zero/engine.h). zt-train resolves its
-  // "auto" to bf16 on a GPU with bf16 precision, else f32.
-  std::string compute_dtype = "f32";
-  Fp16Config fp16;
+  // The dtype the model is built and computes in: f32, or bf16 (needs bf16 precision; the engine
+  // then keeps no float32 copies besides the master: zero/engine.h). JSON: "compute_dtype",
+  // "f32" | "bf16"; zt-train's "auto" picks bf16 on a GPU with bf16 precision, else f32.
+  DType compute_dtype = DType::f32;
   std::string config_file;  // the JSON config these settings came from, if any (for the record)
 
+  // ---- the engine: every DeepSpeed key (batch, accumulation, clipping, optimizer, scheduler,
+  // precision, ZeRO, aio, activation checkpointing, printing), DeepSpeed's defaults; its one owner ----
+  EngineConfig engine;
+
+  int64_t batch() const { return engine.train_micro_batch_size_per_gpu; }  // sequences per rank per micro-step
+  int64_t grad_accum() const { return engine.gradient_accumulation_steps; }
   void validate() const;  // throws naming the field
-  EngineConfig engine_config() const;  // the engine's view of these settings
 };
 void to_json(nlohmann::json& j, const RunConfig& c);
 
+// compute_dtype's spelling in configs, flags and checkpoints: "f32" | "bf16"; another name throws
+// naming it and the choices (`what` says where it came from).
+DType compute_dtype_from_name(const std::string& name, const std::string& what = "compute_dtype");
+const char* compute_dtype_name(DType t);
+
 // Reads a DeepSpeed-style JSON config (zero/engine_config.h; docs/config.md) into `c`: the engine
-// keys (batch, accumulation, clipping, optimizer, scheduler, zero_optimization, precision,
-// activation checkpointing) and the run keys beside them ("model", "train_data", "val_data", "tokenizer", "seq_len",
+// keys into c.engine, and the run keys beside them ("model", "train_data", "val_data", "tokenizer", "seq_len",
 // "steps", "seed", "eval_interval", "eval_batches", "compute_dtype", "host_memory_limit_mib",
 // "collective_timeout_s").
 // Errors name the file and the key.

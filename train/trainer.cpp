@@ -8,7 +8,7 @@
 #include "core/json.h"                // defines: json_integer
 #include "formats/hf_weights.h"       // defines: pretrained_config, pretrained_source (HF or llm.c)
 #include "models/init.h"              // defines: make_model, ModelInit
-#include "optim/schedule.h"           // defines: LrSchedule (warmup + cosine)
+#include "optim/schedule.h"           // defines: scheduled_lr
 #include "train/estimate_request.h"   // defines: estimate_request
 #include "zero/checkpoint.h"          // defines: save_sharded_checkpoint, load_sharded_checkpoint
 #include "zero/checkpoint_source.h"   // defines: CheckpointParams
@@ -47,7 +47,7 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   ModelOptions opt;
   opt.world_size = N;
   opt.alignment = kShardAlignment;
-  opt.dtype = cfg_.compute_dtype == "bf16" ? DType::bf16 : DType::f32;
+  opt.dtype = cfg_.compute_dtype;
   opt.materialize = false;
   model_ = make_model(mcfg_, opt);
   std::unique_ptr<ParamSource> initial;
@@ -60,22 +60,21 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   // Data: llm.c's loader, no shuffling; rank r reads its B rows of each global batch of N*B.
   TokenIds tokens = load_tokens(cfg_.train_data, tokenizer_.get());
   check_tokens_fit_vocab(tokens, mcfg_.vocab_size, cfg_.train_data);
-  train_ = std::make_unique<DataLoader>(std::move(tokens), cfg_.batch, cfg_.seq_len, rank, N);
+  train_ = std::make_unique<DataLoader>(std::move(tokens), cfg_.batch(), cfg_.seq_len, rank, N);
   if (!cfg_.val_data.empty()) {
     TokenIds vt = load_tokens(cfg_.val_data, tokenizer_.get());
     check_tokens_fit_vocab(vt, mcfg_.vocab_size, cfg_.val_data);
-    val_ = std::make_unique<DataLoader>(std::move(vt), cfg_.batch, cfg_.seq_len, rank, N);
+    val_ = std::make_unique<DataLoader>(std::move(vt), cfg_.batch(), cfg_.seq_len, rank, N);
   }
 
   // The host tier must hold this rank's offloaded model states: checked before the engine
   // allocates them, from the shard sizes (zero/estimator.h), and an OutOfMemory of the host tier
   // during setup is rethrown naming the key and that need.
   // seq_len 0: the model states only.
-  const Estimate need = estimate(
-      estimate_request(mcfg_, *model_, cfg_.engine_config(), N, /*seq_len=*/0, /*threads=*/1));
+  const Estimate need = estimate(estimate_request(mcfg_, *model_, cfg_.engine, N, /*seq_len=*/0, /*threads=*/1));
   caps_->check_host_need(need);
   try {
-    engine_ = initialize(*model_, cfg_.engine_config(), group_, initial.get());
+    engine_ = initialize(*model_, cfg_.engine, group_, initial.get());
   } catch (const OutOfMemory& e) {
     caps_->rethrow_setup_failure(e, need);
   }
@@ -87,46 +86,54 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
 
 Trainer::~Trainer() = default;
 
-double Trainer::lr_at(int64_t step) const {
-  LrSchedule s;
-  s.kind = lr_kind_from_name(cfg_.schedule);
-  s.lr = cfg_.lr;
-  s.warmup_steps = cfg_.warmup;
-  s.max_steps = std::max<int64_t>(cfg_.steps, std::max<int64_t>(cfg_.warmup, 1));
-  s.min_lr_frac = cfg_.min_lr_frac;
-  return s.at(step);
+// The scheduler's lr for the coming step (optim/schedule.h): DeepSpeed's count the steps applied
+// so far (an fp16 step skipped on overflow does not advance them), llm.c's every step.
+double Trainer::next_lr() const {
+  return scheduled_lr(cfg_.engine.scheduler, cfg_.engine.optimizer.lr, step_, engine_->optimizer_steps(), cfg_.steps);
 }
 
 StepStats Trainer::step(const std::function<void(const StepStats&)>& report) {
-  const auto t0 = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
   default_allocator().reset_peaks();  // the memory in the log is this step's peak
   StepStats s;
   StepResult r;
+  // Adds the time since `from` to `into` (ms) and restarts it; wall_clock_breakdown waits for the device first.
+  auto lap = [&, sync = cfg_.engine.wall_clock_breakdown](double& into, Clock::time_point& from) {
+    if (sync) backend(default_device()).synchronize();
+    const auto now = Clock::now();
+    into += std::chrono::duration<double, std::milli>(now - from).count();
+    from = now;
+  };
   {
     // The trace (core/trace.h): the step and its micro-steps enclose the engine's unit spans.
     TraceScope step_scope(engine_->tracer(), TraceTrack::compute, "step " + std::to_string(step_ + 1), "step");
-    for (int64_t micro = 0; micro < cfg_.grad_accum; ++micro) {
+    auto t = Clock::now();
+    for (int64_t micro = 0; micro < cfg_.grad_accum(); ++micro) {
       train_->next_batch(idx_, targets_);
       Var loss;
       {
         TraceScope fwd(engine_->tracer(), TraceTrack::compute, "forward pass", "step", {{"micro_step", micro}});
         loss = engine_->forward(idx_, targets_);  // mean over this rank's B*T tokens
       }
+      lap(s.forward_ms, t);
       TraceScope bwd(engine_->tracer(), TraceTrack::compute, "backward pass", "step", {{"micro_step", micro}});
       engine_->backward(loss);
+      lap(s.backward_ms, t);
     }
-    s.lr = lr_at(step_);
+    s.lr = next_lr();
     r = engine_->step(s.lr);
+    lap(s.optimizer_ms, t);
   }
   ++step_;
-  const auto t1 = std::chrono::steady_clock::now();
+  const auto t1 = Clock::now();
   s.step = step_;
   s.loss = r.loss;
   s.grad_norm = r.grad_norm;
   s.loss_scale = r.loss_scale;
   s.skipped = r.skipped;
   s.step_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  const int64_t tokens = cfg_.batch * cfg_.seq_len * cfg_.grad_accum * group_.size();  // global
+  const int64_t tokens = cfg_.batch() * cfg_.seq_len * cfg_.grad_accum() * group_.size();  // global
   s.tokens_per_s = static_cast<double>(tokens) / (s.step_ms / 1000.0);
   if (val_ && cfg_.eval_interval > 0 && (step_ % cfg_.eval_interval == 0 || step_ == cfg_.steps)) {
     TraceScope eval(engine_->tracer(), TraceTrack::compute, "evaluate", "eval");
@@ -163,8 +170,8 @@ std::string Trainer::save() {
   meta["rng_state"] = std::to_string(rng_.state());
   meta["data_position"] = train_->position();  // batch index: the same on every rank
   meta["optimizer_steps"] = engine_->optimizer_steps();
-  meta["global_batch"] = cfg_.batch * group_.size();
-  meta["zero_stage"] = cfg_.zero.stage;
+  meta["global_batch"] = cfg_.batch() * group_.size();
+  meta["zero_stage"] = cfg_.engine.zero.stage;
   meta["units"] = units_meta(*model_);
   meta["engine"] = engine_->state_meta();  // the fp16 loss scaler
   const std::string saved = save_sharded_checkpoint(group_, cfg_.ckpt_dir, step_, meta, engine_->shards());
@@ -206,26 +213,34 @@ void Trainer::resume_from(const std::string& dir) {
     // recomputes bitwise the same values, the ZeRO stage and the world size may change: the
     // checkpoint's shards are resharded. The global batch N x B must stay.)
     const nlohmann::json saved_tr = meta.at("training"), now_tr = cfg_;
-    for (const char* key : {"model", "init_from", "train_data", "tokenizer", "seq_len", "grad_accum", "steps",
-                            "optimizer", "lr", "min_lr_frac", "warmup", "schedule", "weight_decay", "beta1", "beta2",
-                            "eps", "momentum", "grad_clip", "seed", "precision", "compute_dtype"}) {
-      // compute_dtype: checkpoints written before it existed computed in float32; tokenizer:
-      // before it existed every run read text as bytes ("")
-      const nlohmann::json was = saved_tr.contains(key)                 ? saved_tr.at(key)
-                                 : std::string(key) == "compute_dtype" ? nlohmann::json("f32")
-                                 : std::string(key) == "tokenizer"     ? nlohmann::json("")
-                                                                       : nlohmann::json();
-      if (was.is_null() || was != now_tr.at(key))
+    // compute_dtype: checkpoints written before it existed computed in float32; tokenizer: before
+    // it existed every run read text as bytes (""). The engine's keys: as DeepSpeed writes them.
+    auto same = [&](const nlohmann::json& was, const nlohmann::json& now, const std::string& key) {
+      if (was.is_null() || was != now)
         ZT_THROW("checkpoint in '", dir, "' was trained with ", key, " = ", was.is_null() ? "(missing)" : was.dump(),
-                 ", this run has ", key, " = ", now_tr.at(key).dump(), ": resume with the same value");
-    }
-    const int64_t global_batch = cfg_.batch * group_.size();
+                 ", this run has ", key, " = ", now.dump(), ": resume with the same value");
+    };
+    for (const char* key :
+         {"model", "init_from", "train_data", "tokenizer", "seq_len", "steps", "seed", "compute_dtype"})
+      same(saved_tr.contains(key)                ? saved_tr.at(key)
+           : std::string(key) == "compute_dtype" ? nlohmann::json("f32")
+           : std::string(key) == "tokenizer"     ? nlohmann::json("")
+                                                 : nlohmann::json(),
+           now_tr.at(key), key);
+    const nlohmann::json saved_engine = saved_tr.value("engine", nlohmann::json::object());
+    const nlohmann::json& now_engine = now_tr.at("engine");
+    for (const char* key : {"gradient_accumulation_steps", "gradient_clipping", "optimizer", "bf16", "fp16"})
+      same(saved_engine.value(key, nlohmann::json()), now_engine.at(key), key);
+    // No scheduler is written as no "scheduler" key (DeepSpeed's spelling of a constant lr).
+    const nlohmann::json none = "none";
+    same(saved_engine.value("scheduler", none), now_engine.value("scheduler", none), "scheduler");
+    const int64_t global_batch = cfg_.batch() * group_.size();
     const std::string where = "checkpoint in '" + dir + "': meta.json";
     const int64_t saved_batch = json_integer(meta.at("global_batch"), where + " global_batch", 1);
     if (saved_batch != global_batch)
       ZT_THROW("checkpoint in '", dir, "' was trained with a global batch of ", saved_batch,
-               " sequences (batch x world size), this run has ", cfg_.batch, " x ", group_.size(), " = ", global_batch,
-               ": choose --batch so that the global batch stays the same");
+               " sequences (batch x world size), this run has ", cfg_.batch(), " x ", group_.size(), " = ",
+               global_batch, ": choose --batch so that the global batch stays the same");
     engine_->shards_loaded(shards);
     step_ = json_integer(meta.at("step"), where + " step", 0);
     engine_->set_optimizer_steps(json_integer(meta.at("optimizer_steps"), where + " optimizer_steps", 0));

@@ -34,6 +34,11 @@ struct StepStats {
   double loss_scale = 1;  // fp16: the scale this step's gradients were computed with
   bool skipped = false;   // fp16: the gradients overflowed, no update (the batch is consumed)
   double step_ms = 0, tokens_per_s = 0;
+  // The step's phases (DeepSpeed's wall_clock_breakdown: forward and backward summed over the
+  // micro-steps, then the optimizer step). With wall_clock_breakdown the device is synchronized at
+  // each phase's end, as DeepSpeed's timers do, so that a GPU's time lands in its phase; without
+  // it they are the host's times and a GPU's queued work shows up in whichever phase waits for it.
+  double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
   double val_loss = -1;  // >= 0 when an evaluation ran after this step
 };
 
@@ -58,7 +63,7 @@ class Trainer {
   const RunConfig& config() const { return cfg_; }
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }  // null: text is read as bytes
   int64_t step_count() const { return step_; }
-  double lr_at(int64_t step) const;  // learning rate used for optimizer step `step` (0-based)
+  double next_lr() const;  // the learning rate of the coming step (the config's scheduler)
 
  private:
   void resume_from(const std::string& dir);

@@ -35,7 +35,7 @@ OffloadConfig parse_offload(const Reader& r, const json& o, const std::string& p
   r.unsupported(o, p, "ratio", "DeepSpeed-only key: the whole optimizer state is offloaded");
   r.check_keys(o, p, {"device", "pin_memory", "nvme_path", "buffer_count", "buffer_size"});
   OffloadConfig c;
-  c.device = r.choice(o, p, "device", c.device, {"none", "cpu", "nvme"});
+  c.device = offload_device_from_name(r.choice(o, p, "device", "none", {"none", "cpu", "nvme"}));
   c.pin_memory = r.boolean(o, p, "pin_memory", c.pin_memory);
   if (o.contains("nvme_path")) {
     if (!o["nvme_path"].is_string()) r.fail(p, ".nvme_path must be a string, got ", o["nvme_path"].dump());
@@ -43,7 +43,7 @@ OffloadConfig parse_offload(const Reader& r, const json& o, const std::string& p
   }
   c.buffer_count = r.integer(o, p, "buffer_count", c.buffer_count, 1, 1 << 20, kIntPos);
   c.buffer_size = r.integer(o, p, "buffer_size", c.buffer_size, 1, kBig, kIntPos);
-  if (c.device == "nvme" && c.nvme_path.empty())
+  if (c.nvme() && c.nvme_path.empty())
     r.fail(p, ".device = \"nvme\" requires ", p, ".nvme_path (a directory), which is missing or empty");
   return c;
 }
@@ -94,12 +94,12 @@ ZeroOptimization parse_zero(const Reader& r, const json& o) {
     OffloadConfig c = parse_offload(r, o[key], p + "." + key);
     const bool is_param = std::string(key) == "offload_param";
     if (c.enabled() && is_param && z.stage != 3)
-      r.fail(p, ".offload_param.device = \"", c.device, "\" requires ", p, ".stage = 3 (stage is ", z.stage,
-             "; parameters are partitioned only in stage 3)");
+      r.fail(p, ".offload_param.device = \"", offload_device_name(c.device), "\" requires ", p, ".stage = 3 (stage is ",
+             z.stage, "; parameters are partitioned only in stage 3)");
     if (c.enabled() && !is_param && z.stage < 1)
-      r.fail(p, ".offload_optimizer.device = \"", c.device, "\" requires ", p, ".stage 1, 2 or 3 (stage is ",
-             z.stage, ")");
-    if (!is_param && c.device == "nvme" && c.buffer_count < 2)
+      r.fail(p, ".offload_optimizer.device = \"", offload_device_name(c.device), "\" requires ", p,
+             ".stage 1, 2 or 3 (stage is ", z.stage, ")");
+    if (!is_param && c.nvme() && c.buffer_count < 2)
       r.fail(p, ".offload_optimizer.buffer_count = ", c.buffer_count,
              " is invalid with device \"nvme\": expected >= 2 (one sub-group updating while the next is read)");
     (is_param ? z.offload_param : z.offload_optimizer) = c;
@@ -138,14 +138,15 @@ OptimizerConfig parse_optimizer(const Reader& r, const json& o) {
   r.check_keys(o, p, {"type", "params"});
   OptimizerConfig c;
   if (!o.contains("type")) r.fail("optimizer.type is missing: expected \"AdamW\", \"Adam\" or \"SGD\"");
-  c.type = r.choice(o, p, "type", c.type, {"AdamW", "Adam", "SGD"}, true);
-  const bool sgd = c.type == "SGD";
+  const std::string type = r.choice(o, p, "type", "AdamW", {"AdamW", "Adam", "SGD"}, true);
+  c.type = type == "SGD" ? OptimizerType::sgd : type == "Adam" ? OptimizerType::adam : OptimizerType::adamw;
+  const bool sgd = c.sgd();
   if (sgd) c.weight_decay = 0;  // torch.optim.SGD's default
   if (!o.contains("params")) return c;
   const json& q = o["params"];
   const std::string pp = "optimizer.params";
   if (sgd) r.check_keys(q, pp, {"lr", "momentum", "weight_decay"}, " for SGD");
-  else r.check_keys(q, pp, {"lr", "betas", "eps", "weight_decay", "adam_w_mode"}, " for " + c.type);
+  else r.check_keys(q, pp, {"lr", "betas", "eps", "weight_decay", "adam_w_mode"}, std::string(" for ") + type);
   c.lr = r.number(q, pp, "lr", c.lr, 0, 1e6, "a number >= 0", true);
   c.weight_decay = r.number(q, pp, "weight_decay", c.weight_decay, 0, 1e6, "a number >= 0", true);
   if (sgd) {
@@ -165,43 +166,44 @@ OptimizerConfig parse_optimizer(const Reader& r, const json& o) {
   return c;
 }
 
+// "scheduler" (optim/schedule.h): DeepSpeed's WarmupLR, WarmupDecayLR and WarmupCosineLR with
+// their parameters, defaults and meaning, llm.c's "constant" and "cosine", or "none". A parameter
+// the type does not use is an error (it would be ignored). "auto" takes the default, except
+// warmup_max_lr, whose "auto" is the optimizer's lr (as Hugging Face's integration fills it), and
+// total_num_steps, whose "auto" (and 0) is the run's steps.
 SchedulerConfig parse_scheduler(const Reader& r, const json& o, double lr) {
   const std::string p = "scheduler";
   r.check_keys(o, p, {"type", "params"});
-  SchedulerConfig s;
-  if (!o.contains("type")) r.fail("scheduler.type is missing: expected \"WarmupCosineLR\", \"WarmupLR\" or \"none\"");
-  s.type = r.choice(o, p, "type", s.type, {"WarmupCosineLR", "WarmupLR", "none"});
+  if (!o.contains("type"))
+    r.fail(
+        "scheduler.type is missing: expected \"WarmupLR\", \"WarmupDecayLR\", \"WarmupCosineLR\", "
+        "\"constant\", \"cosine\" or \"none\"");
+  const std::vector<std::string> types = {"WarmupLR", "WarmupDecayLR", "WarmupCosineLR", "constant", "cosine", "none"};
+  SchedulerConfig s = SchedulerConfig::defaults(scheduler_type_from_name(r.choice(o, p, "type", "none", types)));
   const json empty = json::object();
   const json& q = o.contains("params") ? o["params"] : empty;
   const std::string pp = "scheduler.params";
-  if (s.type == "none") {
-    r.check_keys(q, pp, {}, " for none");
-    return s;
-  }
-  const bool cosine = s.type == "WarmupCosineLR";
-  if (cosine)
-    r.check_keys(q, pp, {"warmup_num_steps", "total_num_steps", "cos_min_ratio", "warmup_min_ratio", "warmup_type"},
-                 " for WarmupCosineLR");
-  else
-    r.check_keys(q, pp, {"warmup_num_steps", "warmup_max_lr", "warmup_min_lr", "warmup_type"}, " for WarmupLR");
+  std::vector<std::string> known;
+  for (const char* k : {"warmup_num_steps", "warmup_type", "warmup_min_lr", "warmup_max_lr", "total_num_steps",
+                        "warmup_min_ratio", "cos_min_ratio"})
+    if (s.uses(k)) known.push_back(k);
+  r.check_keys(q, pp, known, std::string(" for ") + scheduler_type_name(s.type));
   s.warmup_num_steps = r.integer(q, pp, "warmup_num_steps", s.warmup_num_steps, 0, kBig, kIntNonNeg, true);
-  r.fixed(q, pp, "warmup_type", "linear", "only linear warmup is implemented");
-  if (cosine) {
-    s.total_num_steps = r.integer(q, pp, "total_num_steps", s.total_num_steps, 0, kBig,
-                                  "an integer >= 0 (0: the run's steps)", true);
-    s.cos_min_ratio = r.number(q, pp, "cos_min_ratio", s.cos_min_ratio, 0, 1, "a number in [0, 1]", true);
-    if (!(q.contains("warmup_min_ratio") && Reader::is_auto(q["warmup_min_ratio"])))
-      r.fixed(q, pp, "warmup_min_ratio", 0, "warmup starts from 0");
-    if (s.total_num_steps > 0 && s.total_num_steps < s.warmup_num_steps)
-      r.fail(pp, ".total_num_steps = ", s.total_num_steps, " is invalid: expected 0 or >= ", pp,
-             ".warmup_num_steps = ", s.warmup_num_steps);
-  } else {
-    const double max_lr = r.number(q, pp, "warmup_max_lr", lr, 0, 1e6, "optimizer.params.lr", true);
-    if (std::abs(max_lr - lr) > 1e-12 * std::max(std::abs(lr), std::abs(max_lr)))
-      r.fail(pp, ".warmup_max_lr = ", q["warmup_max_lr"].dump(), " is invalid: expected optimizer.params.lr = ",
-             lr, " (the peak lr is the optimizer's)");
-    if (!(q.contains("warmup_min_lr") && Reader::is_auto(q["warmup_min_lr"])))
-      r.fixed(q, pp, "warmup_min_lr", 0, "warmup starts from 0");
+  if (s.uses("warmup_type") && q.contains("warmup_type") && !Reader::is_auto(q["warmup_type"]))
+    s.warmup_type = warmup_type_from_name(r.choice(q, pp, "warmup_type", "log", {"log", "linear"}));
+  s.warmup_min_lr = r.number(q, pp, "warmup_min_lr", s.warmup_min_lr, 0, 1e6, "a number >= 0", true);
+  if (s.uses("warmup_max_lr")) {
+    s.warmup_max_lr = r.number(q, pp, "warmup_max_lr", s.warmup_max_lr, 0, 1e6, "a number >= 0", true);
+    if (q.contains("warmup_max_lr") && Reader::is_auto(q["warmup_max_lr"])) s.warmup_max_lr = lr;
+  }
+  s.total_num_steps = r.integer(q, pp, "total_num_steps", s.total_num_steps, 0, kBig,
+                                "an integer >= 0 (0: the run's steps)", true);
+  s.warmup_min_ratio = r.number(q, pp, "warmup_min_ratio", s.warmup_min_ratio, 0, 1, "a number in [0, 1]", true);
+  s.cos_min_ratio = r.number(q, pp, "cos_min_ratio", s.cos_min_ratio, 0, 1, "a number in [0, 1]", true);
+  try {
+    s.validate();
+  } catch (const Error& e) {
+    r.fail(e.what());
   }
   return s;
 }
@@ -322,11 +324,11 @@ EngineConfig parse_engine_config(const json& j, const std::string& source, int w
   // Offload combinations (docs/offload.md): the offloaded optimizer is the CPU AdamW (DeepSpeed's
   // DeepSpeedCPUAdam), and parameter offload needs it (the updated parameters are made on the host).
   const ZeroOptimization& z = c.zero;
-  if (z.offload_optimizer.enabled() && c.optimizer.type == "SGD")
-    r.fail("zero_optimization.offload_optimizer.device = \"", z.offload_optimizer.device,
+  if (z.offload_optimizer.enabled() && c.optimizer.sgd())
+    r.fail("zero_optimization.offload_optimizer.device = \"", offload_device_name(z.offload_optimizer.device),
            "\" needs optimizer.type \"AdamW\" or \"Adam\" (the CPU AdamW); got \"SGD\"");
   if (z.offload_param.enabled() && !z.offload_optimizer.enabled())
-    r.fail("zero_optimization.offload_param.device = \"", z.offload_param.device,
+    r.fail("zero_optimization.offload_param.device = \"", offload_device_name(z.offload_param.device),
            "\" needs zero_optimization.offload_optimizer.device \"cpu\" or \"nvme\" (the parameters are updated on "
            "the host), got \"none\"");
   if (const std::string bad = zeropp_problem(z, world_size); !bad.empty()) r.fail(bad);

@@ -1,5 +1,5 @@
-// defines: Precision, OffloadConfig, ZeroOptimization, Fp16Config, OptimizerConfig,
-//          SchedulerConfig, AioConfig, EngineConfig, parse_engine_config, engine_config_from_file,
+// defines: Precision, OffloadDevice, OffloadConfig, ZeroOptimization, Fp16Config, OptimizerType,
+//          OptimizerConfig, AioConfig, EngineConfig, parse_engine_config, engine_config_from_file,
 //          to_json(EngineConfig), zeropp_problem — the DeepSpeed-style JSON config (docs/architecture.md "Configuration").
 //
 // A DeepSpeed user is at home: the keys, their meaning and their defaults are DeepSpeed's
@@ -7,7 +7,13 @@
 // Everything is validated: an unknown key, a wrong type, a value out of range or an impossible
 // combination (stage 4, offload_param below stage 3, bf16 and fp16 together, a
 // train_batch_size that is not micro x accumulation x world size) is a zt::Error that names the
-// key path ("zero_optimization.stage") and the allowed values. Never silently ignored.
+// key path ("zero_optimization.stage") and the allowed values. Never silently ignored: every key
+// read here changes what the run does (steps_per_print and wall_clock_breakdown: what zt-train
+// prints), or is accepted only at the one value this implementation has.
+//
+// It is the one owner of these settings: zt-train's flags write into it (tools/zt_train_options.h)
+// and the run's own settings sit beside it in RunConfig (train/run_config.h). Modes are enums,
+// parsed once here with an error that names the value and the choices.
 // docs/config.md lists every key and every error case; configs/ holds ready files.
 #pragma once
 #include <cstdint>
@@ -15,6 +21,8 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "optim/schedule.h"  // defines: SchedulerConfig (the "scheduler" section)
 
 namespace zt {
 
@@ -28,13 +36,19 @@ inline constexpr int64_t kShardAlignment = 16;
 enum class Precision { f32, bf16, f16 };
 const char* precision_name(Precision p);  // "fp32" | "bf16" | "fp16"
 
+// Where offloaded state lives: "none" (the device), "cpu" (host memory), "nvme" (swap files).
+enum class OffloadDevice { none, cpu, nvme };
+const char* offload_device_name(OffloadDevice d);                 // "none" | "cpu" | "nvme"
+OffloadDevice offload_device_from_name(const std::string& name);  // throws naming it and the choices
+
 struct OffloadConfig {                 // zero_optimization.offload_optimizer / offload_param
-  std::string device = "none";         // "none" | "cpu" | "nvme"
+  OffloadDevice device = OffloadDevice::none;
   bool pin_memory = false;
-  std::string nvme_path;               // required when device == "nvme"
+  std::string nvme_path;  // required when device is nvme
   int64_t buffer_count = 5;
   int64_t buffer_size = 100000000;     // elements
-  bool enabled() const { return device != "none"; }
+  bool enabled() const { return device != OffloadDevice::none; }
+  bool nvme() const { return device == OffloadDevice::nvme; }
   bool operator==(const OffloadConfig&) const = default;
 };
 
@@ -82,22 +96,20 @@ struct Fp16Config {             // fp16.* (DeepSpeed's dynamic loss scaling)
   bool operator==(const Fp16Config&) const = default;
 };
 
+// optimizer.type. "Adam" is DeepSpeed's Adam with adam_w_mode true (its default): decoupled weight
+// decay, the same update as "AdamW"; the name is kept so that the config is written back as given.
+enum class OptimizerType { adamw, adam, sgd };
+const char* optimizer_type_name(OptimizerType t);  // "AdamW" | "Adam" | "SGD"
+
 struct OptimizerConfig {        // optimizer: {"type": "AdamW" | "Adam" | "SGD", "params": {...}}
-  std::string type = "AdamW";
+  OptimizerType type = OptimizerType::adamw;
+  bool sgd() const { return type == OptimizerType::sgd; }
   double lr = 1e-3;
   double beta1 = 0.9, beta2 = 0.999;  // params.betas
   double eps = 1e-8;
   double weight_decay = 0.01;
-  double momentum = 0.9;        // SGD only
+  double momentum = 0;  // SGD only (torch.optim.SGD's default)
   bool operator==(const OptimizerConfig&) const = default;
-};
-
-struct SchedulerConfig {        // scheduler: {"type": "WarmupCosineLR" | "WarmupLR" | "none", "params": {...}}
-  std::string type = "none";    // none: constant lr
-  int64_t warmup_num_steps = 0;
-  int64_t total_num_steps = 0;  // WarmupCosineLR; 0 = the run's steps
-  double cos_min_ratio = 0.1;   // WarmupCosineLR: lr decays to lr * cos_min_ratio
-  bool operator==(const SchedulerConfig&) const = default;
 };
 
 struct EngineConfig {
@@ -108,14 +120,14 @@ struct EngineConfig {
   Precision precision = Precision::f32;    // from bf16.enabled / fp16.enabled
   Fp16Config fp16;
   OptimizerConfig optimizer;
-  SchedulerConfig scheduler;
+  SchedulerConfig scheduler;  // scheduler: {"type": ..., "params": {...}} (optim/schedule.h)
   ZeroOptimization zero;
   AioConfig aio;
   bool activation_checkpointing = false;   // activation_checkpointing.enabled (our key; see docs)
   bool cpu_checkpointing = false;          // activation_checkpointing.cpu_checkpointing: the checkpoints
                                            // in the host tier (zero/activation_offload.h); needs enabled
-  int64_t steps_per_print = 10;
-  bool wall_clock_breakdown = false;       // DeepSpeed's per-phase timing printout (for the caller)
+  int64_t steps_per_print = 10;            // zt-train prints a step's line every this many steps
+  bool wall_clock_breakdown = false;       // zt-train prints each phase's time beside those lines
   bool operator==(const EngineConfig&) const = default;
 };
 

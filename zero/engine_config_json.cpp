@@ -1,4 +1,4 @@
-// defines: precision_name, to_json (zero/engine_config.h).
+// defines: precision_name, offload_device_name, offload_device_from_name, optimizer_type_name, to_json (zero/engine_config.h).
 //
 // The DeepSpeed-style config written back (zero/engine_config.h): precision_name and
 // to_json(EngineConfig), every key explicit (checkpoints' meta.json keep it).
@@ -19,10 +19,37 @@ const char* precision_name(Precision p) {
   ZT_THROW("precision_name: unknown Precision value ", static_cast<int>(p));
 }
 
+const char* offload_device_name(OffloadDevice d) {
+  switch (d) {
+    case OffloadDevice::none: return "none";
+    case OffloadDevice::cpu: return "cpu";
+    case OffloadDevice::nvme: return "nvme";
+  }
+  ZT_THROW("offload_device_name: unknown OffloadDevice value ", static_cast<int>(d));
+}
+
+OffloadDevice offload_device_from_name(const std::string& name) {
+  for (OffloadDevice d : {OffloadDevice::none, OffloadDevice::cpu, OffloadDevice::nvme})
+    if (name == offload_device_name(d)) return d;
+  ZT_THROW("offload device \"", name, "\" is invalid: expected \"none\", \"cpu\" or \"nvme\"");
+}
+
+const char* optimizer_type_name(OptimizerType t) {
+  switch (t) {
+    case OptimizerType::adamw: return "AdamW";
+    case OptimizerType::adam: return "Adam";
+    case OptimizerType::sgd: return "SGD";
+  }
+  ZT_THROW("optimizer_type_name: unknown OptimizerType value ", static_cast<int>(t));
+}
+
 void to_json(json& j, const EngineConfig& c) {
   auto offload = [](const OffloadConfig& o) {
-    return json{{"device", o.device}, {"pin_memory", o.pin_memory}, {"nvme_path", o.nvme_path},
-                {"buffer_count", o.buffer_count}, {"buffer_size", o.buffer_size}};
+    return json{{"device", offload_device_name(o.device)},
+                {"pin_memory", o.pin_memory},
+                {"nvme_path", o.nvme_path},
+                {"buffer_count", o.buffer_count},
+                {"buffer_size", o.buffer_size}};
   };
   const auto& z = c.zero;
   const auto& o = c.optimizer;
@@ -65,22 +92,26 @@ void to_json(json& j, const EngineConfig& c) {
        {{"enabled", c.activation_checkpointing}, {"cpu_checkpointing", c.cpu_checkpointing}}},
   };
   json params = {{"lr", o.lr}, {"weight_decay", o.weight_decay}};
-  if (o.type == "SGD") {
+  if (o.sgd()) {
     params["momentum"] = o.momentum;
   } else {
     params["betas"] = {o.beta1, o.beta2};
     params["eps"] = o.eps;
   }
-  j["optimizer"] = {{"type", o.type}, {"params", params}};
-  // No scheduler (constant lr) is DeepSpeed's "no scheduler key"; the key is left out.
-  if (s.type == "WarmupCosineLR")
-    j["scheduler"] = {{"type", s.type},
-                      {"params", {{"warmup_num_steps", s.warmup_num_steps}, {"total_num_steps", s.total_num_steps},
-                                  {"cos_min_ratio", s.cos_min_ratio}, {"warmup_type", "linear"}}}};
-  else if (s.type == "WarmupLR")
-    j["scheduler"] = {{"type", s.type},
-                      {"params", {{"warmup_num_steps", s.warmup_num_steps}, {"warmup_max_lr", o.lr},
-                                  {"warmup_min_lr", 0}, {"warmup_type", "linear"}}}};
+  j["optimizer"] = {{"type", optimizer_type_name(o.type)}, {"params", params}};
+  // No scheduler (constant lr) is DeepSpeed's "no scheduler key"; the key is left out. Otherwise
+  // the parameters the type uses (SchedulerConfig::uses), so that the file reads back the same.
+  if (s.type != SchedulerType::none) {
+    json sp = json::object();
+    if (s.uses("warmup_num_steps")) sp["warmup_num_steps"] = s.warmup_num_steps;
+    if (s.uses("warmup_type")) sp["warmup_type"] = warmup_type_name(s.warmup_type);
+    if (s.uses("warmup_min_lr")) sp["warmup_min_lr"] = s.warmup_min_lr;
+    if (s.uses("warmup_max_lr")) sp["warmup_max_lr"] = s.warmup_max_lr;
+    if (s.uses("total_num_steps")) sp["total_num_steps"] = s.total_num_steps;
+    if (s.uses("warmup_min_ratio")) sp["warmup_min_ratio"] = s.warmup_min_ratio;
+    if (s.uses("cos_min_ratio")) sp["cos_min_ratio"] = s.cos_min_ratio;
+    j["scheduler"] = {{"type", scheduler_type_name(s.type)}, {"params", sp}};
+  }
 }
 
 }  // namespace zt

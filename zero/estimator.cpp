@@ -162,18 +162,17 @@ Estimate estimate(const EstimateRequest& r) {
   // parameters' buffers, each its own unit's region size: the optimizer step's staging buffers
   // (nvme_staging_peak), or the reads' bounce buffers during forward and backward (counted by
   // the stage-3 replay below); never both at once, so the larger.
-  if (r.has_model && (oo.device == "nvme" || op.device == "nvme")) {
+  if (r.has_model && (oo.nvme() || op.nvme())) {
     int64_t largest = 0, sub_groups = 0;
     const int64_t sg = std::max<int64_t>(1, r.zero.sub_group_size);
     for (const UnitSize& u : r.model.units) {
       largest = std::max(largest, u.padded_numel / N);
       sub_groups += ceil_div(u.padded_numel / N, sg);
     }
-    if (oo.device == "nvme")
+    if (oo.nvme())
       est.host_state[idx(Category::optim)] = std::min(oo.buffer_count, sub_groups) *
                                              ceil_div(12 * std::min(sg, largest), kAioAlignment) * kAioAlignment;
-    if (op.device == "nvme")
-      est.host_state[idx(Category::params)] = nvme_staging_peak(r.model.units, N, pe, op.buffer_count);
+    if (op.nvme()) est.host_state[idx(Category::params)] = nvme_staging_peak(r.model.units, N, pe, op.buffer_count);
   }
   // Setup with offload_param (zero/engine.cpp's load_initial, ParameterSharded::place_params,
   // zero/tiers.cpp's new_shard / park), unit by unit: with partitioned construction (N > 1; at
@@ -187,9 +186,9 @@ Estimate estimate(const EstimateRequest& r) {
     int64_t made = 0, setup = 0;
     for (const UnitSize& u : r.model.units) {
       const int64_t S = u.padded_numel / N;
-      const int64_t shard = op.device == "nvme" ? ceil_div(pe * S, kAioAlignment) * kAioAlignment : pe * S;
+      const int64_t shard = op.nvme() ? ceil_div(pe * S, kAioAlignment) * kAioAlignment : pe * S;
       setup = std::max(setup, made + shard + (init_buffer ? model_bytes * S : 0));
-      if (op.device != "nvme") made += shard;
+      if (!op.nvme()) made += shard;
     }
     est.host_state[idx(Category::params)] = std::max(est.host_state[idx(Category::params)], setup);
   }
@@ -232,7 +231,7 @@ Estimate estimate(const EstimateRequest& r) {
       // float32: the gathered units and those buffers replayed together (peak_live_with_shards).
       // Mixed: added as an upper bound, ceil(peak_live / N) for cpu, the largest shard for nvme.
       // The persistent units' copies come at the step's end, outside the blocks' peak.
-      if (op.device == "nvme")
+      if (op.nvme())
         est.host_state[idx(Category::params)] = std::max(est.host_state[idx(Category::params)],
                                                          sim.peak_bounce_bytes());
       if (op.enabled() && mixed) {
@@ -240,7 +239,7 @@ Estimate estimate(const EstimateRequest& r) {
         for (size_t i = 0; i < units.size(); ++i)
           if (!schedule.persistent(static_cast<int>(i)))
             largest_shard = std::max(largest_shard, units[i].padded_numel / N);
-        est.peak[idx(Category::params)] += (op.device == "nvme" ? largest_shard : ceil_div(sim.peak_live(), N)) * pe;
+        est.peak[idx(Category::params)] += (op.nvme() ? largest_shard : ceil_div(sim.peak_live(), N)) * pe;
       }
       if (!mixed) {
         est.peak[idx(Category::params)] += (persistent + sim.peak_live_with_shards()) * pe;
@@ -264,8 +263,7 @@ Estimate estimate(const EstimateRequest& r) {
         }
         int64_t& params = est.peak[idx(Category::params)];
         params = std::max(params, est.model_state[idx(Category::params)] + (persistent + shards) * pe);
-        if (op.device == "nvme")
-          est.host_state[idx(Category::params)] = std::max(est.host_state[idx(Category::params)], bounce);
+        if (op.nvme()) est.host_state[idx(Category::params)] = std::max(est.host_state[idx(Category::params)], bounce);
       }
     }
     if (mixed && r.float32_compute) {

@@ -43,9 +43,8 @@ class CountedGathers final : public GatherSchedule::Actions {
  public:
   CountedGathers(const std::vector<UnitSize>& units, const ZeroOptimization& z, int64_t N, int64_t pe)
       : schedule_(z, *this), z_(z), N_(N) {
-    const std::string& tier = z.offload_param.device;
-    cpu_ = z.offload_param.enabled() && tier == "cpu";
-    nvme_ = z.offload_param.enabled() && tier == "nvme";
+    cpu_ = z.offload_param.device == OffloadDevice::cpu;
+    nvme_ = z.offload_param.device == OffloadDevice::nvme;
     for (const UnitSize& u : units) {
       const bool persistent = GatherSchedule::persistent(u.numel, z);
       schedule_.add_unit(static_cast<int>(P_.size()), u.padded_numel, persistent, /*gathered=*/persistent);

@@ -22,7 +22,7 @@ OffloadedAdamW::OffloadedAdamW(std::vector<OffloadUnit> units, const AdamWHyper&
     : units_(std::move(units)), h_(h), grad_dtype_(grad_dtype), host_(host), swap_(swap) {
   h_.validate();
   ZT_CHECK(sub_group_size >= 1, "sub_group_size = ", sub_group_size);
-  ZT_CHECK((where.device == "nvme") == (swap != nullptr), "offload_optimizer.device \"", where.device,
+  ZT_CHECK(where.nvme() == (swap != nullptr), "offload_optimizer.device \"", offload_device_name(where.device),
            "\" with", swap ? "" : "out", " a swap file");
   int64_t max_bytes = 0;
   for (int i = 0; i < num_units(); ++i) {

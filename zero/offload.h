@@ -50,7 +50,7 @@ struct OffloadUnit {
 class OffloadedAdamW {
  public:
   // grad_dtype: the working dtype of the gradients (f32, bf16 or f16). `swap` is the
-  // rank's swap file when where.device == "nvme" (its regions are reserved here; the caller
+  // rank's swap file when where.nvme() (its regions are reserved here; the caller
   // calls swap->allocate() once everything is reserved, then init() for every unit), else null.
   OffloadedAdamW(std::vector<OffloadUnit> units, const AdamWHyper& h, const OffloadConfig& where,
                  int64_t sub_group_size, DType grad_dtype, Allocator& host, SwapFile* swap);

@@ -21,13 +21,8 @@ AdamWHyper adamw_hyper(const OptimizerConfig& c) {
   return h;
 }
 
-std::string lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<FlatShard> shards) {
-  if (lower(c.type) == "sgd") {
+  if (c.sgd()) {
     SgdHyper h;
     h.lr = c.lr; h.momentum = c.momentum; h.weight_decay = c.weight_decay;
     return std::make_unique<Sgd>(std::move(shards), h);
@@ -170,12 +165,12 @@ void optimizer_keeps(const OptimizerConfig& o, const ZeroOptimization& z, Precis
                      int64_t shard_x_n, int64_t elem, Footprint& f) {
   if (!optimizer_offloaded(z)) {
     // float32 state per element: AdamW's exp_avg and exp_avg_sq; SGD's momentum buffer, if any
-    const int64_t state = lower(o.type) == "sgd" ? (o.momentum > 0 ? 4 : 0) : 8;
+    const int64_t state = o.sgd() ? (o.momentum > 0 ? 4 : 0) : 8;
     f.add(MemoryTier::device, Category::optim, (state + PrecisionPolicy::master_bytes(p)) * slice_x_n);
     return;
   }
   // OffloadedAdamW (zero/offload.h): master, m, v float32, and the gradient shard on the host
-  f.add(z.offload_optimizer.device == "nvme" ? MemoryTier::nvme : MemoryTier::host, Category::optim, 12 * shard_x_n);
+  f.add(z.offload_optimizer.nvme() ? MemoryTier::nvme : MemoryTier::host, Category::optim, 12 * shard_x_n);
   f.add(MemoryTier::host, Category::grads, elem * shard_x_n);
 }
 

@@ -54,12 +54,12 @@ StorageTiers::StorageTiers(ZeroContext& cx, Device device) : cx_(cx), device_(de
     ZT_THROW("config: zero_optimization.offload_optimizer needs stage 1, 2 or 3 (stage is ", z.stage, ")");
   if (op.enabled() && z.stage != 3)
     ZT_THROW("config: zero_optimization.offload_param needs stage 3 (stage is ", z.stage, ")");
-  const std::string& type = cx.cfg.optimizer.type;
-  if (type != "AdamW" && type != "Adam")
-    ZT_THROW("config: zero_optimization.offload_optimizer needs optimizer.type AdamW or Adam, got ", type);
+  if (cx.cfg.optimizer.sgd())
+    ZT_THROW("config: zero_optimization.offload_optimizer needs optimizer.type AdamW or Adam, got ",
+             optimizer_type_name(cx.cfg.optimizer.type));
   host_ = &backend(device).host_allocator(oo.pin_memory || op.pin_memory);
-  if (oo.device == "nvme") opt_swap_ = std::make_unique<SwapFile>(oo.nvme_path, cx.r, cx.cfg.aio);
-  if (op.device == "nvme") {
+  if (oo.nvme()) opt_swap_ = std::make_unique<SwapFile>(oo.nvme_path, cx.r, cx.cfg.aio);
+  if (op.nvme()) {
     if (opt_swap_ && same_dir(oo.nvme_path, op.nvme_path)) {
       param_swap_ = opt_swap_.get();
     } else {
@@ -320,9 +320,8 @@ class NvmeParams final : public HostParams {
 }  // namespace
 
 MemoryTier param_shard_tier(const ZeroOptimization& z) {
-  const std::string& where = z.offload_param.device;
-  if (!z.offload_optimizer.enabled() || where == "none") return MemoryTier::device;
-  return where == "nvme" ? MemoryTier::nvme : MemoryTier::host;
+  if (!z.offload_optimizer.enabled() || !z.offload_param.enabled()) return MemoryTier::device;
+  return z.offload_param.nvme() ? MemoryTier::nvme : MemoryTier::host;
 }
 
 std::unique_ptr<ParamTier> make_param_tier(ZeroContext& cx, StorageTiers& tiers, DType working,
@@ -332,7 +331,7 @@ std::unique_ptr<ParamTier> make_param_tier(ZeroContext& cx, StorageTiers& tiers,
     case MemoryTier::host: return std::make_unique<HostParams>(cx, tiers, working);
     case MemoryTier::nvme: return std::make_unique<NvmeParams>(cx, tiers, working, units);
   }
-  ZT_THROW("offload_param.device '", cx.cfg.zero.offload_param.device, "'");
+  ZT_THROW("offload_param.device '", offload_device_name(cx.cfg.zero.offload_param.device), "'");
 }
 
 }  // namespace zt

@@ -8,8 +8,11 @@ int main(int argc, char** argv) {
     zt::RunConfig run;
     run.model = "gpt2-nano";                // a bundled config, or run.init_from = "<HF dir>"
     run.train_data = argc > 1 ? argv[1] : "data/corpus/train.txt";  // text: byte tokens
-    run.batch = 4, run.seq_len = 64, run.steps = 20, run.lr = 3e-3;
-    run.zero.stage = 3;                     // parameters, gradients, optimizer state: 1/N each
+    run.seq_len = 64, run.steps = 20;
+    zt::EngineConfig& ds = run.engine;  // the DeepSpeed config's keys, DeepSpeed's defaults
+    ds.train_micro_batch_size_per_gpu = 4;
+    ds.optimizer.lr = 3e-3;
+    ds.zero.stage = 3;                      // parameters, gradients, optimizer state: 1/N each
     zt::Trainer trainer(run, group);        // builds the model, the engine and the data loader
     while (!trainer.done()) {
       const zt::StepStats s = trainer.step();

@@ -14,20 +14,21 @@ inline RunConfig small_run(const std::string& model, int world_size, int stage) 
   RunConfig c;
   c.model = model;
   c.train_data = std::string(ZT_SOURCE_DIR) + "/data/corpus/train.txt";
-  c.batch = 8 / world_size;
+  c.engine.train_micro_batch_size_per_gpu = 8 / world_size;
   c.seq_len = 32;
   c.steps = 20;
-  c.lr = 3e-3;
-  c.warmup = 2;
-  c.grad_clip = 1.0;  // the norm is computed across shards: part of what must agree
-  c.zero.stage = stage;
-  c.zero.overlap_comm = true;
-  c.zero.reduce_bucket_size = 1000;  // several chunks per unit: the packing paths
-  c.zero.allgather_bucket_size = 1500;
-  c.zero.stage3_param_persistence_threshold = 100;  // GPT-2's head (ln_f, 64 values) stays gathered
-  c.zero.stage3_prefetch_bucket_size = 20000;
-  c.zero.stage3_max_live_parameters = 100000;
-  c.zero.stage3_max_reuse_distance = 0;
+  c.engine.optimizer.lr = 3e-3;
+  c.engine.scheduler = SchedulerConfig::defaults(SchedulerType::cosine);  // llm.c\'s, floor 0.1
+  c.engine.scheduler.warmup_num_steps = 2;
+  c.engine.gradient_clipping = 1.0;  // the norm is computed across shards: part of what must agree
+  c.engine.zero.stage = stage;
+  c.engine.zero.overlap_comm = true;
+  c.engine.zero.reduce_bucket_size = 1000;  // several chunks per unit: the packing paths
+  c.engine.zero.allgather_bucket_size = 1500;
+  c.engine.zero.stage3_param_persistence_threshold = 100;  // GPT-2's head (ln_f, 64 values) stays gathered
+  c.engine.zero.stage3_prefetch_bucket_size = 20000;
+  c.engine.zero.stage3_max_live_parameters = 100000;
+  c.engine.zero.stage3_max_reuse_distance = 0;
   return c;
 }
 

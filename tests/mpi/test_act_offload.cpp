@@ -22,17 +22,18 @@ RunConfig ckpt_run(int world_size, int stage, bool cpu_checkpointing) {
   RunConfig c;
   c.model = "gpt2-nano";
   c.train_data = kCorpus;
-  c.batch = 8 / world_size;
+  c.engine.train_micro_batch_size_per_gpu = 8 / world_size;
   c.seq_len = 32;
   c.steps = 4;
-  c.lr = 3e-3;
-  c.warmup = 1;
-  c.zero.stage = stage;
-  c.zero.overlap_comm = true;
-  c.zero.stage3_param_persistence_threshold = 100;
-  c.zero.stage3_prefetch_bucket_size = 20000;
-  c.activation_checkpointing = true;
-  c.cpu_checkpointing = cpu_checkpointing;
+  c.engine.optimizer.lr = 3e-3;
+  c.engine.scheduler = SchedulerConfig::defaults(SchedulerType::cosine);  // llm.c\'s, floor 0.1
+  c.engine.scheduler.warmup_num_steps = 1;
+  c.engine.zero.stage = stage;
+  c.engine.zero.overlap_comm = true;
+  c.engine.zero.stage3_param_persistence_threshold = 100;
+  c.engine.zero.stage3_prefetch_bucket_size = 20000;
+  c.engine.activation_checkpointing = true;
+  c.engine.cpu_checkpointing = cpu_checkpointing;
   return c;
 }
 
@@ -88,9 +89,11 @@ TEST_CASE("cpu_checkpointing: the device's activations fall and the host tier ho
       Trainer t(ckpt_run(g.size(), stage, cpu_checkpointing), g);
       const RunConfig& c = t.config();
       const ModelConfig& m = t.model_config();
-      *checkpoint_bytes = m.n_layer * c.batch * c.seq_len * m.n_embd * 4;
-      Tensor idx = Tensor::zeros({c.batch, c.seq_len}, DType::i32, Category::activations);
-      Tensor targets = Tensor::zeros({c.batch, c.seq_len}, DType::i32, Category::activations);
+      *checkpoint_bytes = m.n_layer * c.engine.train_micro_batch_size_per_gpu * c.seq_len * m.n_embd * 4;
+      Tensor idx = Tensor::zeros({c.engine.train_micro_batch_size_per_gpu, c.seq_len}, DType::i32,
+                                 Category::activations);
+      Tensor targets = Tensor::zeros({c.engine.train_micro_batch_size_per_gpu, c.seq_len}, DType::i32,
+                                     Category::activations);
       for (int64_t i = 0; i < idx.numel(); ++i) {
         idx.data<int32_t>()[i] = static_cast<int32_t>((7 * i) % m.vocab_size);
         targets.data<int32_t>()[i] = static_cast<int32_t>((7 * i + 1) % m.vocab_size);
@@ -147,7 +150,8 @@ TEST_CASE("cpu_checkpointing: the moves on the trace's io track, prefetched one 
     REQUIRE(out.is_object());
     REQUIRE(back.is_object());
     CHECK(out.at("cat") == "offload");
-    CHECK(out.at("args").at("bytes") == c.batch * c.seq_len * t.model_config().n_embd * 4);
+    CHECK(out.at("args").at("bytes") ==
+          c.engine.train_micro_batch_size_per_gpu * c.seq_len * t.model_config().n_embd * 4);
     CHECK(back.at("ts").get<double>() >= out.at("ts").get<double>() + out.at("dur").get<double>());
     // Requested on the compute thread (the copy runs when the worker gets to it): block i's
     // checkpoint is asked back during block i+1's backward (its recompute inside); the last

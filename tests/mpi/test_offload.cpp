@@ -30,24 +30,25 @@ RunConfig run(const std::string& model, int world_size, int stage, int64_t steps
   RunConfig c;
   c.model = model;
   c.train_data = kCorpus;
-  c.batch = 8 / world_size;
+  c.engine.train_micro_batch_size_per_gpu = 8 / world_size;
   c.seq_len = 32;
   c.steps = steps;
-  c.lr = 3e-3;
-  c.warmup = 2;
-  c.grad_clip = 1.0;  // the clipping factor reaches the CPU AdamW
-  c.zero.stage = stage;
-  c.zero.overlap_comm = true;
-  c.zero.reduce_bucket_size = 1000;
-  c.zero.stage3_param_persistence_threshold = 100;
-  c.zero.stage3_prefetch_bucket_size = 20000;
-  c.zero.sub_group_size = 3000;  // several sub-groups per unit: the streaming and read-ahead paths
+  c.engine.optimizer.lr = 3e-3;
+  c.engine.scheduler = SchedulerConfig::defaults(SchedulerType::cosine);  // llm.c\'s, floor 0.1
+  c.engine.scheduler.warmup_num_steps = 2;
+  c.engine.gradient_clipping = 1.0;  // the clipping factor reaches the CPU AdamW
+  c.engine.zero.stage = stage;
+  c.engine.zero.overlap_comm = true;
+  c.engine.zero.reduce_bucket_size = 1000;
+  c.engine.zero.stage3_param_persistence_threshold = 100;
+  c.engine.zero.stage3_prefetch_bucket_size = 20000;
+  c.engine.zero.sub_group_size = 3000;  // several sub-groups per unit: the streaming and read-ahead paths
   return c;
 }
 
 OffloadConfig tier(const std::string& device, const std::string& path, int64_t buffers = 2) {
   OffloadConfig o;
-  o.device = device;
+  o.device = offload_device_from_name(device);
   o.nvme_path = device == "nvme" ? path : "";
   o.buffer_count = buffers;
   return o;
@@ -84,7 +85,7 @@ struct MeasuredRun {
 };
 MeasuredRun measure_stage3(ProcessGroup& g, const ModelConfig& cfg, const RunConfig& c, int steps) {
   const int64_t N = g.size();
-  const EngineConfig ec = c.engine_config();
+  const EngineConfig ec = c.engine;
   ModelOptions o{DType::f32, N, kShardAlignment};
   o.materialize = false;
   auto m = make_model(cfg, o);
@@ -129,8 +130,8 @@ TEST_CASE("offloaded runs give the losses of the same run without offload", "[of
     for (const Case& k : cases) {
       if (std::string(model) == "llama-nano" && k.stage != 3) continue;  // llama: stage 3's tiers
       RunConfig c = run(model, g.size(), k.stage);
-      c.zero.offload_optimizer = tier(k.opt, dir);
-      c.zero.offload_param = tier(k.param, dir, 3);
+      c.engine.zero.offload_optimizer = tier(k.opt, dir);
+      c.engine.zero.offload_param = tier(k.param, dir, 3);
       INFO(model << ", stage " << k.stage << ", offload_optimizer " << k.opt << ", offload_param " << k.param << ", "
                  << g.size() << " ranks");
       const double worst = check_close(losses(c, g), ref[k.stage], 1e-6);
@@ -148,11 +149,12 @@ TEST_CASE("offloaded runs with gradient accumulation match the run without offlo
   if (8 / g.size() < 2) return;  // needs 2 micro-batches per rank
   for (int stage = 1; stage <= 3; ++stage) {
     RunConfig c = run("gpt2-nano", g.size(), stage, 8);
-    c.batch /= 2;  // 2 micro-steps: stages 2-3 accumulate into the host's gradient shard
-    c.grad_accum = 2;
+    c.engine
+        .train_micro_batch_size_per_gpu /= 2;  // 2 micro-steps: stages 2-3 accumulate into the host's gradient shard
+    c.engine.gradient_accumulation_steps = 2;
     const std::vector<double> ref = losses(c, g);
-    c.zero.offload_optimizer = tier(stage == 2 ? "nvme" : "cpu", dir);
-    c.zero.offload_param = tier(stage == 3 ? "nvme" : "none", dir, 3);
+    c.engine.zero.offload_optimizer = tier(stage == 2 ? "nvme" : "cpu", dir);
+    c.engine.zero.offload_param = tier(stage == 3 ? "nvme" : "none", dir, 3);
     INFO("stage " << stage << ", 2 micro-steps, " << g.size() << " ranks");
     check_close(losses(c, g), ref, 1e-6);
   }
@@ -163,10 +165,10 @@ TEST_CASE("bf16 offloaded runs give the losses of bf16 without offload", "[offlo
   const std::string dir = swap_dir(g, "bf16");
   for (int stage : {2, 3}) {
     RunConfig c = run("gpt2-nano", g.size(), stage, 10);
-    c.precision = Precision::bf16;
+    c.engine.precision = Precision::bf16;
     const std::vector<double> ref = losses(c, g);
-    c.zero.offload_optimizer = tier(stage == 2 ? "cpu" : "nvme", dir);
-    c.zero.offload_param = tier(stage == 3 ? "nvme" : "none", dir, 3);
+    c.engine.zero.offload_optimizer = tier(stage == 2 ? "cpu" : "nvme", dir);
+    c.engine.zero.offload_param = tier(stage == 3 ? "nvme" : "none", dir, 3);
     INFO("bf16, stage " << stage << ", " << g.size() << " ranks");
     check_close(losses(c, g), ref, 1e-6);
   }
@@ -187,7 +189,7 @@ TEST_CASE("the memory report shows the model states leaving the device", "[offlo
     return t.engine().memory_report();
   };
   RunConfig base = run("gpt2-nano", g.size(), 3, 2);
-  base.zero.stage3_param_persistence_threshold = 0;  // nothing stays gathered: params at rest are the shards
+  base.engine.zero.stage3_param_persistence_threshold = 0;  // nothing stays gathered: params at rest are the shards
   const MemoryReport none = report(base);
   int64_t max_shard = 0;  // the largest unit's shard: one staging buffer
   {
@@ -196,8 +198,8 @@ TEST_CASE("the memory report shows the model states leaving the device", "[offlo
   }
   for (const char* opt : {"cpu", "nvme"}) {
     RunConfig c = base;
-    c.zero.offload_optimizer = tier(opt, dir);
-    c.zero.offload_param = tier(opt, dir, 3);
+    c.engine.zero.offload_optimizer = tier(opt, dir);
+    c.engine.zero.offload_param = tier(opt, dir, 3);
     const MemoryReport m = report(c);
     const int64_t S = m.psi_padded / g.size();  // this rank's shard elements, all units
     INFO(opt << ", " << g.size() << " ranks: device " << m.measured.to_string() << "; host " << m.host.to_string()
@@ -250,8 +252,8 @@ TEST_CASE("checkpoints move between offload tiers", "[offload_checkpoint]") {
     RunConfig a = base;
     a.ckpt_dir = ckpt;
     a.ckpt_interval = 4;
-    a.zero.offload_optimizer = tier(first, dir);
-    a.zero.offload_param = tier(std::string(first) == "nvme" ? "nvme" : "none", dir, 3);
+    a.engine.zero.offload_optimizer = tier(first, dir);
+    a.engine.zero.offload_param = tier(std::string(first) == "nvme" ? "nvme" : "none", dir, 3);
     {
       Trainer t(a, g);
       for (int k = 0; k < 4; ++k) t.step();  // saved after step 4 (ckpt_interval)
@@ -259,8 +261,8 @@ TEST_CASE("checkpoints move between offload tiers", "[offload_checkpoint]") {
     RunConfig b = base;
     b.ckpt_dir = ckpt;
     b.resume = true;
-    b.zero.offload_optimizer = tier(second, dir);
-    b.zero.offload_param = tier(std::string(second) == "nvme" ? "nvme" : "none", dir, 3);
+    b.engine.zero.offload_optimizer = tier(second, dir);
+    b.engine.zero.offload_param = tier(std::string(second) == "nvme" ? "nvme" : "none", dir, 3);
     Trainer t(b, g);
     std::vector<double> rest;
     while (!t.done()) rest.push_back(t.step().loss);
@@ -287,13 +289,13 @@ TEST_CASE("the estimate matches parameter offload on units of unequal sizes", "[
   cfg.tie_embeddings = true;
   for (const char* where : {"nvme", "cpu"}) {
     RunConfig c = run("llama-nano", g.size(), 3, 3);
-    c.zero.offload_optimizer = tier(where, dir);
-    c.zero.offload_param = tier(where, dir, 2);
-    c.zero.sub_group_size = 10000;
-    c.zero.stage3_prefetch_bucket_size = 0;      // the next unit only
-    c.zero.stage3_max_live_parameters = 140000;  // the embedding alone, never with a block
-    c.zero.stage3_max_reuse_distance = 0;
-    c.activation_checkpointing = c.cpu_checkpointing = true;
+    c.engine.zero.offload_optimizer = tier(where, dir);
+    c.engine.zero.offload_param = tier(where, dir, 2);
+    c.engine.zero.sub_group_size = 10000;
+    c.engine.zero.stage3_prefetch_bucket_size = 0;      // the next unit only
+    c.engine.zero.stage3_max_live_parameters = 140000;  // the embedding alone, never with a block
+    c.engine.zero.stage3_max_reuse_distance = 0;
+    c.engine.activation_checkpointing = c.engine.cpu_checkpointing = true;
     const MeasuredRun got = measure_stage3(g, cfg, c, 3);
     const MemoryReport& rep = got.rep;
     const Estimate& e = got.est;
@@ -316,9 +318,9 @@ TEST_CASE("the estimate follows the step's refresh of persistent units under par
   const ModelConfig cfg = model_config("llama-nano");
   for (const char* where : {"cpu", "nvme"}) {
     RunConfig c = run("llama-nano", g.size(), 3, 3);
-    c.zero.offload_optimizer = tier(where, dir);
-    c.zero.offload_param = tier(where, dir, 2);
-    c.zero.stage3_param_persistence_threshold = 1 << 30;
+    c.engine.zero.offload_optimizer = tier(where, dir);
+    c.engine.zero.offload_param = tier(where, dir, 2);
+    c.engine.zero.stage3_param_persistence_threshold = 1 << 30;
     const MeasuredRun got = measure_stage3(g, cfg, c, 2);
     const MemoryReport& rep = got.rep;
     const Estimate& e = got.est;

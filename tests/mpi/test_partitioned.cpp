@@ -23,22 +23,22 @@ EngineConfig engine_config(int stage, Precision p, const std::string& offload, c
   RunConfig c;
   c.model = "gpt2-nano";
   c.train_data = kCorpus;
-  c.batch = 2;
+  c.engine.train_micro_batch_size_per_gpu = 2;
   c.seq_len = 32;
-  c.precision = p;
-  c.zero.stage = stage;
-  c.zero.reduce_bucket_size = 1000;
-  c.zero.allgather_bucket_size = 1500;
-  c.zero.stage3_param_persistence_threshold = 100;
+  c.engine.precision = p;
+  c.engine.zero.stage = stage;
+  c.engine.zero.reduce_bucket_size = 1000;
+  c.engine.zero.allgather_bucket_size = 1500;
+  c.engine.zero.stage3_param_persistence_threshold = 100;
   if (!offload.empty()) {
-    c.zero.offload_optimizer.device = offload;
-    c.zero.offload_optimizer.nvme_path = offload == "nvme" ? dir : "";
+    c.engine.zero.offload_optimizer.device = offload_device_from_name(offload);
+    c.engine.zero.offload_optimizer.nvme_path = offload == "nvme" ? dir : "";
     if (stage == 3) {  // offload_param is stage 3's
-      c.zero.offload_param.device = offload;
-      c.zero.offload_param.nvme_path = c.zero.offload_optimizer.nvme_path;
+      c.engine.zero.offload_param.device = offload_device_from_name(offload);
+      c.engine.zero.offload_param.nvme_path = c.engine.zero.offload_optimizer.nvme_path;
     }
   }
-  return c.engine_config();
+  return c.engine;
 }
 
 double train_step(Engine& e, DataLoader& data) {
@@ -114,14 +114,14 @@ TEST_CASE("stage 3 with partitioned construction never holds the whole model's p
   RunConfig c;
   c.model = "gpt-mini";
   c.train_data = kCorpus;
-  c.batch = 1;
+  c.engine.train_micro_batch_size_per_gpu = 1;
   c.seq_len = 16;
-  c.zero.stage = 3;
-  c.zero.stage3_param_persistence_threshold = 0;
-  c.zero.stage3_prefetch_bucket_size = largest;  // one unit ahead
-  c.zero.stage3_max_live_parameters = 2 * largest;
-  c.zero.stage3_max_reuse_distance = 0;
-  auto e = initialize(*model, c.engine_config(), g, &init);
+  c.engine.zero.stage = 3;
+  c.engine.zero.stage3_param_persistence_threshold = 0;
+  c.engine.zero.stage3_prefetch_bucket_size = largest;  // one unit ahead
+  c.engine.zero.stage3_max_live_parameters = 2 * largest;
+  c.engine.zero.stage3_max_reuse_distance = 0;
+  auto e = initialize(*model, c.engine, g, &init);
   const int64_t shards = padded / N * 4;  // float32
   const int64_t setup_peak = cpu_allocator().stats().max(Category::params) - before;
   INFO("shards " << shards << " B, largest unit " << largest * 4 << " B, whole model " << padded * 4 << " B");

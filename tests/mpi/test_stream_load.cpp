@@ -39,11 +39,11 @@ EngineConfig stage3() {
   RunConfig c;
   c.model = "gpt2-nano";
   c.train_data = kCorpus;
-  c.batch = 1;
+  c.engine.train_micro_batch_size_per_gpu = 1;
   c.seq_len = 16;
-  c.zero.stage = 3;
-  c.zero.stage3_param_persistence_threshold = 0;
-  return c.engine_config();
+  c.engine.zero.stage = 3;
+  c.engine.zero.stage3_param_persistence_threshold = 0;
+  return c.engine;
 }
 
 bool same_bytes(const Tensor& a, const Tensor& b) {

@@ -46,16 +46,17 @@ TEST_CASE("ZeRO stages 0-3 on N ranks match stage 0 on one rank", "[equivalence]
 TEST_CASE("ZeRO with accumulation and checkpointing, without overlap, matches one rank", "[equivalence]") {
   ProcessGroup& g = init_process_group();
   auto variant = [](RunConfig c) {
-    c.batch = std::max<int64_t>(1, c.batch / 2);  // 2 micro-steps of half the batch
-    c.grad_accum = 2;
+    c.engine.train_micro_batch_size_per_gpu = std::max<int64_t>(
+        1, c.engine.train_micro_batch_size_per_gpu / 2);  // 2 micro-steps of half the batch
+    c.engine.gradient_accumulation_steps = 2;
     c.steps = 8;
-    c.activation_checkpointing = true;
-    c.zero.overlap_comm = false;
+    c.engine.activation_checkpointing = true;
+    c.engine.zero.overlap_comm = false;
     return c;
   };
   SingleProcessGroup one;
   RunConfig ref_cfg = small_run("gpt2-nano", 1, 0);
-  ref_cfg.batch = 8;
+  ref_cfg.engine.train_micro_batch_size_per_gpu = 8;
   ref_cfg.steps = 8;
   const std::vector<double> ref = losses(ref_cfg, one);  // one micro-step of 8: the same tokens
   for (int stage = 0; stage <= 3; ++stage) {
@@ -84,7 +85,7 @@ TEST_CASE("bf16 and fp16 ZeRO stages 0-3 on N ranks stay within the documented t
     const std::vector<double> fp32 = losses(small_run(model, 1, 0), one);
     for (Precision prec : {Precision::bf16, Precision::f16}) {
       RunConfig rc = small_run(model, 1, 0);
-      rc.precision = prec;
+      rc.engine.precision = prec;
       const std::vector<double> ref = losses(rc, one);
       {
         INFO(model << ", " << precision_name(prec) << " on one rank against fp32");
@@ -92,7 +93,7 @@ TEST_CASE("bf16 and fp16 ZeRO stages 0-3 on N ranks stay within the documented t
       }
       for (int stage = 0; stage <= 3; ++stage) {
         RunConfig c = small_run(model, g.size(), stage);
-        c.precision = prec;
+        c.engine.precision = prec;
         INFO(model << ", " << precision_name(prec) << ", stage " << stage << ", " << g.size() << " ranks");
         const std::vector<double> got = losses(c, g);
         check_close(got, ref, mixed_tolerance(prec).vs_one_rank);
@@ -113,8 +114,8 @@ TEST_CASE("bf16 compute: ZeRO stages 0-3 on N ranks stay within the documented t
   for (const char* model : {"gpt2-nano", "llama-nano"}) {
     const std::vector<double> fp32 = losses(small_run(model, 1, 0), one);
     RunConfig rc = small_run(model, 1, 0);
-    rc.precision = Precision::bf16;
-    rc.compute_dtype = "bf16";
+    rc.engine.precision = Precision::bf16;
+    rc.compute_dtype = DType::bf16;
     const std::vector<double> ref = losses(rc, one);
     {
       INFO(model << ", bf16 compute on one rank against fp32");
@@ -122,8 +123,8 @@ TEST_CASE("bf16 compute: ZeRO stages 0-3 on N ranks stay within the documented t
     }
     for (int stage = 0; stage <= 3; ++stage) {
       RunConfig c = small_run(model, g.size(), stage);
-      c.precision = Precision::bf16;
-      c.compute_dtype = "bf16";
+      c.engine.precision = Precision::bf16;
+      c.compute_dtype = DType::bf16;
       INFO(model << ", bf16 compute, stage " << stage << ", " << g.size() << " ranks");
       const std::vector<double> got = losses(c, g);
       check_close(got, ref, 3e-4);
@@ -144,9 +145,9 @@ TEST_CASE("measured model-state bytes per rank equal the ZeRO formulas", "[zero_
     for (int stage = 0; stage <= 3; ++stage) {
       RunConfig c = small_run("gpt2-nano", N, stage);
       c.steps = 2;
-      c.precision = prec;
-      c.compute_dtype = compute;
-      c.zero.stage3_param_persistence_threshold = 0;  // nothing stays gathered: the pure formula
+      c.engine.precision = prec;
+      c.compute_dtype = compute_dtype_from_name(compute);
+      c.engine.zero.stage3_param_persistence_threshold = 0;  // nothing stays gathered: the pure formula
       Trainer t(c, g);
       t.step();
       t.step();
@@ -186,12 +187,12 @@ TEST_CASE("bytes moved per step are 2Psi for stages 0-2 and 3Psi for stage 3", "
   for (int stage = 0; stage <= 3; ++stage) {
     // llama-nano: untied head, so every unit is gathered exactly once per pass
     RunConfig c = small_run("llama-nano", N, stage);
-    c.precision = prec;
-    c.compute_dtype = compute;
+    c.engine.precision = prec;
+    c.compute_dtype = compute_dtype_from_name(compute);
     const int64_t b = prec == Precision::f32 ? 4 : 2;  // bytes per element moved
     c.steps = 3;
-    c.zero.stage3_param_persistence_threshold = 0;
-    c.zero.stage3_max_reuse_distance = 0;
+    c.engine.zero.stage3_param_persistence_threshold = 0;
+    c.engine.zero.stage3_max_reuse_distance = 0;
     Trainer t(c, g);
     t.step();  // the first step records the stage-3 order
     const CommCounters before = g.counters();
@@ -210,10 +211,10 @@ TEST_CASE("bytes moved per step are 2Psi for stages 0-2 and 3Psi for stage 3", "
 TEST_CASE("fp16: an overflow skips the step on every rank and lowers the loss scale", "[fp16_scaling]") {
   ProcessGroup& g = init_process_group();
   RunConfig c = small_run("llama-nano", g.size(), 3);
-  c.precision = Precision::f16;
-  c.fp16.initial_scale_power = 40;  // 2^40: every gradient overflows float16 (max 65504)
-  c.fp16.hysteresis = 2;
-  c.fp16.loss_scale_window = 4;
+  c.engine.precision = Precision::f16;
+  c.engine.fp16.initial_scale_power = 40;  // 2^40: every gradient overflows float16 (max 65504)
+  c.engine.fp16.hysteresis = 2;
+  c.engine.fp16.loss_scale_window = 4;
   c.steps = 40;
   Trainer t(c, g);
   // The scaler's rule itself is tested in tests/test_mixed_precision.cpp; here: the engine skips
@@ -272,9 +273,9 @@ TEST_CASE("mixed precision: a resumed run continues bitwise, loss scale included
     if (g.rank() == 0) std::filesystem::remove_all(dir);
     g.barrier();
     RunConfig c = small_run("gpt2-nano", g.size(), prec == Precision::bf16 ? 2 : 3);
-    c.precision = prec;
-    c.fp16.initial_scale_power = 20;  // overflows at first: the scaler state matters on resume
-    c.fp16.loss_scale_window = 3;
+    c.engine.precision = prec;
+    c.engine.fp16.initial_scale_power = 20;  // overflows at first: the scaler state matters on resume
+    c.engine.fp16.loss_scale_window = 3;
     c.steps = 8;
     c.ckpt_dir = dir;
     c.ckpt_interval = 4;

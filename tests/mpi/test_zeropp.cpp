@@ -28,7 +28,7 @@ namespace {
 // A small stage-3 run (tests/mpi/small_run.h) with several quantization blocks per chunk.
 RunConfig run(const std::string& model, int world_size) {
   RunConfig c = zt::test::small_run(model, world_size, 3);
-  c.zero.zero_quantization_block_size = 256;
+  c.engine.zero.zero_quantization_block_size = 256;
   return c;
 }
 
@@ -51,14 +51,14 @@ TEST_CASE("hpZ alone is bitwise plain stage 3", "[zeropp]") {
       for (bool variant : {false, true}) {
         RunConfig c = run(model, N);
         if (variant) {  // two micro-steps, recomputed activations, bf16: the secondary consumed by a recompute
-          c.batch = std::max<int64_t>(1, c.batch / 2);
-          c.grad_accum = 2;
+          c.engine.train_micro_batch_size_per_gpu = std::max<int64_t>(1, c.engine.train_micro_batch_size_per_gpu / 2);
+          c.engine.gradient_accumulation_steps = 2;
           c.steps = 8;
-          c.activation_checkpointing = true;
-          c.precision = Precision::bf16;
+          c.engine.activation_checkpointing = true;
+          c.engine.precision = Precision::bf16;
         }
         const std::vector<double> ref = losses(c, g);
-        c.zero.zero_hpz_partition_size = H;
+        c.engine.zero.zero_hpz_partition_size = H;
         INFO(model << ", N = " << N << ", H = " << H << (variant ? ", accumulation + checkpointing + bf16" : ""));
         CHECK(losses(c, g) == ref);
       }
@@ -88,17 +88,17 @@ TEST_CASE("qwZ and qgZ stay within their tolerance of plain stage 3", "[zeropp]"
   const std::pair<const char*, Precision> runs[] = {{"gpt2-nano", Precision::f32}, {"llama-nano", Precision::bf16}};
   for (const auto& [model, p] : runs) {
     RunConfig c = run(model, N);
-    c.precision = p;
+    c.engine.precision = p;
     const std::vector<double> ref = losses(c, g);
     for (const Case& k : cases) {
       RunConfig z = c;
-      z.zero.stage = k.stage;
-      z.zero.zero_quantized_weights = k.qw;
-      z.zero.zero_quantized_gradients = k.qg;
-      z.zero.zero_quantized_gradients_bits = k.bits;
-      z.zero.zero_hpz_partition_size = N % k.hpz == 0 && N > 1 ? k.hpz : 1;
+      z.engine.zero.stage = k.stage;
+      z.engine.zero.zero_quantized_weights = k.qw;
+      z.engine.zero.zero_quantized_gradients = k.qg;
+      z.engine.zero.zero_quantized_gradients_bits = k.bits;
+      z.engine.zero.zero_hpz_partition_size = N % k.hpz == 0 && N > 1 ? k.hpz : 1;
       RunConfig plain = c;
-      plain.zero.stage = k.stage;
+      plain.engine.zero.stage = k.stage;
       const std::vector<double> base = k.stage == 3 ? ref : losses(plain, g);
       const std::vector<double> got = losses(z, g);
       const double d = max_rel_diff(got, base);
@@ -122,14 +122,14 @@ TEST_CASE("hpZ's secondary shards: measured peak equals the estimator's and none
     for (int H : {2, N}) {
       if (N % H != 0 || g.topology().local_size() % H != 0) continue;
       RunConfig c = run("gpt2-nano", N);
-      c.precision = p;
+      c.engine.precision = p;
       c.steps = 2;
-      c.zero.zero_hpz_partition_size = H;
+      c.engine.zero.zero_hpz_partition_size = H;
       Trainer t(c, g);
       t.step();
       t.step();
       const MemoryReport m = t.engine().memory_report();
-      const Estimate e = estimate(estimate_request(t.model_config(), t.model(), c.engine_config(), N, 0, 1));
+      const Estimate e = estimate(estimate_request(t.model_config(), t.model(), c.engine, N, 0, 1));
       INFO(precision_name(p) << ", N = " << N << ", H = " << H);
       CHECK(m.measured.max(Category::secondary) > 0);
       CHECK(m.measured.max(Category::secondary) == e.max(Category::secondary));
@@ -164,21 +164,21 @@ TEST_CASE("estimated bytes per collective and per link class equal the counted o
       if (k.hpz > 1 && (N % k.hpz != 0 || g.topology().local_size() % k.hpz != 0)) continue;
       if (k.qg && !even_nodes) continue;
       RunConfig c = run(model, N);
-      c.precision = p;
+      c.engine.precision = p;
       c.steps = 3;
-      c.grad_accum = accum;
-      c.batch = std::max<int64_t>(1, c.batch / accum);
-      c.zero.stage = k.stage;
-      c.zero.zero_quantized_weights = k.qw;
-      c.zero.zero_hpz_partition_size = k.hpz;
-      c.zero.zero_quantized_gradients = k.qg;
+      c.engine.gradient_accumulation_steps = accum;
+      c.engine.train_micro_batch_size_per_gpu = std::max<int64_t>(1, c.engine.train_micro_batch_size_per_gpu / accum);
+      c.engine.zero.stage = k.stage;
+      c.engine.zero.zero_quantized_weights = k.qw;
+      c.engine.zero.zero_hpz_partition_size = k.hpz;
+      c.engine.zero.zero_quantized_gradients = k.qg;
       Trainer t(c, g);
       t.step();
       t.step();
       const CommCounters before = g.counters();
       t.step();
       const CommCounters d = g.counters() - before;
-      const CommEstimate e = estimate_comm(estimate_request(t.model_config(), t.model(), c.engine_config(), N, 0, 1),
+      const CommEstimate e = estimate_comm(estimate_request(t.model_config(), t.model(), c.engine, N, 0, 1),
                                            g.topology(), accum);
       INFO(model << ", " << precision_name(p) << ", accumulation " << accum << ", stage " << k.stage
                  << (k.qw ? " qwZ" : "") << (k.hpz > 1 ? " hpZ" : "") << (k.qg ? " qgZ" : "") << ", rank " << g.rank()
@@ -206,10 +206,10 @@ TEST_CASE("a ZeRO++ checkpoint resumes bitwise and resharded on one rank", "[zer
                                     ("zt_zeropp_ckpt_" + std::to_string(static_cast<int64_t>(pid.item())));
   RunConfig c = run("gpt2-nano", N);
   c.steps = 6;
-  c.precision = Precision::bf16;
-  c.zero.zero_quantized_weights = true;
-  c.zero.zero_quantized_gradients = true;
-  c.zero.zero_hpz_partition_size = g.topology().local_size() % 2 == 0 ? 2 : 1;
+  c.engine.precision = Precision::bf16;
+  c.engine.zero.zero_quantized_weights = true;
+  c.engine.zero.zero_quantized_gradients = true;
+  c.engine.zero.zero_hpz_partition_size = g.topology().local_size() % 2 == 0 ? 2 : 1;
   c.ckpt_dir = dir.string();
   c.ckpt_interval = 3;
   const std::vector<double> full = losses(c, g);
@@ -226,8 +226,8 @@ TEST_CASE("a ZeRO++ checkpoint resumes bitwise and resharded on one rank", "[zer
   if (g.rank() == 0) {
     SingleProcessGroup one;
     RunConfig s = r;
-    s.batch = c.batch * N;  // the same global batch
-    s.zero.zero_hpz_partition_size = 1;
+    s.engine.train_micro_batch_size_per_gpu = c.engine.train_micro_batch_size_per_gpu * N;  // the same global batch
+    s.engine.zero.zero_hpz_partition_size = 1;
     s.ckpt_dir = (dir / "one").string();
     std::filesystem::create_directories(s.ckpt_dir);
     std::filesystem::copy(dir / "step_00000003", std::filesystem::path(s.ckpt_dir) / "step_00000003",
@@ -247,13 +247,13 @@ TEST_CASE("a ZeRO++ checkpoint resumes bitwise and resharded on one rank", "[zer
 TEST_CASE("fp16 with qgZ and qwZ: overflows survive the quantized reduction and the steps are skipped", "[zeropp]") {
   ProcessGroup& g = init_process_group();
   RunConfig c = run("llama-nano", g.size());
-  c.precision = Precision::f16;
-  c.fp16.initial_scale_power = 40;  // every gradient overflows float16 at first
-  c.fp16.hysteresis = 2;
-  c.fp16.loss_scale_window = 4;
+  c.engine.precision = Precision::f16;
+  c.engine.fp16.initial_scale_power = 40;  // every gradient overflows float16 at first
+  c.engine.fp16.hysteresis = 2;
+  c.engine.fp16.loss_scale_window = 4;
   c.steps = 40;
-  c.zero.zero_quantized_weights = true;
-  c.zero.zero_quantized_gradients = true;
+  c.engine.zero.zero_quantized_weights = true;
+  c.engine.zero.zero_quantized_gradients = true;
   Trainer t(c, g);
   int64_t skipped = 0;
   std::vector<double> applied;
