@@ -10,17 +10,17 @@
 //   d   = d + mu * buf  (nesterov)  or  d = buf  (plain momentum)
 //   p   = p - lr * d
 //
-// Per element, in T, exactly these expressions in this order (the loop of sgd.cpp):
+// Per element, in T, exactly these expressions in this order (the loops of core/kernels/sgd.cpp):
 //
 //   mu == 0:  p' = p - lr * (g + wd * p)
 //   mu > 0:   d = g + wd * p;  b = mu * buf + d;  buf' = b;  p' = p - lr * (nesterov ? d + mu * b : b)
 //
-// (wd is 0 where !h.decay.) These are plain a * b + c, kept as optim/sgd.cpp has always written
-// them so that training stays bitwise what it was; the compiler may contract them into fused
-// multiply-adds (GCC's default -ffp-contract=fast does where the target has FMA, as with
-// -march=native on a current x86-64 CPU). The bits are thus those of the build, the same for
-// every call and every thread count. The GPU kernel (cuda/kernels/sgd.h) rounds each operation on
-// its own, so it can differ from a contracting CPU build in the last bits.
+// (wd is 0 where !h.decay.) These are plain a * b + c, as optim/sgd.cpp wrote them before the
+// update went through the backend, so that training stays bitwise what it was; the compiler may
+// contract them into fused multiply-adds (GCC's default -ffp-contract=fast does where the target
+// has FMA, as with -march=native on a current x86-64 CPU). The bits are thus those of the build,
+// the same for every call and every thread count. The GPU kernel (cuda/kernels/sgd.h) rounds each
+// operation on its own, so it can differ from a contracting CPU build in the last bits.
 //
 // Memory and threads: one pass over memory (p, g, buf each read once, p and buf written once).
 // OpenMP static split + SIMD above kParallelMinElements (core/parallel.h): every element takes the
