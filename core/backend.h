@@ -1,6 +1,6 @@
 // defines: Backend (the table of kernels one device provides), Transfer, TransferPtr, BinaryOp, F32Matmul,
 //          f32_matmul_name, parse_f32_matmul, GemmShape,
-//          AdamWArgs, backend(Device), backend_of(Tensor), register_backend, default_device,
+//          AdamWArgs, SgdArgs, backend(Device), backend_of(Tensor), register_backend, default_device,
 //          set_default_device, DefaultDeviceScope.
 //
 // ggml's idea (docs/architecture.md, "Devices and backends"): a backend is a small table of
@@ -70,6 +70,14 @@ struct GemmShape {
 struct AdamWArgs {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 1e-2;
   int64_t step = 1;
+  bool decay = true;  // weight decay applies to every element of this call
+};
+
+// The hyperparameters of one SGD update (optim/sgd.h's SgdHyper and semantics: torch.optim.SGD
+// with dampening 0). momentum == 0: plain SGD, no momentum buffer; nesterov needs momentum > 0.
+struct SgdArgs {
+  double lr = 1e-2, momentum = 0, weight_decay = 0;
+  bool nesterov = false;
   bool decay = true;  // weight decay applies to every element of this call
 };
 

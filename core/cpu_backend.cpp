@@ -1,8 +1,8 @@
-// defines: cpu_backend, CpuBackend (copy, copy_from_host, copy_to_host, fill, accumulate and 8 more)
+// defines: cpu_backend, CpuBackend (copy, copy_from_host, copy_to_host, fill, accumulate and 9 more)
 //          (core/cpu_backend.h); file-local: need_cpu, host_copy
 //
-// CpuBackend, part 1 (core/cpu_backend.h): memory, copies, casts, shard norms, AdamW, and the
-// one instance. Every entry calls the CPU kernel that the tensor-level function used before the
+// CpuBackend, part 1 (core/cpu_backend.h): memory, copies, casts, shard norms, AdamW, SGD, and
+// the one instance. Every entry calls the CPU kernel that the tensor-level function used before the
 // backend table existed, so results are bit for bit those of core/kernels.
 #include "core/cpu_backend.h"
 #include "core/cpu_bf16.h"  // defines: Bf16StandIns
@@ -15,6 +15,7 @@
 #include "core/kernels/cast.h"
 #include "core/kernels/quantize.h"
 #include "core/kernels/reduce.h"
+#include "core/kernels/sgd.h"
 
 namespace zt {
 
@@ -146,6 +147,22 @@ void CpuBackend::adamw_step(const Tensor& master, const Tensor& grad, const Tens
              " (bfloat16 or float16 from a float32 master expected)");
     cast_(out_lowp, master, 1.0);
   }
+}
+
+void CpuBackend::sgd_step(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdArgs& h) {
+  ZT_CHECK(buf.defined() == (h.momentum > 0), "cpu backend sgd_step: momentum ", h.momentum, " with ",
+           buf.defined() ? "a" : "no", " momentum buffer (one expected exactly when momentum > 0)");
+  for (const Tensor* t : {&param, &grad, &buf}) {
+    if (t == &buf && !buf.defined()) continue;
+    need_cpu(*t, "sgd_step");
+    ZT_CHECK(t->is_contiguous() && t->numel() == param.numel() && t->dtype() == param.dtype(),
+             "cpu backend sgd_step: ", t->str(), " with param ", param.str(),
+             " (contiguous, same numel and dtype expected)");
+  }
+  dispatch_float(param.dtype(), "cpu backend ", "sgd_step", [&](auto tag) {
+    using T = decltype(tag);
+    sgd_update<T>(param.data<T>(), grad.data<T>(), buf.defined() ? buf.data<T>() : nullptr, param.numel(), h);
+  });
 }
 
 }  // namespace zt

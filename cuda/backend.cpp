@@ -1,11 +1,11 @@
-// defines: CudaBackend (constructor, destructor, host_allocator, synchronize, host_waits and 13 more),
+// defines: CudaBackend (constructor, destructor, host_allocator, synchronize, host_waits and 14 more),
 //          register_cuda_backend (cuda/backend.h); file-local: checked_allocator, need_here,
 //          need_contiguous, layout, CudaTransfer
 //
 // CudaBackend (cuda/backend.h): construction, registration, and the memory entries of the table —
 // copies (device <-> device through cuda/kernels/copy.h, host <-> device through cudaMemcpyAsync),
 // fills, accumulate, casts, the shard norms (all_finite, sum_of_squares), ZeRO++'s block
-// quantization, scale_ and AdamW.
+// quantization, scale_, AdamW and SGD.
 //
 // Every entry makes the backend's device current for its CUDA calls (DeviceGuard: the caller's
 // device is restored after) and queues its work on stream(), the allocator's stream; argument
@@ -34,6 +34,7 @@
 #include "cuda/kernels/elementwise.h"
 #include "cuda/kernels/quantize.h"
 #include "cuda/kernels/reduce.h"
+#include "cuda/kernels/sgd.h"
 
 namespace zt {
 
@@ -401,6 +402,29 @@ void CudaBackend::adamw_step(const Tensor& master, const Tensor& grad, const Ten
   DeviceGuard g(index_);
   cuda_kernels::adamw_step(master.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(), master.numel(),
                            c, h.step, h.decay, lowp, stream());
+}
+
+// ---- SGD -----------------------------------------------------------------------------------
+
+void CudaBackend::sgd_step(const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdArgs& h) {
+  ZT_CHECK(buf.defined() == (h.momentum > 0), "cuda sgd_step: momentum ", h.momentum, " with ",
+           buf.defined() ? "a" : "no", " momentum buffer (one expected exactly when momentum > 0)");
+  const Tensor* ts[] = {&param, &grad, &buf};
+  const char* names[] = {"param", "grad", "buf"};
+  for (int k = 0; k < (buf.defined() ? 3 : 2); ++k) {
+    need_here(*this, *ts[k], "sgd_step", names[k]);
+    need_contiguous(*ts[k], "sgd_step", names[k]);
+    ZT_CHECK(ts[k]->dtype() == DType::f32, "cuda sgd_step: ", names[k], " ", ts[k]->str(),
+             ", expected float32 (the GPU keeps float32 master weights and momentum)");
+    ZT_CHECK(ts[k]->numel() == param.numel(), "cuda sgd_step: ", names[k], " ", ts[k]->str(), " has ", ts[k]->numel(),
+             " elements, param ", param.numel());
+  }
+  if (param.numel() == 0) return;
+  cuda_kernels::SgdConfig c;
+  c.lr = h.lr, c.momentum = h.momentum, c.weight_decay = h.weight_decay, c.nesterov = h.nesterov;
+  DeviceGuard g(index_);
+  cuda_kernels::sgd_step(param.data<float>(), grad.data<float>(), buf.defined() ? buf.data<float>() : nullptr,
+                         param.numel(), c, h.decay, stream());
 }
 
 // ---- registration --------------------------------------------------------------------------

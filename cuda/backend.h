@@ -12,7 +12,7 @@
 // against its CPU op (tests/gpu/).
 //
 // The implementation is split by concern:
-//   cuda/backend.cpp            memory, copies, casts, norms of shards, AdamW, registration
+//   cuda/backend.cpp            memory, copies, casts, norms of shards, AdamW, SGD, registration
 //   cuda/backend_ops.cpp        elementwise, reductions, activations (bias + GELU), softmax,
 //                               embedding, loss, LayerNorm, RMSNorm (residual + norm)
 //   cuda/backend_attention.cpp  GEMM, linear, RoPE, attention (cuDNN's or ours: the rule is at

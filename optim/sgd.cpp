@@ -1,8 +1,8 @@
-// defines: SgdHyper (validate), sgd_update, Sgd (constructor, set_lr, update, shard_state, load_state)
+// defines: SgdHyper (validate), sgd_args, Sgd (constructor, set_lr, update, shard_state, load_state)
 //          (optim/sgd.h)
 #include "optim/sgd.h"
 
-#include "core/parallel.h"  // defines: kParallelMinElements
+#include "core/backend.h"
 
 namespace zt {
 
@@ -13,40 +13,26 @@ void SgdHyper::validate() const {
   if (nesterov && !(momentum > 0)) ZT_THROW("SGD: nesterov = true needs momentum > 0 (got ", momentum, ")");
 }
 
-template <class T>
-void sgd_update(T* __restrict param, const T* __restrict grad, T* __restrict buf, int64_t n, const SgdHyper& h,
-                bool decay) {
-  ZT_CHECK(n >= 0, "sgd_update: n = ", n);
-  ZT_CHECK(buf != nullptr || h.momentum == 0, "sgd_update: momentum ", h.momentum, " needs a buffer");
-  const T lr = static_cast<T>(h.lr), mu = static_cast<T>(h.momentum);
-  const T wd = decay ? static_cast<T>(h.weight_decay) : T(0);
-  const bool nesterov = h.nesterov;
-  if (h.momentum == 0) {
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMinElements)
-    for (int64_t i = 0; i < n; ++i) param[i] = param[i] - lr * (grad[i] + wd * param[i]);
-    return;
-  }
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMinElements)
-  for (int64_t i = 0; i < n; ++i) {
-    const T d = grad[i] + wd * param[i];
-    const T b = mu * buf[i] + d;
-    buf[i] = b;
-    const T u = nesterov ? d + mu * b : b;
-    param[i] = param[i] - lr * u;
-  }
+SgdArgs sgd_args(const SgdHyper& h, bool decay) {
+  SgdArgs a;
+  a.lr = h.lr;
+  a.momentum = h.momentum;
+  a.weight_decay = h.weight_decay;
+  a.nesterov = h.nesterov;
+  a.decay = decay;
+  return a;
 }
-
-template void sgd_update<float>(float*, const float*, float*, int64_t, const SgdHyper&, bool);
-template void sgd_update<double>(double*, const double*, double*, int64_t, const SgdHyper&, bool);
 
 Sgd::Sgd(std::vector<FlatShard> shards, const SgdHyper& h) : Optimizer(std::move(shards), "SGD"), h_(h) {
   h_.validate();
-  for (const FlatShard& s : shards_)
-    if (!s.param.device().is_cpu())
-      ZT_THROW("SGD: shard '", s.name, "' is on ", s.param.device().str(),
-               "; the SGD update runs on the CPU only (use AdamW on a GPU)");
-  for (const FlatShard& s : shards_)
-    buf_.push_back(h_.momentum > 0 ? Tensor::zeros({s.numel()}, s.param.dtype(), Category::optim) : Tensor());
+  for (const FlatShard& s : shards_) {
+    if (!(h_.momentum > 0)) {  // plain SGD keeps no state
+      buf_.emplace_back();
+      continue;
+    }
+    Allocator& a = backend_of(s.param).allocator();  // the state lives with the shard
+    buf_.push_back(Tensor::zeros({s.numel()}, s.param.dtype(), Category::optim, a));
+  }
 }
 
 void Sgd::set_lr(double lr) {
@@ -54,15 +40,14 @@ void Sgd::set_lr(double lr) {
   h_.lr = lr;
 }
 
+// Elements [seg.begin, seg.end) of shard i, on the shard's device (core/backend.h's sgd_step; the
+// cpu backend runs core/kernels/sgd.h's sgd_update) on flat views of param, grad and the buffer.
 void Sgd::update(int i, const DecaySegment& seg) {
   const FlatShard& s = shards_[i];
-  const int64_t n = seg.end - seg.begin, o = seg.begin;
-  if (s.param.dtype() == DType::f32)
-    sgd_update<float>(s.param.data<float>() + o, s.grad.data<float>() + o,
-                      buf_[i].defined() ? buf_[i].data<float>() + o : nullptr, n, h_, seg.decay);
-  else
-    sgd_update<double>(s.param.data<double>() + o, s.grad.data<double>() + o,
-                       buf_[i].defined() ? buf_[i].data<double>() + o : nullptr, n, h_, seg.decay);
+  const Shape shape{seg.end - seg.begin};
+  const Tensor& buf = buf_[i];
+  backend_of(s.param).sgd_step(s.param.flat_view(seg.begin, shape), s.grad.flat_view(seg.begin, shape),
+                               buf.defined() ? buf.flat_view(seg.begin, shape) : Tensor(), sgd_args(h_, seg.decay));
 }
 
 std::vector<std::pair<const char*, Tensor>> Sgd::shard_state(int i) const {

@@ -1,5 +1,5 @@
-// defines: SgdHyper, sgd_update (the fused kernel on raw arrays), Sgd (the optimizer over flat
-// shards, owning the momentum buffers in Category::optim).
+// defines: SgdHyper, sgd_args, Sgd (the optimizer over flat shards, owning the momentum buffers
+// in Category::optim on the shards' device; each update is one Backend::sgd_step, core/backend.h).
 //
 // Semantics: torch.optim.SGD with dampening = 0 (PyTorch's _single_tensor_sgd):
 //
@@ -11,12 +11,15 @@
 //
 // PyTorch applies weight_decay to every parameter of a group; here, as with AdamW, it applies to
 // the parameters with FlatParam::decay (2-D weights), the usual "no decay on biases and norm
-// gains" parameter grouping. Elementwise, OpenMP static + SIMD: bitwise identical for any
-// thread count. Same flat-shard design as AdamW (optim/flat_shard.h).
+// gains" parameter grouping. The update runs wherever the shard lives, through the backend table:
+// the cpu backend's kernel is core/kernels/sgd.h (float32, float64; OpenMP static + SIMD, bitwise
+// identical for any thread count), the GPU's cuda/kernels/sgd.h (float32). Same flat-shard design
+// as AdamW (optim/flat_shard.h).
 #pragma once
 #include <cstdint>
 #include <vector>
 
+#include "core/backend.h"  // SgdArgs
 #include "optim/optimizer.h"
 
 namespace zt {
@@ -30,18 +33,15 @@ struct SgdHyper {
   void validate() const;
 };
 
-// One SGD update of n contiguous elements. buf: the momentum buffer (n elements), or nullptr
-// when h.momentum == 0. `decay`: weight decay applies to these elements.
-template <class T>
-void sgd_update(T* param, const T* grad, T* buf, int64_t n, const SgdHyper& h, bool decay);
-
-extern template void sgd_update<float>(float*, const float*, float*, int64_t, const SgdHyper&, bool);
-extern template void sgd_update<double>(double*, const double*, double*, int64_t, const SgdHyper&, bool);
+// The backend's arguments of one update (core/backend.h's SgdArgs) from the hyperparameters;
+// `decay`: weight decay applies to the elements of that update.
+SgdArgs sgd_args(const SgdHyper& h, bool decay);
 
 class Sgd final : public Optimizer {
  public:
   // The given ranges: every element of a model's units (zero/param_layout.h's full_shards), or
-  // ZeRO's shard of each unit on this rank.
+  // ZeRO's shard of each unit on this rank. Momentum buffers (momentum > 0): zeros, shard-sized,
+  // the shard's dtype, Category::optim, on the shard's device.
   Sgd(std::vector<FlatShard> shards, const SgdHyper& h);
 
   double lr() const override { return h_.lr; }

@@ -1,4 +1,5 @@
-// defines: 11 Catch2 test cases tagged [backend]; helpers: out_like, ref_gemm, gelu_ref, silu_ref
+// defines: 12 Catch2 test cases tagged [backend]; helpers: out_like, ref_gemm, gelu_ref, silu_ref, ref_sgd,
+//          values_of
 //
 // core/cpu_backend.h: every CpuBackend entry against a straightforward float64 reference on
 // random data. The backward entries are also covered through autograd by the gradient checks of
@@ -11,6 +12,7 @@
 
 #include "core/backend.h"
 #include "core/cpu_backend.h"
+#include "core/dispatch.h"  // dispatch_float
 #include "core/kernels/accumulate.h"
 #include "core/kernels/cast.h"
 #include "core/kernels/shard_norm.h"
@@ -40,6 +42,31 @@ Vec ref_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, co
 
 double gelu_ref(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
 double silu_ref(double x) { return x / (1 + std::exp(-x)); }
+
+// The SGD loop as optim/sgd.cpp wrote it before the update went through the backend (one thread, no
+// OpenMP; compiled with the same flags, so with the same FMA contractions): the cpu backend's
+// sgd_step must give its bits, so that training is bitwise what it was.
+template <class T>
+void ref_sgd(T* __restrict param, const T* __restrict grad, T* __restrict buf, int64_t n, const SgdArgs& h) {
+  const T lr = static_cast<T>(h.lr), mu = static_cast<T>(h.momentum);
+  const T wd = h.decay ? static_cast<T>(h.weight_decay) : T(0);
+  const bool nesterov = h.nesterov;
+  if (h.momentum == 0) {
+    for (int64_t i = 0; i < n; ++i) param[i] = param[i] - lr * (grad[i] + wd * param[i]);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const T d = grad[i] + wd * param[i];
+    const T b = mu * buf[i] + d;
+    buf[i] = b;
+    const T u = nesterov ? d + mu * b : b;
+    param[i] = param[i] - lr * u;
+  }
+}
+
+template <class T> std::vector<T> values_of(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+}
 
 }  // namespace
 
@@ -159,6 +186,46 @@ TEST_CASE("cpu backend: adamw_step against the PyTorch formula in double", "[bac
     for (int64_t i = 0; i < n; ++i) CHECK(lv[i] == bf16_to_f32(f32_to_bf16(static_cast<float>(pv[i]))));
   }
   CHECK_THROWS(be.adamw_step(p, g.slice(0, 0, 50), m, v, h, Tensor()));
+}
+
+TEST_CASE("cpu backend: sgd_step equals the reference loop bit for bit", "[backend]") {
+  CpuBackend& be = cpu_backend();
+  struct Case {
+    double momentum;
+    bool nesterov;
+  };
+  // 1, 37: short; 40013: above kParallelMinElements (core/parallel.h), the OpenMP split (two threads
+  // under ctest).
+  for (DType dt : {DType::f32, DType::f64})
+    for (Case c : {Case{0.0, false}, Case{0.9, false}, Case{0.8, true}})
+      for (bool decay : {false, true})
+        for (int64_t n : {int64_t(1), int64_t(37), int64_t(40013)}) {
+          CAPTURE(dtype_name(dt), c.momentum, c.nesterov, decay, n);
+          SgdArgs h;
+          h.lr = 0.05, h.momentum = c.momentum, h.weight_decay = 0.01, h.nesterov = c.nesterov, h.decay = decay;
+          Tensor p = rnd({n}, 40, dt), buf = c.momentum > 0 ? rnd({n}, 41, dt, 0.1) : Tensor();
+          dispatch_float(dt, "", "sgd test", [&](auto tag) {
+            using T = decltype(tag);
+            std::vector<T> P = values_of<T>(p), B = buf.defined() ? values_of<T>(buf) : std::vector<T>();
+            for (int step = 1; step <= 3; ++step) {
+              const Tensor g = rnd({n}, 41 + static_cast<uint64_t>(step), dt, 0.1);
+              const std::vector<T> G = values_of<T>(g);
+              be.sgd_step(p, g, buf, h);
+              ref_sgd<T>(P.data(), G.data(), B.empty() ? nullptr : B.data(), n, h);
+            }
+            CHECK(values_of<T>(p) == P);
+            if (buf.defined()) CHECK(values_of<T>(buf) == B);
+          });
+        }
+  SgdArgs h;
+  h.momentum = 0.9;
+  Tensor p = rnd({8}, 1), g = rnd({8}, 2), b = rnd({8}, 3);
+  CHECK_THROWS_WITH(be.sgd_step(p, g, Tensor(), h), Catch::Contains("no momentum buffer"));
+  CHECK_THROWS_WITH(be.sgd_step(p, g.slice(0, 0, 4), b, h), Catch::Contains("same numel and dtype"));
+  CHECK_THROWS_WITH(be.sgd_step(p, g, b.to(DType::f64), h), Catch::Contains("same numel and dtype"));
+  h.momentum = 0;
+  CHECK_THROWS_WITH(be.sgd_step(p, g, b, h), Catch::Contains("with a momentum buffer"));
+  CHECK_THROWS_WITH(be.sgd_step(p.to(DType::bf16), g.to(DType::bf16), Tensor(), h), Catch::Contains("bfloat16"));
 }
 
 // ---------------------------------------------------------------------------------------------

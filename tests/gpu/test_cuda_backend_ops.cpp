@@ -1,4 +1,4 @@
-// defines: 9 Catch2 test cases tagged [cuda_backend_ops]
+// defines: 10 Catch2 test cases tagged [cuda_backend_ops]
 //
 // CudaBackend's table entries (cuda/backend.cpp, cuda/backend_ops.cpp) against the cpu backend's,
 // through the Backend interface (core/backend.h), on random inputs (never zeros).
@@ -19,7 +19,9 @@
 // - sum_all, sum_last: 1e-6 relative — the GPU adds in the CPU's order (cuda/kernels/elementwise.h),
 //   so they are expected bit-exact; the slack only covers a CPU build that reorders.
 // - cross_entropy_and_grad: bitwise the GPU's cross_entropy then cross_entropy_backward (dloss 1).
-// - accumulate, AdamW: 1e-6 relative (the GPU uses FMA where a CPU build may not contract).
+// - accumulate, AdamW, SGD: 1e-6 relative (one side fuses a multiply-add where the other rounds
+//   twice: the GPU's accumulate where a CPU build may not contract; the CPU's AdamW kernel, and a
+//   CPU build's contraction of SGD's a * b + c, where the GPU's AdamW and SGD round each operation).
 // - silu, gelu, swiglu, softmax, cross-entropy, LayerNorm, RMSNorm: 1e-5 of max(|ref|, RMS of
 //   the reference) (CUDA's expf / logf vs the CPU's polynomial, other reduction orders); for the
 //   norms' dw / db 2e-5 (sums over rows). bfloat16: that bound plus one bf16 ulp (2^-7 |ref|):
@@ -38,6 +40,7 @@
 #include "core/tensor.h"
 #include "cuda/backend.h"
 #include "cuda/device.h"
+#include "optim/sgd.h"
 #include "tests/bitwise.h"
 #include "tests/gpu/backend_compare.h"  // gpu, cpu, values, host, device_empty, device_from, count_bad
 
@@ -355,6 +358,76 @@ TEST_CASE("cuda backend: all_finite, sum_of_squares, adamw_step", "[cuda_backend
   Tensor p = device_from(host(values(8, 1, DType::f32), {8}), DType::f32);
   Tensor o16 = device_empty({8}, DType::f16);
   CHECK_THROWS_WITH(g.adamw_step(p, p.clone(), p.clone(), p.clone(), h, o16), Catch::Contains("bfloat16 copy only"));
+}
+
+// SGD (core/backend_ops.def's sgd_step): plain, momentum, Nesterov, with and without decay, over
+// sizes around the kernel's 256-thread blocks and its 4-element packs (1, 3, 255, 257, 1029 and
+// 100003 are not multiples of either), aligned and misaligned (offset 1: the scalar path); then
+// the optimizer itself (optim/sgd.h's Sgd) on a GPU shard against the same shard on the cpu.
+TEST_CASE("cuda backend: sgd_step matches the cpu backend", "[cuda_backend_ops]") {
+  Backend& g = gpu();
+  struct Case {
+    double momentum;
+    bool nesterov;
+  };
+  const int64_t sizes[] = {1, 3, 37, 255, 256, 257, 1000, 1029, 8193, 100003};
+  for (Case c : {Case{0.0, false}, Case{0.9, false}, Case{0.9, true}})
+    for (bool decay : {false, true})
+      for (int64_t n : sizes)
+        for (int64_t off : kOffsets) {
+          CAPTURE(c.momentum, c.nesterov, decay, n, off);
+          SgdArgs h;
+          h.lr = 0.05, h.momentum = c.momentum, h.weight_decay = 0.1, h.nesterov = c.nesterov, h.decay = decay;
+          Tensor p = host(values(n, 50, DType::f32), {n});
+          Tensor b = c.momentum > 0 ? host(values(n, 51, DType::f32, 0.0, 0.1), {n}) : Tensor();
+          Tensor dp = device_from(p, DType::f32, off), db = b.defined() ? device_from(b, DType::f32, off) : Tensor();
+          for (int step = 1; step <= 3; ++step) {
+            const Tensor gr = host(values(n, 52 + static_cast<uint32_t>(step), DType::f32, 0.0, 0.1), {n});
+            cpu().sgd_step(p, gr, b, h);
+            g.sgd_step(dp, device_from(gr, DType::f32, off), db, h);
+          }
+          CHECK(count_bad(dp, p, DType::f32, 1e-6) == 0);
+          if (b.defined()) CHECK(count_bad(db, b, DType::f32, 1e-6) == 0);
+        }
+
+  // the argument checks (adamw_step's): device, dtype, sizes, the buffer exactly when momentum > 0
+  SgdArgs h;
+  h.momentum = 0.9;
+  const Tensor hp = host(values(8, 1, DType::f32), {8});
+  Tensor p = device_from(hp, DType::f32), gr = p.clone(), b = p.clone();
+  CHECK_THROWS_WITH(g.sgd_step(p, gr, Tensor(), h), Catch::Contains("no momentum buffer"));
+  CHECK_THROWS_WITH(g.sgd_step(p, hp, b, h), Catch::Contains("is on cpu"));
+  CHECK_THROWS_WITH(g.sgd_step(p, gr.slice(0, 0, 4), b, h), Catch::Contains("has 4 elements"));
+  CHECK_THROWS_WITH(g.sgd_step(p, gr, device_from(hp, DType::bf16), h), Catch::Contains("expected float32"));
+  h.momentum = 0;
+  CHECK_THROWS_WITH(g.sgd_step(p, gr, b, h), Catch::Contains("with a momentum buffer"));
+
+  // Sgd on a shard [13, 1030) of a unit [w (decay) | bias (no decay) | w2 (decay)], on cuda:0 and on
+  // the cpu: the momentum buffer lives on the shard's device, every decay segment goes through
+  // sgd_step, and the two agree as the entry does.
+  const std::vector<FlatParam> layout = {{"w", 0, 600, true}, {"bias", 600, 37, false}, {"w2", 637, 400, true}};
+  const int64_t lo = 13, hi = 1030, n = hi - lo;
+  const Tensor p0 = host(values(n, 60, DType::f32), {n});
+  auto shard = [&](const Device& d) {
+    FlatShard s;
+    s.name = "unit";
+    s.lo = lo, s.hi = hi, s.layout = layout;
+    s.param = d.is_cpu() ? p0.clone() : device_from(p0, DType::f32);
+    s.grad = d.is_cpu() ? host_empty({n}) : device_empty({n}, DType::f32);
+    return s;
+  };
+  const SgdHyper sh{0.05, 0.9, 0.1, true};
+  Sgd on_cpu({shard(Device::cpu())}, sh), on_gpu({shard(Device::cuda(0))}, sh);
+  CHECK(on_gpu.momentum_buffer(0).device() == Device::cuda(0));
+  for (int step = 1; step <= 3; ++step) {
+    const Tensor gr = host(values(n, 60 + static_cast<uint32_t>(step), DType::f32, 0.0, 0.1), {n});
+    Tensor(on_cpu.shard(0).grad).copy_(gr);
+    Tensor(on_gpu.shard(0).grad).copy_(gr);
+    on_cpu.step();
+    on_gpu.step();
+  }
+  CHECK(count_bad(on_gpu.shard(0).param, on_cpu.shard(0).param, DType::f32, 1e-6) == 0);
+  CHECK(count_bad(on_gpu.momentum_buffer(0), on_cpu.momentum_buffer(0), DType::f32, 1e-6) == 0);
 }
 
 // ---------------------------------------------------------------- rows: softmax, loss, norms

@@ -22,6 +22,8 @@
 #     seen in the trace, against the CPU; over NCCL with one rank (the copy after the
 #     collective's event) against the one-rank group (1e-5); with 2 micro-steps (the second lands
 #     synchronously) and with cpu_checkpointing against the CPU (1e-4).
+#  9. SGD (momentum, weight decay) on cuda:0 against the CPU (1e-4), and at stage 2 on 2 ranks
+#     sharing cuda:0 against one rank (1e-5).
 source "$(dirname "$0")/../cli/common.sh"
 if ! "$B/zt-info" --json | python3 -c 'import json,sys; c=json.load(sys.stdin)["cuda"]; sys.exit(0 if any(d["supported"] for d in c.get("devices", [])) else 1)'; then
   echo "SKIP: no usable CUDA device"; exit 77
@@ -166,3 +168,17 @@ if wait3 == 0 or sync3 != 0:
 if wait2 == 0 or sync2 == 0:
     sys.exit("FAIL: two micro-steps: expected asynchronous copies and synchronous ones, got %d / %d" % (wait2, sync2))
 PY
+
+# 9. SGD on the GPU (optim/sgd.h: each update is the backend's sgd_step, the momentum buffers on
+# the device): momentum 0.9 with weight decay, cuda:0 against the CPU (1e-4, as 1.), and ZeRO
+# stage 2 on 2 ranks sharing cuda:0 (each rank's momentum shard) against one rank (1e-5).
+SG=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 64 --steps 10 --threads 1 --optimizer sgd --lr 0.05
+    --momentum 0.9 --weight-decay 0.01)
+"$B/zt-train" "${SG[@]}" -b 4 --device cpu --log "$TMP/sgd.cpu.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+"$B/zt-train" "${SG[@]}" -b 4 --device cuda:0 --log "$TMP/sgd.gpu.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+compare "$TMP/sgd.gpu.jsonl" "$TMP/sgd.cpu.jsonl" 1e-4 "gpt2-nano SGD (momentum 0.9), cuda:0 vs cpu"
+C=(--zero-stage 2 --device cuda:0 --dist mpi)
+"$B/zt-train" "${SG[@]}" -b 4 "${C[@]}" --log "$TMP/sgd.s2.np1.jsonl" 2>"$TMP/err" || { cat "$TMP/err"; exit 1; }
+"${MPI[@]}" -np 2 "$B/zt-train" "${SG[@]}" -b 2 "${C[@]}" --log "$TMP/sgd.s2.np2.jsonl" 2>"$TMP/err" ||
+  { cat "$TMP/err"; exit 1; }
+compare "$TMP/sgd.s2.np2.jsonl" "$TMP/sgd.s2.np1.jsonl" 1e-5 "SGD, stage 2, 2 ranks sharing cuda:0 (MPI) vs 1 rank"
