@@ -26,7 +26,7 @@ namespace zt {
 // A named piece of a model that reads parameters of a ParamSet (layers hold parameter indices,
 // and every parameter Var is a view into the set's one flat buffer). ZeRO-3 never swaps that
 // buffer: it frees and refills the flat buffer's Storage in place (Storage::release() and
-// materialize(), core/tensor.h; zero/stage3_parameter_sharded.cpp), so every view, in layers and in saved
+// materialize(), core/tensor.h; zero/sharded_parameters.cpp), so every view, in layers and in saved
 // autograd closures alike, sees the gathered bytes again after each acquire.
 class Module {
  public:

@@ -47,7 +47,7 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, Param
     UnitInit init = load_initial(*s, initial);
     optimizer_->begin_unit(*s, init, lo, hi);
     stage_->place(*s, init);
-    optimizer_->add_unit(*s, lo, hi, stage_->update_params(*s), stage_->update_grads(*s));
+    optimizer_->add_unit(*s, lo, hi, stage_->parameters().for_update(*s), stage_->gradients().for_update(*s));
     init = UnitInit();  // stage 3's setup buffer goes now: one unit's shard at a time
     ShardedUnit* raw = s.get();
     s->ps->group()->before_backward = [this, raw] { before_backward(*raw); };
@@ -58,7 +58,7 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, Param
   for (auto& s : units_)
     model_state_ += model_state(s->P, cx_.N, stage_->kept(), cfg_.precision, cfg_.zero, cfg_.optimizer);
   optimizer_->finish_setup();
-  stage_->setup_done();
+  stage_->parameters().setup_done();
   model_.set_residency(*this);
   model_.set_activation_checkpointing(cfg_.activation_checkpointing);
   if (cfg_.cpu_checkpointing) checkpoints_ = std::make_unique<ActivationOffload>(cx_, tiers_->activation_host());
@@ -81,7 +81,7 @@ std::unique_ptr<Engine> initialize(Model& model, const EngineConfig& cfg, Proces
 }
 
 // Partitioned construction (DeepSpeed's zero.Init): the unit's initial values come from `source`,
-// only as much as its stage keeps (ZeroStage::initial_range). Stages 0-2: the whole unit, in the
+// only as much as its parameter policy keeps (ParameterPolicy::initial_range). Stages 0-2: the whole unit, in the
 // model's own buffer (created here). Stage 3: this rank's shard in a setup buffer where the
 // parameter tier makes its shards (ParamTier::shard_memory: the host tier with offload_param, so
 // the device never holds it), and nothing else of the unit. Without a source the model was built
@@ -97,7 +97,7 @@ UnitInit Engine::load_initial(const ShardedUnit& s, ParamSource* source) {
     init.in_model_buffer = true;
     return init;
   }
-  const auto [a, b] = stage_->initial_range(s);
+  const auto [a, b] = stage_->parameters().initial_range(s);
   if (a == 0 && b == s.P) {
     flat.storage()->materialize();
     init.values = flat;
@@ -121,7 +121,7 @@ ShardedUnit& Engine::state_of(Unit& u) {
 
 Var Engine::forward(const Tensor& idx, const Tensor& targets) {
   ZT_CHECK(!in_backward_, "forward() during backward()");
-  stage_->forward_begins();
+  stage_->parameters().forward_begins();
   return model_.loss(idx, targets);
 }
 
@@ -133,14 +133,14 @@ void Engine::acquire(Unit& u) {
     tr.fwd_in_backward = in_backward_;
     tr.fwd_t0 = Tracer::Clock::now();
   }
-  stage_->acquire(s, evaluating_);
+  stage_->parameters().acquire(s, evaluating_);
 }
 
 void Engine::release(Unit& u) {
   ShardedUnit& s = state_of(u);
   UnitTrace& tr = trace_[s.index];
   const bool scope_end = !backward_scope_ && tr.fwd_open;
-  stage_->release(s, evaluating_);
+  stage_->parameters().release(s, evaluating_);
   if (!scope_end) return;
   tr.fwd_open = false;
   if (Tracer* t = cx_.active_tracer()) {
@@ -158,20 +158,21 @@ CheckpointStore* Engine::checkpoint_store() { return checkpoints_.get(); }
 void Engine::before_backward(ShardedUnit& s) {
   // overlap_comm with accumulation: this unit's reduction of the previous micro-step may still be
   // in flight, reading (and then freeing) the gradient buffer this backward is about to refill.
-  stage_->finish_reduction(s);
+  stage_->gradients().finish_reduction(s);
   // cpu_checkpointing: the checkpoint of the next recompute starts back from the host now.
   if (checkpoints_) checkpoints_->prefetch();
   trace_[s.index].bwd_t0 = Tracer::Clock::now();
   backward_scope_ = true;
   acquire(*s.unit);
   backward_scope_ = false;
-  stage_->open_gradient(s);  // the compute gradient this backward accumulates into
+  stage_->parameters().backward_opens(s);  // hpZ: the unit's secondary shard has served
+  stage_->gradients().open(s);             // the compute gradient this backward accumulates into
 }
 
 void Engine::after_backward(ShardedUnit& s) {
   const bool boundary = micro_ + 1 == cfg_.gradient_accumulation_steps;
-  stage_->gradient_ready(s, boundary, micro_);
-  stage_->release(s, evaluating_);  // the backward's scope ends
+  stage_->gradients().ready(s, boundary, micro_);
+  stage_->parameters().release(s, evaluating_);  // the backward's scope ends
   if (Tracer* t = cx_.active_tracer()) {
     t->span(TraceTrack::compute, "backward " + s.unit->name(), "backward", trace_[s.index].bwd_t0,
             Tracer::Clock::now());
@@ -185,16 +186,16 @@ void Engine::backward(const Var& loss) {
            cfg_.gradient_accumulation_steps);
   loss_sum_ += loss.value().item();
   in_backward_ = true;
-  stage_->backward_begins();
+  stage_->parameters().backward_begins();
   // d(mean over all micro-batches)/d(loss of this one) = 1 / gradient_accumulation_steps; fp16
   // scales it by the loss scale, so that small gradients survive the rounding to float16.
   loss.backward(Tensor::full({}, loss_scale() / static_cast<double>(cfg_.gradient_accumulation_steps), loss.dtype()));
   in_backward_ = false;
   ++micro_;
-  stage_->micro_step_done();
+  stage_->parameters().micro_step_done();
 }
 
-void Engine::finish_reductions() { stage_->finish_reductions(); }
+void Engine::finish_reductions() { stage_->gradients().finish_reductions(); }
 
 // ---------------------------------------------------------------------------------------------
 // The step
@@ -220,8 +221,8 @@ StepResult Engine::step_inner(double lr) {
   // The global gradient norm (fp16: of the scaled gradients, unscaled here).
   std::vector<Tensor> grads, params;
   for (auto& s : units_) {
-    grads.push_back(stage_->update_grads(*s));
-    params.push_back(stage_->update_params(*s));
+    grads.push_back(stage_->gradients().for_update(*s));
+    params.push_back(stage_->parameters().for_update(*s));
   }
   const double sq = stage_->global_sum_of_squares(grads);
   const double unscale = 1.0 / res.loss_scale;
@@ -238,14 +239,14 @@ StepResult Engine::step_inner(double lr) {
   optimizer_->step(lr, coef, unscale, grads, params);
   {
     TraceScope publish(cx_.active_tracer(), TraceTrack::compute, "publish parameters", "optimizer");
-    stage_->publish();
+    stage_->parameters().publish();
   }
   zero_gradients();
   return res;
 }
 
 void Engine::zero_gradients() {
-  for (auto& s : units_) stage_->zero_grad(*s);
+  for (auto& s : units_) stage_->gradients().zero(*s);
   micro_ = 0;
   loss_sum_ = 0;
 }

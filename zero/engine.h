@@ -6,8 +6,10 @@
 // decide WHAT happens:
 //
 //   the stage       zero/stage.h          what is sharded (0: nothing, 1: optimizer state, 2: +
-//                                         gradients, 3: + parameters), how gradients are reduced
-//                                         and parameters published; one file per stage
+//                                         gradients, 3: + parameters): the optimizer's range, a
+//                                         gradient policy (how gradients are kept and reduced)
+//                                         and a parameter policy (how parameters are kept,
+//                                         gathered and published), one file per policy
 //   the precision   zero/precision.h      fp32, or bf16 / fp16 with a float32 master (float32 or
 //                                         bf16 compute), fp16's loss scale
 //   the tiers       zero/tiers.h          where bytes live (device, host, NVMe swap file) and
@@ -19,7 +21,7 @@
 //   forward         the model opens a scope per unit: acquire(unit) ... release(unit)
 //                   (nn/unit.h's Residency; stage 3 gathers and frees there)
 //   backward        autograd calls before_backward(unit) (acquire again, a fresh compute
-//                   gradient) and after_backward(unit) (the stage reduces or folds the gradient,
+//                   gradient) and after_backward(unit) (the gradient policy reduces or folds it,
 //                   overlapped with the next unit's backward when overlap_comm)
 //   step(lr)        finish the reductions; the global gradient norm; fp16: skip on overflow;
 //                   clip; the optimizer's update of this rank's slice; publish the parameters;

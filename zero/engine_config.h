@@ -145,7 +145,7 @@ EngineConfig engine_config_from_file(const std::string& path, int world_size,
 // What is wrong with a ZeRO++ setting that needs no topology to tell (bits, block size, the stage it
 // needs, an hpZ size that does not divide the world), naming the key; "" when nothing. The JSON
 // parser and the engine (for configs made in code) both ask; the nodes are checked by
-// ZeroPlusPlus (zero/zeropp.h), which knows them.
+// ShardedParameters and ShardedGradient (zero/stage.h), which know them.
 std::string zeropp_problem(const ZeroOptimization& z, int world_size);
 // The config back as DeepSpeed JSON (every key explicit): stored in checkpoints' meta.json.
 void to_json(nlohmann::json& j, const EngineConfig& c);

@@ -35,7 +35,7 @@ void Engine::shards_loaded(const std::vector<UnitShard>& filled) {
   std::vector<std::vector<std::pair<std::string, Tensor>>> tensors;
   for (const UnitShard& us : filled) tensors.push_back(us.tensors);
   optimizer_->loaded(tensors);
-  stage_->loaded(/*round_master=*/!optimizer_->offloaded());
+  stage_->parameters().loaded(/*round_master=*/!optimizer_->offloaded());
 }
 
 int64_t Engine::optimizer_steps() const { return optimizer_->step_count(); }

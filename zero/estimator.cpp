@@ -174,7 +174,7 @@ Estimate estimate(const EstimateRequest& r) {
                                              ceil_div(12 * std::min(sg, largest), kAioAlignment) * kAioAlignment;
     if (op.nvme()) est.host_state[idx(Category::params)] = nvme_staging_peak(r.model.units, N, pe, op.buffer_count);
   }
-  // Setup with offload_param (zero/engine.cpp's load_initial, ParameterSharded::place_params,
+  // Setup with offload_param (zero/engine.cpp's load_initial, ShardedParameters::place,
   // zero/tiers.cpp's new_shard / park), unit by unit: with partitioned construction (N > 1; at
   // N = 1 the shard is the model's buffer) the unit's initial shard is read into a host buffer of
   // S_i elements of the model's dtype, beside its new shard (cpu: pe * S_i, kept; nvme: its
@@ -252,7 +252,7 @@ Estimate estimate(const EstimateRequest& r) {
       }
       if (op.enabled()) {
         // The step's end: publish refreshes every persistent unit from its new shard, all issued
-        // before one drain (ParameterSharded::publish_unit), so each one's device shard buffer
+        // before one drain (ShardedParameters::refresh), so each one's device shard buffer
         // is live beside the gathered copies, and with nvme each one's read bounce buffer in the
         // host tier at once. Peaks of their own (the blocks' buffers are gone by then).
         int64_t shards = 0, bounce = 0;

@@ -37,7 +37,7 @@
 //   activations  what our ops save for backward (estimate_activations), plus the largest
 //                backward transient
 //   comm         the reduce-scatter / all-gather staging buffers the stages allocate
-//                (zero/pending.cpp, OptimizerSharded::reduce_scatter)
+//                (zero/pending.cpp, GradientPolicy::reduce_scatter)
 //   workspace    attention backward scratch (core/kernels/attention.h); mixed precision on this
 //                float32 backend also the units' float32 parameter copies and gradients
 //   (mixed precision: stage 3's 2-byte gather buffers count as params, stages 2-3's 2-byte

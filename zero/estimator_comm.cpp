@@ -1,7 +1,7 @@
 // defines: CommEstimate::total, estimate_comm (zero/estimator.h); file-local: GatherLog, Counts
 //
 // The bytes one rank moves in a steady training step, counted the way dist/process_group.cpp
-// counts them, from what the stages issue (zero/stage*.cpp, zero/zeropp.cpp): per collective
+// counts them, from what the stage's policies issue (zero/stage.h, zero/zeropp.cpp): per collective
 // call, the ring convention factor * n * b * (N - 1) / N over the call's group, on the link to the
 // rank's ring successor in that group; an all-to-all's blocks each on the link to their rank; a
 // sub-group's bytes in the world's. Chunks: reduce_bucket_size / allgather_bucket_size elements

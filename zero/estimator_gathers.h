@@ -23,7 +23,7 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // and the all-gather staging buffers (comm) of gathers in flight: a unit whose shard is larger
 // than allgather_bucket_size is gathered in chunks through N x chunk staging buffers, all issued
 // at once (P elements in all), until it is waited for.
-// ZeRO++ hpZ (zero/zeropp.h, zero/stage3_parameter_sharded.cpp): a unit freed during a training
+// ZeRO++ hpZ (zero/zeropp.h, zero/sharded_parameters.cpp): a unit freed during a training
 // forward leaves a secondary shard of P/H elements, freed when the unit's backward begins (after
 // its acquire); counted the same way (their peak).
 // offload_param (zero/tiers.cpp): a gather is "fetching" from its start until it is waited for

@@ -7,7 +7,7 @@
 // that allocates it:
 //
 //   policy                            answers                                   where
-//   the stage                         what is sharded (StageKeeps)              zero/stage.h (each class's keeps())
+//   the stage                         what is sharded (StageKeeps)              zero/stage.h (stage_keeps)
 //   the precision                     bytes per working element; the master     zero/precision.h
 //   the parameter tier                where stage 3's parameter shard lives     zero/tiers.h
 //   the optimizer placement           optimizer state, the gradient shard's     zero/shard_optimizer.h

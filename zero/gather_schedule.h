@@ -6,7 +6,7 @@
 //
 // The rules are written once, here, on unit indices and sizes; what a gather *is* belongs to
 // whoever drives the schedule (the Actions):
-//   zero/stage3_parameter_sharded.cpp   real all-gathers into the unit's flat buffer
+//   zero/sharded_parameters.cpp         real all-gathers into the unit's flat buffer
 //   zero/estimator.cpp                  counted elements, to predict the peak without running
 // so the estimator's prediction of stage 3's gathered parameters follows the code that gathers.
 //

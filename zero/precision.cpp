@@ -106,13 +106,15 @@ void PrecisionPolicy::release_compute(const ShardedUnit& s) {
     t->instant(TraceTrack::compute, "release " + s.unit->name(), "gather", {{"unit", s.unit->name()}});
 }
 
-void PrecisionPolicy::receive_gathered(const ShardedUnit& s, std::deque<Pending>& q,
-                                       const std::function<void(const Tensor&)>& gather) const {
+Tensor PrecisionPolicy::gather_target(const ShardedUnit& s) const {
+  if (!separate_compute_copy()) return s.ps->flat();
+  return Tensor::empty({s.P}, half_, Category::params);
+}
+
+void PrecisionPolicy::gathered(const ShardedUnit& s, const Tensor& target, std::deque<Pending>& q) const {
+  if (!separate_compute_copy()) return;
   const Tensor& flat = s.ps->flat();
-  if (!separate_compute_copy()) return gather(flat);
-  Tensor full = Tensor::empty({s.P}, half_, Category::params);
-  gather(full);
-  q.push_back({completed_work(), [this, flat, full] { fill_compute(flat, full); }});
+  q.push_back({completed_work(), [this, flat, target] { fill_compute(flat, target); }});
 }
 
 void PrecisionPolicy::open_gradient(ShardedUnit& s) const {

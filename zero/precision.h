@@ -75,10 +75,12 @@ class PrecisionPolicy {
   void acquire_compute(const ShardedUnit& s, const Tensor& working_full);
   void release_compute(const ShardedUnit& s);
   // ---- stage 3: the all-gathered working parameters become the compute parameters ----
-  // gather(dst) issues the all-gather into dst: the model's buffer itself, or a transient 2-byte
-  // buffer converted into it when the gather has landed (queued in q behind the gather).
-  void receive_gathered(const ShardedUnit& s, std::deque<Pending>& q,
-                        const std::function<void(const Tensor&)>& gather) const;
+  // gather_target: where the all-gather of the unit's P working elements goes: the model's
+  // buffer itself, or a transient 2-byte buffer. gathered, after the all-gather into it was
+  // issued: a transient buffer is converted into the compute parameters once it has landed
+  // (queued in q behind the gather); nothing otherwise.
+  Tensor gather_target(const ShardedUnit& s) const;
+  void gathered(const ShardedUnit& s, const Tensor& target, std::deque<Pending>& q) const;
 
   // ---- after a unit's backward ----
   // Stages 0-1, before the backward: a fresh zeroed compute gradient where fold_gradient freed the

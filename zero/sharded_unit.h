@@ -10,8 +10,10 @@
 // ShardedUnit::index:
 //
 //   state                                   owner
-//   full parameters, full gradient,         the stage (zero/stage.h's StageUnit): what is
-//   gradient shard, reductions in flight    sharded is the stage's business
+//   full parameters (stages 0-2),           the stage's parameter policy (zero/stage.h's
+//   gathers in flight, hpZ's secondary      ReplicatedParameters, ShardedParameters)
+//   full gradient, gradient shard,          the stage's gradient policy (zero/stage.h's
+//   reductions in flight                    AccumulatedGradient, ShardedGradient)
 //   gathered / in use / persistent          stage 3's GatherSchedule (zero/gather_schedule.h)
 //   parameter shard                         the ParamTier (zero/tiers.h): device, host or NVMe
 //   float32 master, compute copies          the PrecisionPolicy (zero/precision.h)

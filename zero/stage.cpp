@@ -1,74 +1,76 @@
-// defines: what every ZeRO stage shares (zero/stage.h): ZeroStage's placement, the reduction's
-//          overlap rule, the compute copy's scopes at stages 0-2, and make_stage.
-//
-// Stages 0-2 keep the full parameters; their acquire / release scopes matter only where the
-// precision keeps a separate compute copy (mixed precision computing in float32), and that copy
-// is the precision's (PrecisionPolicy::acquire_compute). Stage 3 replaces both with its
-// GatherSchedule (zero/gather_schedule.h).
+// defines: stage_keeps, make_stage, ZeroStage, ParameterPolicy's constructor (zero/stage.h) —
+//          the stage number read once and turned into its three choices, and what the stage
+//          answers itself: the optimizer's range, the placement order, the gradient norm.
 #include "zero/stage.h"
+
+#include "core/kernels/shard_norm.h"  // defines: sum_of_squares
 
 namespace zt {
 
-ZeroStage::ZeroStage(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt, Units& units)
-    : cx_(cx), precision_(precision), params_(params), opt_(opt), units_(units) {}
-
-void ZeroStage::place(ShardedUnit& s, const UnitInit& init) {
-  if (units_state_.size() <= static_cast<size_t>(s.index)) units_state_.resize(s.index + 1);
-  place_params(s, init);
-  place_grads(s);
-  placed(s, init, precision_.release_compute_buffers(s));
-}
-
-Tensor ZeroStage::update_params(const ShardedUnit& s) const { return params_.shard(s); }
-
-void ZeroStage::reduce(ShardedUnit& s, const Tensor& grad, int64_t micro) {
-  // overlap_comm: the previous unit's reduction may still run while this unit's backward ran;
-  // finish it now, so at most two units' reductions (and full gradients) are alive.
-  if (cx_.cfg.zero.overlap_comm) {
-    for (auto& u : units_)
-      if (u.get() != &s) drain(state(*u).reduces);
-  }
-  CommLabel label(cx_.group, s.unit->name());
-  issue_reduction(s, grad, micro);
-  if (!cx_.cfg.zero.overlap_comm) drain(state(s).reduces);
-}
-
-void ZeroStage::finish_reductions() {
-  for (StageUnit& u : units_state_) drain(u.reduces);
-}
-
-void ZeroStage::abandon_in_flight() {
-  for (StageUnit& u : units_state_) {
-    for (Pending& p : u.gathers) p.work->wait();
-    for (Pending& p : u.reduces) p.work->wait();
-  }
-}
-
-void ZeroStage::acquire(ShardedUnit& s, bool) { precision_.acquire_compute(s, state(s).params_full); }
-
-void ZeroStage::release(ShardedUnit& s, bool) { precision_.release_compute(s); }
-
-void ZeroStage::open_gradient(ShardedUnit& s) { precision_.open_gradient(s); }
-
 StageKeeps stage_keeps(int stage) {
-  switch (stage) {
-    case 0: return Replicated::keeps();
-    case 1: return OptimizerSharded::keeps();
-    case 2: return GradientSharded::keeps();
-    case 3: return ParameterSharded::keeps();
-  }
-  ZT_THROW("config: zero_optimization.stage must be 0, 1, 2 or 3, got ", stage);
+  if (stage < 0 || stage > 3) ZT_THROW("config: zero_optimization.stage must be 0, 1, 2 or 3, got ", stage);
+  StageKeeps k;
+  k.optimizer_sharded = stage >= 1;  // P_os
+  k.grads_sharded = stage >= 2;      // P_os+g
+  k.params_sharded = stage >= 3;     // P_os+g+p
+  return k;
 }
 
 std::unique_ptr<ZeroStage> make_stage(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params,
                                       ShardOptimizer& opt, Units& units) {
-  switch (cx.cfg.zero.stage) {
-    case 0: return std::make_unique<Replicated>(cx, precision, params, opt, units);
-    case 1: return std::make_unique<OptimizerSharded>(cx, precision, params, opt, units);
-    case 2: return std::make_unique<GradientSharded>(cx, precision, params, opt, units);
-    case 3: return std::make_unique<ParameterSharded>(cx, precision, params, opt, units);
-  }
-  ZT_THROW("config: zero_optimization.stage must be 0, 1, 2 or 3, got ", cx.cfg.zero.stage);
+  const StageKeeps k = stage_keeps(cx.cfg.zero.stage);
+  // ZeRO++ changes the collectives of stages 2-3 (zero/zeropp.h); its keys were checked against
+  // the world size when parsed, and again here for a config made in code.
+  if (k.grads_sharded && cx.cfg.zero.zeropp())
+    if (const std::string bad = zeropp_problem(cx.cfg.zero, cx.N); !bad.empty()) ZT_THROW("config: ", bad);
+  // The parameters first: hpZ's group is split before qgZ's (both collective over the world).
+  std::unique_ptr<ParameterPolicy> p;
+  if (k.params_sharded) p = std::make_unique<ShardedParameters>(cx, precision, params, opt, units);
+  else p = std::make_unique<ReplicatedParameters>(cx, precision, params, opt, units, k.optimizer_sharded);
+  std::unique_ptr<GradientPolicy> g;
+  if (k.grads_sharded) g = std::make_unique<ShardedGradient>(cx, precision, opt, units);
+  else g = std::make_unique<AccumulatedGradient>(cx, precision, opt, units, k.optimizer_sharded);
+  return std::make_unique<ZeroStage>(k, cx, precision, std::move(p), std::move(g));
 }
+
+ZeroStage::ZeroStage(StageKeeps keeps, ZeroContext& cx, PrecisionPolicy& precision,
+                     std::unique_ptr<ParameterPolicy> parameters, std::unique_ptr<GradientPolicy> gradients)
+    : keeps_(keeps),
+      cx_(cx),
+      precision_(precision),
+      parameters_(std::move(parameters)),
+      gradients_(std::move(gradients)) {}
+
+std::pair<int64_t, int64_t> ZeroStage::optimizer_range(const ShardedUnit& s) const {
+  if (keeps_.optimizer_sharded) return {s.lo, s.lo + s.S};
+  return {0, s.P};
+}
+
+void ZeroStage::place(ShardedUnit& s, const UnitInit& init) {
+  parameters_->place(s, init);
+  gradients_->place(s);
+  parameters_->placed(s, init, precision_.release_compute_buffers(s));
+}
+
+double ZeroStage::global_sum_of_squares(const std::vector<Tensor>& grads) {
+  // Whole: every rank holds the whole averaged gradient, no communication. Sharded: a sum over
+  // the shards (the padding is zero and adds nothing), one double all-reduced.
+  if (!keeps_.optimizer_sharded) return sum_of_squares(grads);
+  return cx_.group.all_reduce_sum(sum_of_squares(grads));
+}
+
+void ZeroStage::abandon_in_flight() {
+  parameters_->abandon_in_flight();
+  gradients_->abandon_in_flight();
+}
+
+ParameterPolicy::ParameterPolicy(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt,
+                                 Units& units, bool optimizer_sharded)
+    : cx_(cx),
+      precision_(precision),
+      params_(params),
+      opt_(opt),
+      units_(units),
+      optimizer_sharded_(optimizer_sharded) {}
 
 }  // namespace zt

@@ -1,7 +1,8 @@
-// defines: ZeroStage, Replicated, OptimizerSharded, GradientSharded, ParameterSharded,
-//          make_stage — what each ZeRO stage keeps of a unit and how its gradients and
-//          parameters travel (Rajbhandari et al. 2019, "ZeRO: Memory Optimizations Toward Training
-//          Trillion Parameter Models", sections 5 and 7).
+// defines: StageKeeps, stage_keeps, GradientPolicy, AccumulatedGradient, ShardedGradient,
+//          ParameterPolicy, ReplicatedParameters, ShardedParameters, ZeroStage, make_stage — a
+//          ZeRO stage as three independent choices: where the optimizer's range is, how gradients
+//          are kept and reduced, how parameters are kept and gathered (Rajbhandari et al. 2019,
+//          "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models", sections 5 and 7).
 //
 // With N ranks, rank r, a unit's flat buffers of P elements (padded so N | P) and S = P / N:
 //
@@ -21,22 +22,39 @@
 // Communication per step (ring convention, dist/process_group.h): stage 0 an all-reduce of the
 // gradients (2Psi); stages 1-2 a reduce-scatter of the gradients and an all-gather of the updated
 // parameters (Psi + Psi); stage 3 an all-gather per unit in forward and again in backward and a
-// reduce-scatter of the gradients (3Psi), section 7.2. ZeRO++ (zero/zeropp.h) changes what those
-// collectives are, not when they run: stage 3's gathers (qwZ: int8 blocks; hpZ: the backward's
-// inside the node) and the reduction of stages 2-3 (qgZ: a quantized hierarchical all-to-all).
+// reduce-scatter of the gradients (3Psi), section 7.2.
 //
-// Each stage is the one before it plus what it shards, as in the paper (P_os, P_os+g, P_os+g+p):
-// the classes below derive from each other and each overrides only what changes, in its own file:
-//   stage0_replicated.cpp          Replicated: full everything; the gradient all-reduced at the
-//                                  accumulation boundary
-//   stage1_optimizer_sharded.cpp   + the optimizer updates this rank's shard: reduce-scatter
-//                                  instead of all-reduce, all-gather of the updated parameters
-//   stage2_gradient_sharded.cpp    + the gradient is a shard: reduced after every micro-step's
-//                                  backward, the unit's full gradient freed as soon as it left
-//   stage3_parameter_sharded.cpp   + the parameters are a shard (in a ParamTier): gathered just in
-//                                  time around each unit's forward and backward, prefetched along
-//                                  the order recorded in the first step, and freed
-// A stage never tests the precision or the offload tier: the PrecisionPolicy converts (and owns
+// Each column of the table is one choice, made once by make_stage from zero_optimization.stage
+// (stage_keeps: the one place that reads the stage number); nothing tests the number afterwards:
+//
+//   column       choice                                              file
+//   optim        the optimizer's range: the whole unit (stage 0) or   zero/stage.cpp (ZeroStage)
+//                this rank's shard (P_os, section 5.1)
+//   grads        AccumulatedGradient: full, summed over micro-steps,  zero/accumulated_gradient.cpp
+//                reduced once at the boundary (all-reduce when the
+//                optimizer is whole, reduce-scatter when sharded)
+//                ShardedGradient: a shard, reduce-scattered after     zero/sharded_gradient.cpp
+//                every backward, the full gradient freed (P_os+g,
+//                section 5.2); ZeRO++'s qgZ is its reduction
+//   params       ReplicatedParameters: full on every rank, published  zero/replicated_parameters.cpp
+//                by an all-gather after a sharded update
+//                ShardedParameters: a shard (in a ParamTier), gathered zero/sharded_parameters.cpp
+//                just in time around each use along the GatherSchedule
+//                (P_os+g+p, sections 5.3 and 7.2); ZeRO++'s qwZ and
+//                hpZ are its gathers
+//
+//   stage   optimizer range   gradients             parameters
+//   0       whole             AccumulatedGradient   ReplicatedParameters
+//   1       shard             AccumulatedGradient   ReplicatedParameters
+//   2       shard             ShardedGradient       ReplicatedParameters
+//   3       shard             ShardedGradient       ShardedParameters
+//
+// ZeRO++ (zero/zeropp.h) changes what the collectives are, not when they run, and each part
+// belongs to the policy whose collective it changes: qwZ (int8 all-gather) and hpZ (the
+// backward's all-gather inside the node) to ShardedParameters, qgZ (a quantized hierarchical
+// all-to-all for the reduce-scatter) to ShardedGradient.
+//
+// A policy never tests the precision or the offload tier: the PrecisionPolicy converts (and owns
 // the compute copies and the master), the ParamTier holds the parameter shard, the ShardOptimizer
 // says where a reduced gradient shard lands. A reduction's follow-up work (free the full gradient,
 // hand the shard to the offloaded optimizer) is queued behind its chunks (zero/pending.h).
@@ -56,223 +74,244 @@ namespace zt {
 
 using Units = std::vector<std::unique_ptr<ShardedUnit>>;
 
-// What a stage shards: its answer to zero/footprint.h's question, given by each class below
-// (keeps(), next to the placement it describes) and read by the memory report and the estimator
-// instead of the stage number.
+// What a stage shards: the three choices above as zero/footprint.h's question, read by the
+// memory report and the estimator instead of the stage number.
 struct StageKeeps {
   bool optimizer_sharded = false;  // the optimizer updates this rank's shard (P_os)
   bool grads_sharded = false;      // the gradient is kept as a shard, reduced after every backward (P_os+g)
   bool params_sharded = false;     // the parameters are a shard, gathered around each use (P_os+g+p)
 };
 
-// What a stage keeps of one unit (the table above; which tensors exist depends on the stage and
-// the precision). "working" is float32 (fp32) or the 2-byte dtype (bf16 / fp16).
+// The stage zero_optimization.stage names (0-3) as its three choices; the estimator, which has a
+// stage number and no engine, asks here too.
+StageKeeps stage_keeps(int stage);
+
+// ---------------------------------------------------------------------------------------------
+// Gradients: what a unit keeps of its gradient, and its reduction over the ranks.
 //
-//   tensor        elements  dtype     exists
-//   params_full   P         working   stages 0-2: the full parameters every rank keeps
-//   grads_full    P         working   stages 0-1: the full gradient, summed over micro-steps
-//   grad_shard    S         working   always: this rank's gradient (a view of grads_full at
-//                                     stages 0-1; at stages 2-3 where the ShardOptimizer puts
-//                                     it: the device, or the host with offload_optimizer)
-// This rank's parameter shard is the ParamTier's (a view of params_full at stages 0-2).
-struct StageUnit {
-  Tensor params_full, grads_full, grad_shard;
-  std::deque<Pending> gathers;  // compute parameters being filled (stage 3: all-gather chunks in flight)
-  std::deque<Pending> reduces;  // the gradient's reduction in flight: chunks, then its follow-up work
-};
-
-class ZeroStage {
+// The unit's compute gradient (ps->flat_grad()) receives its backward. grad_shard (S elements,
+// working dtype) is this rank's reduced gradient, the one the optimizer reads when its range is
+// the shard.
+class GradientPolicy {
  public:
-  ZeroStage(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt, Units& units);
-  virtual ~ZeroStage() = default;
+  GradientPolicy(ZeroContext& cx, PrecisionPolicy& precision, ShardOptimizer& opt, Units& units,
+                 bool optimizer_sharded);
+  virtual ~GradientPolicy() = default;
 
-  // ---- setup, unit by unit ----
-  // The optimizer's slice of the unit: [lo, hi) of its flat space (this rank's shard; stage 0: all).
-  virtual std::pair<int64_t, int64_t> optimizer_range(const ShardedUnit& s) const { return {s.lo, s.lo + s.S}; }
-  // The part of the unit's flat space whose initial values this stage needs: the whole unit
-  // (stages 0-2, whose parameters are replicated: the model's buffer) or this rank's shard
-  // (stage 3: nothing else of the unit is ever created at setup).
-  virtual std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const { return {0, s.P}; }
-  // Lays out what this stage keeps of the unit (the table above) from its initial parameters,
-  // then lets the precision turn the model's buffers that are not working state into workspaces
-  // (PrecisionPolicy::release_compute_buffers) and tells placed() what it did.
-  void place(ShardedUnit& s, const UnitInit& init);
-  // The working tensors over the optimizer's slice.
-  virtual Tensor update_params(const ShardedUnit& s) const;
-  virtual Tensor update_grads(const ShardedUnit& s) const { return state(s).grad_shard; }
-  virtual void setup_done() {}  // every unit placed and the optimizer built
-  // What this stage shards (its class's keeps(): zero/footprint.h's question).
-  virtual StageKeeps kept() const = 0;
+  // Setup: lays out what the policy keeps of the unit.
+  virtual void place(ShardedUnit& s) = 0;
+  // The working gradient over the optimizer's range (the whole unit, or this rank's shard).
+  virtual Tensor for_update(const ShardedUnit& s) const = 0;
+  // Before the unit's backward, after its acquire: the compute gradient ready to receive it.
+  virtual void open(ShardedUnit& s) = 0;
+  // The unit's backward ended: its compute gradient is complete for this micro-step.
+  virtual void ready(ShardedUnit& s, bool boundary, int64_t micro) = 0;
+  virtual void zero(ShardedUnit& s) = 0;  // after the step
 
-  // ---- residency: the unit scopes the model opens, and the backward's ----
-  // Between acquire and release the unit's compute parameters (ps->flat()) are resident and
-  // current. Stages 0-2: the precision's compute copy, if it keeps one.
-  virtual void forward_begins() {}
-  virtual void backward_begins() {}  // the training backward starts (recomputes inside it included)
-  virtual void acquire(ShardedUnit& s, bool evaluating);
-  virtual void release(ShardedUnit& s, bool evaluating);
-
-  // ---- backward ----
   // Before the unit's backward: its reduction of the previous micro-step has finished (overlap_comm
   // with accumulation: it may still be reading the buffer this backward refills).
-  void finish_reduction(ShardedUnit& s) { drain(state(s).reduces); }
-  // Before the unit's backward, after its acquire: the compute gradient (ps->flat_grad()) ready
-  // to receive it: stages 0-1 keep it across micro-steps where the precision accumulates in it;
-  // otherwise a fresh zeroed buffer (freed again once folded or reduced).
-  virtual void open_gradient(ShardedUnit& s);
-  // The unit's backward ended: its compute gradient (ps->flat_grad()) is complete for this micro-step.
-  virtual void gradient_ready(ShardedUnit& s, bool boundary, int64_t micro) = 0;
-  virtual void micro_step_done() {}
-
-  // ---- the step ----
+  void finish_reduction(const ShardedUnit& s) { drain(reductions(s)); }
   void finish_reductions();  // every unit's reduction landed
-  // The squared L2 norm of the whole gradient, from update_grads of every unit.
-  virtual double global_sum_of_squares(const std::vector<Tensor>& grads) = 0;
-  virtual void publish() = 0;  // the updated parameters to where forward reads them
-  virtual void zero_grad(ShardedUnit& s) = 0;
-  // After a checkpoint load filled the optimizer's slices: rebuild what the stage holds beyond
-  // them (round_master: mixed precision's master -> the working parameters, unless the offloaded
-  // optimizer published them already).
-  virtual void loaded(bool round_master) = 0;
-  // Waits for every collective in flight without running its follow-up (the engine's destructor).
-  void abandon_in_flight();
+  void abandon_in_flight();  // waits for every reduction without its follow-up (the engine's destructor)
 
  protected:
-  StageUnit& state(const ShardedUnit& s) { return units_state_.at(s.index); }
-  const StageUnit& state(const ShardedUnit& s) const { return units_state_.at(s.index); }
-  virtual void place_params(ShardedUnit& s, const UnitInit& init) = 0;
-  virtual void place_grads(ShardedUnit& s) = 0;
-  // compute_released: the precision freed the model's parameter buffer (a float32 compute copy).
-  virtual void placed(ShardedUnit&, const UnitInit&, bool /*compute_released*/) {}
   // Starts (overlap_comm) or runs the reduction of `grad` (P elements): issue_reduction's chunks.
   void reduce(ShardedUnit& s, const Tensor& grad, int64_t micro);
   virtual void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) = 0;
+  // Reduce-scatter of `grad` (P) into `shard` (S: this rank's part), averaged, in chunks of
+  // reduce_bucket_size; accumulated into it or written.
+  void reduce_scatter(ShardedUnit& s, const Tensor& grad, const Tensor& shard, bool accumulate);
+  std::deque<Pending>& reductions(const ShardedUnit& s);  // by unit: chunks, then their follow-up work
 
+  ZeroContext& cx_;
+  PrecisionPolicy& precision_;
+  ShardOptimizer& opt_;
+  Units& units_;
+  const bool optimizer_sharded_;
+
+ private:
+  std::vector<std::deque<Pending>> reductions_;  // by ShardedUnit::index
+};
+
+// Stages 0-1: zero/accumulated_gradient.cpp. grads_full (P, working) sums the unit's gradient
+// over the micro-steps; grad_shard is its view [lo, lo + S).
+class AccumulatedGradient final : public GradientPolicy {
+ public:
+  using GradientPolicy::GradientPolicy;
+  void place(ShardedUnit& s) override;
+  Tensor for_update(const ShardedUnit& s) const override;
+  void open(ShardedUnit& s) override { precision_.open_gradient(s); }
+  void ready(ShardedUnit& s, bool boundary, int64_t micro) override;
+  void zero(ShardedUnit& s) override { grads_full_.at(s.index).zero_(); }
+
+ private:
+  void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) override;
+  std::vector<Tensor> grads_full_, grad_shard_;  // by unit index
+};
+
+// Stages 2-3: zero/sharded_gradient.cpp. grad_shard (S) is its own buffer, where the optimizer
+// wants it; the full compute gradient exists only from open() until its reduction has left it.
+class ShardedGradient final : public GradientPolicy {
+ public:
+  // With qgZ configured, makes its node groups: collective over the world.
+  ShardedGradient(ZeroContext& cx, PrecisionPolicy& precision, ShardOptimizer& opt, Units& units);
+  void place(ShardedUnit& s) override;
+  Tensor for_update(const ShardedUnit& s) const override { return grad_shard_.at(s.index); }
+  void open(ShardedUnit& s) override { s.ps->fresh_grad(); }
+  void ready(ShardedUnit& s, bool boundary, int64_t micro) override;
+  void zero(ShardedUnit& s) override { grad_shard_.at(s.index).zero_(); }
+
+ private:
+  void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) override;
+  std::vector<Tensor> grad_shard_;               // by unit index
+  std::unique_ptr<QuantizedReduceScatter> qgz_;  // ZeRO++ qgZ; null: the plain reduce-scatter
+};
+
+// ---------------------------------------------------------------------------------------------
+// Parameters: what a unit keeps of its parameters, and how they become the compute parameters
+// (ps->flat(), resident and current between acquire and release).
+class ParameterPolicy {
+ public:
+  ParameterPolicy(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt, Units& units,
+                  bool optimizer_sharded);
+  virtual ~ParameterPolicy() = default;
+
+  // ---- setup ----
+  // The part of the unit's flat space whose initial values this policy needs: [lo, hi).
+  virtual std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const = 0;
+  // Lays out what the policy keeps of the unit from its initial parameters.
+  virtual void place(ShardedUnit& s, const UnitInit& init) = 0;
+  // After the precision turned the model's buffers into workspaces (compute_released: it freed
+  // the model's parameter buffer, a float32 compute copy).
+  virtual void placed(ShardedUnit&, const UnitInit&, bool /*compute_released*/) {}
+  // The working parameters over the optimizer's range (the whole unit, or this rank's shard).
+  virtual Tensor for_update(const ShardedUnit& s) const = 0;
+  virtual void setup_done() {}  // every unit placed and the optimizer built
+
+  // ---- residency: the unit scopes the model opens, and the backward's ----
+  virtual void forward_begins() {}
+  virtual void backward_begins() {}  // the training backward starts (recomputes inside it included)
+  virtual void acquire(ShardedUnit& s, bool evaluating) = 0;
+  virtual void release(ShardedUnit& s, bool evaluating) = 0;
+  virtual void backward_opens(ShardedUnit&) {}  // after the backward's acquire, before its gradient opens
+  virtual void micro_step_done() {}
+
+  // ---- the step ----
+  virtual void publish() = 0;  // the updated parameters to where forward reads them
+  // After a checkpoint load filled the optimizer's slices: rebuild what the policy holds beyond
+  // them (round_master: mixed precision's master -> the working parameters, unless the offloaded
+  // optimizer published them already).
+  virtual void loaded(bool round_master) = 0;
+  virtual void abandon_in_flight() {}  // waits for every gather without its follow-up
+
+ protected:
   ZeroContext& cx_;
   PrecisionPolicy& precision_;
   ParamTier& params_;
   ShardOptimizer& opt_;
   Units& units_;
-
- private:
-  std::vector<StageUnit> units_state_;  // by ShardedUnit::index
+  const bool optimizer_sharded_;
 };
 
-class Replicated : public ZeroStage {  // stage 0: zero/stage0_replicated.cpp
+// Stages 0-2: zero/replicated_parameters.cpp. params_full (P, working) on every rank; this rank's
+// shard in the ParamTier is its view [lo, lo + S).
+class ReplicatedParameters final : public ParameterPolicy {
  public:
-  using ZeroStage::ZeroStage;
-  static StageKeeps keeps() { return {}; }  // everything whole on every rank
-  StageKeeps kept() const override { return keeps(); }
-  std::pair<int64_t, int64_t> optimizer_range(const ShardedUnit& s) const override { return {0, s.P}; }
-  Tensor update_params(const ShardedUnit& s) const override { return state(s).params_full; }
-  Tensor update_grads(const ShardedUnit& s) const override { return state(s).grads_full; }
-  void gradient_ready(ShardedUnit& s, bool boundary, int64_t micro) override;
-  double global_sum_of_squares(const std::vector<Tensor>& grads) override;
-  void publish() override {}
-  void zero_grad(ShardedUnit& s) override;
-  void loaded(bool round_master) override;
-
- protected:
-  void place_params(ShardedUnit& s, const UnitInit& init) override;
-  void place_grads(ShardedUnit& s) override;
-  void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) override;
-};
-
-class OptimizerSharded : public Replicated {  // stage 1: zero/stage1_optimizer_sharded.cpp
- public:
-  using Replicated::Replicated;
-  static StageKeeps keeps() {
-    StageKeeps k = Replicated::keeps();
-    k.optimizer_sharded = true;
-    return k;
-  }
-  StageKeeps kept() const override { return keeps(); }
-  std::pair<int64_t, int64_t> optimizer_range(const ShardedUnit& s) const override { return {s.lo, s.lo + s.S}; }
-  Tensor update_params(const ShardedUnit& s) const override { return ZeroStage::update_params(s); }
-  Tensor update_grads(const ShardedUnit& s) const override { return ZeroStage::update_grads(s); }
-  double global_sum_of_squares(const std::vector<Tensor>& grads) override;
+  using ParameterPolicy::ParameterPolicy;
+  std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const override { return {0, s.P}; }
+  void place(ShardedUnit& s, const UnitInit& init) override;
+  Tensor for_update(const ShardedUnit& s) const override;
+  void acquire(ShardedUnit& s, bool) override { precision_.acquire_compute(s, params_full_.at(s.index)); }
+  void release(ShardedUnit& s, bool) override { precision_.release_compute(s); }
   void publish() override;
   void loaded(bool round_master) override;
 
- protected:
-  void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) override;
-  // Reduce-scatter of `grad` (P) into this rank's grad_shard, averaged; accumulated into it
-  // (stages 2-3, after the first micro-step) or written.
-  void reduce_scatter(ShardedUnit& s, const Tensor& grad, bool accumulate);
-  // The updated shard to where forward reads it (stages 1-2: all-gathered into params_full).
-  virtual void publish_unit(ShardedUnit& s, std::deque<Pending>& q);
+ private:
+  void all_gather_shard(ShardedUnit& s, std::deque<Pending>& q);  // this rank's shard into params_full
+  std::vector<Tensor> params_full_;                               // by unit index
 };
 
-class GradientSharded : public OptimizerSharded {  // stage 2: zero/stage2_gradient_sharded.cpp
+// Stage 3: zero/sharded_parameters.cpp. Only this rank's shard is kept (in the ParamTier); the
+// full parameters are gathered into the model's buffer when the GatherSchedule says.
+class ShardedParameters final : public ParameterPolicy, private GatherSchedule::Actions {
  public:
-  // With ZeRO++ configured (zero/zeropp.h), makes its groups: collective over the world.
-  GradientSharded(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt, Units& units);
-  static StageKeeps keeps() {
-    StageKeeps k = OptimizerSharded::keeps();
-    k.grads_sharded = true;
-    return k;
-  }
-  StageKeeps kept() const override { return keeps(); }
-  void open_gradient(ShardedUnit& s) override;
-  void gradient_ready(ShardedUnit& s, bool boundary, int64_t micro) override;
-  void zero_grad(ShardedUnit& s) override;
-
- protected:
-  void place_grads(ShardedUnit& s) override;
-  void issue_reduction(ShardedUnit& s, const Tensor& grad, int64_t micro) override;
-  std::unique_ptr<ZeroPlusPlus> zeropp_;  // null without ZeRO++; qgZ here, qwZ and hpZ in stage 3
-};
-
-class ParameterSharded : public GradientSharded,
-                         private GatherSchedule::Actions {  // stage 3: zero/stage3_parameter_sharded.cpp
- public:
-  ParameterSharded(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt, Units& units);
-  static StageKeeps keeps() {
-    StageKeeps k = GradientSharded::keeps();
-    k.params_sharded = true;
-    return k;
-  }
+  // With hpZ configured, makes the secondary group: collective over the world.
+  ShardedParameters(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt, Units& units);
   std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const override { return {s.lo, s.lo + s.S}; }
-  void setup_done() override;
-  StageKeeps kept() const override { return keeps(); }
-  void forward_begins() override {
-    backward_ = false;
-    schedule_.forward_begins();
-  }
-  void backward_begins() override { backward_ = true; }
-  void acquire(ShardedUnit& s, bool evaluating) override { schedule_.acquire(s.index, evaluating); }
-  void release(ShardedUnit& s, bool evaluating) override;
-  void micro_step_done() override { schedule_.micro_step_done(); }
-  void open_gradient(ShardedUnit& s) override;
-
- protected:
-  void place_params(ShardedUnit& s, const UnitInit& init) override;
+  void place(ShardedUnit& s, const UnitInit& init) override;
   void placed(ShardedUnit& s, const UnitInit& init, bool compute_released) override;
-  void publish_unit(ShardedUnit& s, std::deque<Pending>& q) override;
+  Tensor for_update(const ShardedUnit& s) const override { return params_.shard(s); }
+  void setup_done() override;
+  void forward_begins() override;
+  void backward_begins() override { backward_ = true; }
+  void acquire(ShardedUnit& s, bool evaluating) override;
+  void release(ShardedUnit& s, bool evaluating) override;
+  void backward_opens(ShardedUnit& s) override;
+  void micro_step_done() override { schedule_.micro_step_done(); }
+  void publish() override;
+  void loaded(bool round_master) override;
+  void abandon_in_flight() override;
 
  private:
   // GatherSchedule::Actions: the real all-gathers.
   void start(int i, bool prefetch) override;
-  void finish(int i) override { drain(state(*units_[i]).gathers); }
+  void finish(int i) override { drain(gathers_.at(i)); }
   void drop(int i) override;
   bool may_prefetch() const override;
   // A persistent unit whose model buffer holds its initial values keeps it (stays gathered).
   bool kept_whole(const ShardedUnit& s, const UnitInit& init) const;
-  // Issues what makes the unit's compute parameters current: the shard fetched from its tier,
-  // all-gathered (qwZ: quantized), and converted by the precision where it keeps a compute copy.
+  // The update changed the shard: a persistent unit gathered again, the others freed.
+  void refresh(ShardedUnit& s, std::deque<Pending>& q);
+  // Issues what makes the unit's compute parameters current: the shard brought to the device
+  // from its tier where it is offloaded, then gather().
   void fill(ShardedUnit& s, std::deque<Pending>& q);
-  // hpZ: the same from the unit's secondary shard, inside its node (kept until open_gradient).
-  void fill_from_secondary(ShardedUnit& s, std::deque<Pending>& q);
+  // The all-gather of `src` (this rank's shard on the device) into the unit's compute parameters
+  // (qwZ: quantized), converted by the precision where it keeps a compute copy.
+  void gather(ShardedUnit& s, const Tensor& src, std::deque<Pending>& q);
+  // hpZ: the same from the unit's secondary shard, inside its node (kept until backward_opens).
+  void gather_from_secondary(ShardedUnit& s, std::deque<Pending>& q);
+
   GatherSchedule schedule_;
-  bool backward_ = false;          // between backward_begins and the next forward_begins
-  bool keep_secondary_ = false;    // hpZ: the scope being released is a training forward's
-  std::vector<Tensor> secondary_;  // hpZ: by unit index, from a forward's release to its backward's start
+  std::vector<std::deque<Pending>> gathers_;  // by unit index: the compute parameters being filled
+  // ZeRO++, the gathers it changes.
+  bool quantized_weights_ = false;           // qwZ: the world all-gather sends int8 blocks
+  std::unique_ptr<ProcessGroup> hpz_group_;  // hpZ: H ranks of this node; null: off
+  std::vector<Tensor> secondary_;            // hpZ: by unit index, from a forward's release to its backward's start
+  bool backward_ = false;                    // between backward_begins and the next forward_begins
+  bool keep_secondary_ = false;              // hpZ: the scope being released is a training forward's
 };
 
-// The stage zero_optimization.stage names (0-3), and what it keeps (the same choice).
+// ---------------------------------------------------------------------------------------------
+// The stage: the optimizer's range and the two policies, chosen together by make_stage.
+class ZeroStage {
+ public:
+  ZeroStage(StageKeeps keeps, ZeroContext& cx, PrecisionPolicy& precision, std::unique_ptr<ParameterPolicy> parameters,
+            std::unique_ptr<GradientPolicy> gradients);
+  const StageKeeps& kept() const { return keeps_; }
+  ParameterPolicy& parameters() { return *parameters_; }
+  GradientPolicy& gradients() { return *gradients_; }
+
+  // The optimizer's slice of the unit: [lo, hi) of its flat space (this rank's shard, or all).
+  std::pair<int64_t, int64_t> optimizer_range(const ShardedUnit& s) const;
+  // Lays out what the stage keeps of the unit (parameters, then gradients), then lets the
+  // precision turn the model's buffers that are not working state into workspaces
+  // (PrecisionPolicy::release_compute_buffers) and tells the parameters what it did.
+  void place(ShardedUnit& s, const UnitInit& init);
+  // The squared L2 norm of the whole gradient, from the gradients over the optimizer's range of
+  // every unit: summed here (whole), or over the shards by one all-reduce (sharded).
+  double global_sum_of_squares(const std::vector<Tensor>& grads);
+  void abandon_in_flight();  // every collective in flight waited for (the engine's destructor)
+
+ private:
+  StageKeeps keeps_;
+  ZeroContext& cx_;
+  PrecisionPolicy& precision_;
+  std::unique_ptr<ParameterPolicy> parameters_;
+  std::unique_ptr<GradientPolicy> gradients_;
+};
+
+// The stage zero_optimization.stage names: its three choices (stage_keeps), made once.
 std::unique_ptr<ZeroStage> make_stage(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params,
                                       ShardOptimizer& opt, Units& units);
-// The estimator, which has a stage number and no engine, asks the class the same way.
-StageKeeps stage_keeps(int stage);
 
 }  // namespace zt

@@ -169,6 +169,7 @@ class DeviceParams final : public ShardInMemory {
   Tensor new_shard(const ShardedUnit& s, DType dt) override {
     return held(s) = Tensor::empty({s.S}, dt, Category::params, shard_memory());
   }
+  bool offloaded() const override { return false; }
   void fetch(ShardedUnit& s, std::deque<Pending>& q, const Gather& gather) override { gather(s, shard(s), q); }
 };
 

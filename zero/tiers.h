@@ -14,7 +14,7 @@
 //
 // ParamTier: where the engine keeps a unit's S-element parameter shard in the working dtype, and
 // how it reaches the device for the all-gather (stage 3's acquire, prefetched ahead):
-//   device  the shard is on the device; fetch = the all-gather itself
+//   device  the shard is on the device; the all-gather reads it where it is (no fetch)
 //   host    offload_param cpu: the shard in host memory; fetch = copy to a shard-sized device
 //           buffer, then the all-gather
 //   nvme    offload_param nvme: the shard in its swap-file region; fetch = read (async) into a
@@ -82,6 +82,9 @@ class ParamTier {
   virtual Allocator& shard_memory() const = 0;
   // After the shard was filled at setup: nvme writes it to its region and drops the buffer.
   virtual void park(const ShardedUnit&) {}
+  // Whether the shard lives off the device (host, nvme) and must be fetched before its
+  // all-gather; false: the all-gather reads shard() where it is.
+  virtual bool offloaded() const { return true; }
   // Makes a device copy of the shard and calls gather(s, device_shard, q), which issues the
   // all-gather; what is asynchronous (the nvme read) is queued in q.
   using Gather = std::function<void(ShardedUnit&, const Tensor&, std::deque<Pending>&)>;

@@ -1,5 +1,5 @@
-// defines: quantized_bytes, quantized_all_gather, ZeroPlusPlus (constructor, gather,
-//          gather_secondary, reduce_scatter) (zero/zeropp.h); file-local: ranks_by_node,
+// defines: quantized_bytes, quantized_all_gather, hpz_secondary_group, QuantizedReduceScatter
+//          (zero/zeropp.h); file-local: ranks_by_node,
 //          quantize_any, dequantize_into, sum_dequantized
 #include "zero/zeropp.h"
 
@@ -81,51 +81,40 @@ void quantized_all_gather(ProcessGroup& g, const Tensor& src, const Tensor& dst,
   }
 }
 
-ZeroPlusPlus::ZeroPlusPlus(const ZeroOptimization& z, ProcessGroup& world) : z_(z), world_(world) {
-  if (const std::string bad = zeropp_problem(z, world.size()); !bad.empty()) ZT_THROW("config: ", bad);
+std::unique_ptr<ProcessGroup> hpz_secondary_group(const ZeroOptimization& z, ProcessGroup& world) {
   const Topology& t = world.topology();
   const std::vector<std::vector<int>> nodes = ranks_by_node(t);
-  const int r = world.rank();
+  const std::vector<int>& mine = nodes[static_cast<size_t>(t.node())];
+  const int H = static_cast<int>(z.zero_hpz_partition_size);
+  for (size_t k = 0; k < nodes.size(); ++k)
+    if (nodes[k].size() % static_cast<size_t>(H) != 0)
+      ZT_THROW("zero_optimization.zero_hpz_partition_size = ", H, " does not divide node ", k, "'s ", nodes[k].size(),
+               " ranks (", t.summary(), "): the secondary shards are kept by H ranks of one node");
+  // The group of H consecutive ranks of this node that holds this rank, named by its first rank.
+  return world.split(mine[static_cast<size_t>(t.local_rank() / H * H)], world.rank());
+}
+
+QuantizedReduceScatter::QuantizedReduceScatter(const ZeroOptimization& z, ProcessGroup& world) : z_(z), world_(world) {
+  const Topology& t = world.topology();
+  const std::vector<std::vector<int>> nodes = ranks_by_node(t);
   const std::vector<int>& mine = nodes[static_cast<size_t>(t.node())];
   const int l = t.local_rank();
-  if (z.zero_hpz_partition_size > 1) {
-    const int H = hpz_size();
-    for (size_t k = 0; k < nodes.size(); ++k)
-      if (nodes[k].size() % static_cast<size_t>(H) != 0)
-        ZT_THROW("zero_optimization.zero_hpz_partition_size = ", H, " does not divide node ", k, "'s ", nodes[k].size(),
-                 " ranks (", t.summary(), "): the secondary shards are kept by H ranks of one node");
-    // The group of H consecutive ranks of this node that holds this rank, named by its first rank.
-    secondary_ = world.split(mine[static_cast<size_t>(l / H * H)], r);
-  }
-  if (z.zero_quantized_gradients) {
-    const size_t M = mine.size();
-    for (size_t k = 0; k < nodes.size(); ++k)
-      if (nodes[k].size() != M)
-        ZT_THROW(
-            "zero_optimization.zero_quantized_gradients = true needs the same number of ranks on every node (its "
-            "all-to-all pairs rank l of each node): node ",
-            k, " has ", nodes[k].size(), ", node ", t.node(), " has ", M, " (", t.summary(), ")");
-    for (const auto& node : nodes) world_rank_.insert(world_rank_.end(), node.begin(), node.end());
-    intra_ = intra_node_group(world);
-    inter_ = inter_node_group(world);
-    ZT_CHECK(intra_->rank() == l && inter_->rank() == t.node(), "ZeRO++ qgZ: the node groups' ranks (", intra_->rank(),
-             ", ", inter_->rank(), ") are not this rank's local rank and node (", l, ", ", t.node(), ")");
-  }
+  const size_t M = mine.size();
+  for (size_t k = 0; k < nodes.size(); ++k)
+    if (nodes[k].size() != M)
+      ZT_THROW(
+          "zero_optimization.zero_quantized_gradients = true needs the same number of ranks on every node (its "
+          "all-to-all pairs rank l of each node): node ",
+          k, " has ", nodes[k].size(), ", node ", t.node(), " has ", M, " (", t.summary(), ")");
+  for (const auto& node : nodes) world_rank_.insert(world_rank_.end(), node.begin(), node.end());
+  intra_ = intra_node_group(world);
+  inter_ = inter_node_group(world);
+  ZT_CHECK(intra_->rank() == l && inter_->rank() == t.node(), "ZeRO++ qgZ: the node groups' ranks (", intra_->rank(),
+           ", ", inter_->rank(), ") are not this rank's local rank and node (", l, ", ", t.node(), ")");
 }
 
-void ZeroPlusPlus::gather(const Tensor& src, const Tensor& dst, std::deque<Pending>& out) const {
-  if (quantized_weights() && world_.size() > 1)  // one rank sends nothing: nothing to quantize
-    return quantized_all_gather(world_, src, dst, z_.allgather_bucket_size, {8, z_.zero_quantization_block_size}, out);
-  all_gather_chunked(world_, src, dst, z_.allgather_bucket_size, out);
-}
-
-void ZeroPlusPlus::gather_secondary(const Tensor& src, const Tensor& dst, std::deque<Pending>& out) const {
-  CommLabel label(*secondary_, world_.label() + " (hpZ secondary)");
-  all_gather_chunked(*secondary_, src, dst, z_.allgather_bucket_size, out);
-}
-
-void ZeroPlusPlus::reduce_scatter(const Tensor& grad, int64_t S, int64_t chunk, const Land& land,
-                                  std::deque<Pending>& out) const {
+void QuantizedReduceScatter::reduce_scatter(const Tensor& grad, int64_t S, int64_t chunk, const Land& land,
+                                            std::deque<Pending>& out) const {
   const int M = intra_->size(), K = inter_->size();
   const QuantFormat f{z_.zero_quantized_gradients_bits, z_.zero_quantization_block_size};
   ZT_CHECK(grad.numel() == static_cast<int64_t>(M) * K * S, "ZeRO++ qgZ: gradient ", grad.str(), " is not ", M * K,

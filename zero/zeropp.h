@@ -1,11 +1,13 @@
-// defines: QuantFormat, quantized_all_gather, ZeroPlusPlus — ZeRO++'s three communication
-//          changes to stages 2-3 (Wang et al. 2023, "ZeRO++: Extremely Efficient Collective
+// defines: QuantFormat, quantized_bytes, quantized_all_gather, hpz_secondary_group,
+//          QuantizedReduceScatter — ZeRO++'s three communication changes to stages 2-3 (Wang et al. 2023, "ZeRO++: Extremely Efficient Collective
 //          Communication for Giant Model Training"; DeepSpeed's zero_quantized_weights,
 //          zero_hpz_partition_size, zero_quantized_gradients).
 //
 // Stage 3 moves 3 Psi per rank per step (zero/stage.h): the forward's all-gather, the
 // backward's all-gather and the gradient reduce-scatter, and across nodes that volume is what a
-// step waits for. ZeRO++ cuts each term:
+// step waits for. ZeRO++ cuts each term; each part is owned by the policy whose collective it
+// changes (zero/stage.h): qwZ and hpZ by ShardedParameters (zero/sharded_parameters.cpp), qgZ by
+// ShardedGradient (zero/sharded_gradient.cpp). This file holds the collectives themselves:
 //
 //   qwZ (section 3.1)  the forward's all-gather sends int8 blocks (one float32 scale per block,
 //                      core/kernels/quantize.h) and dequantizes into the gathered buffer:
@@ -61,30 +63,22 @@ int64_t quantized_bytes(int64_t n, QuantFormat f);
 void quantized_all_gather(ProcessGroup& g, const Tensor& src, const Tensor& dst, int64_t chunk, QuantFormat f,
                           std::deque<Pending>& out);
 
-class ZeroPlusPlus {
+// hpZ: the group of H = zero_hpz_partition_size consecutive ranks of this rank's node that keeps
+// the secondary shards (ShardedParameters, zero/stage.h: this rank's slice [h P/H, (h+1) P/H) of a
+// unit's P gathered elements, h its rank in the group, all-gathered back into P inside the group).
+// Collective over `world`; an error names the key and the nodes unless H divides every node's
+// rank count.
+std::unique_ptr<ProcessGroup> hpz_secondary_group(const ZeroOptimization& z, ProcessGroup& world);
+
+// qgZ: the gradient reduce-scatter of ShardedGradient (zero/stage.h) as the hierarchical
+// all-to-all above.
+class QuantizedReduceScatter {
  public:
-  // Collective over `world` (every rank, at the same point): makes the groups the enabled parts
-  // need from world.topology() and checks that the nodes allow them (an error names the key, its
-  // value and the nodes): hpZ needs zero_hpz_partition_size to divide every node's rank count,
-  // qgZ the same number of ranks on every node.
-  ZeroPlusPlus(const ZeroOptimization& z, ProcessGroup& world);
+  // Collective over `world` (every rank, at the same point): makes the node groups from
+  // world.topology() and checks that every node has the same number of ranks (an error names the
+  // key and the nodes).
+  QuantizedReduceScatter(const ZeroOptimization& z, ProcessGroup& world);
 
-  // ---- qwZ ----
-  bool quantized_weights() const { return z_.zero_quantized_weights; }
-  // The primary all-gather of a stage-3 unit over the world: qwZ's quantized one, or the plain
-  // chunked all-gather.
-  void gather(const Tensor& src, const Tensor& dst, std::deque<Pending>& out) const;
-
-  // ---- hpZ ----
-  bool hpz() const { return secondary_ != nullptr; }
-  int hpz_size() const { return static_cast<int>(z_.zero_hpz_partition_size); }
-  // This rank's slice [h P/H, (h+1) P/H) of a unit's P gathered elements (h: its rank in the
-  // secondary group), and the all-gather of those slices back into P, inside the group.
-  int64_t secondary_offset(int64_t P) const { return secondary_->rank() * (P / hpz_size()); }
-  void gather_secondary(const Tensor& src, const Tensor& dst, std::deque<Pending>& out) const;
-
-  // ---- qgZ ----
-  bool quantized_gradients() const { return z_.zero_quantized_gradients; }
   // Receives chunk [a, a + n) of this rank's shard: `sum` (n, float32), the sum over every rank.
   using Land = std::function<void(int64_t a, const Tensor& sum)>;
   // The hierarchical reduce-scatter of grad (N * S, any float dtype) in chunks of at most
@@ -95,9 +89,8 @@ class ZeroPlusPlus {
  private:
   const ZeroOptimization& z_;
   ProcessGroup& world_;
-  std::unique_ptr<ProcessGroup> secondary_;      // hpZ: H consecutive ranks of a node
-  std::unique_ptr<ProcessGroup> intra_, inter_;  // qgZ: this node's M ranks; one rank per node (K)
-  std::vector<int> world_rank_;                  // qgZ: [k * M + l] = w(k, l)
+  std::unique_ptr<ProcessGroup> intra_, inter_;  // this node's M ranks; one rank per node (K)
+  std::vector<int> world_rank_;                  // [k * M + l] = w(k, l)
 };
 
 }  // namespace zt
