@@ -44,11 +44,11 @@ Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, Param
     s->S = s->P / cx_.N;
     s->lo = cx_.r * s->S;
     const auto [lo, hi] = stage_->optimizer_range(*s);
-    UnitInit init = load_initial(*s, initial);
+    InitialValues init = load_initial(*s, initial);
     optimizer_->begin_unit(*s, init, lo, hi);
     stage_->place(*s, init);
     optimizer_->add_unit(*s, lo, hi, stage_->parameters().for_update(*s), stage_->gradients().for_update(*s));
-    init = UnitInit();  // stage 3's setup buffer goes now: one unit's shard at a time
+    init = InitialValues();  // stage 3's setup buffer goes now: one unit's shard at a time
     ShardedUnit* raw = s.get();
     s->ps->group()->before_backward = [this, raw] { before_backward(*raw); };
     s->ps->group()->after_backward = [this, raw] { after_backward(*raw); };
@@ -86,9 +86,9 @@ std::unique_ptr<Engine> initialize(Model& model, const EngineConfig& cfg, Proces
 // parameter tier makes its shards (ParamTier::shard_memory: the host tier with offload_param, so
 // the device never holds it), and nothing else of the unit. Without a source the model was built
 // and filled in memory (ModelOptions{materialize = true}) and is its own source.
-UnitInit Engine::load_initial(const ShardedUnit& s, ParamSource* source) {
+InitialValues Engine::load_initial(const ShardedUnit& s, ParamSource* source) {
   const Tensor& flat = s.ps->flat();
-  UnitInit init;
+  InitialValues init;
   if (!source) {
     ZT_CHECK(s.ps->holds_values(), "unit '", s.unit->name(), "': the model holds no parameter values (built ",
              "without bytes, ModelOptions{materialize = false}, or released by an earlier engine), so the engine ",

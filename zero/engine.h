@@ -142,7 +142,7 @@ class Engine final : public Residency {
 
  private:
   ShardedUnit& state_of(Unit& u);
-  UnitInit load_initial(const ShardedUnit& s, ParamSource* source);
+  InitialValues load_initial(const ShardedUnit& s, ParamSource* source);
   void before_backward(ShardedUnit& s);
   void after_backward(ShardedUnit& s);
   void finish_reductions();  // wait for every pending reduction

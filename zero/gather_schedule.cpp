@@ -13,7 +13,7 @@ void GatherSchedule::add_unit(int index, int64_t P, bool persistent, bool gather
 }
 
 void GatherSchedule::gather(int i, bool wait) {
-  Unit& u = units_.at(i);
+  GatherState& u = units_.at(i);
   if (!u.gathered) {
     u.gathered = true;
     if (!u.persistent) live_ += u.P;  // persistent units stay for the run: not "live" ones
@@ -24,7 +24,7 @@ void GatherSchedule::gather(int i, bool wait) {
 }
 
 void GatherSchedule::free_unit(int i) {
-  Unit& u = units_.at(i);
+  GatherState& u = units_.at(i);
   if (u.persistent || !u.gathered || u.refs > 0) return;
   actions_.drop(i);  // a prefetch nobody used lands before its buffer is freed
   u.gathered = false;
@@ -38,7 +38,7 @@ void GatherSchedule::prefetch_after(size_t pos) {
   int64_t ahead = 0;
   for (size_t j = pos + 1; j < order_.size(); ++j) {
     const int t = order_[j];
-    const Unit& u = units_[t];
+    const GatherState& u = units_[t];
     if (ahead > 0 && ahead + u.P > z_.stage3_prefetch_bucket_size) break;
     if (!u.gathered) {
       if (live_ + u.P > z_.stage3_max_live_parameters) break;
@@ -74,7 +74,7 @@ void GatherSchedule::acquire(int i, bool evaluating) {
 // The end of a scope: free the full parameters unless the recorded order uses the unit again
 // within stage3_max_reuse_distance elements.
 void GatherSchedule::release(int i, bool evaluating) {
-  Unit& u = units_.at(i);
+  GatherState& u = units_.at(i);
   ZT_CHECK(u.refs > 0, "release of unit ", i, " without an acquire");
   --u.refs;
   const int64_t max_reuse = z_.stage3_max_reuse_distance;

@@ -57,7 +57,7 @@ class GatherSchedule {
   void free_unit(int i);          // free it unless in use, persistent or not gathered
 
  private:
-  struct Unit {
+  struct GatherState {  // of one unit
     int64_t P = 0;
     bool persistent = false, gathered = false;
     int refs = 0;
@@ -66,7 +66,7 @@ class GatherSchedule {
 
   const ZeroOptimization& z_;
   Actions& actions_;
-  std::vector<Unit> units_;
+  std::vector<GatherState> units_;
   int64_t live_ = 0;
   // The order of acquires (unit indices) recorded in the first training micro-step, and the
   // position in it.

@@ -17,7 +17,7 @@ Tensor range1(const Tensor& t, int64_t lo, int64_t n) { return t.flat_view(lo, {
 
 }  // namespace
 
-OffloadedAdamW::OffloadedAdamW(std::vector<OffloadUnit> units, const AdamWHyper& h, const OffloadConfig& where,
+OffloadedAdamW::OffloadedAdamW(std::vector<OffloadedShard> units, const AdamWHyper& h, const OffloadConfig& where,
                                int64_t sub_group_size, DType grad_dtype, Allocator& host, SwapFile* swap)
     : units_(std::move(units)), h_(h), grad_dtype_(grad_dtype), host_(host), swap_(swap) {
   h_.validate();
@@ -26,7 +26,7 @@ OffloadedAdamW::OffloadedAdamW(std::vector<OffloadUnit> units, const AdamWHyper&
            "\" with", swap ? "" : "out", " a swap file");
   int64_t max_bytes = 0;
   for (int i = 0; i < num_units(); ++i) {
-    const OffloadUnit& u = units_[i];
+    const OffloadedShard& u = units_[i];
     FlatShard fs;
     fs.name = u.name;
     fs.lo = u.lo;

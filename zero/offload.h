@@ -1,4 +1,4 @@
-// defines: OffloadUnit, OffloadedAdamW — the optimizer state of ZeRO-Offload (Ren et al. 2021,
+// defines: OffloadedShard, OffloadedAdamW — the optimizer state of ZeRO-Offload (Ren et al. 2021,
 //          "ZeRO-Offload: Democratizing Billion-Scale Model Training", section 4) in host memory,
 //          or of ZeRO-Infinity (Rajbhandari et al. 2021, section 5) in an NVMe swap file, and its
 //          AdamW step on the CPU in sub-groups.
@@ -41,7 +41,7 @@ namespace zt {
 
 class SwapFile;
 
-struct OffloadUnit {
+struct OffloadedShard {
   std::string name;              // the unit's name (checkpoint keys, messages)
   int64_t lo = 0, n = 0;         // this rank's shard: flat elements [lo, lo + n)
   std::vector<FlatParam> layout;  // the unit's whole flat layout (decay flags)
@@ -52,7 +52,7 @@ class OffloadedAdamW {
   // grad_dtype: the working dtype of the gradients (f32, bf16 or f16). `swap` is the
   // rank's swap file when where.nvme() (its regions are reserved here; the caller
   // calls swap->allocate() once everything is reserved, then init() for every unit), else null.
-  OffloadedAdamW(std::vector<OffloadUnit> units, const AdamWHyper& h, const OffloadConfig& where,
+  OffloadedAdamW(std::vector<OffloadedShard> units, const AdamWHyper& h, const OffloadConfig& where,
                  int64_t sub_group_size, DType grad_dtype, Allocator& host, SwapFile* swap);
   ~OffloadedAdamW();
   OffloadedAdamW(const OffloadedAdamW&) = delete;
@@ -63,7 +63,7 @@ class OffloadedAdamW {
   void init(int i, const Tensor& master0);
 
   int num_units() const { return static_cast<int>(units_.size()); }
-  const OffloadUnit& unit(int i) const { return units_.at(i); }
+  const OffloadedShard& unit(int i) const { return units_.at(i); }
   // Unit i's host gradient shard (n_i elements of grad_dtype): the engine fills it.
   const Tensor& grad(int i) const { return grads_.at(i); }
 
@@ -105,7 +105,7 @@ class OffloadedAdamW {
   void wait_all();
   void put_unit(int i, const std::array<Tensor, 3>& src);
 
-  std::vector<OffloadUnit> units_;
+  std::vector<OffloadedShard> units_;
   std::vector<std::vector<DecaySegment>> segments_;  // per unit, shard-local
   AdamWHyper h_;
   int64_t step_ = 0;

@@ -41,7 +41,7 @@ void PrecisionPolicy::check(const ShardedUnit& s) const {
              "bfloat16 with bf16.enabled (bf16 compute), all units in one dtype");
 }
 
-void PrecisionPolicy::make_master(const ShardedUnit& s, const UnitInit& init, int64_t lo, int64_t n) {
+void PrecisionPolicy::make_master(const ShardedUnit& s, const InitialValues& init, int64_t lo, int64_t n) {
   if (masters_.size() <= static_cast<size_t>(s.index)) masters_.resize(s.index + 1);
   if (!mixed_) return;
   Tensor& master = masters_[s.index];

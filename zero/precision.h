@@ -55,7 +55,7 @@ class PrecisionPolicy {
 
   // ---- setup ----
   // Mixed without offload: the master = elements [lo, lo + n) of the initial parameters, float32.
-  void make_master(const ShardedUnit& s, const UnitInit& init, int64_t lo, int64_t n);
+  void make_master(const ShardedUnit& s, const InitialValues& init, int64_t lo, int64_t n);
   // The full working parameters of stages 0-2: the model's buffer, or (separate compute copy) a
   // new 2-byte buffer holding it rounded.
   Tensor full_params(ShardedUnit& s) const;

@@ -13,7 +13,7 @@
 
 namespace zt {
 
-void ReplicatedParameters::place(ShardedUnit& s, const UnitInit&) {
+void ReplicatedParameters::place(ShardedUnit& s, const InitialValues&) {
   if (params_full_.size() <= static_cast<size_t>(s.index)) params_full_.resize(s.index + 1);
   params_full_[s.index] = precision_.full_params(s);
   params_.hold(s, range(params_full_[s.index], s.lo, s.S));

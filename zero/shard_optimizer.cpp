@@ -46,7 +46,7 @@ class DeviceOptimizer final : public ShardOptimizer {
   DeviceOptimizer(ZeroContext& cx, PrecisionPolicy& precision, const std::vector<std::unique_ptr<ShardedUnit>>& units)
       : cx_(cx), precision_(precision), units_(units) {}
 
-  void begin_unit(const ShardedUnit& s, const UnitInit& init, int64_t lo, int64_t hi) override {
+  void begin_unit(const ShardedUnit& s, const InitialValues& init, int64_t lo, int64_t hi) override {
     precision_.make_master(s, init, lo, hi - lo);
   }
   void add_unit(const ShardedUnit& s, int64_t lo, int64_t hi, const Tensor& param, const Tensor& grad) override {
@@ -101,7 +101,7 @@ class HostOptimizer final : public ShardOptimizer {
   HostOptimizer(ZeroContext& cx, StorageTiers& tiers, ParamTier& params, DType working,
                 const std::vector<std::unique_ptr<ShardedUnit>>& units, const std::vector<Unit*>& model_units)
       : cx_(cx), params_(params), units_(units) {
-    std::vector<OffloadUnit> ou;
+    std::vector<OffloadedShard> ou;
     for (Unit* u : model_units) {
       const int64_t S = u->params().padded_numel() / cx.N;
       ou.push_back({u->name(), cx.r * S, S, flat_layout(u->params())});
@@ -114,7 +114,7 @@ class HostOptimizer final : public ShardOptimizer {
   }
 
   // The master, before the stage frees the initial parameters.
-  void begin_unit(const ShardedUnit& s, const UnitInit& init, int64_t, int64_t) override {
+  void begin_unit(const ShardedUnit& s, const InitialValues& init, int64_t, int64_t) override {
     offload_->init(s.index, init.slice(s.lo, s.S));
   }
   void add_unit(const ShardedUnit&, int64_t, int64_t, const Tensor&, const Tensor&) override {}

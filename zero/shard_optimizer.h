@@ -30,7 +30,7 @@ class ShardOptimizer {
   // places the unit, the optimizer takes its float32 copy of the slice from the initial values
   // `init` (mixed precision's master; the offloaded master). add_unit: after, with the
   // working tensors over the slice.
-  virtual void begin_unit(const ShardedUnit& s, const UnitInit& init, int64_t lo, int64_t hi) = 0;
+  virtual void begin_unit(const ShardedUnit& s, const InitialValues& init, int64_t lo, int64_t hi) = 0;
   virtual void add_unit(const ShardedUnit& s, int64_t lo, int64_t hi, const Tensor& param, const Tensor& grad) = 0;
   virtual void finish_setup() {}
   virtual bool offloaded() const = 0;

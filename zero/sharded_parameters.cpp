@@ -45,7 +45,7 @@ ShardedParameters::ShardedParameters(ZeroContext& cx, PrecisionPolicy& precision
 // for a persistent unit whose buffer still holds its current compute parameters, otherwise freed
 // until the first acquire (or never created: partitioned construction, where the initial values
 // are the shard alone).
-void ShardedParameters::place(ShardedUnit& s, const UnitInit& init) {
+void ShardedParameters::place(ShardedUnit& s, const InitialValues& init) {
   if (gathers_.size() <= static_cast<size_t>(s.index)) gathers_.resize(s.index + 1);
   const Tensor shard = params_.new_shard(s, precision_.working());
   precision_.to_working(shard, init.slice(s.lo, s.S));
@@ -55,12 +55,12 @@ void ShardedParameters::place(ShardedUnit& s, const UnitInit& init) {
 
 // After the precision: it frees the model's buffer where it is a float32 copy of 2-byte
 // parameters, to be gathered (and converted) before use.
-void ShardedParameters::placed(ShardedUnit& s, const UnitInit& init, bool compute_released) {
+void ShardedParameters::placed(ShardedUnit& s, const InitialValues& init, bool compute_released) {
   schedule_.add_unit(s.index, s.P, GatherSchedule::persistent(s.ps->numel(), cx_.cfg.zero),
                      kept_whole(s, init) && !compute_released);
 }
 
-bool ShardedParameters::kept_whole(const ShardedUnit& s, const UnitInit& init) const {
+bool ShardedParameters::kept_whole(const ShardedUnit& s, const InitialValues& init) const {
   return GatherSchedule::persistent(s.ps->numel(), cx_.cfg.zero) && init.in_model_buffer;
 }
 

@@ -1,4 +1,4 @@
-// defines: ShardedUnit, UnitInit, EngineTimes, ZeroContext — the layout of one unit as the ZeRO
+// defines: ShardedUnit, InitialValues, EngineTimes, ZeroContext — the layout of one unit as the ZeRO
 //          engine shards it, its initial values during setup, and what every policy of the engine
 //          (zero/stage.h, zero/precision.h, zero/tiers.h, zero/shard_optimizer.h) shares: the
 //          group, the config, the rank, the tracer.
@@ -35,7 +35,9 @@ struct ShardedUnit {
   int index = 0;  // position in the model's units (forward order)
   Unit* unit = nullptr;
   ParamSet* ps = nullptr;
-  int64_t P = 0, S = 0, lo = 0;  // padded flat size, shard size (P = N * S), this rank's offset r * S
+  // padded flat size, shard size (P = N * S), this rank's offset r * S. Short on purpose: they are
+  // the P and S of zero/stage.h's table and formulas, which the policies' code reads like.
+  int64_t P = 0, S = 0, lo = 0;
 };
 
 // Setup only: a unit's initial values over [lo, lo + values.numel()) of its flat space, in the
@@ -43,7 +45,7 @@ struct ShardedUnit {
 // or this rank's shard alone in a setup buffer (stage 3 with partitioned construction; freed once
 // the unit is placed). Made by zero/engine.cpp's load_initial, handed to the policies that place
 // the unit.
-struct UnitInit {
+struct InitialValues {
   Tensor values;
   int64_t lo = 0;
   bool in_model_buffer = false;

@@ -46,7 +46,7 @@ std::pair<int64_t, int64_t> ZeroStage::optimizer_range(const ShardedUnit& s) con
   return {0, s.P};
 }
 
-void ZeroStage::place(ShardedUnit& s, const UnitInit& init) {
+void ZeroStage::place(ShardedUnit& s, const InitialValues& init) {
   parameters_->place(s, init);
   gradients_->place(s);
   parameters_->placed(s, init, precision_.release_compute_buffers(s));

@@ -180,10 +180,10 @@ class ParameterPolicy {
   // The part of the unit's flat space whose initial values this policy needs: [lo, hi).
   virtual std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const = 0;
   // Lays out what the policy keeps of the unit from its initial parameters.
-  virtual void place(ShardedUnit& s, const UnitInit& init) = 0;
+  virtual void place(ShardedUnit& s, const InitialValues& init) = 0;
   // After the precision turned the model's buffers into workspaces (compute_released: it freed
   // the model's parameter buffer, a float32 compute copy).
-  virtual void placed(ShardedUnit&, const UnitInit&, bool /*compute_released*/) {}
+  virtual void placed(ShardedUnit&, const InitialValues&, bool /*compute_released*/) {}
   // The working parameters over the optimizer's range (the whole unit, or this rank's shard).
   virtual Tensor for_update(const ShardedUnit& s) const = 0;
   virtual void setup_done() {}  // every unit placed and the optimizer built
@@ -219,7 +219,7 @@ class ReplicatedParameters final : public ParameterPolicy {
  public:
   using ParameterPolicy::ParameterPolicy;
   std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const override { return {0, s.P}; }
-  void place(ShardedUnit& s, const UnitInit& init) override;
+  void place(ShardedUnit& s, const InitialValues& init) override;
   Tensor for_update(const ShardedUnit& s) const override;
   void acquire(ShardedUnit& s, bool) override { precision_.acquire_compute(s, params_full_.at(s.index)); }
   void release(ShardedUnit& s, bool) override { precision_.release_compute(s); }
@@ -238,8 +238,8 @@ class ShardedParameters final : public ParameterPolicy, private GatherSchedule::
   // With hpZ configured, makes the secondary group: collective over the world.
   ShardedParameters(ZeroContext& cx, PrecisionPolicy& precision, ParamTier& params, ShardOptimizer& opt, Units& units);
   std::pair<int64_t, int64_t> initial_range(const ShardedUnit& s) const override { return {s.lo, s.lo + s.S}; }
-  void place(ShardedUnit& s, const UnitInit& init) override;
-  void placed(ShardedUnit& s, const UnitInit& init, bool compute_released) override;
+  void place(ShardedUnit& s, const InitialValues& init) override;
+  void placed(ShardedUnit& s, const InitialValues& init, bool compute_released) override;
   Tensor for_update(const ShardedUnit& s) const override { return params_.shard(s); }
   void setup_done() override;
   void forward_begins() override;
@@ -259,7 +259,7 @@ class ShardedParameters final : public ParameterPolicy, private GatherSchedule::
   void drop(int i) override;
   bool may_prefetch() const override;
   // A persistent unit whose model buffer holds its initial values keeps it (stays gathered).
-  bool kept_whole(const ShardedUnit& s, const UnitInit& init) const;
+  bool kept_whole(const ShardedUnit& s, const InitialValues& init) const;
   // The update changed the shard: a persistent unit gathered again, the others freed.
   void refresh(ShardedUnit& s, std::deque<Pending>& q);
   // Issues what makes the unit's compute parameters current: the shard brought to the device
@@ -296,7 +296,7 @@ class ZeroStage {
   // Lays out what the stage keeps of the unit (parameters, then gradients), then lets the
   // precision turn the model's buffers that are not working state into workspaces
   // (PrecisionPolicy::release_compute_buffers) and tells the parameters what it did.
-  void place(ShardedUnit& s, const UnitInit& init);
+  void place(ShardedUnit& s, const InitialValues& init);
   // The squared L2 norm of the whole gradient, from the gradients over the optimizer's range of
   // every unit: summed here (whole), or over the shards by one all-reduce (sharded).
   double global_sum_of_squares(const std::vector<Tensor>& grads);
