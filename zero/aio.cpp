@@ -6,28 +6,20 @@
 #include "zero/aio_engine.h"  // defines: detail::AioEngine, errno_text
 
 #include <fcntl.h>
-#include <liburing.h>
-#include <poll.h>
-#include <pthread.h>
-#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <chrono>
 #include <cstring>
-#include <deque>
 #include <filesystem>
+#include <mutex>
 #include <thread>
-#include <vector>
 
 namespace zt {
 

@@ -28,7 +28,7 @@ namespace zt {
 inline constexpr int64_t kAioAlignment = 4096;  // O_DIRECT: file offsets, lengths and buffer addresses
 
 namespace detail {
-class AioEngine;  // zero/aio.cpp: the ring, the IO thread and its request queue
+class AioEngine;  // zero/aio_engine.h: the ring, the IO thread and its request queue
 }
 
 // One rank's swap file of the NVMe tier: <dir>/zt-swap-rank<R>.bin, opened O_DIRECT, read and written
