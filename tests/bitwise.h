@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "zero/engine.h"  // defines: UnitShard
+#include "zero/engine.h"  // defines: CheckpointShard
 
 namespace zt::test {
 
@@ -16,7 +16,7 @@ inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
 }
 
 // Every tensor of every unit, in order (the names are not compared).
-inline bool bitwise_equal(const std::vector<UnitShard>& a, const std::vector<UnitShard>& b) {
+inline bool bitwise_equal(const std::vector<CheckpointShard>& a, const std::vector<CheckpointShard>& b) {
   if (a.size() != b.size()) return false;
   for (size_t u = 0; u < a.size(); ++u) {
     if (a[u].tensors.size() != b[u].tensors.size()) return false;

@@ -154,11 +154,11 @@ struct Toy {
   }
   static int64_t padded(int64_t numel, int N) { return (numel + 16 * N - 1) / (16 * N) * (16 * N); }
   // Rank r of N's shards; zeros=true gives the same layout filled with zeros (a load target).
-  std::vector<UnitShard> shards(int N, int r, bool zeros = false) const {
-    std::vector<UnitShard> out;
+  std::vector<CheckpointShard> shards(int N, int r, bool zeros = false) const {
+    std::vector<CheckpointShard> out;
     for (size_t u = 0; u < units.size(); ++u) {
       const int64_t P = padded(units[u].second, N), S = P / N;
-      UnitShard s{units[u].first, units[u].second, P, {}};
+      CheckpointShard s{units[u].first, units[u].second, P, {}};
       for (size_t t = 0; t < kTensors.size(); ++t) {
         Tensor x = Tensor::zeros({S}, DType::f32, Category::optim);
         if (!zeros)
@@ -202,7 +202,7 @@ TEST_CASE("zero checkpoint: one rank round trip is bitwise, latest follows the s
   CHECK(meta["files"][0]["bytes"] == 3 * (1008 + 48 + 16) * 4);
   CHECK(fs::file_size(fs::path(step_dir) / "rank_00000.bin") == 3 * (1008 + 48 + 16) * 4);
 
-  std::vector<UnitShard> back = kToy.shards(1, 0, true);
+  std::vector<CheckpointShard> back = kToy.shards(1, 0, true);
   const nlohmann::json m2 = load_sharded_checkpoint(g, dir, back);
   CHECK(m2["rng"] == "123");
   CHECK(bitwise_equal(back, kToy.shards(1, 0)));
@@ -235,9 +235,9 @@ TEST_CASE("zero checkpoint: resharding between world sizes 1 to 4", "[zero_check
     for (int n_load : {1, 2, 3, 4}) {
       std::vector<int> equal(n_load, 0);
       require_ok(run_ranks(n_load, [&](ProcessGroup& g) {
-        std::vector<UnitShard> back = kToy.shards(n_load, g.rank(), true);
+        std::vector<CheckpointShard> back = kToy.shards(n_load, g.rank(), true);
         // Garbage where padding must come back as zero.
-        for (UnitShard& s : back)
+        for (CheckpointShard& s : back)
           for (auto& [name, t] : s.tensors) t.fill_(42.0);
         load_sharded_checkpoint(g, dir, back);
         equal[g.rank()] = bitwise_equal(back, kToy.shards(n_load, g.rank()));
@@ -299,7 +299,7 @@ TEST_CASE("zero checkpoint: damaged or foreign checkpoints are refused naming th
   const fs::path step = fs::path(dir) / "step_00000003", f1 = step / "rank_00001.bin";
   const std::string good = slurp(f1);
   SingleProcessGroup one;
-  std::vector<UnitShard> back = kToy.shards(1, 0, true);
+  std::vector<CheckpointShard> back = kToy.shards(1, 0, true);
   load_sharded_checkpoint(one, dir, back);  // both files
   CHECK(bitwise_equal(back, kToy.shards(1, 0)));
 
@@ -310,7 +310,7 @@ TEST_CASE("zero checkpoint: damaged or foreign checkpoints are refused naming th
                     Catch::Contains("rank_00001.bin") && Catch::Contains("is corrupted: FNV-1a 64 checksum"));
   // Two ranks: rank 1 finds its file corrupted, rank 0 (whose file is fine) fails with it.
   std::vector<std::string> errs = run_ranks(2, [&](ProcessGroup& g) {
-    std::vector<UnitShard> b = kToy.shards(2, g.rank(), true);
+    std::vector<CheckpointShard> b = kToy.shards(2, g.rank(), true);
     load_sharded_checkpoint(g, dir, b);
   });
   CHECK_THAT(errs[1], Catch::Contains("corrupted"));
@@ -327,7 +327,7 @@ TEST_CASE("zero checkpoint: damaged or foreign checkpoints are refused naming th
 
   // Another model: a unit of another size, or another number of units.
   const Toy smaller({{"embed", 999}, {"h.0", 37}, {"head", 5}}, 7);
-  std::vector<UnitShard> s = smaller.shards(1, 0, true);
+  std::vector<CheckpointShard> s = smaller.shards(1, 0, true);
   CHECK_THROWS_WITH(load_sharded_checkpoint(one, dir, s),
                     Catch::Contains("holds unit 'embed' with 1000 parameters, the model has 'embed' with 999"));
   const Toy fewer({{"embed", 1000}, {"h.0", 37}}, 7);
@@ -375,13 +375,13 @@ TEST_CASE("zero checkpoint: an interrupted or failed save leaves the previous on
   spit(fs::path(dir) / "step_00000002.tmp" / "rank_00000.bin", "half");
   spit(fs::path(dir) / "latest.tmp", "step_00000002\n");
   fs::copy(fs::path(dir) / "step_00000001", fs::path(dir) / "step_00000003");
-  std::vector<UnitShard> back = kToy.shards(1, 0, true);
+  std::vector<CheckpointShard> back = kToy.shards(1, 0, true);
   CHECK(load_sharded_checkpoint(one, dir, back)["step"] == 1);
   CHECK(bitwise_equal(back, kToy.shards(1, 0)));
 
   // A rank that cannot write its shards makes every rank fail, and `latest` stays.
   std::vector<std::string> errs = run_ranks(2, [&](ProcessGroup& g) {
-    std::vector<UnitShard> s = kToy.shards(2, g.rank());
+    std::vector<CheckpointShard> s = kToy.shards(2, g.rank());
     if (g.rank() == 1) s[1].tensors[0].second = Tensor::zeros({3});
     save_sharded_checkpoint(g, dir, 2, {}, s);
   });
@@ -399,8 +399,8 @@ TEST_CASE("zero checkpoint: an interrupted or failed save leaves the previous on
 
 namespace {
 // A gpt2-nano model's shards on rank r of N (its flats; exp_avg = param / 2 as a stand-in).
-std::vector<UnitShard> model_shards(Model& m, int N, int r) {
-  std::vector<UnitShard> out;
+std::vector<CheckpointShard> model_shards(Model& m, int N, int r) {
+  std::vector<CheckpointShard> out;
   for (Unit* u : m.units()) {
     const ParamSet& ps = u->params();
     const int64_t S = ps.padded_numel() / N;

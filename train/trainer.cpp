@@ -200,7 +200,7 @@ std::unique_ptr<Model> load_trained_model(const std::string& path) {
 }
 
 void Trainer::resume_from(const std::string& dir) {
-  std::vector<UnitShard> shards = engine_->shards();
+  std::vector<CheckpointShard> shards = engine_->shards();
   const nlohmann::json meta = load_sharded_checkpoint(group_, dir, shards);
   try {
     ModelConfig saved = meta.at("model").get<ModelConfig>();

@@ -26,11 +26,11 @@ namespace {
 using namespace checkpoint_detail;
 
 // Writes this rank's file; returns its FNV-1a 64.
-uint64_t write_rank_file(const std::string& file, const std::vector<UnitShard>& shards, int rank) {
+uint64_t write_rank_file(const std::string& file, const std::vector<CheckpointShard>& shards, int rank) {
   AtomicFile f(file, "checkpoint rank file");
   uint64_t hash = fnv1a64(nullptr, 0);
   for (size_t u = 0; u < shards.size(); ++u) {
-    const UnitShard& s = shards[u];
+    const CheckpointShard& s = shards[u];
     if (u == shards.size() / 2) fault_point("checkpoint.mid_file", rank);  // half the units written
     for (const auto& [name, t] : s.tensors) {
       Tensor c = t.to(Device::cpu(), Category::workspace);  // a GPU shard is copied to the host
@@ -104,7 +104,7 @@ uint64_t checkpoint_file_hash(const std::string& file) {
 }
 
 std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int64_t step,
-                                    const nlohmann::json& caller_meta, const std::vector<UnitShard>& shards) {
+                                    const nlohmann::json& caller_meta, const std::vector<CheckpointShard>& shards) {
   const int N = g.size(), r = g.rank();
   const std::string name = step_name(step);
   const fs::path root(dir), final_dir = root / name, tmp_dir = root / (name + ".tmp");

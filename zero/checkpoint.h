@@ -53,7 +53,7 @@ nlohmann::json units_meta(Model& m);
 // a caller "units" array (same units, same order) contributes each unit's "params". An error on
 // any rank throws on every rank (none is left waiting in a collective).
 std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int64_t step,
-                                    const nlohmann::json& caller_meta, const std::vector<UnitShard>& shards);
+                                    const nlohmann::json& caller_meta, const std::vector<CheckpointShard>& shards);
 
 // Collective. path: a step directory or a root holding `latest`. Copies this rank's part
 // (g.rank() of g.size()) of every tensor of every unit into `shards` (the engine's views: their
@@ -62,7 +62,7 @@ std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int
 // unit or tensor for: no meta.json, another format or version, a missing or truncated rank file,
 // a checksum mismatch, a unit that differs from the model's (another model), a missing tensor.
 // A failure on any rank throws on every rank.
-nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path, std::vector<UnitShard>& shards);
+nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path, std::vector<CheckpointShard>& shards);
 
 // The step directory `path` denotes (itself, or what its `latest` names) and its checked
 // meta.json (format, version, consistent units/tensors/files). Single process.

@@ -82,11 +82,11 @@ int FileLayout::tensor_index(const std::string& n) const {
   return -1;
 }
 
-FileLayout layout_of(const std::vector<UnitShard>& shards, int N, const char* what) {
+FileLayout layout_of(const std::vector<CheckpointShard>& shards, int N, const char* what) {
   FileLayout L;
   L.N = N;
   for (size_t i = 0; i < shards.size(); ++i) {
-    const UnitShard& s = shards[i];
+    const CheckpointShard& s = shards[i];
     ZT_CHECK(s.padded_numel % N == 0 && s.numel <= s.padded_numel && s.numel >= 0, what, ": unit '", s.unit,
              "' has numel ", s.numel, " and padded_numel ", s.padded_numel, ", not a multiple of the world size ", N);
     L.units.push_back({s.unit, s.numel, s.padded_numel, s.padded_numel / N});

@@ -70,7 +70,7 @@ struct FileLayout {
 
 // The layout of this rank's shards; checks that they are consistent (same tensors and dtypes on
 // every unit, S = padded / N elements each).
-FileLayout layout_of(const std::vector<UnitShard>& shards, int N, const char* what);
+FileLayout layout_of(const std::vector<CheckpointShard>& shards, int N, const char* what);
 
 // The rank files of one checkpoint, opened on first use; each is verified whole (size and
 // FNV-1a 64 against meta.json) before any byte of it is trusted.

@@ -45,7 +45,7 @@ ShardedMeta read_sharded_meta(const std::string& path) {
   return m;
 }
 
-nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path, std::vector<UnitShard>& shards) {
+nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path, std::vector<CheckpointShard>& shards) {
   const int N = g.size(), r = g.rank();
   ShardedMeta m;
   on_every_rank(g, "checkpoint load '" + path + "'", [&] {
@@ -55,7 +55,7 @@ nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path,
     if (L.units.size() != shards.size())
       ZT_THROW(where, " holds ", L.units.size(), " units, the model has ", shards.size());
     for (size_t u = 0; u < shards.size(); ++u) {
-      const UnitShard& s = shards[u];
+      const CheckpointShard& s = shards[u];
       if (L.units[u].name != s.unit || L.units[u].numel != s.numel)
         ZT_THROW(where, " holds unit '", L.units[u].name, "' with ", L.units[u].numel, " parameters, the model has '",
                  s.unit, "' with ", s.numel, " (a checkpoint of another model?)");

@@ -1,4 +1,4 @@
-// defines: UnitShard, StepResult, MemoryReport, Engine, initialize — the ZeRO engine: a step
+// defines: CheckpointShard, StepResult, MemoryReport, Engine, initialize — the ZeRO engine: a step
 //          scheduler over one ShardedUnit per unit of the model (Rajbhandari et al. 2019, "ZeRO:
 //          Memory Optimizations Toward Training Trillion Parameter Models").
 //
@@ -47,7 +47,7 @@ namespace zt {
 
 // What this rank holds of one unit, in the checkpoint's terms: each tensor is elements
 // [rank*S, (rank+1)*S) of the unit's flat space (P = padded_numel, numel real elements).
-struct UnitShard {
+struct CheckpointShard {
   std::string unit;
   int64_t numel = 0, padded_numel = 0;
   std::vector<std::pair<std::string, Tensor>> tensors;  // "param", "exp_avg", ... -> S elements
@@ -114,11 +114,11 @@ class Engine final : public Residency {
   CheckpointStore* checkpoint_store() override;
 
   // ---- state ----
-  std::vector<UnitShard> shards();                 // this rank's shards (views), for checkpoints
+  std::vector<CheckpointShard> shards();  // this rank's shards (views), for checkpoints
   // After the tensors of shards() were written in place (a checkpoint load), given them back:
   // rebuild what the stage holds beyond this rank's shard (stage 0: every tensor whole; stages
   // 1-2: the full parameters; offload: the working parameters, and the swap file on nvme).
-  void shards_loaded(const std::vector<UnitShard>& filled);
+  void shards_loaded(const std::vector<CheckpointShard>& filled);
   int64_t optimizer_steps() const;
   void set_optimizer_steps(int64_t n);
   // What a checkpoint's meta.json keeps of the engine beyond the shards: the fp16 loss scaler's

@@ -14,10 +14,10 @@
 
 namespace zt {
 
-std::vector<UnitShard> Engine::shards() {
-  std::vector<UnitShard> out;
+std::vector<CheckpointShard> Engine::shards() {
+  std::vector<CheckpointShard> out;
   for (auto& s : units_) {
-    UnitShard us;
+    CheckpointShard us;
     us.unit = s->unit->name();
     us.numel = s->ps->numel();
     us.padded_numel = s->P;
@@ -30,10 +30,10 @@ std::vector<UnitShard> Engine::shards() {
 // The shards() views were filled in place (a checkpoint load): the optimizer takes them (nvme:
 // to the swap file; offload: the working parameters from the master), then the stage rebuilds
 // whatever it holds beyond this rank's shard.
-void Engine::shards_loaded(const std::vector<UnitShard>& filled) {
+void Engine::shards_loaded(const std::vector<CheckpointShard>& filled) {
   ZT_CHECK(filled.size() == units_.size(), "shards_loaded: ", filled.size(), " shards for ", units_.size(), " units");
   std::vector<std::vector<std::pair<std::string, Tensor>>> tensors;
-  for (const UnitShard& us : filled) tensors.push_back(us.tensors);
+  for (const CheckpointShard& us : filled) tensors.push_back(us.tensors);
   optimizer_->loaded(tensors);
   stage_->parameters().loaded(/*round_master=*/!optimizer_->offloaded());
 }

@@ -18,10 +18,10 @@ namespace zt::fuzz {
 // Writes <root>/step_00000001/{meta.json, rank_00000.bin} and <root>/latest; returns the step dir.
 inline std::string write_toy_checkpoint(const std::string& root) {
   const std::vector<std::pair<std::string, int64_t>> units = {{"embed", 1000}, {"h.0", 37}, {"head", 5}};
-  std::vector<UnitShard> shards;
+  std::vector<CheckpointShard> shards;
   nlohmann::json layout = nlohmann::json::array();
   for (size_t u = 0; u < units.size(); ++u) {
-    UnitShard s{units[u].first, units[u].second, units[u].second, {}};
+    CheckpointShard s{units[u].first, units[u].second, units[u].second, {}};
     for (const char* t : {"param", "exp_avg", "exp_avg_sq"}) {
       std::vector<double> v(static_cast<size_t>(s.numel));
       for (size_t i = 0; i < v.size(); ++i) v[i] = 0.001 * static_cast<double>(i) - static_cast<double>(u);

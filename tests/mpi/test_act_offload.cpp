@@ -46,7 +46,7 @@ Run train(const RunConfig& c, ProcessGroup& g) {
   Trainer t(c, g);
   Run r;
   while (!t.done()) r.losses.push_back(t.step().loss);
-  for (const UnitShard& u : t.engine().shards())
+  for (const CheckpointShard& u : t.engine().shards())
     for (const auto& [name, tensor] : u.tensors)
       if (name == "param") {
         const Tensor host = tensor.to(Device::cpu(), Category::workspace);

@@ -28,11 +28,11 @@ float value(size_t u, size_t t, int64_t e) {
   return rng.normal();
 }
 
-std::vector<UnitShard> shards(int N, int r, bool zeros) {
-  std::vector<UnitShard> out;
+std::vector<CheckpointShard> shards(int N, int r, bool zeros) {
+  std::vector<CheckpointShard> out;
   for (size_t u = 0; u < kUnits.size(); ++u) {
     const int64_t P = (kUnits[u].second + 16 * N - 1) / (16 * N) * (16 * N), S = P / N;
-    UnitShard s{kUnits[u].first, kUnits[u].second, P, {}};
+    CheckpointShard s{kUnits[u].first, kUnits[u].second, P, {}};
     for (size_t t = 0; t < kTensors.size(); ++t) {
       Tensor x = Tensor::full({S}, zeros ? 42.0 : 0.0, DType::f32, Category::optim);
       if (!zeros)
@@ -68,11 +68,11 @@ TEST_CASE("mpi checkpoint: save on N ranks, load on 1 and on N, save on 1, load 
   save_sharded_checkpoint(g, dir, 4, {{"world", N}}, shards(N, r, false));
   if (r == 0) {
     SingleProcessGroup one;
-    std::vector<UnitShard> all = shards(1, 0, true);
+    std::vector<CheckpointShard> all = shards(1, 0, true);
     CHECK(load_sharded_checkpoint(one, dir, all)["world"] == N);
     CHECK(bitwise_equal(all, shards(1, 0, false)));
   }
-  std::vector<UnitShard> mine = shards(N, r, true);
+  std::vector<CheckpointShard> mine = shards(N, r, true);
   load_sharded_checkpoint(g, dir, mine);
   CHECK(bitwise_equal(mine, shards(N, r, false)));
 

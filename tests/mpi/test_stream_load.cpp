@@ -152,7 +152,7 @@ TEST_CASE("stream load: pretrained_source into a stage-3 engine holds its shards
     CHECK(read_peak > 0);                     // it was read through the allocator's eyes
     if (N > 1) CHECK(params_peak + read_peak < s.padded * 4);
 
-    const std::vector<UnitShard> sa = a->shards(), sb = b->shards();
+    const std::vector<CheckpointShard> sa = a->shards(), sb = b->shards();
     REQUIRE(sa.size() == sb.size());
     for (size_t u = 0; u < sa.size(); ++u)
       for (size_t t = 0; t < sa[u].tensors.size(); ++t) {
@@ -177,7 +177,7 @@ TEST_CASE("stream load: consolidation holds one parameter at a time, and writes 
     auto m = make_model(cfg, o);
     Rng rng(5);
     init_model(*m, rng);
-    std::vector<UnitShard> shards;  // this rank's "param" shards, views into the model
+    std::vector<CheckpointShard> shards;  // this rank's "param" shards, views into the model
     for (Unit* u : m->units()) {
       const ParamSet& ps = u->params();
       const int64_t S = ps.padded_numel() / N;
