@@ -268,7 +268,7 @@ void TrainingRun::report_step(const StepStats& s) {
   // steps_per_print: a line every that many steps and at the last; a terminal shows every step in
   // place and keeps those lines. An overflow or an evaluation is always worth a line of its own.
   const bool due = s.step % c.engine.steps_per_print == 0 || s.step == c.steps;
-  breakdown_.add(s, tr_.group(), tr_.engine().times());
+  if (c.engine.wall_clock_breakdown) breakdown_.add(s, tr_.group(), tr_.engine().times());
   if (!lead_) {
   } else if (s.val_loss >= 0) {
     if (tty_) std::fprintf(stderr, "\r\033[K");

@@ -227,8 +227,7 @@ RunConfig resolve_run_config(const TrainOptions& o, int world_size, bool* comput
     if (given("--eval-batches")) from_file.eval_batches = c.eval_batches;
     if (given("--collective-timeout-s")) from_file.collective_timeout_s = c.collective_timeout_s;
     if (!dtype_auto) from_file.compute_dtype = c.compute_dtype;
-    else if (file.contains("compute_dtype")) dtype_auto = false;                 // the file's
-    if (given("--steps")) from_file.engine.scheduler.validate(from_file.steps);  // total_num_steps 0: the run's
+    else if (file.contains("compute_dtype")) dtype_auto = false;  // the file's
     c = from_file;
   } else {
     // The engine from the flags: what the config parser would make of the same keys.
@@ -253,8 +252,6 @@ RunConfig resolve_run_config(const TrainOptions& o, int world_size, bool* comput
     e.scheduler = s;
     e.zero.overlap_comm = e.zero.stage == 3;  // DeepSpeed's default, as the config's
     e.train_batch_size = e.train_micro_batch_size_per_gpu * e.gradient_accumulation_steps * world_size;
-    if (const std::string bad = zeropp_problem(e.zero, world_size); !bad.empty()) ZT_THROW(bad);
-    e.scheduler.validate(c.steps);
   }
   c.memory_limit = static_cast<int64_t>(o.memory_limit_mib * 1024 * 1024);
   if (config_path.empty()) c.host_memory_limit = static_cast<int64_t>(o.host_memory_limit_mib * 1024 * 1024);

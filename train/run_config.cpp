@@ -116,11 +116,6 @@ void run_config_from_json(const std::string& path, int world_size, RunConfig& c)
                " is invalid: expected a number of MiB >= 0 (0 = no cap)");
     c.host_memory_limit = static_cast<int64_t>(v.get<double>() * 1024 * 1024);
   }
-  try {
-    c.engine.scheduler.validate(c.steps);  // total_num_steps 0 is the run's steps, known only here
-  } catch (const Error& e) {
-    ZT_THROW("config '", path, "': ", e.what());
-  }
   c.config_file = path;
 }
 
