@@ -149,8 +149,10 @@ void SchedulerConfig::validate(int64_t run_steps) const {
     ZT_THROW("scheduler.params.total_num_steps = ", T, total_num_steps > 0 ? "" : " (the run's steps)",
              " is invalid for WarmupCosineLR: expected more than its warmup, max(2, warmup_num_steps) = ",
              std::max<int64_t>(2, warmup_num_steps));
-  if (type == SchedulerType::cosine && T < warmup_num_steps)
-    ZT_THROW("scheduler.params.total_num_steps = ", T, total_num_steps > 0 ? "" : " (the run's steps)",
+  // llm.c's cosine: a run shorter than its warmup never reaches the decay (scheduled_lr holds the
+  // end at the warmup's); only a total given explicitly inside the warmup is a contradiction.
+  if (type == SchedulerType::cosine && total_num_steps > 0 && total_num_steps < warmup_num_steps)
+    ZT_THROW("scheduler.params.total_num_steps = ", total_num_steps,
              " is invalid for cosine: expected >= warmup_num_steps = ", warmup_num_steps);
 }
 

@@ -374,6 +374,11 @@ TEST_CASE("llm.c's schedules at warmup - peak and end", "[optim][schedule]") {
   bad.warmup_num_steps = 10;
   bad.total_num_steps = 5;
   CHECK_THROWS_WITH(bad.validate(), Catch::Contains("total_num_steps = 5 is invalid for cosine"));
+  // a run shorter than the warmup (total_num_steps 0: the run's) only warms up: no error
+  SchedulerConfig short_run = SchedulerConfig::defaults(SchedulerType::cosine);
+  short_run.warmup_num_steps = 50;
+  CHECK_NOTHROW(short_run.validate(20));
+  CHECK(scheduled_lr(short_run, 1.0, 19, 19, 20) == Approx(20.0 / 50));
   bad = s;
   bad.cos_min_ratio = 2;
   CHECK_THROWS_WITH(bad.validate(), Catch::Contains("cos_min_ratio = 2 is invalid"));
