@@ -1,5 +1,5 @@
 // defines: ring_reduce_scatter, ring_all_gather, ring_all_reduce (dist/mpi_ring.h);
-//          file-local: Chunks, wrap, add, sendrecv, at, scratch_for
+//          file-local: Chunks, wrap, add, sendrecv, at, segment_elements, scratch_for
 #include "dist/mpi_ring.h"
 
 #include <algorithm>
@@ -70,6 +70,12 @@ void sendrecv(const void* send, int64_t send_count, void* recv, int64_t recv_cou
 
 char* at(const Tensor& t, int64_t element) { return static_cast<char*>(t.raw()) + element * t.element_size(); }
 
+// A reduction runs one ring per segment of kRingSegmentBytes of each chunk, so the receive buffer
+// is one segment, not one chunk (a 154 MiB embedding gradient over 4 ranks would need 38 MiB).
+int64_t segment_elements(const Tensor& t) {
+  return std::max<int64_t>(1, static_cast<int64_t>(kRingSegmentBytes / t.element_size()));
+}
+
 char* scratch_for(RingScratch& scratch, size_t bytes) {
   if (scratch.size() < bytes) scratch.resize(bytes);
   return scratch.data();
@@ -79,20 +85,23 @@ char* scratch_for(RingScratch& scratch, size_t bytes) {
 
 void ring_reduce_scatter(const Tensor& in, const Tensor& out, MPI_Datatype type, MPI_Comm comm, int rank, int size,
                          RingScratch& scratch) {
-  const int64_t S = out.numel();
-  const size_t bytes = static_cast<size_t>(S) * out.element_size();
+  const int64_t S = out.numel(), seg = segment_elements(out);
   if (size == 1) {
-    std::memcpy(out.raw(), in.raw(), bytes);
+    std::memcpy(out.raw(), in.raw(), static_cast<size_t>(S) * out.element_size());
     return;
   }
-  char* received = scratch_for(scratch, bytes);
-  // `out` carries the partial sum between steps: the one sent at step k is the one made at step
-  // k - 1 (step 0 sends our own part), and it is overwritten only after MPI_Sendrecv returned.
-  for (int k = 0; k < size - 1; ++k) {
-    const int send_chunk = wrap(rank - k - 1, size), recv_chunk = wrap(rank - k - 2, size);
-    const void* send = k == 0 ? at(in, send_chunk * S) : out.raw();
-    sendrecv(send, S, received, S, type, comm, rank, size);
-    add(out.raw(), received, at(in, recv_chunk * S), S, out.dtype());
+  char* received = scratch_for(scratch, static_cast<size_t>(std::min(S, seg)) * out.element_size());
+  for (int64_t a = 0; a < S; a += seg) {  // one ring per segment [a, a + n) of every chunk
+    const int64_t n = std::min(seg, S - a);
+    // out[a, a + n) carries the partial sum between steps: the one sent at step k is the one made
+    // at step k - 1 (step 0 sends our own part), and it is overwritten only after MPI_Sendrecv
+    // returned.
+    for (int k = 0; k < size - 1; ++k) {
+      const int send_chunk = wrap(rank - k - 1, size), recv_chunk = wrap(rank - k - 2, size);
+      const void* send = k == 0 ? at(in, send_chunk * S + a) : at(out, a);
+      sendrecv(send, n, received, n, type, comm, rank, size);
+      add(at(out, a), received, at(in, recv_chunk * S + a), n, out.dtype());
+    }
   }
 }
 
@@ -109,15 +118,20 @@ void ring_all_gather(const Tensor& in, const Tensor& out, MPI_Datatype type, MPI
 void ring_all_reduce(const Tensor& x, MPI_Datatype type, MPI_Comm comm, int rank, int size, RingScratch& scratch) {
   if (size == 1) return;
   const Chunks ch{x.numel(), size};
-  char* received = scratch_for(scratch, static_cast<size_t>(ch.length(0)) * x.element_size());
-  // reduce-scatter in place: the partial sum of a chunk accumulates in that chunk of x
-  for (int k = 0; k < size - 1; ++k) {
-    const int send_chunk = wrap(rank - k - 1, size), recv_chunk = wrap(rank - k - 2, size);
-    sendrecv(at(x, ch.begin(send_chunk)), ch.length(send_chunk), received, ch.length(recv_chunk), type, comm, rank,
-             size);
-    char* mine = at(x, ch.begin(recv_chunk));
-    add(mine, received, mine, ch.length(recv_chunk), x.dtype());
-  }
+  const int64_t seg = segment_elements(x), longest = ch.length(0);
+  char* received = scratch_for(scratch, static_cast<size_t>(std::min(longest, seg)) * x.element_size());
+  // segment [a, a + seg) of chunk c, clipped to the chunk (empty past its end)
+  auto part = [&](int c, int64_t a) { return std::clamp<int64_t>(ch.length(c) - a, 0, seg); };
+  // reduce-scatter in place, a segment at a time: the partial sum of a chunk accumulates in that
+  // chunk of x
+  for (int64_t a = 0; a < longest; a += seg)
+    for (int k = 0; k < size - 1; ++k) {
+      const int send_chunk = wrap(rank - k - 1, size), recv_chunk = wrap(rank - k - 2, size);
+      sendrecv(at(x, ch.begin(send_chunk) + a), part(send_chunk, a), received, part(recv_chunk, a), type, comm, rank,
+               size);
+      char* mine = at(x, ch.begin(recv_chunk) + a);
+      add(mine, received, mine, part(recv_chunk, a), x.dtype());
+    }
   // all-gather: chunk r is complete on rank r
   for (int k = 0; k < size - 1; ++k) {
     const int send_chunk = wrap(rank - k, size), recv_chunk = wrap(rank - k - 1, size);

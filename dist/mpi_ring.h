@@ -24,6 +24,9 @@
 // Sums: float32 and float64 add natively; bfloat16 and float16 add in float32 and round once per
 // addition (as NCCL's reductions do), so an N-rank sum of 2-byte values rounds N - 1 times.
 // Each step is one MPI_Sendrecv (blocking: the communication thread runs one collective at a time).
+// The reductions run one ring per segment of kRingSegmentBytes of each chunk (the same sums in
+// the same order, N - 1 more messages per segment), so a rank holds one segment beside its
+// buffers, not one chunk.
 #pragma once
 #define OMPI_SKIP_MPICXX 1  // the C API only (the C++ bindings are deprecated and warn)
 #include <mpi.h>
@@ -34,8 +37,11 @@
 
 namespace zt {
 
-// The rings' receive buffer: one chunk, grown to the largest chunk seen and kept (the
-// communication thread's own memory, like MPI's internal buffers: outside the memory categories).
+// The size of the segments a reduction's ring runs on (a ring step's message, at most).
+inline constexpr size_t kRingSegmentBytes = size_t{4} << 20;
+
+// The rings' receive buffer: at most one segment, kept between collectives (the communication
+// thread's own memory, like MPI's internal buffers: outside the memory categories).
 using RingScratch = std::vector<char>;
 
 // Host tensors only (the caller stages device buffers). `type`: the MPI datatype of one element
