@@ -68,14 +68,17 @@ def time_window(path, events, step):
     return min(e["ts"] for e in steps), max(e["ts"] + e["dur"] for e in steps)
 
 
-def nest(spans):
-    """Each span's depth on its track: 0 for the outermost, 1 for a span inside it, and so on."""
-    open_ends = []  # the end times of the spans that enclose the current one
+def assign_rows(spans):
+    """Each span's row on its track ("depth"): the first row free when it starts. Nested spans
+    (a step, its forward pass, a unit's forward, a wait inside it) land one row below their
+    parent; spans that overlap without nesting (NVMe requests in flight together) share rows."""
+    row_ends = []  # per row, the end of the last span placed in it
     for s in sorted(spans, key=lambda s: (s["ts"], -s["dur"])):
-        while open_ends and open_ends[-1] <= s["ts"]:
-            open_ends.pop()
-        s["depth"] = len(open_ends)
-        open_ends.append(s["ts"] + s["dur"])
+        row = next((i for i, end in enumerate(row_ends) if end <= s["ts"]), len(row_ends))
+        if row == len(row_ends):
+            row_ends.append(0)
+        row_ends[row] = s["ts"] + s["dur"]
+        s["depth"] = row
     return spans
 
 
@@ -85,7 +88,7 @@ def rank_data(events, rank, lo, hi):
     t = lambda ts: round(ts - lo, 3)
     spans = []
     for track in (0, 1, 2):
-        spans += nest([e for e in mine if e["ph"] == "X" and e.get("tid") == track and lo <= e["ts"] <= hi])
+        spans += assign_rows([e for e in mine if e["ph"] == "X" and e.get("tid") == track and lo <= e["ts"] <= hi])
     # One array per span (compact: a 20-step trace of 4 ranks holds thousands of them):
     # [track, depth, start, duration, name, category, bytes or -1, inter-node bytes or -1].
     out_spans = []
@@ -177,7 +180,8 @@ const DATA = /*TRACE_DATA*/null;
 
 // ---- Layout (CSS pixels). The canvas is one column of lane groups, one group per rank:
 //   a header "rank r"; a marker row (gather / release instants); the compute track and the comm
-//   track (and io, where present), each as many rows as its spans nest deep; then one memory
+//   track (and io, where present), each as many rows as trace_page.py's assign_rows gave its
+//   spans (a nested span one row below its parent); then one memory
 //   lane per tier. Left of the lanes is a gutter with their names (and, for memory, the peak and
 //   the categories in their colours, and the lane's scale). Above everything, the time axis in ms.
 const GUTTER = 250, AXIS = 26, HEADER = 18, MARKERS = 12, ROW = 15, MEM_ROW = 12, GAP = 14, RIGHT = 12;
@@ -317,7 +321,7 @@ function drawAxis() {
   ctx.fillText("ms", 4, AXIS / 2);
 }
 
-// Spans: one rectangle each, in the row of its nesting depth, at least a pixel wide so that
+// Spans: one rectangle each, in its row (span.depth), at least a pixel wide so that
 // none disappears at the whole-run scale. Names are written inside the spans wide enough.
 function drawSpans(l) {
   let n = 0;
