@@ -6,7 +6,8 @@
 # rank moves per step (ring convention) beside the formula (stages 0-2: 2 Psi (N-1)/N, stage 3:
 # 3 Psi (N-1)/N elements of 4 bytes, Psi from zt-estimate's padded count), the bytes the ring model
 # puts on inter-node links (all ranks, per step, the setup's share included), and the bytes really
-# sent on the nodes' links (eth0 counters, all nodes, per step, the launch and setup included).
+# sent on the nodes' links (eth0 counters, all nodes, per step, the launch and setup included) and
+# how unevenly the nodes sent them (the largest node's bytes minus the smallest's, over the mean).
 # Prints a markdown table and writes JSON lines (bench/cluster_plot.sh draws them).
 #
 # Usage: bench/cluster.sh [--model gpt-mini] [--steps 6] [--layouts "2x2 4x1"] [--links "none 1gbit 100mbit"]
@@ -24,8 +25,8 @@ while (($#)); do case "$1" in
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 [ -n "$JSON" ] && : >"$JSON"
 
-echo "| layout | link | stage | ms/step | comm wait (rank 0's share of its step time) | bytes/rank/step | formula | inter-node, ring model (all ranks) | on the wire (all nodes) |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+echo "| layout | link | stage | ms/step | comm wait (rank 0's share of its step time) | bytes/rank/step | formula | inter-node, ring model (all ranks) | on the wire (all nodes) | spread between nodes |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for layout in $LAYOUTS; do
   nodes=${layout%x*}; ranks=${layout#*x}; N=$((nodes * ranks))
   for link in $LINKS; do
@@ -59,14 +60,16 @@ def parse(s):
 inter_total = sum(parse(" ".join(l.split()[-2:])) for l in inter.group(1).splitlines()) / len(rows) if inter else 0.0
 wire = re.search(r"on the wire .*all nodes ([0-9.]+) MiB", text)
 wire_step = float(wire.group(1)) * 2**20 / len(rows) if wire else float("nan")
+nodes = [float(m) for m in re.findall(r"node \d+ ([0-9.]+) MiB", text)]
+spread = (max(nodes) - min(nodes)) / (sum(nodes) / len(nodes)) if nodes and sum(nodes) else float("nan")
 formula = (3 if st == 3 else 2) * psi * 4 * (N - 1) / N
 mib = lambda b: f"{b / 2**20:.2f} MiB"
-print(f"| {layout} | {link} | {st} | {ms:.0f} | {100 * wait_share:.0f}% | {mib(per_step)} | {mib(formula)} | {mib(inter_total)} | {mib(wire_step)} |")
+print(f"| {layout} | {link} | {st} | {ms:.0f} | {100 * wait_share:.0f}% | {mib(per_step)} | {mib(formula)} | {mib(inter_total)} | {mib(wire_step)} | {100 * spread:.1f}% |")
 if out:
     with open(out, "a") as f:
         f.write(json.dumps({"layout": layout, "link": link, "stage": st, "ms_per_step": ms, "comm_wait_share": wait_share,
                             "bytes_per_rank_step": per_step, "formula_bytes": formula, "inter_node_ring_model": inter_total, "inter_node_rank0_per_step": inter_rank0,
-                            "wire_bytes_per_step": wire_step}) + "\n")
+                            "wire_bytes_per_step": wire_step, "wire_node_spread": spread}) + "\n")
 PY
     done
   done

@@ -5,6 +5,8 @@
 #     the same 2 nodes (dist/topology.h), in agreement with OpenMPI's local ranks;
 #  2. zt-train at ZeRO stages 0-3 (float32, gpt2-nano) gives bitwise the losses of 4 ranks on one
 #     node: the same collectives in the same order, only the transport differs;
+#  2a. the bytes on the wire per step are the ring model's within 3% (MPI's collectives are rings,
+#      dist/mpi_ring.h; TCP/IP's headers and acks are the rest), and the nodes send evenly;
 #  2b. the trace's comm spans carry their link class (inter_node_bytes, the ring model);
 #  3. split groups (intra-node, inter-node, by color) and all-to-all across the two nodes
 #     (tests/mpi/test_split.cpp's cases, run on the box);
@@ -28,7 +30,8 @@ if [ "$rc" = 77 ]; then echo "SKIP: $(cat "$TMP/probe.err")"; exit 77; fi
   { echo "FAIL: ranks are not two per node:"; cat "$TMP/hosts"; exit 1; }
 echo "ok: 4 ranks, 2 per node, each on its node's host"
 
-A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -b 2 -t 32 --steps 6 --seed 7 --threads 1 --dist mpi)
+A2=(--model gpt2-nano --train "$S/data/corpus/train.txt" -b 2 -t 32 --seed 7 --threads 1 --dist mpi)
+A=("${A2[@]}" --steps 6)
 for st in 0 1 2 3; do
   "${MPI[@]}" -np 4 "$B/zt-train" "${A[@]}" --zero-stage "$st" --log "$TMP/one$st.jsonl" 2>/dev/null
   OMP_NUM_THREADS=1 "${box[@]}" -- "$B/zt-train" "${A[@]}" --zero-stage "$st" --log "$TMP/box$st.jsonl" 2>"$TMP/box.err" ||
@@ -36,6 +39,27 @@ for st in 0 1 2 3; do
   diff <(losses "$TMP/one$st.jsonl") <(losses "$TMP/box$st.jsonl") >/dev/null ||
     { echo "FAIL: stage $st: the box's losses differ from one node's"; paste <(losses "$TMP/one$st.jsonl") <(losses "$TMP/box$st.jsonl"); exit 1; }
   echo "ok: stage $st, 2 nodes x 2 ranks over TCP: the losses of 4 ranks on one node, bitwise"
+  # what crossed the network: the ring model's inter-node bytes (the summary, all ranks) and the
+  # nodes evenly. The wire also carries the setup (MPI's wire-up, the first gathers, which the
+  # summary leaves out): a 2-step run's traffic is subtracted from this 6-step run's.
+  OMP_NUM_THREADS=1 "${box[@]}" -- "$B/zt-train" "${A2[@]}" --steps 2 --zero-stage "$st" 2>"$TMP/box2.err" ||
+    { echo "FAIL: stage $st on the box, 2 steps:"; tail -20 "$TMP/box2.err"; exit 1; }
+  python3 - "$TMP/box.err" "$TMP/box2.err" "$st" <<'PY' || exit 1
+import re, sys
+unit = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+def read(path):  # (the ring model's inter-node bytes of all ranks, each node's bytes on the wire)
+    text = open(path).read()
+    rows = re.search(r"inter-node \(ring model\)\n((?:\s+\d+ .*\n)+)", text).group(1).splitlines()
+    model = sum(float(l.split()[-2]) * unit[l.split()[-1]] for l in rows)
+    return model, [float(m) * 2**20 for m in re.findall(r"node \d+ ([0-9.]+) MiB", text.split("on the wire")[-1])]
+(m6, w6), (m2, w2), st = read(sys.argv[1]), read(sys.argv[2]), sys.argv[3]
+model, nodes = m6 - m2, [a - b for a, b in zip(w6, w2)]
+wire, mean = sum(nodes), sum(nodes) / len(nodes)
+assert abs(wire - model) <= 0.03 * model, f"stage {st}, steps 3-6: {wire / 2**20:.3f} MiB on the wire, the ring model says {model / 2**20:.3f} MiB"
+assert max(nodes) - min(nodes) <= 0.05 * mean, f"stage {st}: the nodes sent unevenly: {[round(n / 2**20, 3) for n in nodes]} MiB"
+print(f"ok: stage {st}, steps 3-6: {wire / 2**20:.3f} MiB on the wire for the ring model's {model / 2**20:.3f} MiB, "
+      f"the nodes within {100 * (max(nodes) - min(nodes)) / mean:.1f}% of each other")
+PY
 done
 grep -qF "zt-train: 2 nodes x 2 ranks: node 0 = ranks 0-1, node 1 = ranks 2-3 (found by MPI_Comm_split_type)" "$TMP/box.err" ||
   { echo "FAIL: zt-train on the box does not report its 2 nodes:"; grep "zt-train:" "$TMP/box.err"; exit 1; }
