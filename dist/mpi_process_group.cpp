@@ -1,6 +1,6 @@
 // defines: launched_by_mpirun, MpiProcessGroup (constructors, set_collective_timeout, destructor, submit,
 //          do_split and 7 more), MpiProcessGroup::Runtime, MpiProcessGroup::Comm (dist/mpi_process_group.h);
-//          file-local: mpi_type, bf16_sum, f16_sum, mpi_sum, mpi_count, QueuedWork and 5 more
+//          file-local: mpi_type, mpi_count, QueuedWork and 5 more
 #include "dist/mpi_process_group.h"
 
 #define OMPI_SKIP_MPICXX 1  // the C API only (the C++ bindings are deprecated and warn)
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/backend.h"       // defines: backend_of, Backend (host_allocator, synchronize, copies)
+#include "dist/mpi_ring.h"      // defines: ring_reduce_scatter, ring_all_gather, ring_all_reduce
 #include "dist/mpi_watchdog.h"  // defines: CollectiveWatchdog
 
 namespace zt {
@@ -30,9 +31,8 @@ bool launched_by_mpirun() {
 
 namespace {
 
-// bfloat16 and float16 travel as 2-byte words (MPI has no such types); their sums go through the
-// user-defined operations below, which add in float32 and round once per addition (as NCCL's bf16
-// reductions do), so an N-rank sum of 2-byte values rounds N - 1 times.
+// bfloat16 and float16 travel as 2-byte words (MPI has no such types); their sums are the rings'
+// (dist/mpi_ring.h), which add in float32 and round once per addition.
 MPI_Datatype mpi_type(const Tensor& t) {
   switch (t.dtype()) {
     case DType::f64: return MPI_DOUBLE;
@@ -41,26 +41,6 @@ MPI_Datatype mpi_type(const Tensor& t) {
     case DType::u8: return MPI_UINT8_T;  // quantized payloads: moved, never added
     default: return MPI_FLOAT;
   }
-}
-
-void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
-  const auto* a = static_cast<const uint16_t*>(in);
-  auto* b = static_cast<uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = f32_to_bf16(bf16_to_f32(a[i]) + bf16_to_f32(b[i]));
-}
-
-void f16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
-  const auto* a = static_cast<const uint16_t*>(in);
-  auto* b = static_cast<uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = f32_to_f16(f16_to_f32(a[i]) + f16_to_f32(b[i]));
-}
-
-// The sum operation for a tensor's dtype (the 2-byte ops are created once, in the constructor).
-MPI_Op g_bf16_sum = MPI_OP_NULL, g_f16_sum = MPI_OP_NULL;
-MPI_Op mpi_sum(const Tensor& t) {
-  if (t.dtype() == DType::bf16) return g_bf16_sum;
-  if (t.dtype() == DType::f16) return g_f16_sum;
-  return MPI_SUM;
 }
 
 // MPI counts are int: one collective moves at most 2^31 - 1 elements.
@@ -166,6 +146,7 @@ struct MpiProcessGroup::Runtime {
   std::thread thread;
   std::unique_ptr<CollectiveWatchdog> watchdog;  // created before the thread, destroyed after it
   int64_t seq = 0;                               // collectives run so far (the thread's count)
+  RingScratch ring_scratch;                      // the rings' receive buffer (the thread's alone)
 
   void loop() {
     for (;;) {
@@ -211,8 +192,6 @@ struct MpiProcessGroup::Runtime {
     MPI_Finalized(&finalized);
     if (!finalized) {
       watchdog.reset();  // collective: frees the progress board
-      MPI_Op_free(&g_bf16_sum);
-      MPI_Op_free(&g_f16_sum);
       MPI_Finalize();
     }
   }
@@ -238,10 +217,6 @@ MpiProcessGroup::MpiProcessGroup() : rt_(std::make_shared<Runtime>()), comm_(std
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   topology_ = find_topology(rank_, size_);
-  if (g_bf16_sum == MPI_OP_NULL) {
-    MPI_Op_create(&bf16_sum, /*commute=*/1, &g_bf16_sum);
-    MPI_Op_create(&f16_sum, /*commute=*/1, &g_f16_sum);
-  }
   rt_->watchdog = std::make_unique<CollectiveWatchdog>(rank_, size_);
   Runtime* rt = rt_.get();
   rt_->thread = std::thread([rt] { rt->loop(); });
@@ -306,20 +281,26 @@ WorkPtr MpiProcessGroup::submit(std::function<void()> fn, std::vector<Tensor> ke
 WorkPtr MpiProcessGroup::do_all_reduce(const Tensor& x) {
   Staged st = stage({x}, {true}, -1, rank_);
   const Tensor h = st.host[0];
+  mpi_count(h);  // at most 2^31 - 1 elements
   return submit(
-      [h, st, c = comm_->comm] {
-        MPI_Allreduce(MPI_IN_PLACE, h.raw(), mpi_count(h), mpi_type(h), mpi_sum(h), c);
+      [h, st, c = comm_->comm, rank = rank_, size = size_, rt = rt_.get()] {
+        ring_all_reduce(h, mpi_type(h), c, rank, size, rt->ring_scratch);
         unstage(st);
       },
       {x, h});
 }
 
 WorkPtr MpiProcessGroup::do_reduce_scatter(const Tensor& in, const Tensor& out) {
+  const char *in_lo = static_cast<const char*>(in.raw()), *out_lo = static_cast<const char*>(out.raw());
+  ZT_CHECK(out_lo + out.nbytes() <= in_lo || out_lo >= in_lo + in.nbytes(),
+           "reduce_scatter on MPI: the output overlaps the input (the ring reads every chunk of the input "
+           "after it has written the output); pass separate buffers");
   Staged st = stage({in, out}, {false, true}, -1, rank_);
   const Tensor hi = st.host[0], ho = st.host[1];
+  mpi_count(ho);  // at most 2^31 - 1 elements per chunk
   return submit(
-      [hi, ho, st, c = comm_->comm] {
-        MPI_Reduce_scatter_block(hi.raw(), ho.raw(), mpi_count(ho), mpi_type(hi), mpi_sum(hi), c);
+      [hi, ho, st, c = comm_->comm, rank = rank_, size = size_, rt = rt_.get()] {
+        ring_reduce_scatter(hi, ho, mpi_type(hi), c, rank, size, rt->ring_scratch);
         unstage(st);
       },
       {in, out, hi, ho});
@@ -327,14 +308,14 @@ WorkPtr MpiProcessGroup::do_reduce_scatter(const Tensor& in, const Tensor& out) 
 
 WorkPtr MpiProcessGroup::do_all_gather(const Tensor& in, const Tensor& out) {
   // This rank's input already at its place in the output (ZeRO stages 1-2 publishing a shard of
-  // the full buffer): MPI_IN_PLACE, since MPI forbids overlapping send and receive buffers.
+  // the full buffer): a device buffer's host mirror is then a view of the output's mirror too.
   const bool in_place = in.raw() == static_cast<char*>(out.raw()) + static_cast<size_t>(rank_) * in.nbytes();
   Staged st = stage({in, out}, {false, true}, in_place ? 1 : -1, rank_);
   const Tensor hi = st.host[0], ho = st.host[1];
+  mpi_count(hi);  // at most 2^31 - 1 elements per chunk
   return submit(
-      [hi, ho, in_place, st, c = comm_->comm] {
-        MPI_Allgather(in_place ? MPI_IN_PLACE : hi.raw(), mpi_count(hi), mpi_type(hi), ho.raw(), mpi_count(hi),
-                      mpi_type(ho), c);
+      [hi, ho, st, c = comm_->comm, rank = rank_, size = size_] {
+        ring_all_gather(hi, ho, mpi_type(hi), c, rank, size);
         unstage(st);
       },
       {in, out, hi, ho});

@@ -67,9 +67,10 @@ struct CommCounters {
   // each rank sending to rank + 1 (mod N), so all of this rank's bytes cross the link to its
   // successor — [0] when that rank is on the same node (shared memory), [1] when it is on another
   // node (the network); an all-to-all's blocks go straight to their ranks, each block counted on
-  // its own link. It is the convention's split, not a measurement: MPI's own algorithm
-  // (recursive doubling, Bruck, ...) may route otherwise; the cluster in a box measures its links
-  // (scripts/cluster.sh run prints each node's bytes on the wire).
+  // its own link. On MPI the reduce-scatter, all-gather and all-reduce run as exactly this ring
+  // (dist/mpi_ring.h), so the split is what crosses each link (the cluster in a box measures it:
+  // bench/results/collectives.md); a broadcast is MPI's own (a tree), and NCCL picks its rings
+  // and trees itself.
   std::array<int64_t, 2> link{};
   int64_t intra_node() const { return link[0]; }
   int64_t inter_node() const { return link[1]; }

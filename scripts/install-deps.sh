@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ZeroTensor needs to build and test, if any are missing, and the
-# pinned npm tiktoken the tokenizer tests compare against (into third_party/npm/, ignored by git).
+# pinned npm packages the tests use (into third_party/npm/, ignored by git): tiktoken, which the
+# tokenizer tests compare against, and puppeteer-core, which drives Chromium for the trace page.
 # Safe to run again: it does nothing when everything is present. Needs root (or sudo) for apt.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,6 +29,8 @@ pkgs=(
   libpcre2-dev                   # PCRE2: GPT-2's pre-tokenization regex, Unicode properties (formats/bpe_tokenizer.cpp)
   libsentencepiece-dev sentencepiece  # SentencePiece models (formats/sentencepiece_tokenizer.cpp); spm_train for tests
   python3-regex                  # tests/bpe_reference.py: the independent BPE reference (\p{L} in Python)
+  chromium                       # tests/cli/test_trace_page.sh: scripts/trace_page.py's page opened in a real
+                                 # browser (headless, offline), driven by npm's puppeteer-core below
 )
 
 missing=()
@@ -50,15 +53,20 @@ else
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-# npm's tiktoken, pinned (tests/test_tiktoken.cpp finds it here through CMake's ZT_TIKTOKEN_DIR).
-# As the user who runs this script (no sudo): it lives in the source tree, like a build directory.
+# npm packages, pinned, as the user who runs this script (no sudo): they live in the source tree,
+# like a build directory. tiktoken: tests/test_tiktoken.cpp finds it here through CMake's
+# ZT_TIKTOKEN_DIR. puppeteer-core (the library alone, no browser download): tests/trace_page_check.mjs
+# drives Debian's chromium with it. Installed together: `npm install` into a prefix without a
+# package.json removes the packages it was not given, so installing one alone would drop the other.
 TIKTOKEN_VERSION=1.0.22
+PUPPETEER_VERSION=24.43.1
 NPM_DIR="$ROOT/third_party/npm"
-have=$(node -p "require('$NPM_DIR/node_modules/tiktoken/package.json').version" 2>/dev/null || true)
-if [ "$have" = "$TIKTOKEN_VERSION" ]; then
-  echo "[install-deps] npm tiktoken $TIKTOKEN_VERSION present in $NPM_DIR" >&2
+npm_version() { node -p "require('$NPM_DIR/node_modules/$1/package.json').version" 2>/dev/null || true; }
+if [ "$(npm_version tiktoken)" = "$TIKTOKEN_VERSION" ] && [ "$(npm_version puppeteer-core)" = "$PUPPETEER_VERSION" ]; then
+  echo "[install-deps] npm tiktoken $TIKTOKEN_VERSION and puppeteer-core $PUPPETEER_VERSION present in $NPM_DIR" >&2
 else
-  echo "[install-deps] installing npm tiktoken $TIKTOKEN_VERSION into $NPM_DIR" >&2
+  echo "[install-deps] installing npm tiktoken $TIKTOKEN_VERSION and puppeteer-core $PUPPETEER_VERSION into $NPM_DIR" >&2
   mkdir -p "$NPM_DIR"
-  npm install --prefix "$NPM_DIR" --no-save --no-audit --no-fund --loglevel=error "tiktoken@$TIKTOKEN_VERSION" >&2
+  npm install --prefix "$NPM_DIR" --no-save --no-audit --no-fund --loglevel=error \
+    "tiktoken@$TIKTOKEN_VERSION" "puppeteer-core@$PUPPETEER_VERSION" >&2
 fi

@@ -8,7 +8,9 @@ collectives, the optimizer), the comm track (each collective while it runs) and 
 (swap-file reads and writes), each with its start (ms from the step's start) and duration, and
 then the device memory counter's params and grads bytes at each sample. A collective that runs
 while a unit computes is marked with the unit ("during forward h.0"): the overlap of ZeRO-3's
-prefetch. For the picture, open the file in https://ui.perfetto.dev.
+prefetch. For the picture, open the file in https://ui.perfetto.dev, draw a step with
+scripts/trace_plot.py (PNG), or make a page of the whole run with scripts/trace_page.py (HTML that
+opens offline, every rank's memory over time).
 """
 import argparse
 import json

@@ -1,4 +1,4 @@
-// defines: 7 Catch2 test cases tagged [collectives]; helpers: value
+// defines: 8 Catch2 test cases tagged [collectives]; helpers: value
 //
 // Collectives of the MPI backend against values every rank can compute by itself, and the byte
 // counters against the ring convention (dist/process_group.h).
@@ -143,6 +143,46 @@ TEST_CASE("collectives reject mismatched buffers with a clear error", "[collecti
   const int N = g.size();
   Tensor in = Tensor::zeros({N * 4 + 1}, DType::f32, Category::comm), out = Tensor::zeros({4}, DType::f32, Category::comm);
   CHECK_THROWS_WITH(g.reduce_scatter(in, out), Catch::Contains("world size"));
+  if (g.backend() == "mpi") {
+    Tensor buf = Tensor::zeros({N * 4}, DType::f32, Category::comm);
+    CHECK_THROWS_WITH(g.reduce_scatter(buf, buf.flat_view(0, {4})), Catch::Contains("overlaps the input"));
+  }
   Tensor ints = Tensor::zeros({4}, DType::i32, Category::comm);
   CHECK_THROWS_WITH(g.all_reduce(ints), Catch::Contains("float32, float64, bfloat16 or float16"));
+}
+
+// The MPI backend's rings (dist/mpi_ring.h) add in a fixed order: chunk c's sum starts at rank
+// c + 1 and ends at rank c. With values whose float32 sums depend on the order, the results must
+// equal that order's sums bitwise: the same every run, and the order the header documents.
+TEST_CASE("reductions add in the ring's documented order", "[collectives]") {
+  ProcessGroup& g = init_process_group();
+  if (g.backend() != "mpi") return;
+  const int N = g.size(), r = g.rank();
+  // rank q's element i: magnitudes spread over 2^-20 .. 2^20, so sums round differently by order
+  auto v = [](int q, int64_t i) {
+    const double e = static_cast<double>(((q * 7 + i * 13) % 41) - 20);
+    return static_cast<float>(std::ldexp(1.0 + 0.1234567 * q + 0.0007 * (i % 101), static_cast<int>(e)));
+  };
+  auto ring_sum = [&](int c, int64_t element) {  // chunk c's order: c+1, c+2, ..., c
+    float s = v((c + 1) % N, element);
+    for (int k = 2; k <= N; ++k) s = s + v((c + k) % N, element);
+    return s;
+  };
+  const int64_t S = 257;
+  Tensor in = Tensor::empty({N * S}, DType::f32, Category::comm), out = Tensor::empty({S}, DType::f32, Category::comm);
+  for (int64_t i = 0; i < N * S; ++i) in.data<float>()[i] = v(r, i);
+  g.reduce_scatter(in, out);
+  for (int64_t i = 0; i < S; ++i) REQUIRE(out.data<float>()[i] == ring_sum(r, r * S + i));
+
+  // all-reduce: the same order per chunk, chunks of n / N (the first n mod N one longer); n = 3
+  // leaves an empty chunk when N = 4.
+  for (int64_t n : {int64_t{1003}, int64_t{3}}) {
+    INFO("n = " << n);
+    Tensor x = Tensor::empty({n}, DType::f32, Category::comm);
+    for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = v(r, i);
+    g.all_reduce(x);
+    const int64_t base = n / N, extra = n % N;
+    for (int c = 0, i = 0; c < N; ++c)
+      for (int64_t j = 0; j < base + (c < extra ? 1 : 0); ++j, ++i) REQUIRE(x.data<float>()[i] == ring_sum(c, i));
+  }
 }
