@@ -9,8 +9,10 @@
 #   scripts/cluster.sh box [up options] -- COMMAND ARGS...  # up, run, down (down also when interrupted)
 #
 # The box (docs/multi-node.md has the picture and the numbers):
-#   - node k (1..N): network namespace NAME-nk, interface eth0 = SUBNET.k/24, its own hostname
-#     NAME-nodek (a UTS namespace per process tree started there) and its own TMPDIR (STATE/nodek):
+#   - node k (0..N-1, numbered from 0 like zt-train's banner, MPI's nodes and torchrun's node_rank):
+#     network namespace NAME-nk, interface eth0 = SUBNET.(k+1)/24 (.0 is the subnet's own address),
+#     its own hostname NAME-nodek (a UTS namespace per process tree started there) and its own
+#     TMPDIR (STATE/nodek):
 #     namespaces share /tmp and /dev/shm, and OpenMPI names its session folder and shared-memory
 #     segments after the hostname, so two nodes with one hostname collide (a rank died with SIGSEGV
 #     in MPI_Comm_split_type that way).
@@ -19,8 +21,8 @@
 #   - links: --link RATE (tc's tbf, e.g. 100mbit, 1gbit, 10gbit) shapes both directions of every
 #     node's link; --latency DELAY (netem, e.g. 50us, 1ms) adds a one-way delay each way. A kernel
 #     without the netem qdisc refuses --latency by name (tbf needs no netem).
-#   - OpenMPI: a hostfile (SUBNET.k slots=R), mpirun started on node 1 (the head node, as one logs
-#     into a real cluster's first node), the other nodes' daemons started by STATE/agent, which
+#   - OpenMPI: a hostfile (SUBNET.(k+1) slots=R), mpirun started on node 0 (the head node, as one
+#     logs into a real cluster's first node), the other nodes' daemons started by STATE/agent, which
 #     enters node k's namespaces instead of ssh (--mca plm_rsh_agent); TCP between nodes (the
 #     btl and the daemons' out-of-band channel restricted to the box's subnet), shared memory
 #     (vader) within a node.
@@ -106,7 +108,7 @@ cmd_up() {
   ip netns exec "$NAME-sw" ip link set lo up
   : >"$S/hostfile"
   local k
-  for ((k = 1; k <= NODES; k++)); do
+  for ((k = 0; k < NODES; k++)); do
     local ns="$NAME-n$k"
     ip netns add "$ns" || { down_quiet; die "ip netns add $ns failed"; }
     ip link add "$NAME-p$k" type veth peer name "$NAME-e$k" || { down_quiet; die "cannot make node $k's link (veth)"; }
@@ -114,17 +116,17 @@ cmd_up() {
     ip link set "$NAME-e$k" netns "$ns"
     ip netns exec "$NAME-sw" ip link set "$NAME-p$k" master br0 up
     ip netns exec "$ns" ip link set "$NAME-e$k" name eth0
-    ip netns exec "$ns" ip addr add "$SUBNET.$k/24" dev eth0
+    ip netns exec "$ns" ip addr add "$SUBNET.$((k + 1))/24" dev eth0
     ip netns exec "$ns" ip link set eth0 up
     ip netns exec "$ns" ip link set lo up
     shape "$ns" eth0
     shape "$NAME-sw" "$NAME-p$k"
     mkdir -p "$S/node$k/tmp"
-    echo "$SUBNET.$k slots=$RANKS" >>"$S/hostfile"
+    echo "$SUBNET.$((k + 1)) slots=$RANKS" >>"$S/hostfile"
   done
   write_agent "$S"
   trap - INT TERM
-  echo "cluster.sh: box '$NAME' up: $NODES nodes x $RANKS ranks, link ${LINK:-unshaped}${LATENCY:+, latency $LATENCY each way}, hosts $SUBNET.1-$NODES ($S)" >&2
+  echo "cluster.sh: box '$NAME' up: $NODES nodes x $RANKS ranks, link ${LINK:-unshaped}${LATENCY:+, latency $LATENCY each way}, nodes 0-$((NODES - 1)) at $SUBNET.1-$NODES ($S)" >&2
 }
 
 # The launcher agent OpenMPI calls instead of ssh: `agent [ssh options] HOST COMMAND...`. It finds
@@ -136,14 +138,14 @@ write_agent() {
 # made by scripts/cluster.sh for box '$NAME': enters node k's namespaces instead of ssh
 while [[ "\${1:-}" == -* ]]; do shift; done
 host=\$1; shift
-k=\${host##*.}
+k=\$(( \${host##*.} - 1 ))  # node k's address is $SUBNET.(k+1)
 [[ "\$host" == "$SUBNET".* && -d "$S/node\$k" ]] || { echo "cluster agent: \$host is not a node of box '$NAME'" >&2; exit 255; }
 exec "$S/on-node" "\$k" sh -c "\$*"
 EOF
   # on-node K CMD...: CMD inside node K: its network namespace, a UTS namespace with its hostname
   # (OpenMPI names its session folder and its shared-memory segments after the host, so the nodes'
   # files no longer collide), its own TMPDIR. Not OMPI_MCA_* variables: mpirun hands its own to
-  # every rank, so node 1's would reach them all.
+  # every rank, so node 0's would reach them all.
   cat >"$S/on-node" <<EOF
 #!/usr/bin/env bash
 k=\$1; shift
@@ -169,9 +171,9 @@ cmd_run() {
   local fwd=() v  # the environment a rank needs from here, where it is set (-x: OpenMPI forwards it)
   for v in PATH LD_LIBRARY_PATH OMP_NUM_THREADS OMP_WAIT_POLICY; do [ -n "${!v:-}" ] && fwd+=(-x "$v"); done
   local before; before=$(wire_bytes)
-  # mpirun on node 1; the daemons of nodes 2..N through the agent
+  # mpirun on node 0; the daemons of nodes 1..N-1 through the agent
   local rc=0
-  "$S/on-node" 1 mpirun --hostfile "$S/hostfile" -np "$np" --allow-run-as-root --oversubscribe --bind-to none \
+  "$S/on-node" 0 mpirun --hostfile "$S/hostfile" -np "$np" --allow-run-as-root --oversubscribe --bind-to none \
     --mca plm_rsh_agent "$S/agent" --mca btl self,vader,tcp --mca btl_tcp_if_include "$SUBNET.0/24" \
     --mca oob_tcp_if_include "$SUBNET.0/24" --mca btl_base_warn_component_unused 0 \
     "${fwd[@]}" "${REST[@]}" || rc=$?
@@ -179,14 +181,14 @@ cmd_run() {
   # launch daemons' own traffic included)
   local after; after=$(wire_bytes)
   awk -v b="$before" -v a="$after" 'BEGIN { nb = split(b, x, " "); split(a, y, " "); s = "";
-      for (k = 1; k <= nb; k++) { d = y[k] - x[k]; t += d; s = s sprintf("%snode %d %.2f MiB", k > 1 ? ", " : "", k, d / 1048576) }
+      for (k = 1; k <= nb; k++) { d = y[k] - x[k]; t += d; s = s sprintf("%snode %d %.2f MiB", k > 1 ? ", " : "", k - 1, d / 1048576) }
       printf "cluster.sh: on the wire (bytes each node sent, eth0): %s; all nodes %.2f MiB\n", s, t / 1048576 }' >&2
   return $rc
 }
 
 wire_bytes() {  # every node's eth0 tx_bytes, space-separated
   local k out=""
-  for ((k = 1; k <= NODES; k++)); do
+  for ((k = 0; k < NODES; k++)); do
     out+="$(ip netns exec "$NAME-n$k" cat /sys/class/net/eth0/statistics/tx_bytes) "
   done
   echo "$out"

@@ -26,7 +26,7 @@ if [ "$rc" = 77 ]; then echo "SKIP: $(cat "$TMP/probe.err")"; exit 77; fi
 [ "$rc" = 0 ] || { echo "FAIL: an empty box failed ($rc):"; cat "$TMP/probe.err"; exit 1; }
 
 "${box[@]}" -- sh -c 'echo "$OMPI_COMM_WORLD_RANK $(hostname)"' 2>/dev/null | sort >"$TMP/hosts"
-[ "$(cat "$TMP/hosts")" = "$(printf '0 %s-node1\n1 %s-node1\n2 %s-node2\n3 %s-node2' "$name" "$name" "$name" "$name")" ] ||
+[ "$(cat "$TMP/hosts")" = "$(printf '0 %s-node0\n1 %s-node0\n2 %s-node1\n3 %s-node1' "$name" "$name" "$name" "$name")" ] ||
   { echo "FAIL: ranks are not two per node:"; cat "$TMP/hosts"; exit 1; }
 echo "ok: 4 ranks, 2 per node, each on its node's host"
 
@@ -65,7 +65,7 @@ grep -qF "zt-train: 2 nodes x 2 ranks: node 0 = ranks 0-1, node 1 = ranks 2-3 (f
   { echo "FAIL: zt-train on the box does not report its 2 nodes:"; grep "zt-train:" "$TMP/box.err"; exit 1; }
 ! grep -q "zt: note: rank" "$TMP/box.err" || { echo "FAIL: OpenMPI's local ranks disagree with MPI's nodes:"; grep "note: rank" "$TMP/box.err"; exit 1; }
 echo "ok: the ranks find their nodes (MPI_Comm_split_type), and OpenMPI's local ranks agree"
-grep -q "inter-node (ring model)" "$TMP/box.err" && grep -q "^cluster.sh: on the wire (bytes each node sent, eth0): node 1 " "$TMP/box.err" ||
+grep -q "inter-node (ring model)" "$TMP/box.err" && grep -q "^cluster.sh: on the wire (bytes each node sent, eth0): node 0 " "$TMP/box.err" ||
   { echo "FAIL: no inter-node bytes in the summary, or no bytes on the wire from the box:"; tail -20 "$TMP/box.err"; exit 1; }
 echo "ok: $(grep "^cluster.sh: on the wire" "$TMP/box.err" | cut -c12-)"
 
@@ -79,7 +79,7 @@ def spans(pid): return [e for e in ev if e["pid"] == pid and e["args"].get("byte
 r0, r1 = spans(0), spans(1)
 assert r0 and r1, "no collectives with bytes on the comm tracks"
 assert all(e["args"]["inter_node_bytes"] == 0 for e in r0), "rank 0's collectives should stay on its node (ring model)"
-assert all(e["args"]["inter_node_bytes"] == e["args"]["bytes"] for e in r1), "rank 1's should all cross to node 2"
+assert all(e["args"]["inter_node_bytes"] == e["args"]["bytes"] for e in r1), "rank 1's should all cross to node 1"
 print(f"ok: the trace's link classes: rank 0's {len(r0)} collectives intra-node, rank 1's {len(r1)} inter-node")
 PY
 

@@ -3,15 +3,15 @@
 # collective timeout (dist/mpi_watchdog.h) ends a job whose rank on the other node stops
 # answering, and names that rank and its node; ranks on the other machine are asked over TCP
 # (dist/peer_probe.h), so the report says what happened there:
-#  1. rank 3 (node 2) stopped (SIGSTOP): the job ends within the timeout, every surviving rank
+#  1. rank 3 (node 1) stopped (SIGSTOP): the job ends within the timeout, every surviving rank
 #     reports, naming rank 3 and its node; the last checkpoint is intact and resumes on one node (2 ranks: fewer nodes,
 #     the resharded resume) with the losses of the uninterrupted run;
-#  1b. node 2 frozen (both its ranks stopped): node 1's ranks find them over TCP, accepting
+#  1b. node 1 frozen (both its ranks stopped): node 0's ranks find them over TCP, accepting
 #     connections and saying nothing, and name both;
-#  2. node 2's link down: the ranks of node 1 report node 2's ranks unreachable within the
-#     timeout; with the link back (a flap), the reports of node 2 arrive too and the job ends
+#  2. node 1's link down: the ranks of node 0 report node 1's ranks unreachable within the
+#     timeout; with the link back (a flap), the reports of node 1 arrive too and the job ends
 #     (OpenMPI's mpirun waits for the daemon behind a link that stays down: docs/multi-node.md);
-#  3. node 2's processes killed (SIGKILL): mpirun ends the job, naming the rank and the node.
+#  3. node 1's processes killed (SIGKILL): mpirun ends the job, naming the rank and the node.
 # Skipped (77) where namespaces cannot be made (not root, no CAP_NET_ADMIN).
 source "$(dirname "$0")/common.sh"
 C="$S/scripts/cluster.sh"
@@ -55,7 +55,7 @@ need() {  # need TAG TEXT: the job's stderr has TEXT
   grep -qF -- "$2" "$TMP/$1/err" || { echo "FAIL: $1: the job's error lacks '$2':"; grep -v '^step' "$TMP/$1/err" | head -40; exit 1; }
 }
 
-# 1. SIGSTOP of rank 3, on node 2
+# 1. SIGSTOP of rank 3, on node 1
 start_job stop
 victim=$(rank_pid 3)
 [ -n "$victim" ] || { echo "FAIL: no rank 3 found"; exit 1; }
@@ -63,9 +63,9 @@ kill -STOP "$victim"
 ended_within stop 30
 kill -9 "$victim" 2>/dev/null || true
 need stop "collective timeout:"
-need stop "suspect: rank 3 (node $name-node2)"
+need stop "suspect: rank 3 (node $name-node1)"
 for r in 0 1 2; do need stop "error on rank $r of 4: collective timeout:"; done  # every surviving rank reports
-echo "ok: rank 3 stopped on node 2: the job ended in $ended s (timeout 5 s), suspect: rank 3 (node $name-node2)"
+echo "ok: rank 3 stopped on node 1: the job ended in $ended s (timeout 5 s), suspect: rank 3 (node $name-node1)"
 grep -A5 -F 'collective timeout:' "$TMP/stop/err" | grep -F -e 'collective timeout' -e 'rank ' | head -5 | sed 's/^/    /'
 
 # ... its last checkpoint resumes on one node, 2 ranks (4 -> 2: resharded), 3 steps
@@ -86,35 +86,35 @@ assert worst <= 1e-5, f"resumed losses differ from the uninterrupted run by {wor
 PY
 echo "ok: the checkpoint of step $k, written by 2 nodes x 2 ranks, resumed on 1 node x 2 ranks: steps $((k + 1))-$((k + 3)) within 1e-5 of the uninterrupted run"
 
-# 1b. node 2 frozen: both its ranks stopped. Only node 1's ranks can report, and they ask node 2.
+# 1b. node 1 frozen: both its ranks stopped. Only node 0's ranks can report, and they ask node 1.
 start_job frozen
 f2=$(rank_pid 2) f3=$(rank_pid 3)
 kill -STOP $f2 $f3
 ended_within frozen 30
 kill -9 $f2 $f3 2>/dev/null || true
-need frozen "rank 3 (node $name-node2, another machine) does not answer: its machine accepted the connection"
-need frozen "suspect: rank 2 (node $name-node2), 3 (node $name-node2)"
-echo "ok: node 2 frozen (both ranks stopped): the job ended in $ended s, node 1's ranks asked node 2 over TCP:"
-grep -m1 -F "rank 3 (node $name-node2, another machine)" "$TMP/frozen/err" | sed 's/^/    /'
+need frozen "rank 3 (node $name-node1, another machine) does not answer: its machine accepted the connection"
+need frozen "suspect: rank 2 (node $name-node1), 3 (node $name-node1)"
+echo "ok: node 1 frozen (both ranks stopped): the job ended in $ended s, node 0's ranks asked node 1 over TCP:"
+grep -m1 -F "rank 3 (node $name-node1, another machine)" "$TMP/frozen/err" | sed 's/^/    /'
 
-# 2. node 2's link down, then up again
+# 2. node 1's link down, then up again
 start_job link
-ip netns exec "$name-n2" ip link set eth0 down
+ip netns exec "$name-n1" ip link set eth0 down
 t0=$SECONDS
 for _ in $(seq 300); do grep -q "is unreachable" "$TMP/link/err" && break; sleep 0.1; done
 seen=$((SECONDS - t0))
-ip netns exec "$name-n2" ip link set eth0 up
+ip netns exec "$name-n1" ip link set eth0 up
 ((seen < 20)) || { echo "FAIL: link: no report of an unreachable rank 20 s after the link went down"; tail -20 "$TMP/link/err"; exit 1; }
 ended_within link 60
-need link "(node $name-node2, another machine) is unreachable: no connection in 2.0 s (its machine or its link is down)"
-need link "(node $name-node1, another machine) is unreachable"
-echo "ok: node 2's link down: node 1's ranks named node 2's ranks unreachable after $seen s; the link back, node 2's reports arrived and the job ended"
+need link "(node $name-node1, another machine) is unreachable: no connection in 2.0 s (its machine or its link is down)"
+need link "(node $name-node0, another machine) is unreachable"
+echo "ok: node 1's link down: node 0's ranks named node 1's ranks unreachable after $seen s; the link back, node 1's reports arrived and the job ended"
 
-# 3. node 2's processes killed
+# 3. node 1's processes killed
 start_job kill
 v2=$(rank_pid 2) v3=$(rank_pid 3)
 kill -9 $v2 $v3
 ended_within kill 30
 need kill "exited on signal 9"
-echo "ok: node 2's ranks killed: the job ended in $ended s: $(grep -m1 -F 'exited on signal 9' "$TMP/kill/err")"
+echo "ok: node 1's ranks killed: the job ended in $ended s: $(grep -m1 -F 'exited on signal 9' "$TMP/kill/err")"
 [ -z "$(ip netns list 2>/dev/null | grep -E "^$name-")" ] || { echo "FAIL: namespaces left behind"; exit 1; }
