@@ -21,13 +21,16 @@ MPI=(mpirun --oversubscribe --bind-to none -np "$N")
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 ARGS=(--model "$MODEL" --global-batch 8 --seq 256 --steps "$STEPS" --warmup 2 --threads 1 --overlap-comm 1)
 BLOCK=(--prefetch-bucket 2000000 --max-live 4000000 --persistence 0 --reuse-distance 0)
+# DeepSpeed's defaults, spelled out: bench_zero's own are persistence 0 and reuse distance 0 (the
+# paper's 3Psi), which a run with no flags would get instead
+DS=(--prefetch-bucket 50000000 --max-live 1000000000 --persistence 100000 --reuse-distance 1000000000)
 step_ms() {  # stage [extra args] -> median slowest-rank step time (ms)
   local stage=$1; shift
   rm -f "$tmp/z.json"
   (cd "$ROOT" && "${MPI[@]}" "$BUILD/bench/bench_zero" --stage "$stage" "${ARGS[@]}" "$@" --json "$tmp/z.json" >/dev/null 2>&1)
   python3 -c 'import json,statistics,sys; print(statistics.median(json.loads(open(sys.argv[1]).readlines()[-1])["step_ms_slowest_rank"]))' "$tmp/z.json"
 }
-for ((i = 0; i < REPS; ++i)); do echo "$(step_ms 0) $(step_ms 3 "${BLOCK[@]}") $(step_ms 3)" >> "$tmp/pairs.txt"; done
+for ((i = 0; i < REPS; ++i)); do echo "$(step_ms 0) $(step_ms 3 "${BLOCK[@]}") $(step_ms 3 "${DS[@]}")" >> "$tmp/pairs.txt"; done
 python3 - "$tmp/pairs.txt" "$ROOT/bench/results/zero_ratio.md" "$N" "$REPS" "$MODEL" "$STEPS" "${ARGS[*]}" "${BLOCK[*]}" <<'PY'
 import datetime, statistics, subprocess, sys
 rows = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]

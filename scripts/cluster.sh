@@ -29,7 +29,7 @@
 # State: /run/zt-cluster/NAME (hostfile, agent, settings). Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN):
 # where namespaces cannot be made it says why and exits 77 (the tests' skip code).
 # run's exit status is the command's (mpirun's); after it, run prints the bytes each node sent on
-# its link (eth0's counters: what really crossed the network, headers included).
+# its link and in how many packets (eth0's counters: what really crossed the network, headers included).
 set -uo pipefail
 export PATH="$PATH:/usr/sbin:/sbin"  # ip and tc live there, outside a non-login shell's PATH
 
@@ -180,16 +180,18 @@ cmd_run() {
   # what crossed the wire: each node's eth0 counters, before and after (TCP/IP, MPI's and the
   # launch daemons' own traffic included)
   local after; after=$(wire_bytes)
+  # (the packets: each carries about 66 bytes of Ethernet, IP and TCP headers beside its payload)
   awk -v b="$before" -v a="$after" 'BEGIN { nb = split(b, x, " "); split(a, y, " "); s = "";
-      for (k = 1; k <= nb; k++) { d = y[k] - x[k]; t += d; s = s sprintf("%snode %d %.2f MiB", k > 1 ? ", " : "", k - 1, d / 1048576) }
+      for (k = 1; k <= nb; k++) { split(x[k], p, ":"); split(y[k], q, ":"); d = q[1] - p[1]; t += d
+        s = s sprintf("%snode %d %.2f MiB in %d packets", k > 1 ? ", " : "", k - 1, d / 1048576, q[2] - p[2]) }
       printf "cluster.sh: on the wire (bytes each node sent, eth0): %s; all nodes %.2f MiB\n", s, t / 1048576 }' >&2
   return $rc
 }
 
-wire_bytes() {  # every node's eth0 tx_bytes, space-separated
+wire_bytes() {  # every node's eth0 tx_bytes:tx_packets, space-separated
   local k out=""
   for ((k = 0; k < NODES; k++)); do
-    out+="$(ip netns exec "$NAME-n$k" cat /sys/class/net/eth0/statistics/tx_bytes) "
+    out+="$(ip netns exec "$NAME-n$k" sh -c 'cat /sys/class/net/eth0/statistics/tx_bytes; cat /sys/class/net/eth0/statistics/tx_packets' | paste -sd:) "
   done
   echo "$out"
 }
