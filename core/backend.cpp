@@ -13,11 +13,13 @@
 #include <mutex>
 
 #include "core/cpu_backend.h"
+#include "core/meta_backend.h"
 
 namespace zt {
 
 std::string Device::str() const {
   if (is_cpu()) return "cpu";
+  if (is_meta()) return index == kMetaHost ? "meta:host" : "meta";
   return "cuda:" + std::to_string(index);
 }
 
@@ -94,14 +96,14 @@ Registry& registry() {
 }  // namespace
 
 void register_backend(DeviceType type, BackendFactory factory) {
-  ZT_CHECK(type != DeviceType::cpu, "register_backend: the cpu backend is built in");
+  ZT_CHECK(type == DeviceType::cuda, "register_backend: the cpu and meta backends are built in");
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.factories[static_cast<int>(type)] = factory;
 }
 
 bool backend_registered(DeviceType type) {
-  if (type == DeviceType::cpu) return true;
+  if (type != DeviceType::cuda) return true;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   return r.factories[static_cast<int>(type)] != nullptr;
@@ -109,6 +111,7 @@ bool backend_registered(DeviceType type) {
 
 Backend& backend(const Device& d) {
   if (d.is_cpu()) return cpu_backend();
+  if (d.is_meta()) return meta_backend(d.index);
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = r.cuda.find(d.index);

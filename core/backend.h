@@ -142,7 +142,7 @@ class Backend {
 
   // The kernel entries: one pure virtual function per row of core/backend_ops.def, where each op
   // is declared once with its shapes and semantics (read it there).
-#define ZT_BACKEND_OP(ret, name, params) virtual ret name params = 0;
+#define ZT_BACKEND_OP(ret, name, params, args) virtual ret name params = 0;
 #include "core/backend_ops.def"
 
  protected:

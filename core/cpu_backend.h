@@ -23,7 +23,7 @@ class CpuBackend final : public Backend {
   // Every op of core/backend_ops.def: memory, casts, shard norms and AdamW in cpu_backend.cpp;
   // the kernels (elementwise through the norms) in cpu_backend_ops.cpp; RoPE and attention in
   // cpu_backend_attention.cpp; the fused ones (bias + GELU, residual + norm) in cpu_backend_fused.cpp.
-#define ZT_BACKEND_OP(ret, name, params) ret name params override;
+#define ZT_BACKEND_OP(ret, name, params, args) ret name params override;
 #include "core/backend_ops.def"
 };
 

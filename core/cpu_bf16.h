@@ -1,6 +1,7 @@
 // defines: Bf16StandIns — bfloat16 compute on the cpu: each bfloat16 argument of a backend
 //          entry is replaced by a float32 copy, the float32 kernel runs, and the outputs are
-//          rounded back once. Private to core/cpu_backend*.cpp.
+//          rounded back once. Private to core/cpu_backend*.cpp, and to core/meta_backend.cpp,
+//          which counts the same stand-ins without computing them.
 //
 // This is what a GPU's bf16 kernel does (load bf16, compute in float32, round each output element
 // once, keep statistics in float32: Backend::stats_dtype), spelled with whole-tensor conversions:
@@ -28,10 +29,12 @@ namespace zt {
 
 class Bf16StandIns {
  public:
-  explicit Bf16StandIns(std::initializer_list<const Tensor*> args) {
+  explicit Bf16StandIns(std::initializer_list<const Tensor*> args) : Bf16StandIns(std::vector<const Tensor*>(args)) {}
+  // The stand-ins come from `a` (Category::workspace): the cpu's allocator unless named.
+  explicit Bf16StandIns(const std::vector<const Tensor*>& args, Allocator& a = cpu_allocator()) {
     for (const Tensor* t : args) {
       if (!t->defined() || t->dtype() != DType::bf16) continue;
-      Tensor f32 = Tensor::empty(t->shape(), DType::f32, Category::workspace, cpu_allocator());
+      Tensor f32 = Tensor::empty(t->shape(), DType::f32, Category::workspace, a);
       f32.copy_(*t);  // exact: every bfloat16 is a float32
       pairs_.emplace_back(t, std::move(f32));
     }

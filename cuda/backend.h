@@ -110,7 +110,7 @@ class CudaBackend final : public Backend {
 
   // Every op of core/backend_ops.def, split by concern over backend.cpp, backend_ops.cpp and
   // backend_attention.cpp (the top of this file says which holds which).
-#define ZT_BACKEND_OP(ret, name, params) ret name params override;
+#define ZT_BACKEND_OP(ret, name, params, args) ret name params override;
 #include "core/backend_ops.def"
 
   // A device scratch buffer of at least `bytes` (Category::workspace), owned by the caller.

@@ -38,7 +38,7 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, int64
   if (B * T_len * Hq * D == 0) return;
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(D)));
   const int64_t br = std::min(tiles.q, T_len), bc = std::min(tiles.k, T_len);
-  const int64_t per_thread = br * bc + 2 * br;  // S (Br, Bc), m (Br), l (Br)
+  const int64_t per_thread = attention_forward_scratch(T_len, tiles);
   Tensor scratch = Tensor::empty({omp_get_max_threads(), per_thread}, dtype_of<T>::value, Category::workspace);
 
 #pragma omp parallel for collapse(2) schedule(static)
@@ -112,7 +112,7 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T*
   if (B * T_len * Hq * D == 0) return;
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(D)));
   const int64_t br = std::min(tiles.q, T_len), bc = std::min(tiles.k, T_len);
-  const int64_t per_thread = 2 * br * bc + T_len;  // P (Br, Bc), dS (Br, Bc), Dl (T)
+  const int64_t per_thread = attention_backward_scratch(T_len, tiles);
   Tensor scratch = Tensor::empty({omp_get_max_threads(), per_thread}, dtype_of<T>::value, Category::workspace);
   // GQA: each query head writes its own dK/dV (B, Hq, T, D); the group's heads are summed below
   // in head order. MHA writes straight into dk/dv.

@@ -1,4 +1,5 @@
-// defines: attention_forward, attention_backward, AttentionTiles — causal scaled-dot-product
+// defines: attention_forward, attention_backward, AttentionTiles, attention_forward_scratch,
+//          attention_backward_scratch — causal scaled-dot-product
 // attention with grouped-query heads (GQA), tiled the way FlashAttention-2 tiles it (Dao 2023,
 // "FlashAttention-2", Algorithm 1 forward, Algorithm 2 backward): the probabilities are never
 // stored; the forward keeps one log-sum-exp per row, the backward recomputes P tile by tile.
@@ -64,6 +65,19 @@ struct AttentionTiles {
   int64_t q = 64;  // Br
   int64_t k = 64;  // Bc
 };
+
+// The scratch the kernels below allocate (Category::workspace, the kernel's dtype, freed on
+// return): (threads, per_thread) elements, one row per OpenMP thread; the backward also
+// (B, Hq, T, D) x 2 for grouped-query attention (Hq > Hkv: each query head's dK, dV before the
+// group's sum). Declared here, beside the kernels, so the meta device counts what they allocate.
+inline int64_t attention_forward_scratch(int64_t T_len, AttentionTiles tiles = {}) {
+  const int64_t br = tiles.q < T_len ? tiles.q : T_len, bc = tiles.k < T_len ? tiles.k : T_len;
+  return br * bc + 2 * br;  // S (Br, Bc), m (Br), l (Br)
+}
+inline int64_t attention_backward_scratch(int64_t T_len, AttentionTiles tiles = {}) {
+  const int64_t br = tiles.q < T_len ? tiles.q : T_len, bc = tiles.k < T_len ? tiles.k : T_len;
+  return 2 * br * bc + T_len;  // P (Br, Bc), dS (Br, Bc), Dl (T)
+}
 
 // out: (B, T, Hq, D), written. lse: (B, Hq, T) written, or nullptr (inference: not saved).
 template <class T>

@@ -13,10 +13,7 @@ namespace zt {
 
 namespace {
 
-// The row partition used by the backward reductions: depends only on N, so dweight/dbias are
-// the same bits whatever the thread count.
-constexpr int64_t kMaxChunks = 64;
-inline int64_t num_chunks(int64_t N) { return std::max<int64_t>(1, std::min<int64_t>(N, kMaxChunks)); }
+inline int64_t num_chunks(int64_t N) { return norm_backward_chunks(N); }
 inline int64_t chunk_begin(int64_t c, int64_t N, int64_t nch) { return c * N / nch; }
 
 // out[i] = sum over chunks k (in order) of partial[k*C + i].

@@ -1,5 +1,5 @@
 // defines: layernorm_forward/backward, rmsnorm_forward/backward, residual_layernorm_forward,
-//          residual_rmsnorm_forward — raw-pointer row-norm kernels.
+//          residual_rmsnorm_forward, norm_backward_chunks — raw-pointer row-norm kernels.
 //
 // llm.c style: x is N rows of C contiguous elements (N = product of the leading dims), weight
 // and bias are (C). T is float or double. Outputs are written (not accumulated): the autograd op
@@ -17,6 +17,15 @@
 #include <cstdint>
 
 namespace zt {
+
+// The row partition of the backward reductions: depends only on N, so dweight / dbias are the
+// same bits whatever the thread count. The backward's scratch is its partial sums, (chunks, C) in
+// the kernel's dtype (Category::workspace) for dw and again for db, freed on return; declared
+// here so the meta device counts them.
+inline int64_t norm_backward_chunks(int64_t N) {
+  constexpr int64_t kMaxChunks = 64;
+  return N < 1 ? 1 : (N < kMaxChunks ? N : kMaxChunks);
+}
 
 // LayerNorm (Ba et al. 2016), as torch.nn.LayerNorm:
 //   mean = sum(x)/C, var = sum((x - mean)^2)/C (biased), rstd = 1/sqrt(var + eps)

@@ -1,0 +1,82 @@
+// defines: MetaAllocator, MetaBackend, meta_backend — the meta device (PyTorch's meta device, and
+//          its FakeTensor): shapes and dtypes without bytes. Every op is checked and no arithmetic
+//          is done; every allocation is counted by category exactly as the real device counts it,
+//          and none is held.
+//
+// What it is for: a dry run of the real training step (train/dry_run.h). A model built on the
+// meta device and trained by the real ZeRO engine over a simulated process group
+// (dist/simulated_process_group.h) allocates, frees, gathers, reduces and offloads exactly as a
+// run with bytes does, so the allocators' peaks are the run's peaks — for a model of any size,
+// on any rank count, in milliseconds per step — without a second, hand-written description of
+// what the engine keeps.
+//
+// Two devices (core/device.h): meta (kMetaDevice) stands for the compute device, meta:host
+// (kMetaHost) for the host tier that offloaded model states live in (backend(meta).host_allocator
+// gives it); each has its own allocator and counters. The dry run's NVMe tier is counted by the
+// swap file itself (zero/aio.h): regions reserved, no file.
+//
+// The target: the meta device reproduces the CPU backend's allocations (core/cpu_backend.h), the
+// one backend every run here can be measured on: its compute dtypes (f32, f64, bf16), its kernels'
+// scratch (declared beside the kernels: core/kernels/attention.h's attention_forward_scratch,
+// core/kernels/norm.h's norm_backward_chunks; the per-op test tests/test_meta_backend.cpp holds each
+// row's peak against the CPU's measured one), bfloat16's float32 stand-ins (core/cpu_bf16.h), and
+// exact byte counts (the CPU allocator does not round). A GPU target (the caching allocator's
+// size classes, cuDNN's workspaces) is not modelled yet.
+//
+// Answers of the rows that return a value, fixed and documented: all_finite is true,
+// sum_of_squares is 0 (a finite norm: clipping leaves the gradients alone), attention returns a
+// saved tensor of the real shape; copy_to_host into real host memory writes zeros (so a loss read
+// with item() is 0). Nothing else is written anywhere.
+//
+// Addresses: each allocation is a distinct range of address space reserved with no access
+// (mmap PROT_NONE, MAP_NORESERVE): pointers compare and overlap-check as real ones do, no
+// memory is committed, and host code that touches meta bytes faults at once instead of reading
+// garbage.
+#pragma once
+#include "core/backend.h"
+
+namespace zt {
+
+// Counts like the allocator it stands for (core/memory.h's Allocator: per category, peaks, the
+// cap), holds nothing. Zero bytes give nullptr, as CpuAllocator does.
+class MetaAllocator final : public Allocator {
+ public:
+  MetaAllocator(const char* name, Device d) : name_(name), device_(d) {}
+  void* allocate(size_t bytes, Category c) override;
+  void deallocate(void* p, size_t bytes, Category c) override;
+  const char* name() const override { return name_; }
+  Device device() const override { return device_; }
+
+ private:
+  const char* name_;
+  Device device_;
+};
+
+class MetaBackend final : public Backend {
+ public:
+  explicit MetaBackend(int index);
+  Device device() const override { return Device::meta(index_); }
+  Allocator& allocator() override { return alloc_; }
+  // Both kinds of host memory are meta:host's allocator (pinned or not, the bytes are counted there).
+  Allocator& host_allocator(bool pinned) override;
+  bool computes(DType dt) const override { return dt == DType::f32 || dt == DType::f64 || dt == DType::bf16; }
+  void synchronize() override {}
+
+  // The OpenMP threads of the rank being simulated: the CPU kernels' scratch is per thread
+  // (attention). Default: this process's omp_get_max_threads().
+  void set_threads(int threads);
+  int threads() const { return threads_; }
+
+#define ZT_BACKEND_OP(ret, name, params, args) ret name params override;
+#include "core/backend_ops.def"
+
+ private:
+  int index_;
+  int threads_;
+  MetaAllocator alloc_;
+};
+
+// The two meta backends (index kMetaDevice or kMetaHost; another index is a zt::Error).
+MetaBackend& meta_backend(int index);
+
+}  // namespace zt
