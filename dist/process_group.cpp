@@ -1,5 +1,6 @@
 // defines: collective_name, CommCounters (total), CommTimes (busy_total, wait_total), ProcessGroup
-//          (set_collective_timeout, count, times, record_run, issue and 7 more), completed_work,
+//          (set_collective_timeout, count, times, record_run, issue, split, split_members and 6 more),
+//          completed_work, intra_node_group, inter_node_group, sub_topology,
 //          SingleProcessGroup (topology, do_reduce_scatter, do_all_gather, abort), init_process_group,
 //          finalize_process_group (dist/process_group.h); file-local: DoneWork, Adds, check_buffer,
 //          copy_whole, global_group
@@ -237,6 +238,10 @@ std::unique_ptr<ProcessGroup> ProcessGroup::split(int color, int key) {
     if (static_cast<int>(a[2 * q]) == color) members.push_back(q);
   std::stable_sort(members.begin(), members.end(),
                    [&](int x, int y) { return a[2 * x + 1] < a[2 * y + 1]; });  // by key, ties by rank
+  return split_members(color, members);
+}
+
+std::unique_ptr<ProcessGroup> ProcessGroup::split_members(int color, const std::vector<int>& members) {
   std::unique_ptr<ProcessGroup> g = do_split(color, members);
   if (g) g->parent_ = this;
   return g;
@@ -273,8 +278,11 @@ std::string ProcessGroup::first_error(const std::string& mine) {
     if (fh.data<float>()[r] != 0.0f) q = r;
   if (q < 0) return "";
   constexpr int64_t kMax = 4000;
+  // Every failing rank writes its own text; the broadcast keeps rank q's. (A simulated group's
+  // broadcast leaves x as it is, "rank q held this rank's data": its answer is then this rank's
+  // message, dist/simulated_process_group.h.)
   std::vector<double> text(kMax + 1, 0.0);  // [0]: the length
-  if (q == rank()) {
+  if (!mine.empty()) {
     const int64_t n = std::min<int64_t>(static_cast<int64_t>(mine.size()), kMax);
     text[0] = static_cast<double>(n);
     for (int64_t i = 0; i < n; ++i) text[static_cast<size_t>(i) + 1] = static_cast<unsigned char>(mine[static_cast<size_t>(i)]);
@@ -332,10 +340,29 @@ void SingleProcessGroup::abort(const std::string& message, int code) {
 
 // ---- groups of the nodes ----
 
-std::unique_ptr<ProcessGroup> intra_node_group(ProcessGroup& g) { return g.split(g.topology().node(), g.rank()); }
+// Both are what split(color, key) would make with these colors and keys: every rank computes every
+// other rank's color and key from the topology, so the members (in key order) are known without
+// split's gather, and the backend's split gets the same colors and keys as split would give it.
+std::unique_ptr<ProcessGroup> intra_node_group(ProcessGroup& g) {
+  const Topology& t = g.topology();
+  std::vector<int> members;  // this rank's node, by rank (color = the node, key = the rank)
+  for (int q = 0; q < g.size(); ++q)
+    if (t.same_node(q, g.rank())) members.push_back(q);
+  return g.split_members(t.node(), members);
+}
 
 std::unique_ptr<ProcessGroup> inter_node_group(ProcessGroup& g) {
-  return g.split(g.topology().local_rank(), g.topology().node());
+  const Topology& t = g.topology();
+  // Members: the ranks with this rank's local rank (rank q's: how many ranks before q share its
+  // node), one per node, by node (color = the local rank, key = the node). By node is not always
+  // by rank: nodes {0, 2, 5} and {1, 3, 4} have local rank 2 on ranks 5 and 4.
+  std::vector<int> seen(static_cast<size_t>(t.num_nodes()), 0);  // ranks met so far on each node
+  std::vector<int> members;
+  for (int q = 0; q < g.size(); ++q)
+    if (seen[static_cast<size_t>(t.node_of[static_cast<size_t>(q)])]++ == t.local_rank()) members.push_back(q);
+  std::stable_sort(members.begin(), members.end(),
+                   [&](int x, int y) { return t.node_of[static_cast<size_t>(x)] < t.node_of[static_cast<size_t>(y)]; });
+  return g.split_members(t.local_rank(), members);
 }
 
 Topology sub_topology(const Topology& parent, const std::vector<int>& members, int rank) {

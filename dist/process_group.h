@@ -18,9 +18,13 @@
 //
 // split(color, key) makes sub-groups (MPI_Comm_split): collective over the group, the ranks that
 // pass the same color form one new group, ranked by key (ties by their rank here); a negative
-// color joins none (null). intra_node_group / inter_node_group split by the topology: the ranks of
-// this rank's node, and the ranks with this rank's local rank on every node (one per node), the
-// two levels a hierarchical collective (ZeRO++'s hpZ, NCCL's trees) runs on.
+// color joins none (null). It first gathers every rank's color and key (an all-gather), so that
+// every rank knows its new group's members. intra_node_group / inter_node_group split by the
+// topology: the ranks of this rank's node, and the ranks with this rank's local rank on every node
+// (one per node), the two levels a hierarchical collective (ZeRO++'s hpZ and qgZ, NCCL's trees)
+// runs on. Every rank knows the whole topology, so these two compute their members themselves and
+// gather nothing (they are still collective: the backend's split is); that is also what lets a
+// simulated group (dist/simulated_process_group.h), which plays one rank alone, make them.
 //
 // Counters: bytes each rank moves per collective kind, by the ring convention the ZeRO paper
 // uses (Rajbhandari et al. 2019, section 7): for n elements of b bytes on N ranks,
@@ -112,7 +116,7 @@ class ProcessGroup {
   virtual ~ProcessGroup() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual std::string backend() const = 0;  // "single" | "mpi"
+  virtual std::string backend() const = 0;  // "single" | "mpi" | "nccl" | "simulated"
   // Which ranks share a node (dist/topology.h): found once, when the group is made.
   virtual const Topology& topology() const = 0;
 
@@ -144,8 +148,9 @@ class ProcessGroup {
   // backend, one communication thread runs both, in the order they are issued). It counts and
   // times into this group too (the world's counters are everything a rank moved, sub-groups
   // included), traces with this group's tracer and label unless it has its own, and must not
-  // outlive it.
-  std::unique_ptr<ProcessGroup> split(int color, int key);
+  // outlive it. Virtual only so that a backend that cannot gather the colors (the simulated
+  // group) can refuse it; the others use this one.
+  virtual std::unique_ptr<ProcessGroup> split(int color, int key);
 
   // Stops the whole job: every rank exits, the message names this rank (a rank that cannot go on
   // must never leave the others waiting in a collective).
@@ -190,6 +195,13 @@ class ProcessGroup {
   // in the new order (agreed by every rank: ProcessGroup::split gathers the colors and keys first),
   // empty for a negative color, which gets null.
   virtual std::unique_ptr<ProcessGroup> do_split(int color, const std::vector<int>& members) = 0;
+  // The split once every rank knows `members` (as do_split takes them): do_split, and the new
+  // group made this one's child (it counts, times and traces into this group too). Called by
+  // split after its gather, and by intra_node_group / inter_node_group, whose members the
+  // topology gives without one.
+  std::unique_ptr<ProcessGroup> split_members(int color, const std::vector<int>& members);
+  friend std::unique_ptr<ProcessGroup> intra_node_group(ProcessGroup& g);
+  friend std::unique_ptr<ProcessGroup> inter_node_group(ProcessGroup& g);
 
  private:
   void count(Collective c, int64_t ring_bytes);
@@ -237,8 +249,10 @@ class SingleProcessGroup final : public ProcessGroup {
   std::unique_ptr<ProcessGroup> do_split(int color, const std::vector<int>& members) override;
 };
 
-// The two levels of the nodes (collective over g): the ranks of this rank's node, ranked as in g;
-// and one rank per node, those with this rank's local rank (ranked by node).
+// The two levels of the nodes (collective over g, as split is, and the same as
+// g.split(node, rank) and g.split(local rank, node) would make, without their gather): the ranks
+// of this rank's node, ranked as in g; and one rank per node, those with this rank's local rank
+// (ranked by node).
 std::unique_ptr<ProcessGroup> intra_node_group(ProcessGroup& g);
 std::unique_ptr<ProcessGroup> inter_node_group(ProcessGroup& g);
 

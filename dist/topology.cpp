@@ -1,5 +1,5 @@
-// defines: launcher_ranks, topology_of_node_ids, topology_of_nodes, Topology (num_nodes, local_rank, local_size, summary)
-//          (dist/topology.h); file-local: Reader
+// defines: launcher_ranks, topology_of_node_ids, topology_of_nodes, topology_of_equal_nodes,
+//          Topology (num_nodes, local_rank, local_size, summary) (dist/topology.h); file-local: Reader
 #include "dist/topology.h"
 
 #include <algorithm>
@@ -87,6 +87,16 @@ Topology topology_of_nodes(std::vector<int> node_of, int rank, std::string sourc
   t.rank = rank;
   t.source = std::move(source);
   return t;
+}
+
+Topology topology_of_equal_nodes(int size, int num_nodes, int rank) {
+  ZT_CHECK(size >= 1 && num_nodes >= 1 && size % num_nodes == 0, "topology: ", size, " ranks over ", num_nodes,
+           " equal nodes: the number of ranks (", size, ") must be a positive multiple of the number of nodes (",
+           num_nodes, ")");
+  const int per_node = size / num_nodes;
+  std::vector<int> node_of(static_cast<size_t>(size));
+  for (int q = 0; q < size; ++q) node_of[static_cast<size_t>(q)] = q / per_node;  // node-major
+  return topology_of_nodes(std::move(node_of), rank, "topology_of_equal_nodes");
 }
 
 int Topology::num_nodes() const { return *std::max_element(node_of.begin(), node_of.end()) + 1; }

@@ -1,4 +1,5 @@
-// defines: LauncherRanks, launcher_ranks, Topology, topology_of_nodes, topology_of_node_ids — where each rank runs:
+// defines: LauncherRanks, launcher_ranks, Topology, topology_of_nodes, topology_of_node_ids,
+//          topology_of_equal_nodes — where each rank runs:
 //          what the launcher says (its environment variables) and which ranks share a node.
 //
 // A rank learns its place from the program that started it, as PyTorch's and DeepSpeed's
@@ -54,5 +55,9 @@ Topology topology_of_nodes(std::vector<int> node_of, int rank, std::string sourc
 // The same from any per-rank node labels (a launcher's GROUP_RANK, a parent group's node numbers),
 // renumbered 0, 1, ... in order of their lowest rank.
 Topology topology_of_node_ids(const std::vector<int>& ids, int rank, std::string source);
+// `size` ranks over `num_nodes` nodes of size / num_nodes ranks each, numbered node-major as the
+// launchers place them (rank q on node q / (size / num_nodes)): the job a simulated group plays
+// (dist/simulated_process_group.h). A size that is not a multiple of num_nodes is an error naming both.
+Topology topology_of_equal_nodes(int size, int num_nodes, int rank);
 
 }  // namespace zt

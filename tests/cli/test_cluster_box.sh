@@ -11,6 +11,8 @@
 #  3. split groups (intra-node, inter-node, by color) and all-to-all across the two nodes
 #     (tests/mpi/test_split.cpp's cases, run on the box);
 #  3a. ZeRO++ with its node groups real (tests/mpi/test_zeropp.cpp's cases, run on the box);
+#  3c. a simulated rank counts what the MPI rank counts, link classes included, on the world and
+#      the node groups (tests/mpi/test_simulated.cpp's case, run on the box);
 #  3b. a checkpoint written by 4 ranks on one node resumes on the box, bitwise the uninterrupted run;
 #  4. the box leaves nothing behind (no namespace, no state), also when its command fails; bad
 #     options are refused by name.
@@ -88,6 +90,11 @@ PY
 OMP_NUM_THREADS=1 "${box[@]}" -- "$B/tests/zt_mpi_tests" "[split]" -w NoTests >"$TMP/split.out" 2>&1 ||
   { echo "FAIL: the [split] cases on the box:"; grep -v "^$" "$TMP/split.out" | tail -30; exit 1; }
 echo "ok: split groups on 2 nodes: intra-node and inter-node groups, all-to-all counted per link, the sums of both levels the flat sum"
+
+# the simulated rank against the MPI rank where the links differ by rank (tests/mpi/test_simulated.cpp)
+OMP_NUM_THREADS=1 "${box[@]}" -- "$B/tests/zt_mpi_tests" "[simulated]" -w NoTests >"$TMP/simulated.out" 2>&1 ||
+  { echo "FAIL: the [simulated] case on the box:"; grep -v "^$" "$TMP/simulated.out" | tail -30; exit 1; }
+echo "ok: a simulated rank's counters on 2 nodes: every kind, world and node groups, equal to the MPI rank's"
 
 # ZeRO++ across real nodes (tests/mpi/test_zeropp.cpp): hpZ's secondary groups inside each node
 # (bitwise stage 3), qgZ's two hops (the inter-node one over the network), within tolerance
