@@ -2,7 +2,8 @@
 //          pretrained_config, load_pretrained, pretrained_source — GPT-2 and Llama weights in a
 //          Hugging Face directory (config.json + safetensors with HF's parameter names), both
 //          ways; and the one entry point for "start from these weights" (HF or llm.c). Layer
-//          formats/. Reading: formats/hf_reader.cpp (streamed, docs/formats.md "Streaming");
+//          formats/. Reading: formats/hf_headers.cpp (the headers; config.json held against them)
+//          and formats/hf_reader.cpp (streamed, docs/formats.md "Streaming");
 //          writing: formats/hf_weights.cpp.
 //
 // A Hugging Face checkpoint is one of (docs/formats.md "Hugging Face weights"):
@@ -44,13 +45,21 @@
 
 namespace zt {
 
-// The model config of the checkpoint at `path` (above), from its config.json. Throws naming the
-// file: no config.json, not JSON, an unsupported model_type or key (formats/hf_config.h).
+// The model config of the checkpoint at `path` (above), from its config.json, returned only once
+// the weight files back it: the caller builds (and allocates) this model next, so every size the
+// config claims is first held against the safetensors headers, without reading tensor data or
+// allocating the model (formats/hf_headers.h: the layers named in the tensors, each width against
+// the tensor that carries it, then every tensor's presence, dtype and shape against a layout
+// without bytes). Throws naming the file: no config.json, not JSON, an unsupported model_type or
+// key (formats/hf_config.h), a malformed weight file, and a claim the files do not hold, naming
+// the key, its value and what the files hold ("'config.json' has n_layer = 1000000, but
+// 'model.safetensors' holds layers 0..1 (999998 layers missing: 2..999999)").
 ModelConfig read_hf_config(const std::string& path);
 
 // Fills every parameter of `model` (a GPT2 or Llama, finalized) from the checkpoint at `path`.
 // The model's config must match config.json (a padded vocabulary Vp >= V is fine: rows [V, Vp)
-// become zero). Throws zt::Error naming the file and the tensor for: a missing tensor, an extra
+// become zero). Throws zt::Error naming the file and the tensor for every error of
+// read_hf_config (config.json against the files, checked first), a missing tensor, an extra
 // one that is no parameter and no known buffer, a shape or dtype other than the expected (both
 // printed), a shard that holds a tensor the index puts elsewhere, every malformed-file error of
 // load_safetensors.

@@ -114,10 +114,13 @@ void check_file_size(const Header& hd, const ModelConfig& fc, const std::string&
   std::error_code ec;
   const int64_t found = static_cast<int64_t>(std::filesystem::file_size(path, ec));
   if (ec) ZT_THROW("llm.c checkpoint '", path, "': cannot stat: ", ec.message());
+  // The sizes that make up the count are named: which of them is wrong, the file cannot say.
   if (found != expected)
     ZT_THROW("llm.c checkpoint '", path, "' ", found < expected ? "is truncated" : "has the wrong size", ": expected ",
              expected, " bytes (", kHeaderBytes, "-byte header + ", n, " parameters x ", es, " bytes, version ",
-             version, "), found ", found);
+             version, "), found ", found, "; the header's n_layer = ", fc.n_layer, " (header[4]), n_embd = ", fc.n_embd,
+             " (header[6]), padded_vocab_size = ", fc.padded_vocab_size, " (header[7]), max_seq_len = ", fc.max_seq_len,
+             " (header[2]) make the ", n, " parameters, the file has room for ", (found - kHeaderBytes) / es);
 }
 
 void check_model_supported(const GPT2& m, const char* what) {
@@ -151,6 +154,7 @@ class LlmcReader final : public UnitReader {
   LlmcReader(const std::string& path, GPT2& model, const char* what) : UnitReader(model), path_(path) {
     const Header hd = read_header(path);
     const ModelConfig fc = config_of(hd, path);
+    check_file_size(hd, fc, path);  // the file against its own header first, then against the model
     const ModelConfig& mc = model.config();
     check_model_supported(model, what);
     ZT_CHECK(model.embed().params().finalized(), what, ": the model was built with allocate = false");
@@ -170,7 +174,6 @@ class LlmcReader final : public UnitReader {
 
     fdt_ = hd.h[1] == kLlmcVersionBF16 ? DType::bf16 : DType::f32;
     const int64_t es = static_cast<int64_t>(dtype_size(fdt_));
-    check_file_size(hd, fc, path);
     // Each parameter's byte offset: the tensors lie back to back in file_order.
     by_unit_.resize(units_.size());
     int64_t offset = kHeaderBytes;

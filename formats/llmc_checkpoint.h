@@ -29,15 +29,19 @@ inline constexpr int32_t kLlmcVersionBF16 = 5;
 
 // The header as a gpt2 ModelConfig (n_kv_head = n_head, ffn_hidden = 4C, tied, norm_eps 1e-5).
 // Throws zt::Error naming the file: cannot open, shorter than the 1024-byte header, wrong magic
-// (found and expected), unknown version, or impossible sizes.
+// (found and expected), unknown version, impossible sizes, or a file size other than the header's
+// sizes need (the error names n_layer, n_embd, padded_vocab_size and max_seq_len with their
+// values, the bytes expected and found, and the parameters the file has room for). The size is
+// checked here, before a caller builds the model the header describes: a header claiming a
+// million layers beside a small file is refused in microseconds, without allocating.
 ModelConfig read_llmc_header(const std::string& path);
 // The header's version field (3 or 5), with the checks of read_llmc_header.
 int32_t read_llmc_version(const std::string& path);
 
 // Loads every parameter of `model` from `path` (either version; bfloat16 widens exactly).
-// Throws zt::Error naming the file for every read_llmc_header error, for a header field that
-// differs from the model's config (naming the field, the file's value and the model's), and for a
-// file size that differs from the header's (truncated: expected vs found bytes).
+// Throws zt::Error naming the file for every read_llmc_header error (the file size against the
+// header first) and for a header field that differs from the model's config (naming the field,
+// the file's value and the model's).
 void load_llmc_checkpoint(const std::string& path, GPT2& model);
 // The same checkpoint as a ParamSource for `model`'s layout (it may hold no bytes; it must outlive
 // the source), streamed: the header and the file size are checked here, and a unit's tensors are

@@ -1,4 +1,4 @@
-// defines: 4 Catch2 test cases tagged [models], [llmc], [reference]; helpers: small_gpt2, read_bytes,
+// defines: 5 Catch2 test cases tagged [models], [llmc], [reference]; helpers: small_gpt2, read_bytes,
 //          write_bytes, param
 //
 // formats: llm.c GPT-2 checkpoints (save / load both versions, byte layout, every bad input) and
@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "models/gpt2.h"
@@ -201,6 +202,49 @@ TEST_CASE("llm.c checkpoint: bad files give errors naming the file and the fact"
   GPT2 mo(odd);
   CHECK_THROWS_WITH(save_llmc_checkpoint(tmp.file("y.bin"), mo, 3), Catch::Contains("ffn_hidden 48"));
   CHECK_THROWS_WITH(save_llmc_checkpoint(tmp.file("nodir/z.bin"), m, 3), Catch::Contains("nodir/z.bin.tmp"));
+}
+
+TEST_CASE("llm.c checkpoint: a header claiming more than the file holds is refused before a model is built",
+          "[models][llmc]") {
+  // The header's sizes against the file's size, in read_llmc_header: a caller builds the model
+  // from the header next, so a header claiming a million layers must not get that far. The error
+  // names the file, every size field with its value and slot, and what the file has room for.
+  TempDir tmp("claims");
+  const ModelConfig c = small_gpt2();
+  GPT2 m(c);
+  Rng rng(5);
+  init_model(m, rng);
+  save_llmc_checkpoint(tmp.file("good.bin"), m, 3);
+  const std::vector<char> bytes = read_bytes(tmp.file("good.bin"));
+  const int64_t room = c.num_params();  // parameters the good file holds, float32
+  auto lie = [&](const std::string& name, int slot, int32_t value) {
+    std::vector<char> b = bytes;
+    std::memcpy(b.data() + 4 * slot, &value, 4);
+    write_bytes(tmp.file(name), b);
+    return tmp.file(name);
+  };
+  const struct {
+    const char* file;
+    int slot;
+    int32_t value;
+    const char* named;
+  } lies[] = {{"layers.bin", 4, 1000000, "n_layer = 1000000 (header[4])"},
+              {"width.bin", 6, 4096, "n_embd = 4096 (header[6])"},
+              {"vocab.bin", 7, 1 << 24, "padded_vocab_size = 16777216 (header[7])"},
+              {"context.bin", 2, 1 << 20, "max_seq_len = 1048576 (header[2])"}};
+  for (const auto& l : lies) {
+    const std::string path = lie(l.file, l.slot, l.value);
+    for (auto read : {std::function<void()>([&] { read_llmc_header(path); }),
+                      std::function<void()>([&] { load_llmc_checkpoint(path, m); })}) {
+      CHECK_THROWS_WITH(read(), Catch::Contains(path + "' is truncated") && Catch::Contains(l.named) &&
+                                    Catch::Contains("the file has room for " + std::to_string(room)));
+    }
+  }
+  // A file cut short of a correct header: the same message, the fields all true.
+  write_bytes(tmp.file("cut.bin"), std::vector<char>(bytes.begin(), bytes.end() - 4 * 16));
+  CHECK_THROWS_WITH(read_llmc_header(tmp.file("cut.bin")),
+                    Catch::Contains("cut.bin' is truncated") && Catch::Contains("n_layer = 2 (header[4])") &&
+                        Catch::Contains("the file has room for " + std::to_string(room - 16)));
 }
 
 TEST_CASE("GPT-2 forward matches PyTorch nanoGPT on gpt2_tiny.bin", "[models][llmc][reference]") {
