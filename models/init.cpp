@@ -94,7 +94,7 @@ void ModelInit::fill(int unit, int64_t lo, const Tensor& dst) {
   ZT_CHECK(lo >= 0 && hi <= padded_[unit], "ModelInit: elements [", lo, ", ", hi, ") of unit ", unit, " of ",
            padded_[unit]);
   const DType via = dst.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  constexpr int64_t kChunk = 1 << 14, kPiece = 1 << 10;
+  constexpr int64_t kChunk = ModelInit::kFillChunk, kPiece = 1 << 10;
   std::vector<double> v;
   for (int64_t c = 0; c < n; c += kChunk) {
     const int64_t len = std::min(kChunk, n - c);

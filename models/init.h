@@ -30,7 +30,11 @@ class ModelInit final : public ParamSource {
   // current state. rng is advanced past every draw of the whole model, as if the whole model
   // had been drawn.
   ModelInit(Model& m, Rng& rng);
+  // Writes dst through float32 (float64 for an f64 dst) chunks of kFillChunk elements, each a
+  // Category::workspace tensor on the default device while it is copied (a dry run counts the
+  // same staging: train/dry_run.cpp).
   void fill(int unit, int64_t lo, const Tensor& dst) override;
+  static constexpr int64_t kFillChunk = int64_t{1} << 14;
 
  private:
   void draw(int unit, int64_t a, int64_t b, double* out) const;  // elements [a, b) of a unit, in float64

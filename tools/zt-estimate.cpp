@@ -19,12 +19,86 @@
 #include "core/memory.h"             // defines: Category, category_name, format_bytes
 #include "models/init.h"             // defines: make_model (the layout-only model)
 #include "models/model_config.h"     // defines: ModelConfig, model_config
+#include "train/dry_run.h"           // defines: dry_run
 #include "train/estimate_request.h"  // defines: estimate_request
 #include "train/run_config.h"        // defines: run_config_keys
 #include "zero/engine_config.h"      // defines: Precision, ZeroOptimization, engine_config_from_file
 #include "zero/estimator.h"          // defines: estimate, estimate_comm, paper_table1, parse_count
 
 using namespace zt;
+
+namespace {
+
+nlohmann::json stats_json(const MemoryStats& m) {
+  nlohmann::json j;
+  for (Category c : kAllCategories) j[category_name(c)] = {{"peak", m.max(c)}, {"held", m.cur(c)}};
+  j["peak_total"] = m.peak_total;
+  return j;
+}
+
+// --dry-run: rank 0 and the last rank (they differ by the units' padding), run on the meta device.
+void print_dry_runs(const std::string& what, const ModelConfig& cfg, const RunConfig& rc, int world, int nodes,
+                    int threads, bool json) {
+  std::vector<int> ranks = {0};
+  if (world > 1) ranks.push_back(world - 1);
+  nlohmann::json all = nlohmann::json::array();
+  for (int rank : ranks) {
+    DryRunRequest req;
+    req.model = cfg;
+    req.run = rc;
+    req.world_size = world;
+    req.nodes = nodes;
+    req.rank = rank;
+    req.threads = threads;
+    const DryRun d = dry_run(req);
+    const DryRunStep& s = d.steady();
+    if (json) {
+      nlohmann::json j = {{"model", what}, {"rank", rank}, {"world_size", world}, {"nodes", nodes},
+                          {"psi", d.psi}, {"psi_padded", d.psi_padded}};
+      j["device"] = {{"setup", stats_json(d.setup_device)}, {"steady_step", stats_json(s.device)},
+                     {"run", stats_json(d.device)}};
+      j["host"] = {{"setup", stats_json(d.setup_host)}, {"steady_step", stats_json(s.host)},
+                   {"run", stats_json(d.host)}};
+      for (int k = 0; k < kNumCollectives; ++k)
+        j["comm_per_step"][collective_name(static_cast<Collective>(k))] = s.comm.bytes[k];
+      j["comm_per_step"]["intra_node"] = s.comm.link[0];
+      j["comm_per_step"]["inter_node"] = s.comm.link[1];
+      all.push_back(j);
+      continue;
+    }
+    std::printf("zt-estimate --dry-run: %s, rank %d of %d (%d node%s), %lld parameters (%lld padded), ZeRO stage %d, %s\n",
+                what.c_str(), rank, world, nodes, nodes == 1 ? "" : "s", static_cast<long long>(d.psi),
+                static_cast<long long>(d.psi_padded), rc.engine.zero.stage, precision_name(rc.engine.precision));
+    std::printf("micro batch %lld x %lld tokens, %lld micro-step%s, %d thread%s; the step run on the meta device\n\n",
+                static_cast<long long>(rc.batch()), static_cast<long long>(rc.seq_len),
+                static_cast<long long>(rc.grad_accum()), rc.grad_accum() == 1 ? "" : "s", threads,
+                threads == 1 ? "" : "s");
+    std::printf("%-12s %-8s %14s %14s %14s\n", "category", "tier", "setup peak", "step peak", "held after");
+    for (Category c : kAllCategories)
+      for (int tier = 0; tier < 2; ++tier) {
+        const MemoryStats& setup = tier ? d.setup_host : d.setup_device;
+        const MemoryStats& step = tier ? s.host : s.device;
+        if (tier && setup.max(c) == 0 && step.max(c) == 0) continue;
+        std::printf("%-12s %-8s %14s %14s %14s\n", category_name(c), tier ? "host" : "device",
+                    format_bytes(setup.max(c)).c_str(), format_bytes(step.max(c)).c_str(),
+                    format_bytes(step.cur(c)).c_str());
+      }
+    std::printf("%-12s %-8s %14s %14s\n", "total", "device", format_bytes(d.setup_device.peak_total).c_str(),
+                format_bytes(s.device.peak_total).c_str());
+    std::printf("\nbytes moved in a steady step (ring convention, docs/multi-node.md)\n");
+    for (int k = 0; k < kNumCollectives; ++k)
+      if (s.comm.bytes[k] > 0)
+        std::printf("  %-16s %16lld %12s in %lld calls\n", collective_name(static_cast<Collective>(k)),
+                    static_cast<long long>(s.comm.bytes[k]), format_bytes(s.comm.bytes[k]).c_str(),
+                    static_cast<long long>(s.comm.calls[k]));
+    std::printf("  intra-node %20lld %12s\n  inter-node %20lld %12s\n\n", static_cast<long long>(s.comm.link[0]),
+                format_bytes(s.comm.link[0]).c_str(), static_cast<long long>(s.comm.link[1]),
+                format_bytes(s.comm.link[1]).c_str());
+  }
+  if (json) std::cout << all.dump(2) << std::endl;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -33,7 +107,7 @@ int main(int argc, char** argv) {
   std::string model_name, params_str, precision = "fp32", config_path, compute_dtype = "f32";
   int stage = 0;
   int64_t world = 1, batch = 0, seq_len = 0, threads = omp_get_max_threads();
-  bool ckpt = false, cpu_ckpt = false, paper = false, json = false;
+  bool ckpt = false, cpu_ckpt = false, paper = false, json = false, dry = false;
   ZeroOptimization zero;
   app.add_option("--model", model_name,
                  "a named model config or a model config file (*.json); its exact unit layout is used");
@@ -64,6 +138,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "OpenMP threads per rank (attention backward scratch)");
   app.add_flag("--paper", paper, "print Table 1 of the ZeRO paper (Rajbhandari et al. 2019) from the formulas");
   app.add_flag("--json", json, "machine-readable output (bytes)");
+  app.add_flag("--dry-run", dry,
+               "with --model and --batch: run the training step itself on the meta device for rank 0 and the last "
+               "rank (train/dry_run.h) and print its peaks per category and tier and its bytes per collective");
   int64_t nodes = 1, accum = 0;
   app.add_option(
       "--nodes", nodes,
@@ -137,6 +214,18 @@ int main(int argc, char** argv) {
     run.train_micro_batch_size_per_gpu = batch;
     run.activation_checkpointing = ckpt;
     run.cpu_checkpointing = cpu_ckpt;
+    if (dry) {
+      if (!layout || batch < 1) ZT_THROW("--dry-run needs --model and --batch (a step to run)");
+      if (nodes < 1 || world % nodes != 0) ZT_THROW("--nodes ", nodes, ": expected a divisor of --world-size ", world);
+      RunConfig rc;
+      rc.model = model_name;
+      rc.engine = run;
+      rc.engine.gradient_accumulation_steps = accum < 1 ? 1 : accum;
+      rc.seq_len = seq_len;
+      rc.compute_dtype = compute_dtype == "bf16" ? DType::bf16 : DType::f32;
+      print_dry_runs(what, cfg, rc, static_cast<int>(world), static_cast<int>(nodes), static_cast<int>(threads), json);
+      return 0;
+    }
     EstimateRequest r = layout ? estimate_request(cfg, *layout, run, world, seq_len, threads)
                                : estimate_request(run, world, seq_len, threads);
     if (!layout) r.psi = psi;

@@ -1,0 +1,130 @@
+// defines: dry_run (train/dry_run.h); file-local: NoValues, MetaScope, check_request
+#include "train/dry_run.h"
+
+#include "core/backend.h"
+#include "core/meta_backend.h"
+#include "dist/simulated_process_group.h"
+#include "models/init.h"  // defines: make_model
+#include "nn/param_source.h"
+#include "optim/schedule.h"  // defines: scheduled_lr
+#include "zero/engine.h"
+
+namespace zt {
+
+namespace {
+
+// The initial values of a dry run: none written, but staged as zt-train's initialization stages
+// them (models/init.h's ModelInit::fill: chunks of kFillChunk elements on the default device), so
+// construction's workspace peak is the real one. The engine asks for each unit's values as it
+// creates them (partitioned construction). A host buffer with real bytes (none is expected) gets
+// zeros.
+class NoValues final : public ParamSource {
+ public:
+  void fill(int, int64_t, const Tensor& dst) override {
+    if (dst.device().is_cpu()) Tensor(dst).zero_();
+    const DType via = dst.dtype() == DType::f64 ? DType::f64 : DType::f32;
+    for (int64_t c = 0; c < dst.numel(); c += ModelInit::kFillChunk)
+      Tensor::empty({std::min(ModelInit::kFillChunk, dst.numel() - c)}, via, Category::workspace);
+  }
+};
+
+// The meta devices for the length of one dry run: empty at the start (no other dry run holds
+// them), peaks from zero, the rank's thread count; the default device is meta meanwhile.
+class MetaScope {
+ public:
+  explicit MetaScope(int threads) : device_(meta_backend(kMetaDevice)), host_(meta_backend(kMetaHost)) {
+    for (MetaBackend* b : {&device_, &host_})
+      ZT_CHECK(b->allocator().stats().total() == 0, "dry run: ", b->device().str(), " still holds ",
+               format_bytes(b->allocator().stats().total()), " (another dry run in this process has not ended)");
+    device_.set_threads(threads);
+    reset_peaks();
+  }
+  void reset_peaks() {
+    device_.allocator().reset_peaks();
+    host_.allocator().reset_peaks();
+  }
+  MemoryStats device() const { return device_.allocator().stats(); }
+  MemoryStats host() const { return host_.allocator().stats(); }
+
+ private:
+  MetaBackend& device_;
+  MetaBackend& host_;
+  DefaultDeviceScope scope_{Device::meta()};
+};
+
+void check_request(const DryRunRequest& r) {
+  ZT_CHECK(r.world_size >= 1, "dry run: world_size = ", r.world_size, " (expected >= 1)");
+  ZT_CHECK(r.rank >= 0 && r.rank < r.world_size, "dry run: rank = ", r.rank, " is not a rank of ", r.world_size);
+  ZT_CHECK(r.nodes >= 1 && r.world_size % r.nodes == 0, "dry run: nodes = ", r.nodes, " does not divide world_size ",
+           r.world_size, " (nodes of equal size)");
+  ZT_CHECK(r.threads >= 1, "dry run: threads = ", r.threads, " (expected >= 1)");
+  ZT_CHECK(r.steps >= 2, "dry run: steps = ", r.steps, " (expected >= 2: the recording step and a steady one)");
+  const ZeroOptimization& z = r.run.engine.zero;
+  if (z.offload_optimizer.device == OffloadDevice::nvme || z.offload_param.device == OffloadDevice::nvme)
+    ZT_THROW("dry run: offload to nvme is not simulated (the swap file's IO is real); the dry run covers the "
+             "device and the host tier");
+}
+
+}  // namespace
+
+DryRun dry_run(const DryRunRequest& req) {
+  check_request(req);
+  RunConfig cfg = req.run;
+  if (cfg.seq_len == 0) cfg.seq_len = req.model.max_seq_len;
+  ZT_CHECK(cfg.seq_len <= req.model.max_seq_len, "dry run: seq_len ", cfg.seq_len, " exceeds the model's context ",
+           req.model.max_seq_len);
+  DryRun out;
+  MetaScope meta(req.threads);
+  SimulatedProcessGroup group(req.rank, topology_of_equal_nodes(req.world_size, req.nodes, req.rank));
+  {
+    // Construction as zt-train's Trainer does it: the layout without bytes, the engine creating
+    // what this rank's stage keeps, unit by unit.
+    ModelOptions opt;
+    opt.world_size = req.world_size;
+    opt.alignment = kShardAlignment;
+    opt.dtype = cfg.compute_dtype;
+    opt.materialize = false;
+    std::unique_ptr<Model> model = make_model(req.model, opt);
+    NoValues initial;
+    std::unique_ptr<Engine> engine = initialize(*model, cfg.engine, group, &initial);
+    out.setup_device = meta.device();
+    out.setup_host = meta.host();
+    const MemoryReport rep = engine->memory_report();
+    out.psi = rep.psi;
+    out.psi_padded = rep.psi_padded;
+
+    // The steps, as Trainer::step runs them. The batch (B, T) ids and targets are where the CPU
+    // target's data loader puts them, in the device's allocator (the CPU is its own host),
+    // allocated at the first step.
+    Tensor idx, targets;
+    int64_t optimizer_steps = 0;
+    for (int s = 0; s < req.steps; ++s) {
+      meta.reset_peaks();
+      const CommCounters before = group.counters();
+      if (!idx.defined()) {
+        idx = Tensor::empty({cfg.batch(), cfg.seq_len}, DType::i32, Category::activations);
+        targets = Tensor::empty({cfg.batch(), cfg.seq_len}, DType::i32, Category::activations);
+      }
+      for (int64_t micro = 0; micro < cfg.grad_accum(); ++micro) {
+        Var loss = engine->forward(idx, targets);
+        engine->backward(loss);
+      }
+      engine->step(scheduled_lr(cfg.engine.scheduler, cfg.engine.optimizer.lr, s, optimizer_steps++, cfg.steps));
+      out.steps.push_back({meta.device(), meta.host(), group.counters() - before});
+    }
+  }
+  // Peaks over the whole run: construction's and every step's.
+  out.device = out.setup_device;
+  out.host = out.setup_host;
+  for (const DryRunStep& s : out.steps)
+    for (Category c : kAllCategories) {
+      const int i = static_cast<int>(c);
+      out.device.peak[i] = std::max(out.device.peak[i], s.device.peak[i]);
+      out.host.peak[i] = std::max(out.host.peak[i], s.host.peak[i]);
+      out.device.peak_total = std::max(out.device.peak_total, s.device.peak_total);
+      out.host.peak_total = std::max(out.host.peak_total, s.host.peak_total);
+    }
+  return out;
+}
+
+}  // namespace zt

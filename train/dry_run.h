@@ -1,0 +1,59 @@
+// defines: DryRunRequest, DryRunStep, DryRun, dry_run — the estimate as a dry run of the real
+//          training step: the model built on the meta device (core/meta_backend.h), the real ZeRO
+//          engine over a simulated process group (dist/simulated_process_group.h), the real steps.
+//
+// PyTorch's meta device and FakeTensor run a model with shapes only; torchtitan estimates memory
+// that way. Here the whole training step runs so: the model laid out without bytes, the engine
+// constructed for one rank of an N-rank job over K nodes (partitioned construction, as zt-train
+// builds it), then the recording step (stage 3 records its order of gathers) and steady steps, each
+// as Trainer::step runs it (train/trainer.h): every micro-batch's forward and backward, then the
+// optimizer step. Every allocation goes through the same allocators' accounting as a real run
+// and every collective through ProcessGroup's counting, so the peaks per category and tier and the
+// bytes per collective and link class are the run's own — there is no second description of what
+// a stage, a tier, a kernel or ZeRO++ keeps. Values are not computed (the meta device's fixed
+// answers: loss 0, gradient norm 0, every value finite).
+//
+// What a dry run cannot see, and says so: the NVMe tier (a swap file is real IO; a dry run with
+// offload to nvme is refused by name), and a GPU's own allocations (the meta device models the CPU
+// backend: core/meta_backend.h).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/memory.h"
+#include "dist/process_group.h"  // defines: CommCounters
+#include "models/model_config.h"
+#include "train/run_config.h"
+
+namespace zt {
+
+struct DryRunRequest {
+  ModelConfig model;
+  RunConfig run;           // engine (stage, precision, offload, ZeRO++, buckets), batch, seq_len, compute_dtype
+  int world_size = 1;      // N ranks
+  int nodes = 1;           // K nodes of N / K ranks each (node-major, as the launchers number them)
+  int rank = 0;            // the rank simulated (rank 0 and the last rank differ by padding)
+  int threads = 1;         // OpenMP threads of that rank (the CPU kernels' per-thread scratch)
+  int steps = 2;           // the recording step and at least one steady step
+};
+
+// One optimizer step: the peaks since its start (zt-train resets the device's peaks at each step's
+// start), what is held at its end, and the bytes it moved.
+struct DryRunStep {
+  MemoryStats device, host;
+  CommCounters comm;
+};
+
+struct DryRun {
+  MemoryStats setup_device, setup_host;  // construction: peaks and what is held when it ends
+  std::vector<DryRunStep> steps;
+  MemoryStats device, host;  // the whole run's peaks (setup included)
+  int64_t psi = 0, psi_padded = 0;
+  const DryRunStep& steady() const { return steps.back(); }
+};
+
+// Runs the request's steps on the meta device; throws a zt::Error naming the field for a request
+// that cannot run (a rank outside the world, nodes that do not divide it, offload to nvme).
+DryRun dry_run(const DryRunRequest& req);
+
+}  // namespace zt
