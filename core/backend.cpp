@@ -19,7 +19,7 @@ namespace zt {
 
 std::string Device::str() const {
   if (is_cpu()) return "cpu";
-  if (is_meta()) return index == kMetaHost ? "meta:host" : "meta";
+  if (is_meta()) return "meta";
   return "cuda:" + std::to_string(index);
 }
 
@@ -111,7 +111,7 @@ bool backend_registered(DeviceType type) {
 
 Backend& backend(const Device& d) {
   if (d.is_cpu()) return cpu_backend();
-  if (d.is_meta()) return meta_backend(d.index);
+  if (d.is_meta()) return meta_backend();
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = r.cuda.find(d.index);

@@ -1,4 +1,4 @@
-// defines: DeviceType, Device (where a tensor's bytes live), kMetaDevice, kMetaHost, parse_device.
+// defines: DeviceType, Device (where a tensor's bytes live), parse_device.
 //
 // A Device is named by its type and an index: "cpu", "cuda:0", "cuda:1". Every Allocator says
 // which device its bytes are on (Allocator::device(), core/memory.h), so a Tensor knows its
@@ -7,8 +7,6 @@
 //
 // "meta" (PyTorch's meta device) has shapes and no bytes: a model built and trained there runs
 // every op's checks and every allocation's accounting, and no arithmetic (core/meta_backend.h).
-// It has two indices: meta:0 stands for the compute device, meta:1 for the host tier that
-// offloaded model states live in, so that a dry run counts both and never touches either.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -17,22 +15,18 @@ namespace zt {
 
 enum class DeviceType : uint8_t { cpu, cuda, meta };
 
-inline constexpr int kMetaDevice = 0, kMetaHost = 1;  // the two meta devices (above)
-
 struct Device {
   DeviceType type = DeviceType::cpu;
   int index = 0;  // which GPU; always 0 for the cpu
 
   static Device cpu() { return Device{}; }
   static Device cuda(int index = 0) { return Device{DeviceType::cuda, index}; }
-  static Device meta(int index = kMetaDevice) { return Device{DeviceType::meta, index}; }
+  static Device meta() { return Device{DeviceType::meta, 0}; }
   bool is_cpu() const { return type == DeviceType::cpu; }
   bool is_cuda() const { return type == DeviceType::cuda; }
   bool is_meta() const { return type == DeviceType::meta; }
-  // Host memory: the cpu, or the meta device standing for it in a dry run (kMetaHost).
-  bool is_host() const { return is_cpu() || (is_meta() && index == kMetaHost); }
   bool operator==(const Device&) const = default;
-  std::string str() const;  // "cpu", "cuda:0", "meta", "meta:host"
+  std::string str() const;  // "cpu", "cuda:0", "meta"
 };
 
 // "cpu", "cuda" (= cuda:0) or "cuda:N" with N >= 0 (the meta device is the dry run's, not a user's); anything else throws a zt::Error that quotes

@@ -1,5 +1,4 @@
-// defines: MetaAllocator (allocate, deallocate), MetaBackend (constructor, host_allocator,
-//          set_threads, every row of core/backend_ops.def), meta_backend (core/meta_backend.h);
+// defines: MetaAllocator (allocate, deallocate), MetaBackend (constructor, set_threads, every row of core/backend_ops.def), meta_backend (core/meta_backend.h);
 //          file-local: MetaOp, Row, check_arg, rule (the rows' scratch rules), run_row
 //
 // Every row is generated from core/backend_ops.def: its tensor arguments are checked (on a meta
@@ -48,24 +47,17 @@ void MetaAllocator::deallocate(void* p, size_t bytes, Category c) {
 // ---------------------------------------------------------------------------------------------
 // The backend
 
-MetaBackend::MetaBackend(int index)
-    : index_(index),
-      threads_(omp_get_max_threads()),
-      alloc_(index == kMetaHost ? "meta:host" : "meta", Device::meta(index)) {}
-
-Allocator& MetaBackend::host_allocator(bool) { return meta_backend(kMetaHost).allocator(); }
+MetaBackend::MetaBackend()
+    : threads_(omp_get_max_threads()), alloc_("meta", Device::meta()), host_alloc_("meta host", Device::meta()) {}
 
 void MetaBackend::set_threads(int threads) {
   ZT_CHECK(threads >= 1, "meta backend: threads = ", threads, " (expected >= 1)");
   threads_ = threads;
 }
 
-MetaBackend& meta_backend(int index) {
-  static MetaBackend device(kMetaDevice), host(kMetaHost);
-  if (index == kMetaDevice) return device;
-  if (index == kMetaHost) return host;
-  ZT_THROW("no meta device ", index, ": meta (", kMetaDevice, ") is the device, meta:host (", kMetaHost,
-           ") the host tier");
+MetaBackend& meta_backend() {
+  static MetaBackend b;
+  return b;
 }
 
 namespace {
@@ -78,7 +70,7 @@ template <MetaOp op> struct Row {};
 
 // The rows whose tensors may be views with any strides (core/backend_ops.def says so per row).
 constexpr bool takes_strides(MetaOp op) { return op == MetaOp::copy || op == MetaOp::fill || op == MetaOp::accumulate; }
-// The rows with host arguments (`*_host`): a cpu tensor or meta:host.
+// The rows with host arguments (`*_host`): a cpu tensor, or the meta host tier's.
 constexpr bool has_host_arg(MetaOp op) { return op == MetaOp::copy_from_host || op == MetaOp::copy_to_host; }
 
 // The rows the CPU backend runs on float32 stand-ins of their bfloat16 tensors (core/cpu_bf16.h).
@@ -254,7 +246,7 @@ void rule(Row<MetaOp::residual_rmsnorm>, MetaBackend& be, const Tensor& h, const
   be.rmsnorm(out, rstd, h, w, eps);
 }
 
-// copy_to_host into real host memory: zeros (the documented answer); into meta:host, nothing.
+// copy_to_host into real host memory: zeros (the documented answer); into the meta host tier, nothing.
 void rule(Row<MetaOp::copy_to_host>, MetaBackend&, const Tensor& dst_host, const Tensor&) {
   if (dst_host.device().is_cpu() && dst_host.nbytes()) Tensor(dst_host).zero_();
 }

@@ -10,10 +10,11 @@
 // on any rank count, in milliseconds per step — without a second, hand-written description of
 // what the engine keeps.
 //
-// Two devices (core/device.h): meta (kMetaDevice) stands for the compute device, meta:host
-// (kMetaHost) for the host tier that offloaded model states live in (backend(meta).host_allocator
-// gives it); each has its own allocator and counters. The dry run's NVMe tier is counted by the
-// swap file itself (zero/aio.h): regions reserved, no file.
+// Two allocators, each with its own counters: the device's (allocator()) and the host tier's
+// (host_allocator(): offloaded model states, activation checkpoints in host memory). Both are on
+// the meta device, as on the CPU target both are the cpu: the host tier is the device's own
+// memory there, counted apart (core/memory.h's host_allocator()), and every path of the engine
+// that asks "is this the device's memory?" answers as it does on the CPU.
 //
 // The target: the meta device reproduces the CPU backend's allocations (core/cpu_backend.h), the
 // one backend every run here can be measured on: its compute dtypes (f32, f64, bf16), its kernels'
@@ -54,11 +55,11 @@ class MetaAllocator final : public Allocator {
 
 class MetaBackend final : public Backend {
  public:
-  explicit MetaBackend(int index);
-  Device device() const override { return Device::meta(index_); }
+  MetaBackend();
+  Device device() const override { return Device::meta(); }
   Allocator& allocator() override { return alloc_; }
-  // Both kinds of host memory are meta:host's allocator (pinned or not, the bytes are counted there).
-  Allocator& host_allocator(bool pinned) override;
+  // The host tier's counters (pinned or not: one allocator, as on the CPU).
+  Allocator& host_allocator(bool /*pinned*/) override { return host_alloc_; }
   bool computes(DType dt) const override { return dt == DType::f32 || dt == DType::f64 || dt == DType::bf16; }
   void synchronize() override {}
 
@@ -71,12 +72,11 @@ class MetaBackend final : public Backend {
 #include "core/backend_ops.def"
 
  private:
-  int index_;
   int threads_;
-  MetaAllocator alloc_;
+  MetaAllocator alloc_, host_alloc_;
 };
 
-// The two meta backends (index kMetaDevice or kMetaHost; another index is a zt::Error).
-MetaBackend& meta_backend(int index);
+// The meta backend (backend(Device::meta()) returns it).
+MetaBackend& meta_backend();
 
 }  // namespace zt

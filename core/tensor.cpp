@@ -354,7 +354,7 @@ void Tensor::copy_(const Tensor& src) {
   ZT_CHECK(shape_ == src.shape_, "copy_: shape ", shape_str(src.shape_), " into ", shape_str(shape_));
   const Device dd = device(), sd = src.device();
   if (!dd.is_cpu() || !sd.is_cpu()) {  // a GPU on either side: the backends copy
-    if (dd == sd || (dd.is_meta() && sd.is_meta())) return backend(dd).copy(*this, src);  // meta: device <-> host tier
+    if (dd == sd) return backend(dd).copy(*this, src);
     ZT_CHECK(dd.is_cpu() || sd.is_cpu(), "copy_ between two devices (", sd.str(), " -> ", dd.str(),
              "): copy through the host");
     if (dd.is_cpu()) {  // device -> host: bring src over as it is, then convert on the host

@@ -351,6 +351,22 @@ std::unique_ptr<ProcessGroup> intra_node_group(ProcessGroup& g) {
   return g.split_members(t.node(), members);
 }
 
+std::unique_ptr<ProcessGroup> node_block_group(ProcessGroup& g, int block) {
+  const Topology& t = g.topology();
+  ZT_CHECK(block >= 1, "node_block_group: block = ", block, " (expected >= 1)");
+  std::vector<std::vector<int>> nodes(static_cast<size_t>(t.num_nodes()));  // every node's ranks, by rank
+  for (int q = 0; q < g.size(); ++q) nodes[static_cast<size_t>(t.node_of[q])].push_back(q);
+  for (size_t k = 0; k < nodes.size(); ++k)
+    if (nodes[k].size() % static_cast<size_t>(block) != 0)
+      ZT_THROW("node_block_group: ", block, " does not divide node ", k, "'s ", nodes[k].size(), " ranks (",
+               t.summary(), ")");
+  const std::vector<int>& mine = nodes[static_cast<size_t>(t.node())];
+  const size_t first = static_cast<size_t>(t.local_rank() / block * block);
+  const std::vector<int> members(mine.begin() + static_cast<std::ptrdiff_t>(first),
+                                 mine.begin() + static_cast<std::ptrdiff_t>(first) + block);
+  return g.split_members(members.front(), members);
+}
+
 std::unique_ptr<ProcessGroup> inter_node_group(ProcessGroup& g) {
   const Topology& t = g.topology();
   // Members: the ranks with this rank's local rank (rank q's: how many ranks before q share its

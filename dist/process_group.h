@@ -1,5 +1,5 @@
 // defines: Collective, ring_bytes, CommCounters, Work, ProcessGroup, SingleProcessGroup, intra_node_group,
-//          inter_node_group, sub_topology, init_process_group —
+//          inter_node_group, node_block_group, sub_topology, init_process_group —
 //          the communication interface ZeRO talks to (docs/architecture.md "Devices and backends").
 //
 // A ProcessGroup is N ranks that run the same program and call the same collectives in the same
@@ -202,6 +202,7 @@ class ProcessGroup {
   std::unique_ptr<ProcessGroup> split_members(int color, const std::vector<int>& members);
   friend std::unique_ptr<ProcessGroup> intra_node_group(ProcessGroup& g);
   friend std::unique_ptr<ProcessGroup> inter_node_group(ProcessGroup& g);
+  friend std::unique_ptr<ProcessGroup> node_block_group(ProcessGroup& g, int block);
 
  private:
   void count(Collective c, int64_t ring_bytes);
@@ -255,6 +256,11 @@ class SingleProcessGroup final : public ProcessGroup {
 // (ranked by node).
 std::unique_ptr<ProcessGroup> intra_node_group(ProcessGroup& g);
 std::unique_ptr<ProcessGroup> inter_node_group(ProcessGroup& g);
+// The `block` consecutive ranks of this rank's node (in rank order) that include it — ZeRO++ hpZ's
+// secondary group (zero/zeropp.h) — from the topology, without a gather (collective over g, the
+// same as g.split(first member, rank)). Every node's rank count must be a multiple of `block`
+// (a zt::Error naming the node otherwise).
+std::unique_ptr<ProcessGroup> node_block_group(ProcessGroup& g, int block);
 
 // A sub-group's topology: `parent` restricted to `members` (parent ranks, in the sub-group's
 // order), nodes renumbered by their lowest member; `rank` is the rank in the sub-group.

@@ -175,7 +175,7 @@ TEST_CASE("meta allocator: counts by category, holds no memory, distinct address
   CHECK(a.stats().cur(Category::optim) == before.cur(Category::optim));
   // The host tier is its own device and counter.
   Allocator& h = backend(Device::meta()).host_allocator(true);
-  CHECK(h.device() == Device::meta(kMetaHost));
+  CHECK(h.device() == Device::meta());  // the host tier is the device's own memory, as on the CPU
   CHECK(&h != &a);
   // A cap throws as the real allocator's does, naming the category.
   a.set_limit(a.stats().total() + 100);
@@ -196,7 +196,7 @@ TEST_CASE("meta rows check their arguments and answer without computing", "[meta
   Tensor filled = Tensor::full({4, 8}, 3.0);  // the default device: cpu
   filled.copy_(x);
   CHECK(filled.to_vector() == std::vector<double>(32, 0.0));
-  // meta <-> meta:host copies go through the meta backend
+  // device <-> host tier copies go through the meta backend
   Tensor h = Tensor::empty({4, 8}, DType::f32, Category::optim, m.host_allocator(false));
   h.copy_(x);
   x.copy_(h);

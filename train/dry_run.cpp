@@ -32,23 +32,22 @@ class NoValues final : public ParamSource {
 // them), peaks from zero, the rank's thread count; the default device is meta meanwhile.
 class MetaScope {
  public:
-  explicit MetaScope(int threads) : device_(meta_backend(kMetaDevice)), host_(meta_backend(kMetaHost)) {
-    for (MetaBackend* b : {&device_, &host_})
-      ZT_CHECK(b->allocator().stats().total() == 0, "dry run: ", b->device().str(), " still holds ",
-               format_bytes(b->allocator().stats().total()), " (another dry run in this process has not ended)");
-    device_.set_threads(threads);
+  explicit MetaScope(int threads) : meta_(meta_backend()) {
+    for (Allocator* a : {&meta_.allocator(), &meta_.host_allocator(false)})
+      ZT_CHECK(a->stats().total() == 0, "dry run: the meta allocator '", a->name(), "' still holds ",
+               format_bytes(a->stats().total()), " (another dry run in this process has not ended)");
+    meta_.set_threads(threads);
     reset_peaks();
   }
   void reset_peaks() {
-    device_.allocator().reset_peaks();
-    host_.allocator().reset_peaks();
+    meta_.allocator().reset_peaks();
+    meta_.host_allocator(false).reset_peaks();
   }
-  MemoryStats device() const { return device_.allocator().stats(); }
-  MemoryStats host() const { return host_.allocator().stats(); }
+  MemoryStats device() const { return meta_.allocator().stats(); }
+  MemoryStats host() const { return meta_.host_allocator(false).stats(); }
 
  private:
-  MetaBackend& device_;
-  MetaBackend& host_;
+  MetaBackend& meta_;
   DefaultDeviceScope scope_{Device::meta()};
 };
 

@@ -84,14 +84,13 @@ void quantized_all_gather(ProcessGroup& g, const Tensor& src, const Tensor& dst,
 std::unique_ptr<ProcessGroup> hpz_secondary_group(const ZeroOptimization& z, ProcessGroup& world) {
   const Topology& t = world.topology();
   const std::vector<std::vector<int>> nodes = ranks_by_node(t);
-  const std::vector<int>& mine = nodes[static_cast<size_t>(t.node())];
   const int H = static_cast<int>(z.zero_hpz_partition_size);
   for (size_t k = 0; k < nodes.size(); ++k)
     if (nodes[k].size() % static_cast<size_t>(H) != 0)
       ZT_THROW("zero_optimization.zero_hpz_partition_size = ", H, " does not divide node ", k, "'s ", nodes[k].size(),
                " ranks (", t.summary(), "): the secondary shards are kept by H ranks of one node");
   // The group of H consecutive ranks of this node that holds this rank, named by its first rank.
-  return world.split(mine[static_cast<size_t>(t.local_rank() / H * H)], world.rank());
+  return node_block_group(world, H);
 }
 
 QuantizedReduceScatter::QuantizedReduceScatter(const ZeroOptimization& z, ProcessGroup& world) : z_(z), world_(world) {

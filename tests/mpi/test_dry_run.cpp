@@ -7,6 +7,8 @@
 
 #include <omp.h>
 
+#include <cstdlib>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -55,10 +57,11 @@ Measured real_run(const RunConfig& c, ProcessGroup& g, int steps) {
   return m;
 }
 
-std::string diff(const char* what, const MemoryStats& real, const MemoryStats& dry) {
+// `slack`: how far the device's activation peak may differ (see check_same).
+std::string diff(const char* what, const MemoryStats& real, const MemoryStats& dry, int64_t slack = 0) {
   std::ostringstream o;
   for (Category c : kAllCategories)
-    if (real.max(c) != dry.max(c) || real.cur(c) != dry.cur(c))
+    if (std::abs(real.max(c) - dry.max(c)) > (c == Category::activations ? slack : 0) || real.cur(c) != dry.cur(c))
       o << what << " " << category_name(c) << ": real peak " << real.max(c) << " held " << real.cur(c)
         << ", dry peak " << dry.max(c) << " held " << dry.cur(c) << "\n";
   return o.str();
@@ -75,7 +78,13 @@ std::string diff(const CommCounters& real, const CommCounters& dry) {
   return o.str();
 }
 
-// The real run and the dry run of `c` on this rank agree, or the differences are listed.
+// The real run and the dry run of `c` on this rank agree, or the differences are listed. One
+// exception, a property of the real run: with cpu_checkpointing the copies of the checkpoints run
+// on a worker thread (zero/activation_offload.h), and whether one block's checkpoint is still on
+// the device (or already back) at the backward's peak depends on that thread's timing — the real
+// peak varies from run to run by one checkpoint (B, T, C), measured here as 232200 or 240392
+// bytes at 4 ranks. The dry run runs the same worker (its copies take no time, its peak varies
+// likewise); the two peaks are held within that one checkpoint.
 void check_same(const std::string& name, RunConfig c, ProcessGroup& g) {
   const int steps = 3;
   c.steps = steps;
@@ -89,11 +98,13 @@ void check_same(const std::string& name, RunConfig c, ProcessGroup& g) {
   r.threads = omp_get_max_threads();
   r.steps = steps;
   const DryRun dry = dry_run(r);
+  const int64_t checkpoint = c.engine.cpu_checkpointing ? c.batch() * c.seq_len * r.model.n_embd * 4
+                                                        : 0;  // float32 compute here
   std::string d = diff("setup device", real.setup_device, dry.setup_device) +
                   diff("setup host", real.setup_host, dry.setup_host);
   for (int s = 0; s < steps; ++s) {
     const std::string at = "step " + std::to_string(s + 1);
-    d += diff((at + " device").c_str(), real.steps[s].device, dry.steps[s].device) +
+    d += diff((at + " device").c_str(), real.steps[s].device, dry.steps[s].device, checkpoint) +
          diff((at + " host").c_str(), real.steps[s].host, dry.steps[s].host) +
          diff(real.steps[s].comm, dry.steps[s].comm);
   }
@@ -111,4 +122,64 @@ TEST_CASE("dry run equals the real run: stages, precisions, offload", "[dry_run]
       c.engine.precision = p;
       check_same("gpt2-nano stage " + std::to_string(stage) + " " + precision_name(p), c, g);
     }
+}
+
+TEST_CASE("dry run equals the real run: offload, ZeRO++, checkpointing, accumulation, bf16 compute, llama",
+          "[dry_run]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size();
+  auto cpu = [] {
+    OffloadConfig o;
+    o.device = OffloadDevice::cpu;
+    return o;
+  };
+  struct Case {
+    std::string name;
+    std::function<void(RunConfig&)> set;
+  };
+  const std::vector<Case> cases = {
+      {"stage 1, optimizer offloaded",
+       [&](RunConfig& c) { c.engine.zero.stage = 1, c.engine.zero.offload_optimizer = cpu(); }},
+      {"stage 2 bf16, optimizer offloaded",
+       [&](RunConfig& c) {
+         c.engine.zero.stage = 2, c.engine.precision = Precision::bf16, c.engine.zero.offload_optimizer = cpu();
+       }},
+      {"stage 3 fp16, optimizer and parameters offloaded",
+       [&](RunConfig& c) {
+         c.engine.precision = Precision::f16, c.engine.zero.offload_optimizer = cpu(),
+         c.engine.zero.offload_param = cpu();
+       }},
+      {"stage 3 qwZ", [&](RunConfig& c) { c.engine.zero.zero_quantized_weights = true; }},
+      {"stage 3 qgZ bf16",
+       [&](RunConfig& c) { c.engine.precision = Precision::bf16, c.engine.zero.zero_quantized_gradients = true; }},
+      {"stage 3 hpZ",
+       [&](RunConfig& c) { c.engine.zero.zero_hpz_partition_size = g.topology().local_size() % 2 == 0 ? 2 : 1; }},
+      {"stage 3 qwZ + hpZ + qgZ",
+       [&](RunConfig& c) {
+         c.engine.zero.zero_quantized_weights = c.engine.zero.zero_quantized_gradients = true;
+         c.engine.zero.zero_hpz_partition_size = g.topology().local_size() % 2 == 0 ? 2 : 1;
+       }},
+      {"stage 3, activation checkpointing", [&](RunConfig& c) { c.engine.activation_checkpointing = true; }},
+      {"stage 2, checkpoints in host memory",
+       [&](RunConfig& c) {
+         c.engine.zero.stage = 2, c.engine.activation_checkpointing = c.engine.cpu_checkpointing = true;
+       }},
+      {"stage 2, two micro-steps",
+       [&](RunConfig& c) {
+         c.engine.zero.stage = 2, c.engine.gradient_accumulation_steps = 2;
+         c.engine.train_micro_batch_size_per_gpu = std::max<int64_t>(1, c.engine.train_micro_batch_size_per_gpu / 2);
+       }},
+      {"stage 3, bf16 compute",
+       [&](RunConfig& c) { c.engine.precision = Precision::bf16, c.compute_dtype = DType::bf16; }},
+      {"llama-nano stage 3 bf16", [&](RunConfig& c) { c.model = "llama-nano", c.engine.precision = Precision::bf16; }},
+      {"llama-nano stage 1, DeepSpeed's defaults", [&](RunConfig& c) {
+         c.model = "llama-nano";
+         c.engine.zero = ZeroOptimization{};
+         c.engine.zero.stage = 1;
+       }}};
+  for (const Case& k : cases) {
+    RunConfig c = test::small_run("gpt2-nano", N, 3);
+    k.set(c);
+    check_same(k.name, c, g);
+  }
 }
