@@ -3,7 +3,8 @@
 # public headers and nothing private, every installed header's includes installed too), a
 # version the package must refuse, then configure and build each of examples/ as its own CMake
 # project with find_package(ZeroTensor) -DCMAKE_PREFIX_PATH=<prefix> and run it:
-#   train_custom  a custom model trained with ZeRO stage 3 on 2 MPI ranks: the loss falls, each
+#   train_custom  a custom model trained with ZeRO stage 3 on 2 MPI ranks, dry-run first: the
+#                 dry run's peaks are the measured ones, the loss falls, each
 #                 rank holds half the parameters
 #   generate      samples from a checkpoint of the installed zt-train: the text zt-generate prints
 #   estimate      the estimator as a library: zt-estimate's model-state bytes
@@ -79,7 +80,11 @@ assert loss[-1] < 0.25 * loss[0], f"FAIL: the loss did not fall: {loss}"
 assert len(held) == 2 and all(n == 2 for _, _, n in held), f"FAIL: expected 2 ranks' memory lines: {held}"
 for b, p, n in held:  # stage 3: after the step a rank holds its shard, half of the padded fp32 parameters
     assert b == 4 * p // 2, f"FAIL: a rank holds {b} bytes of {4 * p} parameter bytes, not half"
-print(f"ok: train_custom's loss {loss[0]} -> {loss[-1]}, each rank holds half of {4 * held[0][1]} parameter bytes")
+# the dry run of the custom model (train/dry_run.h) predicted each rank's step peaks to the byte
+exact = re.findall(r"rank (\d): every peak as the dry run predicted", text)
+assert sorted(exact) == ["0", "1"], f"FAIL: the dry run's peaks were not every rank's measured peaks: {text}"
+print(f"ok: train_custom's loss {loss[0]} -> {loss[-1]}, each rank holds half of {4 * held[0][1]} parameter bytes, "
+      "and every rank's step peaks are the dry run's")
 EOF
 
 # ---- (b) generate: from a checkpoint of the installed zt-train ----

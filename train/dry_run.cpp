@@ -69,23 +69,32 @@ void check_request(const DryRunRequest& r) {
 DryRun dry_run(const DryRunRequest& req) {
   check_request(req);
   RunConfig cfg = req.run;
-  if (cfg.seq_len == 0) cfg.seq_len = req.model.max_seq_len;
-  ZT_CHECK(cfg.seq_len <= req.model.max_seq_len, "dry run: seq_len ", cfg.seq_len, " exceeds the model's context ",
-           req.model.max_seq_len);
   DryRun out;
   MetaScope meta(req.threads);
   SimulatedProcessGroup group(req.rank, topology_of_equal_nodes(req.world_size, req.nodes, req.rank));
   {
-    // Construction as zt-train's Trainer does it: the layout without bytes, the engine creating
-    // what this rank's stage keeps, unit by unit.
-    ModelOptions opt;
-    opt.world_size = req.world_size;
-    opt.alignment = kShardAlignment;
-    opt.dtype = cfg.compute_dtype;
-    opt.materialize = false;
-    std::unique_ptr<Model> model = make_model(req.model, opt);
+    // Construction as the real program does it: zt-train's Trainer lays the model out without
+    // bytes and the engine creates what this rank's stage keeps, unit by unit; a model of your
+    // own is built by `build`.
+    std::unique_ptr<Model> model;
+    if (req.build) {
+      model = req.build(req.world_size);
+      ZT_CHECK(model, "dry run: the model's build function returned no model");
+    } else {
+      ModelOptions opt;
+      opt.world_size = req.world_size;
+      opt.alignment = kShardAlignment;
+      opt.dtype = cfg.compute_dtype;
+      opt.materialize = false;
+      model = make_model(req.model, opt);
+    }
+    if (cfg.seq_len == 0) cfg.seq_len = model->max_seq_len();
+    ZT_CHECK(cfg.seq_len <= model->max_seq_len(), "dry run: seq_len ", cfg.seq_len, " exceeds the model's context ",
+             model->max_seq_len());
     NoValues initial;
-    std::unique_ptr<Engine> engine = initialize(*model, cfg.engine, group, &initial);
+    const Tensor& first = model->units().front()->params().flat();
+    const bool holds_values = first.defined() && first.storage()->resident();
+    std::unique_ptr<Engine> engine = initialize(*model, cfg.engine, group, holds_values ? nullptr : &initial);
     out.setup_device = meta.device();
     out.setup_host = meta.host();
     const MemoryReport rep = engine->memory_report();

@@ -18,17 +18,26 @@
 // backend: core/meta_backend.h).
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/memory.h"
 #include "dist/process_group.h"  // defines: CommCounters
 #include "models/model_config.h"
+#include "nn/model.h"
 #include "train/run_config.h"
 
 namespace zt {
 
 struct DryRunRequest {
-  ModelConfig model;
+  ModelConfig model;  // a GPT-2 or Llama config (models/model_config.h), unless `build` is set
+  // A model of your own (nn/model.h; examples/train_custom): called once, on the meta device (the
+  // default device during the call), it builds the model with its flat buffers padded for
+  // `world_size` ranks, exactly as the real program builds it. A model built holding its values
+  // (materialized) goes to the engine as it is, as the real program hands it; one laid out without
+  // bytes is given the dry run's initial values (partitioned construction, as zt-train's).
+  std::function<std::unique_ptr<Model>(int64_t world_size)> build;
   RunConfig run;           // engine (stage, precision, offload, ZeRO++, buckets), batch, seq_len, compute_dtype
   int world_size = 1;      // N ranks
   int nodes = 1;           // K nodes of N / K ranks each (node-major, as the launchers number them)
