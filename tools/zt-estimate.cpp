@@ -21,6 +21,7 @@
 #include "models/model_config.h"     // defines: ModelConfig, model_config
 #include "train/dry_run.h"           // defines: dry_run
 #include "train/estimate_request.h"  // defines: estimate_request
+#include "train/fit.h"               // defines: fit, Capacity, parse_fit_axis
 #include "train/run_config.h"        // defines: run_config_keys
 #include "zero/engine_config.h"      // defines: Precision, ZeroOptimization, engine_config_from_file
 #include "zero/estimator.h"          // defines: estimate, estimate_comm, paper_table1, parse_count
@@ -98,6 +99,60 @@ void print_dry_runs(const std::string& what, const ModelConfig& cfg, const RunCo
   if (json) std::cout << all.dump(2) << std::endl;
 }
 
+const char* axis_name(FitAxis a) { return a == FitAxis::layers ? "n_layer" : a == FitAxis::batch ? "batch" : "seq_len"; }
+
+nlohmann::json trial_json(const FitTrial& t) {
+  nlohmann::json j = {{"size", t.size}, {"fits", t.fits}};
+  if (!t.fits && t.size > 0)
+    j["over"] = {{"tier", t.tier}, {"category", category_name(t.category)}, {"need", t.need}, {"capacity", t.capacity}};
+  return j;
+}
+
+// --fit: the largest size of one axis that fits the capacities, by bisection over dry runs.
+void print_fit(const std::string& what, const DryRunRequest& req, FitAxis axis, double device_mib, double host_mib,
+               double nvme_mib, int64_t limit, bool json) {
+  auto mib = [](double m, const char* flag) {
+    if (m < 0) ZT_THROW(flag, " ", m, ": expected a capacity in MiB >= 0 (0: no limit)");
+    return static_cast<int64_t>(m * 1024 * 1024);
+  };
+  const Capacity cap{mib(device_mib, "--device-mib"), mib(host_mib, "--host-mib"), mib(nvme_mib, "--nvme-mib")};
+  if (cap.device == 0 && cap.host == 0 && cap.nvme == 0)
+    ZT_THROW("--fit needs a capacity: --device-mib, --host-mib or --nvme-mib");
+  if (limit == 0) limit = axis == FitAxis::layers ? 1024 : axis == FitAxis::batch ? 4096 : int64_t{1} << 20;
+  const FitResult r = fit(req, axis, cap, limit);
+  if (json) {
+    nlohmann::json j = {{"model", what}, {"axis", axis_name(axis)}, {"world_size", req.world_size},
+                        {"nodes", req.nodes}, {"dry_runs", r.trials.size()}};
+    j["capacity"] = {{"device", cap.device}, {"host", cap.host}, {"nvme", cap.nvme}};
+    j["fits"] = trial_json(r.best);
+    j["does_not_fit"] = trial_json(r.next);
+    if (axis == FitAxis::layers)  // the configs themselves, ready for zt-train --model / zt-estimate --model
+      for (auto [key, t] : {std::pair{"fits", &r.best}, std::pair{"does_not_fit", &r.next}})
+        if (t->size > 0) {
+          ModelConfig m = req.model;
+          m.n_layer = t->size;
+          j[key]["model_config"] = m;
+        }
+    std::cout << j.dump(2) << std::endl;
+    return;
+  }
+  auto cap_str = [](int64_t b) { return b > 0 ? format_bytes(b) : std::string("no limit"); };
+  std::printf("zt-estimate --fit %s: %s, ZeRO stage %d, %d rank%s (%d node%s), %s\n", axis_name(axis), what.c_str(),
+              req.run.engine.zero.stage, req.world_size, req.world_size == 1 ? "" : "s", req.nodes,
+              req.nodes == 1 ? "" : "s", precision_name(req.run.engine.precision));
+  std::printf("capacity per rank: device %s, host %s, nvme %s\n\n", cap_str(cap.device).c_str(),
+              cap_str(cap.host).c_str(), cap_str(cap.nvme).c_str());
+  if (r.best.size > 0) std::printf("fits:          %s %lld\n", axis_name(axis), static_cast<long long>(r.best.size));
+  else std::printf("fits:          nothing: %s 1 does not fit\n", axis_name(axis));
+  if (r.next.size > 0)
+    std::printf("does not fit:  %s %lld: the %s peaks at %s > %s (its largest category: %s)\n", axis_name(axis),
+                static_cast<long long>(r.next.size), r.next.tier.c_str(), format_bytes(r.next.need).c_str(),
+                format_bytes(r.next.capacity).c_str(), category_name(r.next.category));
+  else
+    std::printf("does not fit:  none up to %s %lld (--fit-limit)\n", axis_name(axis), static_cast<long long>(limit));
+  std::printf("(%zu dry runs of rank 0 and the last rank; train/fit.h)\n", r.trials.size());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -138,6 +193,17 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "OpenMP threads per rank (attention backward scratch)");
   app.add_flag("--paper", paper, "print Table 1 of the ZeRO paper (Rajbhandari et al. 2019) from the formulas");
   app.add_flag("--json", json, "machine-readable output (bytes)");
+  std::string fit_axis;
+  double device_mib = 0, host_mib = 0, nvme_mib = 0;
+  int64_t fit_limit = 0;
+  app.add_option("--fit", fit_axis,
+                 "layers | batch | seq: the largest model depth, micro-batch or sequence length whose dry run fits "
+                 "--device-mib / --host-mib / --nvme-mib per rank (bisection over dry runs; train/fit.h)");
+  app.add_option("--device-mib", device_mib, "with --fit: the device's capacity per rank, MiB (0: no limit)");
+  app.add_option("--host-mib", host_mib, "with --fit: the host tier's capacity per rank, MiB (0: no limit)");
+  app.add_option("--nvme-mib", nvme_mib, "with --fit: the swap files' capacity per rank, MiB (0: no limit)");
+  app.add_option("--fit-limit", fit_limit, "with --fit: the largest size tried (default 1024 layers, 4096 sequences, "
+                                           "1048576 tokens)");
   app.add_flag("--dry-run", dry,
                "with --model and --batch: run the training step itself on the meta device for rank 0 and the last "
                "rank (train/dry_run.h) and print its peaks per category and tier and its bytes per collective");
@@ -185,6 +251,7 @@ int main(int argc, char** argv) {
     else if (precision == "bf16") run.precision = Precision::bf16;
     else if (precision == "fp16") run.precision = Precision::f16;
     else ZT_THROW("--precision \"", precision, "\": expected fp32, bf16 or fp16");
+    if (fit_axis == "batch" && !app.count("--batch")) batch = 1;  // the axis grows from 1
     if (model_name.empty() == params_str.empty()) ZT_THROW("give exactly one of --model NAME and --params N");
     if (batch < 0 || seq_len < 0 || threads < 1)
       ZT_THROW("--batch ", batch, ", --seq-len ", seq_len, ", --threads ", threads, ": expected >= 0, >= 0, >= 1");
@@ -214,8 +281,8 @@ int main(int argc, char** argv) {
     run.train_micro_batch_size_per_gpu = batch;
     run.activation_checkpointing = ckpt;
     run.cpu_checkpointing = cpu_ckpt;
-    if (dry) {
-      if (!layout || batch < 1) ZT_THROW("--dry-run needs --model and --batch (a step to run)");
+    if (dry || !fit_axis.empty()) {
+      if (!layout || batch < 1) ZT_THROW(dry ? "--dry-run" : "--fit", " needs --model and --batch (a step to run)");
       if (nodes < 1 || world % nodes != 0) ZT_THROW("--nodes ", nodes, ": expected a divisor of --world-size ", world);
       RunConfig rc;
       rc.model = model_name;
@@ -223,6 +290,16 @@ int main(int argc, char** argv) {
       rc.engine.gradient_accumulation_steps = accum < 1 ? 1 : accum;
       rc.seq_len = seq_len;
       rc.compute_dtype = compute_dtype == "bf16" ? DType::bf16 : DType::f32;
+      DryRunRequest req;
+      req.model = cfg;
+      req.run = rc;
+      req.world_size = static_cast<int>(world);
+      req.nodes = static_cast<int>(nodes);
+      req.threads = static_cast<int>(threads);
+      if (!fit_axis.empty()) {
+        print_fit(what, req, parse_fit_axis(fit_axis), device_mib, host_mib, nvme_mib, fit_limit, json);
+        return 0;
+      }
       print_dry_runs(what, cfg, rc, static_cast<int>(world), static_cast<int>(nodes), static_cast<int>(threads), json);
       return 0;
     }

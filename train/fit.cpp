@@ -1,0 +1,85 @@
+// defines: parse_fit_axis, fit (train/fit.h); file-local: largest, check_tier, trial
+#include "train/fit.h"
+
+#include <algorithm>
+
+namespace zt {
+
+FitAxis parse_fit_axis(const std::string& s) {
+  if (s == "layers") return FitAxis::layers;
+  if (s == "batch") return FitAxis::batch;
+  if (s == "seq") return FitAxis::seq;
+  ZT_THROW("--fit '", s, "': expected layers (the model's depth), batch (the micro-batch per rank) or seq (the ",
+           "sequence length)");
+}
+
+namespace {
+
+// The category with the largest peak of a tier.
+Category largest(const MemoryStats& m) {
+  Category best = Category::params;
+  for (Category c : kAllCategories)
+    if (m.max(c) > m.max(best)) best = c;
+  return best;
+}
+
+// Marks `t` as not fitting when `need` passes `capacity` (0: no limit); the first tier passed wins.
+void check_tier(FitTrial& t, const char* tier, const MemoryStats& m, int64_t need, int64_t capacity) {
+  if (!t.fits || capacity <= 0 || need <= capacity) return;
+  t = FitTrial{t.size, false, tier, largest(m), need, capacity};
+}
+
+FitTrial trial(const DryRunRequest& base, FitAxis axis, int64_t size, const Capacity& cap) {
+  DryRunRequest r = base;
+  if (axis == FitAxis::layers) r.model.n_layer = size;
+  if (axis == FitAxis::batch) r.run.engine.train_micro_batch_size_per_gpu = size;
+  if (axis == FitAxis::seq) {
+    r.run.seq_len = size;
+    r.model.max_seq_len = std::max(r.model.max_seq_len, size);
+  }
+  FitTrial t{size, true, "", Category::params, 0, 0};
+  std::vector<int> ranks = {0};
+  if (base.world_size > 1) ranks.push_back(base.world_size - 1);
+  for (int rank : ranks) {
+    r.rank = rank;
+    const DryRun d = dry_run(r);
+    check_tier(t, "device", d.device, d.device.peak_total, cap.device);
+    check_tier(t, "host", d.host, d.host.peak_total, cap.host);
+    check_tier(t, "nvme", d.nvme, d.nvme.total(), cap.nvme);
+  }
+  return t;
+}
+
+}  // namespace
+
+FitResult fit(const DryRunRequest& base, FitAxis axis, const Capacity& cap, int64_t limit) {
+  ZT_CHECK(limit >= 1, "fit: limit = ", limit, " (expected >= 1)");
+  ZT_CHECK(axis != FitAxis::layers || !base.build, "fit: --fit layers grows a GPT-2 or Llama config, not a model "
+                                                   "of your own");
+  FitResult out;
+  auto run = [&](int64_t size) {
+    out.trials.push_back(trial(base, axis, size, cap));
+    return out.trials.back();
+  };
+  // Doubling until a size does not fit (or the limit), then bisection between the last that fits
+  // and the first that does not.
+  FitTrial lo{0, true, "", Category::params, 0, 0}, hi{0, false, "", Category::params, 0, 0};
+  for (int64_t s = 1;; s = std::min(limit, s * 2)) {
+    const FitTrial t = run(s);
+    if (!t.fits) {
+      hi = t;
+      break;
+    }
+    lo = t;
+    if (s == limit) break;
+  }
+  while (hi.size > 0 && hi.size - lo.size > 1) {
+    const FitTrial t = run(lo.size + (hi.size - lo.size) / 2);
+    (t.fits ? lo : hi) = t;
+  }
+  out.best = lo;
+  out.next = hi;
+  return out;
+}
+
+}  // namespace zt
