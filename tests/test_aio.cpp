@@ -1,12 +1,14 @@
-// defines: 7 Catch2 test cases tagged [aio]; helpers: AlignedBuf, fill_random, fnv1a, supports_odirect,
+// defines: 8 Catch2 test cases tagged [aio]; helpers: AlignedBuf, fill_random, fnv1a, supports_odirect,
 //          FileSizeLimit, file_size
 //
 // Tests of zero/aio.h: the NVMe tier's swap file (O_DIRECT, io_uring). Round trips through several
 // block sizes and queue depths, alignment errors, a disk that fills (RLIMIT_FSIZE -> EFBIG; fallocate
-// beyond the free space), directory errors, stale / live swap files, removal, stats.
+// beyond the free space), directory errors, stale / live swap files, removal, stats; the dry mode
+// (no file, no IO, the same books and checks).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -359,4 +361,56 @@ TEST_CASE("aio destruction waits for queued IO and stats count reserved bytes pe
   w->wait();  // completed by the destructor, successfully
   CHECK(std::memcmp(a.p, b.p, bytes) == 0);
   CHECK_FALSE(fs::exists(path));
+}
+
+TEST_CASE("aio dry swap file keeps the books and the checks, creates nothing and touches no buffer", "[aio]") {
+  test::TempDir tmp("aio_dry");
+  const std::string missing = tmp.file("not-yet");  // a dry swap file does not create its directory
+  const int64_t MiB = 1 << 20;
+  {
+    SwapFile f(missing, 3, AioConfig{MiB, 4}, SwapMode::dry);
+    CHECK(f.dry());
+    CHECK_THAT(f.path(), Catch::Contains("zt-swap-rank3.bin") && Catch::Contains("dry run"));
+    // Regions as the real file reserves them: rounded to kAioAlignment, consecutive.
+    CHECK(f.reserve(1, Category::params) == 0);
+    CHECK(f.reserve(3 * MiB + 5, Category::optim) == kAioAlignment);
+    const int64_t end = kAioAlignment + (3 * MiB + kAioAlignment);
+    CHECK(f.reserved_bytes() == end);
+    f.allocate();
+    CHECK(f.allocated_bytes() == end);
+    const MemoryStats st = f.stats();
+    CHECK(st.cur(Category::params) == kAioAlignment);
+    CHECK(st.cur(Category::optim) == 3 * MiB + kAioAlignment);
+    CHECK(st.max(Category::optim) == st.cur(Category::optim));
+    CHECK(st.peak_total == end);
+    // Reads and writes complete at once without touching the buffer: an address with no access
+    // (as a meta tensor's) would fault on any byte read or written.
+    void* none = ::mmap(nullptr, 4 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    REQUIRE(none != MAP_FAILED);
+    f.write_async(kAioAlignment, none, 3 * MiB + kAioAlignment)->wait();
+    f.read_async(0, none, kAioAlignment)->wait();
+    CHECK(f.bytes_written() == 3 * MiB + kAioAlignment);
+    CHECK(f.bytes_read() == kAioAlignment);
+    // The real file's argument checks.
+    char* p = static_cast<char*>(none);
+    CHECK_THROWS_WITH(f.write_async(0, p + 512, 4096), Catch::Contains("misaligned") && Catch::Contains(f.path()));
+    CHECK_THROWS_WITH(f.read_async(0, p, 1000), Catch::Contains("bytes % 4096 = 1000"));
+    CHECK_THROWS_WITH(f.read_async(end, p, 4096), Catch::Contains("past the reserved size"));
+    CHECK_THROWS_WITH(f.write_async(0, nullptr, 4096), Catch::Contains("null buffer"));
+    CHECK_THROWS_WITH(SwapFile(missing, 0, AioConfig{1000, 8}, SwapMode::dry),
+                      Catch::Contains("aio.block_size = 1000"));
+    ::munmap(none, 4 * MiB);
+    f.set_tracer(nullptr);
+  }
+  CHECK_FALSE(fs::exists(missing));
+  {  // In an existing directory: nothing is created, and a stale file there is left alone.
+    const std::string stale = tmp.file("zt-swap-rank1.bin");
+    std::ofstream(stale) << "left by an earlier run";
+    SwapFile f(tmp.dir.string(), 0, AioConfig{}, SwapMode::dry);
+    f.reserve(10 * MiB, Category::optim);
+    f.allocate();
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(tmp.dir)) names.push_back(e.path().filename().string());
+    CHECK(names == std::vector<std::string>{"zt-swap-rank1.bin"});
+  }
 }

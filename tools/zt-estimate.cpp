@@ -60,6 +60,7 @@ void print_dry_runs(const std::string& what, const ModelConfig& cfg, const RunCo
                      {"run", stats_json(d.device)}};
       j["host"] = {{"setup", stats_json(d.setup_host)}, {"steady_step", stats_json(s.host)},
                    {"run", stats_json(d.host)}};
+      j["nvme"] = stats_json(d.nvme);  // bytes reserved in the swap files (reserved at setup, never freed)
       for (int k = 0; k < kNumCollectives; ++k)
         j["comm_per_step"][collective_name(static_cast<Collective>(k))] = s.comm.bytes[k];
       j["comm_per_step"]["intra_node"] = s.comm.link[0];
@@ -75,17 +76,21 @@ void print_dry_runs(const std::string& what, const ModelConfig& cfg, const RunCo
                 static_cast<long long>(rc.grad_accum()), rc.grad_accum() == 1 ? "" : "s", threads,
                 threads == 1 ? "" : "s");
     std::printf("%-12s %-8s %14s %14s %14s\n", "category", "tier", "setup peak", "step peak", "held after");
+    // Tiers: device, host, nvme (the swap files' regions: reserved at setup and held throughout).
+    static const char* kTier[3] = {"device", "host", "nvme"};
     for (Category c : kAllCategories)
-      for (int tier = 0; tier < 2; ++tier) {
-        const MemoryStats& setup = tier ? d.setup_host : d.setup_device;
-        const MemoryStats& step = tier ? s.host : s.device;
+      for (int tier = 0; tier < 3; ++tier) {
+        const MemoryStats& setup = tier == 0 ? d.setup_device : tier == 1 ? d.setup_host : d.nvme;
+        const MemoryStats& step = tier == 0 ? s.device : tier == 1 ? s.host : d.nvme;
         if (tier && setup.max(c) == 0 && step.max(c) == 0) continue;
-        std::printf("%-12s %-8s %14s %14s %14s\n", category_name(c), tier ? "host" : "device",
-                    format_bytes(setup.max(c)).c_str(), format_bytes(step.max(c)).c_str(),
-                    format_bytes(step.cur(c)).c_str());
+        std::printf("%-12s %-8s %14s %14s %14s\n", category_name(c), kTier[tier], format_bytes(setup.max(c)).c_str(),
+                    format_bytes(step.max(c)).c_str(), format_bytes(step.cur(c)).c_str());
       }
     std::printf("%-12s %-8s %14s %14s\n", "total", "device", format_bytes(d.setup_device.peak_total).c_str(),
                 format_bytes(s.device.peak_total).c_str());
+    if (d.nvme.peak_total > 0)
+      std::printf("%-12s %-8s %14s %14s %14s\n", "total", "nvme", format_bytes(d.nvme.peak_total).c_str(),
+                  format_bytes(d.nvme.peak_total).c_str(), format_bytes(d.nvme.total()).c_str());
     std::printf("\nbytes moved in a steady step (ring convention, docs/multi-node.md)\n");
     for (int k = 0; k < kNumCollectives; ++k)
       if (s.comm.bytes[k] > 0)

@@ -13,9 +13,11 @@
 // a stage, a tier, a kernel or ZeRO++ keeps. Values are not computed (the meta device's fixed
 // answers: loss 0, gradient norm 0, every value finite).
 //
-// What a dry run cannot see, and says so: the NVMe tier (a swap file is real IO; a dry run with
-// offload to nvme is refused by name), and a GPU's own allocations (the meta device models the CPU
-// backend: core/meta_backend.h).
+// The NVMe tier (offload to nvme) is counted as the real run counts it: the engine's swap files are
+// dry on the meta device (zero/aio.h's SwapMode), so every region is reserved with the real
+// rounding and offsets, and every read and write is checked, but no file is created and no IO is
+// done. What a dry run cannot see: a GPU's own allocations (the meta device models the CPU backend:
+// core/meta_backend.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -57,12 +59,16 @@ struct DryRun {
   MemoryStats setup_device, setup_host;  // construction: peaks and what is held when it ends
   std::vector<DryRunStep> steps;
   MemoryStats device, host;  // the whole run's peaks (setup included)
+  // The NVMe tier: bytes reserved per category in this rank's swap files at the end (the engine's
+  // memory_report().nvme; reserved at setup, never freed, so current equals peak). Zero without
+  // offload to nvme.
+  MemoryStats nvme;
   int64_t psi = 0, psi_padded = 0;
   const DryRunStep& steady() const { return steps.back(); }
 };
 
 // Runs the request's steps on the meta device; throws a zt::Error naming the field for a request
-// that cannot run (a rank outside the world, nodes that do not divide it, offload to nvme).
+// that cannot run (a rank outside the world, nodes that do not divide it).
 DryRun dry_run(const DryRunRequest& req);
 
 }  // namespace zt

@@ -1,4 +1,5 @@
-// defines: SwapFile (zero/aio.h): reserve, allocate, read_async / write_async, stats; stale-file cleanup.
+// defines: SwapFile (zero/aio.h): reserve, allocate, read_async / write_async, stats; stale-file cleanup;
+//          the dry mode.
 //
 // The NVMe tier's swap file (zero/aio.h): one file per rank, regions reserved, allocated at once, read
 // and written asynchronously through its io_uring engine (zero/aio_engine.h).
@@ -78,7 +79,8 @@ void remove_stale(const std::string& dir, const std::string& own) {
 
 }  // namespace
 
-SwapFile::SwapFile(const std::string& dir, int rank, const AioConfig& aio) : dir_(dir), aio_(aio) {
+SwapFile::SwapFile(const std::string& dir, int rank, const AioConfig& aio, SwapMode mode)
+    : dir_(dir), aio_(aio), mode_(mode) {
   if (aio.block_size <= 0 || aio.block_size % kAioAlignment != 0 || aio.block_size > (int64_t(1) << 30))
     ZT_THROW("SwapFile: aio.block_size = ", aio.block_size, " is invalid: expected a multiple of ", kAioAlignment,
              " (O_DIRECT alignment) in [4096, 2^30]");
@@ -86,6 +88,11 @@ SwapFile::SwapFile(const std::string& dir, int rank, const AioConfig& aio) : dir
     ZT_THROW("SwapFile: aio.queue_depth = ", aio.queue_depth, " is invalid: expected an integer in [1, 4096]");
   if (rank < 0) ZT_THROW("SwapFile: rank = ", rank, " is invalid: expected >= 0");
   if (dir.empty()) ZT_THROW("SwapFile: the swap directory (nvme_path) is empty");
+  const std::string name = "zt-swap-rank" + std::to_string(rank) + ".bin";
+  if (mode_ == SwapMode::dry) {
+    path_ = (fs::path(dir) / name).string() + " (dry run: no file)";
+    return;
+  }
 
   struct stat st;
   if (::stat(dir.c_str(), &st) == 0) {
@@ -97,7 +104,7 @@ SwapFile::SwapFile(const std::string& dir, int rank, const AioConfig& aio) : dir
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     ZT_THROW("swap directory ", dir, " is not writable: ", std::strerror(errno));
-  path_ = (fs::path(dir) / ("zt-swap-rank" + std::to_string(rank) + ".bin")).string();
+  path_ = (fs::path(dir) / name).string();
 
   remove_stale(dir, path_);
 
@@ -152,6 +159,7 @@ SwapFile::SwapFile(const std::string& dir, int rank, const AioConfig& aio) : dir
 }
 
 SwapFile::~SwapFile() {
+  if (mode_ == SwapMode::dry) return;
   engine_.reset();  // serves what is queued and in flight, then stops the IO thread
   ::unlink(path_.c_str());
   ::close(fd_);  // releases the flock
@@ -174,6 +182,10 @@ int64_t SwapFile::reserve(int64_t bytes, Category c) {
 void SwapFile::allocate() {
   std::lock_guard<std::mutex> lock(mu_);
   if (end_ <= allocated_) return;
+  if (mode_ == SwapMode::dry) {
+    allocated_ = end_;
+    return;
+  }
   const int64_t need = end_ - allocated_;
   struct statvfs sv;
   if (::fstatvfs(fd_, &sv) != 0) ZT_THROW("SwapFile ", path_, ": statvfs failed: ", std::strerror(errno));
@@ -218,12 +230,22 @@ void SwapFile::check_io(const char* what, int64_t offset, const void* buf, int64
 WorkPtr SwapFile::write_async(int64_t offset, const void* src, int64_t bytes) {
   check_io("write_async", offset, src, bytes);
   if (bytes == 0) return completed_work();
+  if (mode_ == SwapMode::dry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dry_written_ += bytes;
+    return completed_work();
+  }
   return engine_->submit(true, offset, const_cast<void*>(src), bytes);  // the engine only reads it
 }
 
 WorkPtr SwapFile::read_async(int64_t offset, void* dst, int64_t bytes) {
   check_io("read_async", offset, dst, bytes);
   if (bytes == 0) return completed_work();
+  if (mode_ == SwapMode::dry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dry_read_ += bytes;
+    return completed_work();
+  }
   return engine_->submit(false, offset, dst, bytes);
 }
 
@@ -232,10 +254,20 @@ MemoryStats SwapFile::stats() const {
   return stats_;
 }
 
-void SwapFile::set_tracer(Tracer* t) { engine_->tracer.store(t); }
+void SwapFile::set_tracer(Tracer* t) {
+  if (engine_) engine_->tracer.store(t);
+}
 
-int64_t SwapFile::bytes_read() const { return engine_->bytes_read.load(); }
-int64_t SwapFile::bytes_written() const { return engine_->bytes_written.load(); }
+int64_t SwapFile::bytes_read() const {
+  if (engine_) return engine_->bytes_read.load();
+  std::lock_guard<std::mutex> lock(mu_);
+  return dry_read_;
+}
+int64_t SwapFile::bytes_written() const {
+  if (engine_) return engine_->bytes_written.load();
+  std::lock_guard<std::mutex> lock(mu_);
+  return dry_written_;
+}
 const std::string& SwapFile::path() const { return path_; }
 
 int64_t SwapFile::reserved_bytes() const {

@@ -58,12 +58,14 @@ StorageTiers::StorageTiers(ZeroContext& cx, Device device) : cx_(cx), device_(de
     ZT_THROW("config: zero_optimization.offload_optimizer needs optimizer.type AdamW or Adam, got ",
              optimizer_type_name(cx.cfg.optimizer.type));
   host_ = &backend(device).host_allocator(oo.pin_memory || op.pin_memory);
-  if (oo.nvme()) opt_swap_ = std::make_unique<SwapFile>(oo.nvme_path, cx.r, cx.cfg.aio);
+  // On the meta device (a dry run) the swap files keep their books only: no file, no IO.
+  const SwapMode mode = device.is_meta() ? SwapMode::dry : SwapMode::disk;
+  if (oo.nvme()) opt_swap_ = std::make_unique<SwapFile>(oo.nvme_path, cx.r, cx.cfg.aio, mode);
   if (op.nvme()) {
     if (opt_swap_ && same_dir(oo.nvme_path, op.nvme_path)) {
       param_swap_ = opt_swap_.get();
     } else {
-      own_param_swap_ = std::make_unique<SwapFile>(op.nvme_path, cx.r, cx.cfg.aio);
+      own_param_swap_ = std::make_unique<SwapFile>(op.nvme_path, cx.r, cx.cfg.aio, mode);
       param_swap_ = own_param_swap_.get();
     }
   }

@@ -10,7 +10,8 @@
 //   nvme     the swap files (zero/aio.h)     bytes reserved per category    offload to nvme
 //
 // StorageTiers owns the host allocator's choice and this rank's swap files (the optimizer's and,
-// with another path, the parameters'); it reports and traces the three tiers' bytes.
+// with another path, the parameters'); it reports and traces the three tiers' bytes. On the meta
+// device (a dry run) the swap files are dry (zero/aio.h's SwapMode): counted alike, no file, no IO.
 //
 // ParamTier: where the engine keeps a unit's S-element parameter shard in the working dtype, and
 // how it reaches the device for the all-gather (stage 3's acquire, prefetched ahead):

@@ -1,13 +1,14 @@
 // defines: the dry run's tests against real runs — on every rank of a real job (1, 2 or 4 ranks
 //          under mpirun), the same configuration trained for real by zt-train's Trainer and dry-run
 //          for that rank on the meta device: every category's peak and held bytes on the device and
-//          in the host tier, at setup and in each step, and each step's bytes per collective and
-//          link class, equal to the byte.
+//          in the host tier, at setup and in each step, the NVMe tier's bytes reserved in the swap
+//          files, and each step's bytes per collective and link class, equal to the byte.
 #include <catch2/catch.hpp>
 
 #include <omp.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "dist/process_group.h"
 #include "tests/mpi/small_run.h"
+#include "tests/temp_dir.h"  // defines: zt::test::TempDir
 #include "train/dry_run.h"
 
 using namespace zt;
@@ -24,6 +26,7 @@ namespace {
 struct Measured {
   MemoryStats setup_device, setup_host;
   std::vector<DryRunStep> steps;
+  MemoryStats nvme;  // the swap files' reserved bytes at the end (the engine's memory report)
 };
 
 // Bytes above what the process held before (the test process holds other things in the same
@@ -54,6 +57,7 @@ Measured real_run(const RunConfig& c, ProcessGroup& g, int steps) {
     t.step();
     m.steps.push_back({above(dev.stats(), d0), above(host.stats(), h0), g.counters() - before});
   }
+  m.nvme = t.engine().memory_report().nvme;
   return m;
 }
 
@@ -101,7 +105,12 @@ void check_same(const std::string& name, RunConfig c, ProcessGroup& g) {
   const int64_t checkpoint = c.engine.cpu_checkpointing ? c.batch() * c.seq_len * r.model.n_embd * 4
                                                         : 0;  // float32 compute here
   std::string d = diff("setup device", real.setup_device, dry.setup_device) +
-                  diff("setup host", real.setup_host, dry.setup_host);
+                  diff("setup host", real.setup_host, dry.setup_host) + diff("nvme", real.nvme, dry.nvme);
+  if (real.nvme.peak_total != dry.nvme.peak_total)
+    d += "nvme total: real " + std::to_string(real.nvme.peak_total) + ", dry " + std::to_string(dry.nvme.peak_total) +
+         "\n";
+  const bool nvme = c.engine.zero.offload_optimizer.nvme() || c.engine.zero.offload_param.nvme();
+  if (nvme && real.nvme.peak_total == 0) d += "offload to nvme, but the real run reserved no swap-file bytes\n";
   for (int s = 0; s < steps; ++s) {
     const std::string at = "step " + std::to_string(s + 1);
     d += diff((at + " device").c_str(), real.steps[s].device, dry.steps[s].device, checkpoint) +
@@ -133,6 +142,16 @@ TEST_CASE("dry run equals the real run: offload, ZeRO++, checkpointing, accumula
     o.device = OffloadDevice::cpu;
     return o;
   };
+  // The NVMe tier: this rank's swap files in a scratch directory of its own (the real run's; the
+  // dry run creates nothing there). Several sub-groups per unit: the read-ahead and write-back paths.
+  const test::TempDir swap("dry_run_nvme");
+  auto nvme = [&] {
+    OffloadConfig o;
+    o.device = OffloadDevice::nvme;
+    o.nvme_path = swap.dir.string();
+    o.buffer_count = 2;
+    return o;
+  };
   struct Case {
     std::string name;
     std::function<void(RunConfig&)> set;
@@ -148,6 +167,28 @@ TEST_CASE("dry run equals the real run: offload, ZeRO++, checkpointing, accumula
        [&](RunConfig& c) {
          c.engine.precision = Precision::f16, c.engine.zero.offload_optimizer = cpu(),
          c.engine.zero.offload_param = cpu();
+       }},
+      {"stage 1, optimizer on nvme",
+       [&](RunConfig& c) {
+         c.engine.zero.stage = 1, c.engine.zero.offload_optimizer = nvme(), c.engine.zero.sub_group_size = 3000;
+       }},
+      {"stage 1 bf16, optimizer on nvme",
+       [&](RunConfig& c) {
+         c.engine.zero.stage = 1, c.engine.precision = Precision::bf16, c.engine.zero.offload_optimizer = nvme();
+       }},
+      {"stage 2, optimizer on nvme",
+       [&](RunConfig& c) {
+         c.engine.zero.stage = 2, c.engine.zero.offload_optimizer = nvme(), c.engine.zero.sub_group_size = 3000;
+       }},
+      {"stage 2 bf16, optimizer on nvme",
+       [&](RunConfig& c) {
+         c.engine.zero.stage = 2, c.engine.precision = Precision::bf16, c.engine.zero.offload_optimizer = nvme(),
+         c.engine.zero.sub_group_size = 3000;
+       }},
+      {"stage 3 bf16, optimizer and parameters on nvme",
+       [&](RunConfig& c) {
+         c.engine.precision = Precision::bf16, c.engine.zero.offload_optimizer = nvme(),
+         c.engine.zero.offload_param = nvme(), c.engine.zero.sub_group_size = 3000;
        }},
       {"stage 3 qwZ", [&](RunConfig& c) { c.engine.zero.zero_quantized_weights = true; }},
       {"stage 3 qgZ bf16",
@@ -182,4 +223,6 @@ TEST_CASE("dry run equals the real run: offload, ZeRO++, checkpointing, accumula
     k.set(c);
     check_same(k.name, c, g);
   }
+  // The dry runs left nothing in the swap directory (and the real runs removed their files).
+  CHECK(std::filesystem::is_empty(swap.dir));
 }
