@@ -54,12 +54,12 @@ void print_dry_runs(const std::string& what, const ModelConfig& cfg, const RunCo
     const DryRun d = dry_run(req);
     const DryRunStep& s = d.steady();
     if (json) {
-      nlohmann::json j = {{"model", what}, {"rank", rank}, {"world_size", world}, {"nodes", nodes},
-                          {"psi", d.psi}, {"psi_padded", d.psi_padded}};
-      j["device"] = {{"setup", stats_json(d.setup_device)}, {"steady_step", stats_json(s.device)},
-                     {"run", stats_json(d.device)}};
-      j["host"] = {{"setup", stats_json(d.setup_host)}, {"steady_step", stats_json(s.host)},
-                   {"run", stats_json(d.host)}};
+      nlohmann::json j = {{"model", what},  {"rank", rank}, {"world_size", world},
+                          {"nodes", nodes}, {"psi", d.psi}, {"psi_padded", d.psi_padded}};
+      j["device"] = {
+          {"setup", stats_json(d.setup_device)}, {"steady_step", stats_json(s.device)}, {"run", stats_json(d.device)}};
+      j["host"] = {
+          {"setup", stats_json(d.setup_host)}, {"steady_step", stats_json(s.host)}, {"run", stats_json(d.host)}};
       j["nvme"] = stats_json(d.nvme);  // bytes reserved in the swap files (reserved at setup, never freed)
       for (int k = 0; k < kNumCollectives; ++k)
         j["comm_per_step"][collective_name(static_cast<Collective>(k))] = s.comm.bytes[k];
@@ -68,9 +68,10 @@ void print_dry_runs(const std::string& what, const ModelConfig& cfg, const RunCo
       all.push_back(j);
       continue;
     }
-    std::printf("zt-estimate --dry-run: %s, rank %d of %d (%d node%s), %lld parameters (%lld padded), ZeRO stage %d, %s\n",
-                what.c_str(), rank, world, nodes, nodes == 1 ? "" : "s", static_cast<long long>(d.psi),
-                static_cast<long long>(d.psi_padded), rc.engine.zero.stage, precision_name(rc.engine.precision));
+    std::printf(
+        "zt-estimate --dry-run: %s, rank %d of %d (%d node%s), %lld parameters (%lld padded), ZeRO stage %d, %s\n",
+        what.c_str(), rank, world, nodes, nodes == 1 ? "" : "s", static_cast<long long>(d.psi),
+        static_cast<long long>(d.psi_padded), rc.engine.zero.stage, precision_name(rc.engine.precision));
     std::printf("micro batch %lld x %lld tokens, %lld micro-step%s, %d thread%s; the step run on the meta device\n\n",
                 static_cast<long long>(rc.batch()), static_cast<long long>(rc.seq_len),
                 static_cast<long long>(rc.grad_accum()), rc.grad_accum() == 1 ? "" : "s", threads,
@@ -104,7 +105,9 @@ void print_dry_runs(const std::string& what, const ModelConfig& cfg, const RunCo
   if (json) std::cout << all.dump(2) << std::endl;
 }
 
-const char* axis_name(FitAxis a) { return a == FitAxis::layers ? "n_layer" : a == FitAxis::batch ? "batch" : "seq_len"; }
+const char* axis_name(FitAxis a) {
+  return a == FitAxis::layers ? "n_layer" : a == FitAxis::batch ? "batch" : "seq_len";
+}
 
 nlohmann::json trial_json(const FitTrial& t) {
   nlohmann::json j = {{"size", t.size}, {"fits", t.fits}};
@@ -126,8 +129,11 @@ void print_fit(const std::string& what, const DryRunRequest& req, FitAxis axis, 
   if (limit == 0) limit = axis == FitAxis::layers ? 1024 : axis == FitAxis::batch ? 4096 : int64_t{1} << 20;
   const FitResult r = fit(req, axis, cap, limit);
   if (json) {
-    nlohmann::json j = {{"model", what}, {"axis", axis_name(axis)}, {"world_size", req.world_size},
-                        {"nodes", req.nodes}, {"dry_runs", r.trials.size()}};
+    nlohmann::json j = {{"model", what},
+                        {"axis", axis_name(axis)},
+                        {"world_size", req.world_size},
+                        {"nodes", req.nodes},
+                        {"dry_runs", r.trials.size()}};
     j["capacity"] = {{"device", cap.device}, {"host", cap.host}, {"nvme", cap.nvme}};
     j["fits"] = trial_json(r.best);
     j["does_not_fit"] = trial_json(r.next);
@@ -153,8 +159,7 @@ void print_fit(const std::string& what, const DryRunRequest& req, FitAxis axis, 
     std::printf("does not fit:  %s %lld: the %s peaks at %s > %s (its largest category: %s)\n", axis_name(axis),
                 static_cast<long long>(r.next.size), r.next.tier.c_str(), format_bytes(r.next.need).c_str(),
                 format_bytes(r.next.capacity).c_str(), category_name(r.next.category));
-  else
-    std::printf("does not fit:  none up to %s %lld (--fit-limit)\n", axis_name(axis), static_cast<long long>(limit));
+  else std::printf("does not fit:  none up to %s %lld (--fit-limit)\n", axis_name(axis), static_cast<long long>(limit));
   std::printf("(%zu dry runs of rank 0 and the last rank; train/fit.h)\n", r.trials.size());
 }
 
@@ -207,8 +212,9 @@ int main(int argc, char** argv) {
   app.add_option("--device-mib", device_mib, "with --fit: the device's capacity per rank, MiB (0: no limit)");
   app.add_option("--host-mib", host_mib, "with --fit: the host tier's capacity per rank, MiB (0: no limit)");
   app.add_option("--nvme-mib", nvme_mib, "with --fit: the swap files' capacity per rank, MiB (0: no limit)");
-  app.add_option("--fit-limit", fit_limit, "with --fit: the largest size tried (default 1024 layers, 4096 sequences, "
-                                           "1048576 tokens)");
+  app.add_option("--fit-limit", fit_limit,
+                 "with --fit: the largest size tried (default 1024 layers, 4096 sequences, "
+                 "1048576 tokens)");
   app.add_flag("--dry-run", dry,
                "with --model and --batch: run the training step itself on the meta device for rank 0 and the last "
                "rank (train/dry_run.h) and print its peaks per category and tier and its bytes per collective");

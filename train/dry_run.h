@@ -40,12 +40,12 @@ struct DryRunRequest {
   // (materialized) goes to the engine as it is, as the real program hands it; one laid out without
   // bytes is given the dry run's initial values (partitioned construction, as zt-train's).
   std::function<std::unique_ptr<Model>(int64_t world_size)> build;
-  RunConfig run;           // engine (stage, precision, offload, ZeRO++, buckets), batch, seq_len, compute_dtype
-  int world_size = 1;      // N ranks
-  int nodes = 1;           // K nodes of N / K ranks each (node-major, as the launchers number them)
-  int rank = 0;            // the rank simulated (rank 0 and the last rank differ by padding)
-  int threads = 1;         // OpenMP threads of that rank (the CPU kernels' per-thread scratch)
-  int steps = 2;           // the recording step and at least one steady step
+  RunConfig run;       // engine (stage, precision, offload, ZeRO++, buckets), batch, seq_len, compute_dtype
+  int world_size = 1;  // N ranks
+  int nodes = 1;       // K nodes of N / K ranks each (node-major, as the launchers number them)
+  int rank = 0;        // the rank simulated (rank 0 and the last rank differ by padding)
+  int threads = 1;     // OpenMP threads of that rank (the CPU kernels' per-thread scratch)
+  int steps = 2;       // the recording step and at least one steady step
 };
 
 // One optimizer step: the peaks since its start (zt-train resets the device's peaks at each step's

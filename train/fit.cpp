@@ -54,8 +54,9 @@ FitTrial trial(const DryRunRequest& base, FitAxis axis, int64_t size, const Capa
 
 FitResult fit(const DryRunRequest& base, FitAxis axis, const Capacity& cap, int64_t limit) {
   ZT_CHECK(limit >= 1, "fit: limit = ", limit, " (expected >= 1)");
-  ZT_CHECK(axis != FitAxis::layers || !base.build, "fit: --fit layers grows a GPT-2 or Llama config, not a model "
-                                                   "of your own");
+  ZT_CHECK(axis != FitAxis::layers || !base.build,
+           "fit: --fit layers grows a GPT-2 or Llama config, not a model "
+           "of your own");
   FitResult out;
   auto run = [&](int64_t size) {
     out.trials.push_back(trial(base, axis, size, cap));

@@ -34,7 +34,7 @@ struct Capacity {
 struct FitTrial {
   int64_t size = 0;
   bool fits = false;
-  std::string tier;  // "device" | "host" | "nvme": the first capacity passed ("" when it fits)
+  std::string tier;                      // "device" | "host" | "nvme": the first capacity passed ("" when it fits)
   Category category = Category::params;  // of that tier, the category holding the most at its peak
   int64_t need = 0, capacity = 0;        // that tier's peak and its capacity
 };

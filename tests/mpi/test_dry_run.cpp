@@ -66,8 +66,8 @@ std::string diff(const char* what, const MemoryStats& real, const MemoryStats& d
   std::ostringstream o;
   for (Category c : kAllCategories)
     if (std::abs(real.max(c) - dry.max(c)) > (c == Category::activations ? slack : 0) || real.cur(c) != dry.cur(c))
-      o << what << " " << category_name(c) << ": real peak " << real.max(c) << " held " << real.cur(c)
-        << ", dry peak " << dry.max(c) << " held " << dry.cur(c) << "\n";
+      o << what << " " << category_name(c) << ": real peak " << real.max(c) << " held " << real.cur(c) << ", dry peak "
+        << dry.max(c) << " held " << dry.cur(c) << "\n";
   return o.str();
 }
 
