@@ -105,4 +105,26 @@ expect_fail "bad count suffix" "--params = \"7.5X\"" "$E" --params 7.5X
 expect_fail "both model and params" "exactly one of --model" "$E" --model gpt2-nano --params 1M
 expect_fail "activations without a model" "need --model" "$E" --params 1B --batch 4
 expect_fail "sequence beyond the context" "context is 64" "$E" --model gpt2-nano --batch 1 --seq-len 65
+
+# --dry-run and --fit (train/dry_run.h, train/fit.h; their exactness: tests/mpi/test_dry_run.cpp,
+# tests/cli/test_fit.sh): the nvme tier counted without a file, and the bad inputs named.
+"$E" --model gpt2-nano --config "$S/configs/zero3-nvme.json" --world-size 2 --batch 2 --seq-len 32 --threads 1 \
+  --dry-run --json >"$TMP/d.json"
+python3 - "$TMP/d.json" <<'PY'
+import json, sys
+ranks = json.load(open(sys.argv[1]))
+assert [r["rank"] for r in ranks] == [0, 1], ranks
+for r in ranks:
+    assert r["nvme"]["optim"]["held"] > 0 and r["device"]["steady_step"]["activations"]["peak"] > 0, r
+print("ok: --dry-run with the nvme tier:", ranks[0]["nvme"]["optim"]["held"], "bytes of optimizer state per rank")
+PY
+[ ! -e runs ] || { echo "FAIL: the dry run created runs/"; exit 1; }
+expect_fail "dry run without a batch" "--dry-run needs --model and --batch" "$E" --model gpt2-nano --dry-run
+expect_fail "dry run, nodes not dividing" "--nodes 3: expected a divisor of --world-size 4" "$E" --model gpt2-nano \
+  --world-size 4 --nodes 3 --batch 1 --dry-run
+expect_fail "fit without a capacity" "--fit needs a capacity" "$E" --model gpt2-nano --batch 1 --fit layers
+expect_fail "fit on an unknown axis" "--fit 'width': expected layers" "$E" --model gpt2-nano --batch 1 --fit width \
+  --device-mib 10
+expect_fail "fit with a negative capacity" "--device-mib -1: expected a capacity" "$E" --model gpt2-nano --batch 1 \
+  --fit layers --device-mib -1
 echo "all zt-estimate checks passed"
