@@ -71,10 +71,15 @@ void Allocator::account_alloc(size_t bytes, Category c) {
   const int i = static_cast<int>(c);
   const int64_t total = stats_.total() + static_cast<int64_t>(bytes);
   if (limit_ > 0 && total > limit_) {
-    throw OutOfMemory(detail::concat(
-        "out of memory on ", name(), ": allocating ", format_bytes(static_cast<int64_t>(bytes)),
-        " for category '", category_name(c), "' would bring the total to ", format_bytes(total),
-        ", over the limit of ", format_bytes(limit_), ". Held now: ", stats_.to_string()));
+    OutOfMemory e(detail::concat("out of memory on ", name(), ": allocating ",
+                                 format_bytes(static_cast<int64_t>(bytes)), " for category '", category_name(c),
+                                 "' would bring the total to ", format_bytes(total), ", over the limit of ",
+                                 format_bytes(limit_), ". Held now: ", stats_.to_string()));
+    e.allocator = this;
+    e.category = c;
+    e.total = total;
+    e.limit = limit_;
+    throw e;
   }
   stats_.current[i] += static_cast<int64_t>(bytes);
   if (stats_.current[i] > stats_.peak[i]) stats_.peak[i] = stats_.current[i];

@@ -38,8 +38,14 @@ struct MemoryStats {
   std::string to_string() const;  // one line: "params 1.2 MiB (peak 1.2 MiB), grads ..."
 };
 
+class Allocator;
 struct OutOfMemory : Error {
   using Error::Error;
+  const Allocator* allocator = nullptr;  // the allocator whose cap refused (null: the system refused)
+  // Set when an allocator's cap (set_limit) refused: the category that asked, the total the
+  // allocation would have brought the allocator to, and the cap. limit 0: the system refused.
+  Category category = Category::params;
+  int64_t total = 0, limit = 0;
 };
 
 // The backend table for memory (ggml's "backend buffer" idea): allocate, free, account.

@@ -1,5 +1,7 @@
-// defines: MetaAllocator (allocate, deallocate), MetaBackend (constructor, set_threads, every row of core/backend_ops.def), meta_backend (core/meta_backend.h);
-//          file-local: MetaOp, Row, check_arg, rule (the rows' scratch rules), run_row
+// defines: MetaAllocator (allocate, deallocate), MetaBackend (constructor, set_threads, every row
+//          of core/backend_ops.def), meta_backend (core/meta_backend.h); file-local: MetaOp, Row,
+//          takes_strides, has_host_arg, stands_in, check_arg, add_tensor, stand_in, with_stand_ins,
+//          answer, scratch, rule (the rows' scratch rules), generic_rule, run_row
 //
 // Every row is generated from core/backend_ops.def: its tensor arguments are checked (on a meta
 // device, contiguous unless the row takes strides), then the row's rule runs. The generic rule
@@ -133,6 +135,8 @@ template <class R> R answer() {
   else if constexpr (!std::is_void_v<R>) static_assert(!sizeof(R), "a row returning a tensor needs its own rule");
 }
 
+// A buffer of the op's own, on the meta device: the rules below hold each in a named local for
+// the op's duration, as the kernel holds it, and free it on return.
 Tensor scratch(MetaBackend& be, const Shape& s, DType dt, Category c = Category::workspace) {
   return Tensor::empty(s, dt, c, be.allocator());
 }
@@ -215,7 +219,9 @@ void rule(Row<MetaOp::cross_entropy_and_grad>, MetaBackend& be, const Tensor& lo
           const Tensor& targets, int64_t valid_vocab, int64_t count) {
   bool bf16 = false;
   with_stand_ins(be, &MetaBackend::cross_entropy_and_grad, bf16, loss, logits, targets, valid_vocab, count);
-  if (!bf16) scratch(be, {logits.numel() / logits.size(-1)}, logits.dtype());
+  ZT_CHECK(logits.dim() >= 1 && logits.size(-1) >= 1, "meta backend cross_entropy_and_grad: logits ", logits.str(),
+           " have no columns");
+  if (!bf16) scratch(be, {logits.numel() / logits.size(-1)}, logits.dtype());  // lse (N), held while the op runs
 }
 
 // The composite rows: the rows the CPU backend builds them from, in its order.
@@ -255,9 +261,8 @@ void rule(Row<MetaOp::copy_to_host>, MetaBackend&, const Tensor& dst_host, const
 template <MetaOp op, class R, class... P, class... A>
 R generic_rule(MetaBackend& be, R (MetaBackend::*row)(P...), const A&... a) {
   if constexpr (stands_in(op)) {
-    bool bf16 = false;
+    bool bf16 = false;  // with bfloat16 tensors the row ran again on their stand-ins
     with_stand_ins(be, row, bf16, a...);
-    if (bf16) return answer<R>();
   }
   return answer<R>();
 }

@@ -1,6 +1,6 @@
 // defines: collective_name, CommCounters (total), CommTimes (busy_total, wait_total), ProcessGroup
 //          (set_collective_timeout, count, times, record_run, issue, split, split_members and 6 more),
-//          completed_work, intra_node_group, inter_node_group, sub_topology,
+//          completed_work, intra_node_group, inter_node_group, node_block_group, sub_topology,
 //          SingleProcessGroup (topology, do_reduce_scatter, do_all_gather, abort), init_process_group,
 //          finalize_process_group (dist/process_group.h); file-local: DoneWork, Adds, check_buffer,
 //          copy_whole, global_group

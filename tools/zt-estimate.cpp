@@ -38,19 +38,14 @@ nlohmann::json stats_json(const MemoryStats& m) {
 }
 
 // --dry-run: rank 0 and the last rank (they differ by the units' padding), run on the meta device.
-void print_dry_runs(const std::string& what, const ModelConfig& cfg, const RunConfig& rc, int world, int nodes,
-                    int threads, bool json) {
+void print_dry_runs(const std::string& what, DryRunRequest req, bool json) {
+  const int world = req.world_size, nodes = req.nodes, threads = req.threads;
+  const RunConfig& rc = req.run;
   std::vector<int> ranks = {0};
   if (world > 1) ranks.push_back(world - 1);
   nlohmann::json all = nlohmann::json::array();
   for (int rank : ranks) {
-    DryRunRequest req;
-    req.model = cfg;
-    req.run = rc;
-    req.world_size = world;
-    req.nodes = nodes;
     req.rank = rank;
-    req.threads = threads;
     const DryRun d = dry_run(req);
     const DryRunStep& s = d.steady();
     if (json) {
@@ -120,7 +115,7 @@ nlohmann::json trial_json(const FitTrial& t) {
 void print_fit(const std::string& what, const DryRunRequest& req, FitAxis axis, double device_mib, double host_mib,
                double nvme_mib, int64_t limit, bool json) {
   auto mib = [](double m, const char* flag) {
-    if (m < 0) ZT_THROW(flag, " ", m, ": expected a capacity in MiB >= 0 (0: no limit)");
+    if (!(m >= 0 && m < 1e12)) ZT_THROW(flag, " ", m, ": expected a capacity in MiB >= 0 (0: no limit)");
     return static_cast<int64_t>(m * 1024 * 1024);
   };
   const Capacity cap{mib(device_mib, "--device-mib"), mib(host_mib, "--host-mib"), mib(nvme_mib, "--nvme-mib")};
@@ -156,9 +151,10 @@ void print_fit(const std::string& what, const DryRunRequest& req, FitAxis axis, 
   if (r.best.size > 0) std::printf("fits:          %s %lld\n", axis_name(axis), static_cast<long long>(r.best.size));
   else std::printf("fits:          nothing: %s 1 does not fit\n", axis_name(axis));
   if (r.next.size > 0)
-    std::printf("does not fit:  %s %lld: the %s peaks at %s > %s (its largest category: %s)\n", axis_name(axis),
-                static_cast<long long>(r.next.size), r.next.tier.c_str(), format_bytes(r.next.need).c_str(),
-                format_bytes(r.next.capacity).c_str(), category_name(r.next.category));
+    std::printf("does not fit:  %s %lld: the %s passes its %s (%s, reaching %s)\n", axis_name(axis),
+                static_cast<long long>(r.next.size), r.next.tier.c_str(), format_bytes(r.next.capacity).c_str(),
+                r.next.tier == "nvme" ? "the swap files' reserved bytes" : category_name(r.next.category),
+                format_bytes(r.next.need).c_str());
   else std::printf("does not fit:  none up to %s %lld (--fit-limit)\n", axis_name(axis), static_cast<long long>(limit));
   std::printf("(%zu dry runs of rank 0 and the last rank; train/fit.h)\n", r.trials.size());
 }
@@ -206,15 +202,20 @@ int main(int argc, char** argv) {
   std::string fit_axis;
   double device_mib = 0, host_mib = 0, nvme_mib = 0;
   int64_t fit_limit = 0;
-  app.add_option("--fit", fit_axis,
-                 "layers | batch | seq: the largest model depth, micro-batch or sequence length whose dry run fits "
-                 "--device-mib / --host-mib / --nvme-mib per rank (bisection over dry runs; train/fit.h)");
-  app.add_option("--device-mib", device_mib, "with --fit: the device's capacity per rank, MiB (0: no limit)");
-  app.add_option("--host-mib", host_mib, "with --fit: the host tier's capacity per rank, MiB (0: no limit)");
-  app.add_option("--nvme-mib", nvme_mib, "with --fit: the swap files' capacity per rank, MiB (0: no limit)");
+  CLI::Option* fit_opt = app.add_option(
+      "--fit", fit_axis,
+      "layers | batch | seq: the largest model depth, micro-batch or sequence length whose dry run fits "
+      "--device-mib / --host-mib / --nvme-mib per rank (bisection over dry runs; train/fit.h)");
+  app.add_option("--device-mib", device_mib, "with --fit: the device's capacity per rank, MiB (0: no limit)")
+      ->needs(fit_opt);
+  app.add_option("--host-mib", host_mib, "with --fit: the host tier's capacity per rank, MiB (0: no limit)")
+      ->needs(fit_opt);
+  app.add_option("--nvme-mib", nvme_mib, "with --fit: the swap files' capacity per rank, MiB (0: no limit)")
+      ->needs(fit_opt);
   app.add_option("--fit-limit", fit_limit,
                  "with --fit: the largest size tried (default 1024 layers, 4096 sequences, "
-                 "1048576 tokens)");
+                 "1048576 tokens)")
+      ->needs(fit_opt);
   app.add_flag("--dry-run", dry,
                "with --model and --batch: run the training step itself on the meta device for rank 0 and the last "
                "rank (train/dry_run.h) and print its peaks per category and tier and its bytes per collective");
@@ -235,6 +236,7 @@ int main(int argc, char** argv) {
       // zt-train's own top-level keys (train/run_config.cpp) may sit in the same file
       const EngineConfig ec = engine_config_from_file(config_path, static_cast<int>(world < 1 ? 1 : world),
                                                       run_config_keys());
+      run = ec;  // every key of the file (optimizer, fp16's scaler, aio, ...); the flags below win
       if (!app.count("--compute-dtype")) {  // zt-train's key; "auto" is the CPU's float32 here
         const nlohmann::json j = read_json_file(config_path, "config '" + config_path + "'");
         if (j.contains("compute_dtype") && j.at("compute_dtype") == "bf16") compute_dtype = "bf16";
@@ -311,7 +313,7 @@ int main(int argc, char** argv) {
         print_fit(what, req, parse_fit_axis(fit_axis), device_mib, host_mib, nvme_mib, fit_limit, json);
         return 0;
       }
-      print_dry_runs(what, cfg, rc, static_cast<int>(world), static_cast<int>(nodes), static_cast<int>(threads), json);
+      print_dry_runs(what, req, json);
       return 0;
     }
     EstimateRequest r = layout ? estimate_request(cfg, *layout, run, world, seq_len, threads)

@@ -1,5 +1,7 @@
-// defines: dry_run (train/dry_run.h); file-local: NoValues, MetaScope, check_request
+// defines: dry_run (train/dry_run.h); file-local: NoValues, g_dry_run, MetaScope, check_request
 #include "train/dry_run.h"
+
+#include <mutex>
 
 #include "core/backend.h"
 #include "core/meta_backend.h"
@@ -28,17 +30,26 @@ class NoValues final : public ParamSource {
   }
 };
 
-// The meta devices for the length of one dry run: empty at the start (no other dry run holds
-// them), peaks from zero, the rank's thread count; the default device is meta meanwhile.
+// The meta device for the length of one dry run: one dry run at a time in a process (the meta
+// allocators and the default device are the process's), empty at the start, peaks from zero, the
+// rank's thread count; the default device is meta meanwhile. All of it restored at the end, also
+// when the run throws.
+std::mutex g_dry_run;
+
 class MetaScope {
  public:
-  explicit MetaScope(int threads) : meta_(meta_backend()) {
+  explicit MetaScope(int threads) : lock_(g_dry_run, std::try_to_lock), meta_(meta_backend()) {
+    ZT_CHECK(lock_.owns_lock(), "dry run: another dry run is running in this process (one at a time)");
     for (Allocator* a : {&meta_.allocator(), &meta_.host_allocator(false)})
       ZT_CHECK(a->stats().total() == 0, "dry run: the meta allocator '", a->name(), "' still holds ",
                format_bytes(a->stats().total()), " (another dry run in this process has not ended)");
+    threads_before_ = meta_.threads();
     meta_.set_threads(threads);
     reset_peaks();
   }
+  ~MetaScope() { meta_.set_threads(threads_before_); }
+  MetaScope(const MetaScope&) = delete;
+  MetaScope& operator=(const MetaScope&) = delete;
   void reset_peaks() {
     meta_.allocator().reset_peaks();
     meta_.host_allocator(false).reset_peaks();
@@ -47,7 +58,9 @@ class MetaScope {
   MemoryStats host() const { return meta_.host_allocator(false).stats(); }
 
  private:
+  std::unique_lock<std::mutex> lock_;
   MetaBackend& meta_;
+  int threads_before_ = 1;
   DefaultDeviceScope scope_{Device::meta()};
 };
 
@@ -88,6 +101,7 @@ DryRun dry_run(const DryRunRequest& req) {
     ZT_CHECK(cfg.seq_len <= model->max_seq_len(), "dry run: seq_len ", cfg.seq_len, " exceeds the model's context ",
              model->max_seq_len());
     NoValues initial;
+    ZT_CHECK(!model->units().empty(), "dry run: the model has no units (nothing to train)");
     const Tensor& first = model->units().front()->params().flat();
     const bool holds_values = first.defined() && first.storage()->resident();
     std::unique_ptr<Engine> engine = initialize(*model, cfg.engine, group, holds_values ? nullptr : &initial);
@@ -101,7 +115,6 @@ DryRun dry_run(const DryRunRequest& req) {
     // target's data loader puts them, in the device's allocator (the CPU is its own host),
     // allocated at the first step.
     Tensor idx, targets;
-    int64_t optimizer_steps = 0;
     for (int s = 0; s < req.steps; ++s) {
       meta.reset_peaks();
       const CommCounters before = group.counters();
@@ -113,22 +126,26 @@ DryRun dry_run(const DryRunRequest& req) {
         Var loss = engine->forward(idx, targets);
         engine->backward(loss);
       }
-      engine->step(scheduled_lr(cfg.engine.scheduler, cfg.engine.optimizer.lr, s, optimizer_steps++, cfg.steps));
+      engine->step(
+          scheduled_lr(cfg.engine.scheduler, cfg.engine.optimizer.lr, s, engine->optimizer_steps(), cfg.steps));
       out.steps.push_back({meta.device(), meta.host(), group.counters() - before});
     }
     out.nvme = engine->memory_report().nvme;
   }
-  // Peaks over the whole run: construction's and every step's.
+  // Over the whole run: the peaks of construction and of every step; held, what the last step left.
   out.device = out.setup_device;
   out.host = out.setup_host;
-  for (const DryRunStep& s : out.steps)
+  for (const DryRunStep& s : out.steps) {
     for (Category c : kAllCategories) {
       const int i = static_cast<int>(c);
       out.device.peak[i] = std::max(out.device.peak[i], s.device.peak[i]);
       out.host.peak[i] = std::max(out.host.peak[i], s.host.peak[i]);
-      out.device.peak_total = std::max(out.device.peak_total, s.device.peak_total);
-      out.host.peak_total = std::max(out.host.peak_total, s.host.peak_total);
     }
+    out.device.peak_total = std::max(out.device.peak_total, s.device.peak_total);
+    out.host.peak_total = std::max(out.host.peak_total, s.host.peak_total);
+  }
+  out.device.current = out.steps.back().device.current;
+  out.host.current = out.steps.back().host.current;
   return out;
 }
 

@@ -58,7 +58,7 @@ struct DryRunStep {
 struct DryRun {
   MemoryStats setup_device, setup_host;  // construction: peaks and what is held when it ends
   std::vector<DryRunStep> steps;
-  MemoryStats device, host;  // the whole run's peaks (setup included)
+  MemoryStats device, host;  // the whole run: peaks (setup included), and what the last step left held
   // The NVMe tier: bytes reserved per category in this rank's swap files at the end (the engine's
   // memory_report().nvme; reserved at setup, never freed, so current equals peak). Zero without
   // offload to nvme.

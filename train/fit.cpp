@@ -1,7 +1,9 @@
-// defines: parse_fit_axis, fit (train/fit.h); file-local: largest, check_tier, trial
+// defines: parse_fit_axis, fit (train/fit.h); file-local: largest, check_tier, MetaCaps, trial
 #include "train/fit.h"
 
 #include <algorithm>
+
+#include "core/meta_backend.h"
 
 namespace zt {
 
@@ -29,6 +31,22 @@ void check_tier(FitTrial& t, const char* tier, const MemoryStats& m, int64_t nee
   t = FitTrial{t.size, false, tier, largest(m), need, capacity};
 }
 
+// The capacities as the meta allocators' caps for one dry run (a size past them stops at the first
+// allocation that does not fit, as a real run under --memory-limit-mib does), lifted after.
+class MetaCaps {
+ public:
+  explicit MetaCaps(const Capacity& cap) {
+    meta_backend().allocator().set_limit(cap.device);
+    meta_backend().host_allocator(false).set_limit(cap.host);
+  }
+  ~MetaCaps() {
+    meta_backend().allocator().set_limit(0);
+    meta_backend().host_allocator(false).set_limit(0);
+  }
+  MetaCaps(const MetaCaps&) = delete;
+  MetaCaps& operator=(const MetaCaps&) = delete;
+};
+
 FitTrial trial(const DryRunRequest& base, FitAxis axis, int64_t size, const Capacity& cap) {
   DryRunRequest r = base;
   if (axis == FitAxis::layers) r.model.n_layer = size;
@@ -42,10 +60,19 @@ FitTrial trial(const DryRunRequest& base, FitAxis axis, int64_t size, const Capa
   if (base.world_size > 1) ranks.push_back(base.world_size - 1);
   for (int rank : ranks) {
     r.rank = rank;
-    const DryRun d = dry_run(r);
-    check_tier(t, "device", d.device, d.device.peak_total, cap.device);
-    check_tier(t, "host", d.host, d.host.peak_total, cap.host);
-    check_tier(t, "nvme", d.nvme, d.nvme.total(), cap.nvme);
+    try {
+      MetaCaps caps(cap);
+      const DryRun d = dry_run(r);
+      check_tier(t, "device", d.device, d.device.peak_total, cap.device);
+      check_tier(t, "host", d.host, d.host.peak_total, cap.host);
+      check_tier(t, "nvme", d.nvme, d.nvme.total(), cap.nvme);
+    } catch (const OutOfMemory& e) {
+      MetaBackend& meta = meta_backend();
+      const bool host = e.allocator == &meta.host_allocator(false);
+      if (!host && e.allocator != &meta.allocator()) throw;  // not a cap of ours
+      return FitTrial{size, false, host ? "host" : "device", e.category, e.total, e.limit};
+    }
+    if (!t.fits) return t;
   }
   return t;
 }
@@ -53,7 +80,7 @@ FitTrial trial(const DryRunRequest& base, FitAxis axis, int64_t size, const Capa
 }  // namespace
 
 FitResult fit(const DryRunRequest& base, FitAxis axis, const Capacity& cap, int64_t limit) {
-  ZT_CHECK(limit >= 1, "fit: limit = ", limit, " (expected >= 1)");
+  ZT_CHECK(limit >= 1, "fit: the largest size to try is ", limit, " (--fit-limit: expected >= 1)");
   ZT_CHECK(axis != FitAxis::layers || !base.build,
            "fit: --fit layers grows a GPT-2 or Llama config, not a model "
            "of your own");
@@ -65,7 +92,7 @@ FitResult fit(const DryRunRequest& base, FitAxis axis, const Capacity& cap, int6
   // Doubling until a size does not fit (or the limit), then bisection between the last that fits
   // and the first that does not.
   FitTrial lo{0, true, "", Category::params, 0, 0}, hi{0, false, "", Category::params, 0, 0};
-  for (int64_t s = 1;; s = std::min(limit, s * 2)) {
+  for (int64_t s = 1;; s = s > limit / 2 ? limit : 2 * s) {
     const FitTrial t = run(s);
     if (!t.fits) {
       hi = t;

@@ -132,7 +132,7 @@ void OffloadedAdamW::init(int i, const Tensor& master0) {
 // fused AdamW over the sub-group's part of each decay segment.
 void OffloadedAdamW::update(const Piece& p, const std::array<Tensor, 3>& mmv, double factor) {
   const Tensor g = PrecisionPolicy::float32_gradient(range1(grads_[p.unit], p.a, p.len), factor, host_);
-  Backend& cpu = backend(host_.device());  // the host tier's: the cpu, or meta:host in a dry run
+  Backend& cpu = backend(host_.device());  // the host tier's: the cpu, or the meta device in a dry run
   for (const DecaySegment& seg : segments_[p.unit]) {
     const int64_t b = std::max(seg.begin, p.a), e = std::min(seg.end, p.a + p.len);
     if (b < e) adamw_apply(cpu, mmv[0], g, mmv[1], mmv[2], b - p.a, e - b, h_, step_, seg.decay);
