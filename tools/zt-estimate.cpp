@@ -41,10 +41,8 @@ nlohmann::json stats_json(const MemoryStats& m) {
 void print_dry_runs(const std::string& what, DryRunRequest req, bool json) {
   const int world = req.world_size, nodes = req.nodes, threads = req.threads;
   const RunConfig& rc = req.run;
-  std::vector<int> ranks = {0};
-  if (world > 1) ranks.push_back(world - 1);
   nlohmann::json all = nlohmann::json::array();
-  for (int rank : ranks) {
+  for (int rank : dry_run_ranks(world)) {
     req.rank = rank;
     const DryRun d = dry_run(req);
     const DryRunStep& s = d.steady();

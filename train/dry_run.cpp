@@ -1,4 +1,4 @@
-// defines: dry_run (train/dry_run.h); file-local: NoValues, g_dry_run, MetaScope, check_request
+// defines: dry_run_ranks, dry_run (train/dry_run.h); file-local: NoValues, g_dry_run, MetaScope, check_request
 #include "train/dry_run.h"
 
 #include <mutex>
@@ -74,6 +74,11 @@ void check_request(const DryRunRequest& r) {
 }
 
 }  // namespace
+
+std::vector<int> dry_run_ranks(int world_size) {
+  if (world_size > 1) return {0, world_size - 1};
+  return {0};
+}
 
 DryRun dry_run(const DryRunRequest& req) {
   check_request(req);

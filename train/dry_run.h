@@ -1,4 +1,4 @@
-// defines: DryRunRequest, DryRunStep, DryRun, dry_run — the estimate as a dry run of the real
+// defines: DryRunRequest, DryRunStep, DryRun, dry_run_ranks, dry_run — the estimate as a dry run of the real
 //          training step: the model built on the meta device (core/meta_backend.h), the real ZeRO
 //          engine over a simulated process group (dist/simulated_process_group.h), the real steps.
 //
@@ -66,6 +66,10 @@ struct DryRun {
   int64_t psi = 0, psi_padded = 0;
   const DryRunStep& steady() const { return steps.back(); }
 };
+
+// The ranks worth simulating of a world of N: rank 0 and the last rank (the only ones whose
+// shards differ, by the units' padding).
+std::vector<int> dry_run_ranks(int world_size);
 
 // Runs the request's steps on the meta device; throws a zt::Error naming the field for a request
 // that cannot run (a rank outside the world, nodes that do not divide it).

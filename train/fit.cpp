@@ -1,4 +1,4 @@
-// defines: parse_fit_axis, fit (train/fit.h); file-local: largest, check_tier, MetaCaps, trial
+// defines: parse_fit_axis, fit (train/fit.h); file-local: largest, MetaCaps, trial
 #include "train/fit.h"
 
 #include <algorithm>
@@ -17,18 +17,13 @@ FitAxis parse_fit_axis(const std::string& s) {
 
 namespace {
 
-// The category with the largest peak of a tier.
+// The swap-file category with the most reserved bytes (the NVMe tier is reserved, not allocated
+// through a capped allocator, so it is checked after the run).
 Category largest(const MemoryStats& m) {
   Category best = Category::params;
   for (Category c : kAllCategories)
-    if (m.max(c) > m.max(best)) best = c;
+    if (m.cur(c) > m.cur(best)) best = c;
   return best;
-}
-
-// Marks `t` as not fitting when `need` passes `capacity` (0: no limit); the first tier passed wins.
-void check_tier(FitTrial& t, const char* tier, const MemoryStats& m, int64_t need, int64_t capacity) {
-  if (!t.fits || capacity <= 0 || need <= capacity) return;
-  t = FitTrial{t.size, false, tier, largest(m), need, capacity};
 }
 
 // The capacities as the meta allocators' caps for one dry run (a size past them stops at the first
@@ -55,26 +50,21 @@ FitTrial trial(const DryRunRequest& base, FitAxis axis, int64_t size, const Capa
     r.run.seq_len = size;
     r.model.max_seq_len = std::max(r.model.max_seq_len, size);
   }
-  FitTrial t{size, true, "", Category::params, 0, 0};
-  std::vector<int> ranks = {0};
-  if (base.world_size > 1) ranks.push_back(base.world_size - 1);
-  for (int rank : ranks) {
+  for (int rank : dry_run_ranks(base.world_size)) {
     r.rank = rank;
     try {
-      MetaCaps caps(cap);
+      MetaCaps caps(cap);  // device and host: a size past them throws at the allocation that passes
       const DryRun d = dry_run(r);
-      check_tier(t, "device", d.device, d.device.peak_total, cap.device);
-      check_tier(t, "host", d.host, d.host.peak_total, cap.host);
-      check_tier(t, "nvme", d.nvme, d.nvme.total(), cap.nvme);
+      if (cap.nvme > 0 && d.nvme.total() > cap.nvme)
+        return FitTrial{size, false, "nvme", largest(d.nvme), d.nvme.total(), cap.nvme};
     } catch (const OutOfMemory& e) {
       MetaBackend& meta = meta_backend();
       const bool host = e.allocator == &meta.host_allocator(false);
       if (!host && e.allocator != &meta.allocator()) throw;  // not a cap of ours
       return FitTrial{size, false, host ? "host" : "device", e.category, e.total, e.limit};
     }
-    if (!t.fits) return t;
   }
-  return t;
+  return FitTrial{size, true, "", Category::params, 0, 0};
 }
 
 }  // namespace
