@@ -4,7 +4,7 @@
 // bench_paper — the ZeRO paper reproduction report (bench/paper.sh runs it last):
 //
 //   a) Tables 1 and 2 of Rajbhandari et al. 2019 (arXiv:1910.02054) from our estimator
-//      (zero/estimator.h, zero/paper_tables.h) beside the values the paper prints, cell by cell;
+//      (zero/paper_tables.h) beside the values the paper prints, cell by cell;
 //   b) the measured small-scale counterpart: bench_zero runs (model states per rank and bytes
 //      moved per step, stages 0-3 x N ranks) checked against the formulas, and bench_capacity
 //      searches (the largest model per stage / offload tier under one device cap);
@@ -16,7 +16,7 @@
 //
 // Nothing here runs a model: every measured number comes from the JSON lines of bench_zero and
 // bench_capacity; every formula from zero/ (model_state_bytes_x_n, paper_table*_cell,
-// ring_bytes_per_step, unit_sizes for the padded layout).
+// ring_bytes_per_step; the padded layout from the model built without bytes).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -30,8 +30,7 @@
 #include "core/check.h"         // defines: ZT_THROW
 #include "models/model_config.h"      // defines: model_config, ModelOptions
 #include "models/init.h"        // defines: make_model
-#include "zero/estimator.h"     // defines: model_state_bytes_x_n, paper_table1_cell, unit_sizes
-#include "zero/paper_tables.h"  // defines: paper_table2_cell, ring_bytes_per_step, ...
+#include "zero/paper_tables.h"  // defines: model_state_bytes_x_n, paper_table1_cell, paper_table2_cell, ...
 
 using namespace zt;
 using json = nlohmann::json;
@@ -114,7 +113,7 @@ void md_tables(std::vector<std::string>& md, const json& t1, const json& t2) {
   md.push_back("## a) The paper's Table 1 from our estimator");
   md.push_back("");
   md.push_back("Per-device memory of the model states in GB (1e9 bytes), mixed-precision Adam (K = 12): Baseline 16Psi, "
-               "P_os 4Psi + 12Psi/Nd, P_os+g 2Psi + 14Psi/Nd, P_os+g+p 16Psi/Nd (zero/estimator.h `model_state_bytes_x_n`, "
+               "P_os 4Psi + 12Psi/Nd, P_os+g 2Psi + 14Psi/Nd, P_os+g+p 16Psi/Nd (zero/paper_tables.h `model_state_bytes_x_n`, "
                "bf16). 'exact' = the formula; 'ours' = `paper_table1_cell`, the exact value rounded the paper's way "
                "(from 100 GB the integer part, from 10 one decimal, below 10 two decimals, half up; trailing zeros dropped: "
                "`format_paper_gb`); 'paper' = the printed cell, transcribed from arXiv:1910.02054 Table 1. The paper's "
@@ -197,9 +196,10 @@ int64_t embed_padded(const std::string& model, int64_t n, std::map<std::pair<std
   auto key = std::make_pair(model, n);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   const ModelConfig cfg = model_config(model);
-  auto layout = make_model(cfg, ModelOptions{DType::f32, n, kShardAlignment, /*allocate=*/false});
-  const std::vector<UnitSize> units = unit_sizes(*layout, n);
-  const int64_t e = cfg.family == "gpt2" && cfg.tie_embeddings ? units.front().padded_numel : 0;
+  ModelOptions opt{DType::f32, n, kShardAlignment};
+  opt.materialize = false;  // laid out and padded for n ranks, no bytes
+  auto layout = make_model(cfg, opt);
+  const int64_t e = cfg.family == "gpt2" && cfg.tie_embeddings ? layout->units().front()->params().padded_numel() : 0;
   return cache[key] = e;
 }
 

@@ -1,7 +1,9 @@
 // defines: main (zt-estimate)
 //
-// zt-estimate: per-rank memory by category for a model or a parameter count, a ZeRO stage, a
-// world size and a precision; --paper prints the ZeRO paper's Table 1. See docs/estimator.md.
+// zt-estimate: per-rank memory by category and tier, and the bytes a step moves, for a model: its
+// training step run on the meta device for rank 0 and the last rank of N over K nodes (train/
+// dry_run.h); --fit, the largest size that fits (train/fit.h); --params, the model states of a bare
+// parameter count from the ZeRO paper's formulas; --paper, the paper's Table 1. See docs/estimator.md.
 //
 // Includes:
 #include <omp.h>
@@ -17,14 +19,14 @@
 
 #include "core/json.h"               // defines: read_json_file
 #include "core/memory.h"             // defines: Category, category_name, format_bytes
-#include "models/init.h"             // defines: make_model (the layout-only model)
 #include "models/model_config.h"     // defines: ModelConfig, model_config
 #include "train/dry_run.h"           // defines: dry_run
-#include "train/estimate_request.h"  // defines: estimate_request
 #include "train/fit.h"               // defines: fit, Capacity, parse_fit_axis
 #include "train/run_config.h"        // defines: run_config_keys
 #include "zero/engine_config.h"      // defines: Precision, ZeroOptimization, engine_config_from_file
-#include "zero/estimator.h"          // defines: estimate, estimate_comm, paper_table1, parse_count
+#include "zero/paper_tables.h"       // defines: paper_table1, parse_count
+#include "zero/footprint.h"          // defines: Footprint, model_state
+#include "zero/stage.h"              // defines: stage_keeps
 
 using namespace zt;
 
@@ -37,7 +39,8 @@ nlohmann::json stats_json(const MemoryStats& m) {
   return j;
 }
 
-// --dry-run: rank 0 and the last rank (they differ by the units' padding), run on the meta device.
+// --model: the training step of rank 0 and of the last rank (they differ by the units' padding), run
+// on the meta device (train/dry_run.h).
 void print_dry_runs(const std::string& what, DryRunRequest req, bool json) {
   const int world = req.world_size, nodes = req.nodes, threads = req.threads;
   const RunConfig& rc = req.run;
@@ -62,7 +65,7 @@ void print_dry_runs(const std::string& what, DryRunRequest req, bool json) {
       continue;
     }
     std::printf(
-        "zt-estimate --dry-run: %s, rank %d of %d (%d node%s), %lld parameters (%lld padded), ZeRO stage %d, %s\n",
+        "zt-estimate: %s, rank %d of %d (%d node%s), %lld parameters (%lld padded), ZeRO stage %d, %s\n",
         what.c_str(), rank, world, nodes, nodes == 1 ? "" : "s", static_cast<long long>(d.psi),
         static_cast<long long>(d.psi_padded), rc.engine.zero.stage, precision_name(rc.engine.precision));
     std::printf("micro batch %lld x %lld tokens, %lld micro-step%s, %d thread%s; the step run on the meta device\n\n",
@@ -96,6 +99,49 @@ void print_dry_runs(const std::string& what, DryRunRequest req, bool json) {
                 format_bytes(s.comm.link[1]).c_str());
   }
   if (json) std::cout << all.dump(2) << std::endl;
+}
+
+// --params: a parameter count without a shape has no step to run; its model states per rank are
+// the policies' own answers for one unit of Psi elements (zero/footprint.h), the ZeRO paper's
+// Figure 1 (bytes rounded up per category where N does not divide them).
+void print_params(const std::string& what, int64_t psi, const EngineConfig& run, int64_t world, bool json) {
+  const Footprint f = model_state(psi, world, stage_keeps(run.zero.stage), run.precision, run.zero, run.optimizer);
+  const Category states[3] = {Category::params, Category::grads, Category::optim};
+  static const char* kTier[kNumMemoryTiers] = {"model_state", "host_state", "nvme_state"};
+  int64_t device_total = 0;
+  for (Category c : states) device_total += f.bytes(MemoryTier::device, c, world);
+  if (json) {
+    nlohmann::json j = {{"model", what},
+                        {"psi", psi},
+                        {"stage", run.zero.stage},
+                        {"world_size", world},
+                        {"precision", precision_name(run.precision)},
+                        {"model_state_total", device_total}};
+    for (int t = 0; t < kNumMemoryTiers; ++t)
+      for (Category c : states) j[kTier[t]][category_name(c)] = f.bytes(static_cast<MemoryTier>(t), c, world);
+    std::cout << j.dump(2) << std::endl;
+    return;
+  }
+  std::printf("zt-estimate: %s, ZeRO stage %d, %lld rank%s, %s: model states per rank (the ZeRO paper's Figure 1)\n\n",
+              what.c_str(), run.zero.stage, static_cast<long long>(world), world == 1 ? "" : "s",
+              precision_name(run.precision));
+  std::printf("%-10s %16s %12s\n", "category", "device (bytes)", "");
+  for (Category c : states) {
+    const int64_t b = f.bytes(MemoryTier::device, c, world);
+    std::printf("%-10s %16lld %12s\n", category_name(c), static_cast<long long>(b), format_bytes(b).c_str());
+  }
+  std::printf("%-10s %16lld %12s\n", "total", static_cast<long long>(device_total), format_bytes(device_total).c_str());
+  static const char* kOff[2] = {"host memory", "nvme swap file"};
+  for (int t = 1; t < kNumMemoryTiers; ++t) {
+    int64_t total = 0;
+    for (Category c : states) total += f.bytes(static_cast<MemoryTier>(t), c, world);
+    if (total == 0) continue;
+    std::printf("offloaded to %-15s", kOff[t - 1]);
+    for (Category c : states)
+      std::printf(" %s %s", category_name(c), format_bytes(f.bytes(static_cast<MemoryTier>(t), c, world)).c_str());
+    std::printf("\n");
+  }
+  std::printf("\nactivations and the step's buffers: give --model (the step is then run on the meta device).\n");
 }
 
 const char* axis_name(FitAxis a) {
@@ -169,7 +215,8 @@ int main(int argc, char** argv) {
   bool ckpt = false, cpu_ckpt = false, paper = false, json = false, dry = false;
   ZeroOptimization zero;
   app.add_option("--model", model_name,
-                 "a named model config or a model config file (*.json); its exact unit layout is used");
+                 "a named model config or a model config file (*.json): its training step is run on the meta device "
+                 "for rank 0 and the last rank (train/dry_run.h), every byte and collective counted, none computed");
   app.add_option("--params", params_str, "a parameter count instead of a model: 124000000, 124M, 7.5B, 1T");
   app.add_option("--stage", stage, "ZeRO stage: 0, 1, 2 or 3");
   app.add_option("--world-size,--nd", world, "data-parallel ranks N (the paper's Nd)");
@@ -179,8 +226,8 @@ int main(int argc, char** argv) {
                  "the model built in bf16, as zt-train --compute-dtype)")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
-  app.add_option("--batch,-b", batch, "micro batch per rank B (activations need --model)");
-  app.add_option("--seq-len,-t", seq_len, "sequence length T (default: the model's context when --batch is given)");
+  app.add_option("--batch,-b", batch, "micro batch per rank B (default: --config's, else 1; needs --model)");
+  app.add_option("--seq-len,-t", seq_len, "sequence length T (default: the model's context)");
   app.add_flag("--activation-checkpointing", ckpt, "checkpoint the transformer blocks");
   app.add_flag("--cpu-checkpointing", cpu_ckpt, "the checkpoints in host memory (needs --activation-checkpointing)");
   app.add_option("--config", config_path, "a DeepSpeed-style JSON config: zero_optimization knobs (and stage, "
@@ -214,9 +261,7 @@ int main(int argc, char** argv) {
                  "with --fit: the largest size tried (default 1024 layers, 4096 sequences, "
                  "1048576 tokens)")
       ->needs(fit_opt);
-  app.add_flag("--dry-run", dry,
-               "with --model and --batch: run the training step itself on the meta device for rank 0 and the last "
-               "rank (train/dry_run.h) and print its peaks per category and tier and its bytes per collective");
+  app.add_flag("--dry-run", dry, "what --model always does (the flag is accepted for scripts written before)");
   int64_t nodes = 1, accum = 0;
   app.add_option(
       "--nodes", nodes,
@@ -262,28 +307,28 @@ int main(int argc, char** argv) {
     else if (precision == "bf16") run.precision = Precision::bf16;
     else if (precision == "fp16") run.precision = Precision::f16;
     else ZT_THROW("--precision \"", precision, "\": expected fp32, bf16 or fp16");
-    if (fit_axis == "batch" && !app.count("--batch")) batch = 1;  // the axis grows from 1
     if (model_name.empty() == params_str.empty()) ZT_THROW("give exactly one of --model NAME and --params N");
     if (batch < 0 || seq_len < 0 || threads < 1)
       ZT_THROW("--batch ", batch, ", --seq-len ", seq_len, ", --threads ", threads, ": expected >= 0, >= 0, >= 1");
     std::string what;
-    ModelConfig cfg;
-    std::unique_ptr<Model> layout;  // --model: its exact unit layout for `world` ranks, no memory allocated
-    int64_t psi = 0;                // --params
+    ModelConfig cfg;  // --model
+    int64_t psi = 0;  // --params
     if (!model_name.empty()) {
       cfg = model_config(model_name);
       if (compute_dtype == "bf16" && run.precision != Precision::bf16)
         ZT_THROW("--compute-dtype bf16 needs bf16 precision (--precision bf16 or bf16.enabled in --config)");
-      const DType dt = compute_dtype == "bf16" ? DType::bf16 : DType::f32;
-      layout = make_model(cfg, ModelOptions{dt, world, kShardAlignment, /*allocate=*/false});
-      if (batch > 0 && seq_len == 0) seq_len = cfg.max_seq_len;
+      // The step that runs: micro-batch 1 unless given (here or in --config), the model's context
+      // unless --seq-len says otherwise.
+      if (batch == 0) batch = 1;
+      if (seq_len == 0) seq_len = cfg.max_seq_len;
       if (seq_len > cfg.max_seq_len)
         ZT_THROW("--seq-len ", seq_len, ": ", model_name, "'s context is ", cfg.max_seq_len);
-      if (seq_len > 0 && batch == 0) ZT_THROW("--seq-len needs --batch (the micro batch per rank)");
       what = model_name;
     } else {
       psi = parse_count(params_str, "--params");
-      if (batch > 0 || seq_len > 0) ZT_THROW("--batch / --seq-len: activations need --model (a parameter count has no shape)");
+      if (app.count("--batch") || app.count("--seq-len"))
+        ZT_THROW("--batch / --seq-len: activations need --model (a parameter count has no shape)");
+      batch = 0;
       what = params_str + " parameters";
     }
     if (cpu_ckpt && !ckpt) ZT_THROW("--cpu-checkpointing moves the activation checkpoints to host memory: it needs --activation-checkpointing");
@@ -292,8 +337,7 @@ int main(int argc, char** argv) {
     run.train_micro_batch_size_per_gpu = batch;
     run.activation_checkpointing = ckpt;
     run.cpu_checkpointing = cpu_ckpt;
-    if (dry || !fit_axis.empty()) {
-      if (!layout || batch < 1) ZT_THROW(dry ? "--dry-run" : "--fit", " needs --model and --batch (a step to run)");
+    if (!model_name.empty()) {  // a model: its training step run on the meta device
       if (nodes < 1 || world % nodes != 0) ZT_THROW("--nodes ", nodes, ": expected a divisor of --world-size ", world);
       RunConfig rc;
       rc.model = model_name;
@@ -307,114 +351,14 @@ int main(int argc, char** argv) {
       req.world_size = static_cast<int>(world);
       req.nodes = static_cast<int>(nodes);
       req.threads = static_cast<int>(threads);
-      if (!fit_axis.empty()) {
-        print_fit(what, req, parse_fit_axis(fit_axis), device_mib, host_mib, nvme_mib, fit_limit, json);
-        return 0;
-      }
-      print_dry_runs(what, req, json);
+      if (!fit_axis.empty()) print_fit(what, req, parse_fit_axis(fit_axis), device_mib, host_mib, nvme_mib, fit_limit, json);
+      else print_dry_runs(what, req, json);
       return 0;
     }
-    EstimateRequest r = layout ? estimate_request(cfg, *layout, run, world, seq_len, threads)
-                               : estimate_request(run, world, seq_len, threads);
-    if (!layout) r.psi = psi;
-    const Estimate e = estimate(r);
-    // The bytes of one steady step, per rank (zero/estimator_comm.cpp): a model's units are needed.
-    if (nodes < 1 || world % nodes != 0) ZT_THROW("--nodes ", nodes, ": expected a divisor of --world-size ", world);
-    if (accum < 1) accum = 1;
-    std::vector<CommEstimate> comm;
-    if (layout) {
-      std::vector<int> node_of(static_cast<size_t>(world));
-      for (int64_t q = 0; q < world; ++q) node_of[static_cast<size_t>(q)] = static_cast<int>(q / (world / nodes));
-      for (int64_t q = 0; q < world; ++q)
-        comm.push_back(estimate_comm(r, topology_of_nodes(node_of, static_cast<int>(q), "zt-estimate --nodes"), accum));
-    }
-    int64_t intra_all = 0, inter_all = 0;
-    for (const CommEstimate& c : comm) intra_all += c.link[0], inter_all += c.link[1];
-
-    if (json) {
-      nlohmann::json j;
-      j["model"] = what;
-      j["psi"] = e.psi;
-      j["psi_padded"] = e.psi_padded;
-      j["stage"] = stage;
-      j["world_size"] = world;
-      j["precision"] = precision_name(r.precision);
-      j["micro_batch"] = batch;
-      j["seq_len"] = seq_len;
-      j["activation_checkpointing"] = ckpt;
-      for (Category c : kAllCategories) {
-        j["model_state"][category_name(c)] = e.state(c);
-        j["peak"][category_name(c)] = e.max(c);
-      }
-      j["cpu_checkpointing"] = cpu_ckpt;
-      for (Category c : {Category::params, Category::grads, Category::optim, Category::activations}) {
-        j["host_state"][category_name(c)] = e.host_state[static_cast<int>(c)];
-        j["nvme_state"][category_name(c)] = e.nvme_state[static_cast<int>(c)];
-      }
-      if (!comm.empty()) {
-        nlohmann::json& cj = j["comm_per_step"];
-        cj["nodes"] = nodes;
-        cj["gradient_accumulation_steps"] = accum;
-        for (int k = 0; k < kNumCollectives; ++k)
-          cj["rank0"][collective_name(static_cast<Collective>(k))] = comm[0].bytes[k];
-        cj["rank0"]["intra_node"] = comm[0].link[0];
-        cj["rank0"]["inter_node"] = comm[0].link[1];
-        cj["all_ranks"]["intra_node"] = intra_all;
-        cj["all_ranks"]["inter_node"] = inter_all;
-      }
-      j["not_counted"] = e.not_counted;
-      j["model_state_total"] = e.model_state_total();
-      j["peak_sum"] = e.peak_sum();
-      std::cout << j.dump(2) << std::endl;
-      return 0;
-    }
-    std::printf("zt-estimate: %s, %lld parameters (%lld padded), ZeRO stage %d, %lld rank%s, %s\n", what.c_str(),
-                static_cast<long long>(e.psi), static_cast<long long>(e.psi_padded), stage,
-                static_cast<long long>(world), world == 1 ? "" : "s", precision_name(r.precision));
-    if (e.has_activations)
-      std::printf("micro batch %lld x %lld tokens%s, %lld thread%s\n", static_cast<long long>(batch),
-                  static_cast<long long>(seq_len), ckpt ? ", activation checkpointing" : "",
-                  static_cast<long long>(threads), threads == 1 ? "" : "s");
-    std::printf("\nper rank       %29s   %29s\n", "model state (bytes)", "peak (bytes)");
-    for (Category c : kAllCategories) {
-      const bool state = c == Category::params || c == Category::grads || c == Category::optim;
-      const bool unknown = c == Category::activations && !e.has_activations;
-      std::printf("%-14s %16s %12s   %16s %12s\n", category_name(c),
-                  state ? std::to_string(e.state(c)).c_str() : "-", state ? format_bytes(e.state(c)).c_str() : "",
-                  unknown ? "n/a" : std::to_string(e.max(c)).c_str(), unknown ? "" : format_bytes(e.max(c)).c_str());
-    }
-    std::printf("%-14s %16lld %12s   %16lld %12s  (sum of the category peaks)\n", "total",
-                static_cast<long long>(e.model_state_total()), format_bytes(e.model_state_total()).c_str(),
-                static_cast<long long>(e.peak_sum()), format_bytes(e.peak_sum()).c_str());
-    for (const std::string& s : e.not_counted) std::printf("  not counted in the peaks: %s\n", s.c_str());
-    if (zero.offload_optimizer.enabled()) {  // the model states that left the device
-      std::printf("\noffloaded (zero/offload.h): %12s %12s %12s\n", "params", "grads", "optim");
-      for (const auto* tier : {&e.host_state, &e.nvme_state}) {
-        std::printf("  %-24s", tier == &e.host_state ? "host memory" : "nvme swap file");
-        for (Category c : {Category::params, Category::grads, Category::optim})
-          std::printf(" %12s", format_bytes((*tier)[static_cast<int>(c)]).c_str());
-        std::printf("\n");
-      }
-    }
-    if (cpu_ckpt && e.has_activations)
-      std::printf("\nactivation checkpoints in host memory (cpu_checkpointing): %s\n",
-                  format_bytes(e.host_state[static_cast<int>(Category::activations)]).c_str());
-    if (!e.has_activations)
-      std::printf("\nactivations: give --model with --batch (and --seq-len) to estimate them.\n");
-    if (!comm.empty()) {
-      std::printf(
-          "\nbytes moved per step (%lld node%s x %lld ranks, %lld micro-step%s; ring convention, "
-          "docs/multi-node.md)\n",
-          static_cast<long long>(nodes), nodes == 1 ? "" : "s", static_cast<long long>(world / nodes),
-          static_cast<long long>(accum), accum == 1 ? "" : "s");
-      for (int k = 0; k < kNumCollectives; ++k)
-        if (comm[0].bytes[k] > 0)
-          std::printf("  rank 0 %-16s %16lld %12s\n", collective_name(static_cast<Collective>(k)),
-                      static_cast<long long>(comm[0].bytes[k]), format_bytes(comm[0].bytes[k]).c_str());
-      std::printf("  all ranks, intra-node %16lld %12s\n  all ranks, inter-node %16lld %12s\n",
-                  static_cast<long long>(intra_all), format_bytes(intra_all).c_str(), static_cast<long long>(inter_all),
-                  format_bytes(inter_all).c_str());
-    }
+    if (!fit_axis.empty()) ZT_THROW("--fit needs --model (a step to run)");
+    if (app.count("--nodes") || app.count("--grad-accum"))
+      ZT_THROW("--nodes / --grad-accum: the bytes a step moves need --model (a parameter count has no units)");
+    print_params(what, psi, run, world, json);
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "zt-estimate: error: %s\n", ex.what());
     return 1;

@@ -36,13 +36,12 @@
 #include "formats/llmc_checkpoint.h"  // defines: save_llmc_checkpoint
 #include "models/gpt2.h"              // defines: GPT2 (for --save-llmc)
 #include "tools/zt_train_options.h"   // defines: TrainOptions, parse_train_options, resolve_run_config
-#include "train/estimate_request.h"   // defines: estimate_request
+#include "train/dry_run.h"            // defines: DryRunRequest, dry_run
 #include "train/launch/run_device.h"  // defines: select_run_device (--device, --dist)
 #include "train/run_config.h"         // defines: RunConfig, run_config_from_json
 #include "train/train_report.h"  // defines: memory_stats_json, flops_per_token, peak_flops, print_*_table, print_run_summary
 #include "train/trainer.h"       // defines: Trainer, StepStats
 #include "train/wall_clock_breakdown.h"  // defines: PhaseTimes
-#include "zero/estimator.h"              // defines: estimate
 
 using namespace zt;
 
@@ -343,8 +342,24 @@ void TrainingRun::save_models() {
 
 void TrainingRun::report() {
   const RunConfig& c = c_;
-  const Estimate est = estimate(
-      estimate_request(tr_.model_config(), tr_.model(), tr_.config().engine, group_.size(), tr_.config().seq_len, nt_));
+  // This rank's training step run on the meta device (train/dry_run.h): the prediction beside the measurement.
+  DryRunRequest req;
+  req.model = tr_.model_config();
+  req.run = tr_.config();
+  req.world_size = group_.size();
+  req.rank = group_.rank();
+  req.threads = nt_;
+  // The simulated group lays its ranks out node-major over equal nodes, as the launchers place them
+  // (dist/topology.h); a job placed otherwise is simulated on one node (only ZeRO++'s two-hop
+  // buffers depend on the node layout), and the table says so.
+  const Topology& t = group_.topology();
+  const bool equal_nodes = group_.size() % t.num_nodes() == 0 &&
+                           topology_of_equal_nodes(group_.size(), t.num_nodes(), 0).node_of == t.node_of;
+  req.nodes = equal_nodes ? t.num_nodes() : 1;
+  if (!equal_nodes && lead_)
+    std::fprintf(stderr, "\n(the dry run below simulates one node: this job's %s is not node-major over equal nodes)\n",
+                 t.summary().c_str());
+  const DryRun est = dry_run(req);
   if (lead_)
     std::fprintf(stderr,
                  "\nsetup (rank 0): partitioned construction (each unit created as the stage keeps it, "

@@ -14,9 +14,9 @@ namespace {
 
 const char* const kHostKey = "--host-memory-limit-mib / host_memory_limit_mib";
 
-int64_t host_need_bytes(const Estimate& need) {
+int64_t host_need_bytes(const Footprint& need, int64_t N) {
   int64_t n = 0;
-  for (int64_t b : need.host_state) n += b;
+  for (Category c : kAllCategories) n += need.bytes(MemoryTier::host, c, N);
   return n;
 }
 
@@ -58,23 +58,23 @@ void MemoryCaps::apply(CapStart now) {
   }
 }
 
-void MemoryCaps::check_host_need(const Estimate& need) const {
-  const int64_t bytes = host_need_bytes(need);
+void MemoryCaps::check_host_need(const Footprint& need, int64_t N) const {
+  const int64_t bytes = host_need_bytes(need, N);
+  auto host = [&](Category c) { return format_bytes(need.bytes(MemoryTier::host, c, N)); };
   if (cfg_.host_memory_limit <= 0 || bytes <= cfg_.host_memory_limit) return;
   ZT_THROW(kHostKey, " = ", format_bytes(cfg_.host_memory_limit), " is too small: this rank's offloaded model states "
            "need at least ", bytes, " bytes (", format_bytes(bytes), ") in the host tier (optimizer state ",
-           format_bytes(need.host_state[static_cast<int>(Category::optim)]), ", gradient shards ",
-           format_bytes(need.host_state[static_cast<int>(Category::grads)]), ", parameter shards ",
-           format_bytes(need.host_state[static_cast<int>(Category::params)]), "); raise it to at least ", mib(bytes),
+           host(Category::optim), ", gradient shards ", host(Category::grads), ", parameter shards ",
+           host(Category::params), "); raise it to at least ", mib(bytes),
            " (plus room for staging buffers and offloaded activations)");
 }
 
-void MemoryCaps::rethrow_setup_failure(const OutOfMemory& e, const Estimate& need) const {
+void MemoryCaps::rethrow_setup_failure(const OutOfMemory& e, const Footprint& need, int64_t N) const {
   bool host = false;
   for (Allocator* a : host_tier_allocators(device_))
     host = host || std::string(e.what()).find(std::string("out of memory on ") + a->name() + ":") != std::string::npos;
   if (!host || cfg_.host_memory_limit <= 0) throw e;
-  const int64_t bytes = host_need_bytes(need);
+  const int64_t bytes = host_need_bytes(need, N);
   ZT_THROW(kHostKey, " = ", format_bytes(cfg_.host_memory_limit), " is too small for the engine's setup: this rank's "
            "offloaded model states need at least ", bytes, " bytes (", format_bytes(bytes),
            ") in the host tier, and the setup's buffers beside them did not fit; raise it above ", mib(bytes),

@@ -2,6 +2,7 @@
 //          (train/train_report.h); file-local: gather_rows
 #include "train/train_report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/fma_ceiling.h"  // defines: fma_ceiling
@@ -35,85 +36,87 @@ PeakFlops peak_flops(const Device& d, int threads, double peak_tflops) {
   return {c.gflops * 1e9, buf};
 }
 
-// Every rank's current and run-peak bytes per category, printed by rank 0 (collective), and the
-// estimator's prediction of the per-rank peak beside them (zero/estimator.h).
-void print_memory_table(ProcessGroup& g, const MemoryStats& run_peaks, const Estimate& est) {
+// Every rank's current and run-peak bytes per category, each beside its own dry run's peak over
+// the training steps (train/dry_run.h), printed by rank 0 (collective).
+void print_memory_table(ProcessGroup& g, const MemoryStats& run_peaks, const DryRun& dry) {
   const MemoryStats m = default_allocator().stats();
+  MemoryStats predicted;  // the dry run's peaks over its steps (each step starts from reset peaks, as zt-train's)
+  for (const DryRunStep& s : dry.steps) {
+    for (Category c : kAllCategories) {
+      const int i = static_cast<int>(c);
+      predicted.peak[i] = std::max(predicted.peak[i], s.device.peak[i]);
+    }
+    predicted.peak_total = std::max(predicted.peak_total, s.device.peak_total);
+  }
   const int64_t K = kNumCategories + 1;                                               // categories + total
-  Tensor mine = Tensor::empty({2 * K}, DType::f64, Category::comm, cpu_allocator());  // written here
+  Tensor mine = Tensor::empty({3 * K}, DType::f64, Category::comm, cpu_allocator());  // written here
   double* v = mine.data<double>();
   for (Category c : kAllCategories) {
     v[static_cast<int>(c)] = static_cast<double>(m.cur(c));
     v[K + static_cast<int>(c)] = static_cast<double>(run_peaks.max(c));
+    v[2 * K + static_cast<int>(c)] = static_cast<double>(predicted.max(c));
   }
   v[K - 1] = static_cast<double>(m.total());
   v[2 * K - 1] = static_cast<double>(run_peaks.peak_total);
-  Tensor all = Tensor::empty({2 * K * g.size()}, DType::f64, Category::comm, cpu_allocator());
+  v[3 * K - 1] = static_cast<double>(predicted.peak_total);
+  Tensor all = Tensor::empty({3 * K * g.size()}, DType::f64, Category::comm, cpu_allocator());
   g.all_gather(mine, all);
   if (g.rank() != 0) return;
   const double* a = all.data<double>();
   std::fprintf(stderr, "\nmemory by category per rank (%s allocator, the device): current / peak over the run\n",
                default_allocator().name());
-  std::fprintf(stderr, "  %-5s", "rank");
+  std::fprintf(stderr, "  %-8s", "rank");
   for (Category c : kAllCategories) std::fprintf(stderr, " %23s", category_name(c));
   std::fprintf(stderr, " %23s\n", "total");
   for (int r = 0; r < g.size(); ++r) {
-    std::fprintf(stderr, "  %-5d", r);
+    const double* x = a + r * 3 * K;
+    std::fprintf(stderr, "  %-8d", r);
     for (int64_t k = 0; k < K; ++k) {
-      const std::string cell = format_bytes(static_cast<int64_t>(a[r * 2 * K + k])) + " / " +
-                               format_bytes(static_cast<int64_t>(a[r * 2 * K + K + k]));
+      const std::string cell =
+          format_bytes(static_cast<int64_t>(x[k])) + " / " + format_bytes(static_cast<int64_t>(x[K + k]));
       std::fprintf(stderr, " %23s", cell.c_str());
     }
+    std::fprintf(stderr, "\n  %-8s", "dry run");
+    for (int64_t k = 0; k < K; ++k)
+      std::fprintf(stderr, " %23s", ("peak " + format_bytes(static_cast<int64_t>(x[2 * K + k]))).c_str());
     std::fprintf(stderr, "\n");
   }
-  std::fprintf(stderr, "  %-5s", "est.");
-  for (Category c : kAllCategories) {
-    const std::string cell = "peak " + format_bytes(est.max(c));
-    std::fprintf(stderr, " %23s", cell.c_str());
-  }
-  std::fprintf(stderr, " %23s\n", ("sum " + format_bytes(est.peak_sum())).c_str());
-  std::fprintf(stderr, "  (est. = zt-estimate's per-rank peak for this model, stage, world size, batch and threads)\n");
-  for (const std::string& s : est.not_counted) std::fprintf(stderr, "  (est. leaves out %s)\n", s.c_str());
+  std::fprintf(stderr,
+               "  (dry run = the rank's training step run on the meta device, as zt-estimate --model runs it: "
+               "train/dry_run.h; it models the CPU backend's kernels)\n");
 }
 
-// Offload: every rank's model states in the host tier and the swap file (current / peak), with
-// the estimator's model-state bytes beside them (collective; rank 0 prints).
-void print_offload_table(ProcessGroup& g, const MemoryReport& m, const Estimate& est) {
+// Offload: every rank's model states in the host tier and the swap file (current / peak), each
+// beside its own dry run's (collective; rank 0 prints).
+void print_offload_table(ProcessGroup& g, const MemoryReport& m, const DryRun& dry) {
   const Category cats[3] = {Category::params, Category::grads, Category::optim};
-  Tensor mine = Tensor::empty({12}, DType::f64, Category::comm, cpu_allocator());  // written here
+  Tensor mine = Tensor::empty({24}, DType::f64, Category::comm, cpu_allocator());  // written here
   double* v = mine.data<double>();
-  for (int k = 0; k < 3; ++k) {
-    v[k] = static_cast<double>(m.host.cur(cats[k]));
-    v[3 + k] = static_cast<double>(m.host.max(cats[k]));
-    v[6 + k] = static_cast<double>(m.nvme.cur(cats[k]));
-    v[9 + k] = static_cast<double>(m.nvme.max(cats[k]));
-  }
-  Tensor all = Tensor::empty({12 * g.size()}, DType::f64, Category::comm, cpu_allocator());
+  const MemoryStats* tiers[4] = {&m.host, &m.nvme, &dry.host, &dry.nvme};  // measured, then predicted
+  for (int t = 0; t < 4; ++t)
+    for (int k = 0; k < 3; ++k) {
+      v[6 * t + k] = static_cast<double>(tiers[t]->cur(cats[k]));
+      v[6 * t + 3 + k] = static_cast<double>(tiers[t]->max(cats[k]));
+    }
+  Tensor all = Tensor::empty({24 * g.size()}, DType::f64, Category::comm, cpu_allocator());
   g.all_gather(mine, all);
   if (g.rank() != 0) return;
   const double* a = all.data<double>();
   std::fprintf(stderr, "\noffloaded model states per rank (%s memory, nvme swap file): current / peak\n",
                m.host_name.c_str());
-  std::fprintf(stderr, "  %-5s %-5s  %25s  %25s  %25s\n", "rank", "tier", "params", "grads", "optim");
+  std::fprintf(stderr, "  %-5s %-13s  %25s  %25s  %25s\n", "rank", "tier", "params", "grads", "optim");
+  static const char* kRow[4] = {"host", "nvme", "host dry run", "nvme dry run"};
   for (int r = 0; r < g.size(); ++r)
-    for (int t = 0; t < 2; ++t) {
-      std::fprintf(stderr, "  %-5d %-5s", r, t == 0 ? "host" : "nvme");
+    for (int t = 0; t < 4; ++t) {
+      std::fprintf(stderr, "  %-5d %-13s", r, kRow[t]);
       for (int k = 0; k < 3; ++k) {
-        const double* x = a + 12 * r + 6 * t;
+        const double* x = a + 24 * r + 6 * t;
         const std::string cell = format_bytes(static_cast<int64_t>(x[k])) + " / " +
                                  format_bytes(static_cast<int64_t>(x[3 + k]));
         std::fprintf(stderr, "  %25s", cell.c_str());
       }
       std::fprintf(stderr, "\n");
     }
-  for (int t = 0; t < 2; ++t) {
-    std::fprintf(stderr, "  %-5s %-5s", "est.", t == 0 ? "host" : "nvme");
-    for (Category c : cats) {
-      const int64_t b = (t == 0 ? est.host_state : est.nvme_state)[static_cast<int>(c)];
-      std::fprintf(stderr, "  %25s", format_bytes(b).c_str());
-    }
-    std::fprintf(stderr, "\n");
-  }
 }
 
 namespace {

@@ -9,7 +9,7 @@
 #include "dist/process_group.h"
 #include "models/model_config.h"
 #include "zero/engine.h"     // defines: MemoryReport, EngineTimes
-#include "zero/estimator.h"  // defines: Estimate
+#include "train/dry_run.h"  // defines: DryRun
 
 namespace zt {
 
@@ -42,11 +42,11 @@ struct RunTotals {
   EngineTimes engine;    // offload work on the training thread
 };
 
-// Every rank's current and run-peak device bytes per category, with the estimator's per-rank
-// peak beside them.
-void print_memory_table(ProcessGroup& g, const MemoryStats& run_peaks, const Estimate& est);
-// Offload: every rank's model states in the host tier and the swap file, with the estimator's.
-void print_offload_table(ProcessGroup& g, const MemoryReport& m, const Estimate& est);
+// Every rank's current and run-peak device bytes per category, with its own dry run's peak over
+// the training steps beside them (`dry`: this rank's, train/dry_run.h).
+void print_memory_table(ProcessGroup& g, const MemoryStats& run_peaks, const DryRun& dry);
+// Offload: every rank's model states in the host tier and the swap file, with its dry run's.
+void print_offload_table(ProcessGroup& g, const MemoryReport& m, const DryRun& dry);
 // Every rank's bytes moved by collective, and its time in compute, communication and offload:
 //   comm busy   = the collectives' run time (the communication thread; overlaps compute)
 //   comm wait   = the training thread blocked on them (what compute did not hide)

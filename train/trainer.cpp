@@ -9,9 +9,10 @@
 #include "formats/hf_weights.h"       // defines: pretrained_config, pretrained_source (HF or llm.c)
 #include "models/init.h"              // defines: make_model, ModelInit
 #include "optim/schedule.h"           // defines: scheduled_lr
-#include "train/estimate_request.h"   // defines: estimate_request
 #include "zero/checkpoint.h"          // defines: save_sharded_checkpoint, load_sharded_checkpoint
 #include "zero/checkpoint_source.h"   // defines: CheckpointParams
+#include "zero/footprint.h"           // defines: Footprint, model_state
+#include "zero/stage.h"               // defines: stage_keeps
 
 namespace zt {
 
@@ -68,15 +69,18 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   }
 
   // The host tier must hold this rank's offloaded model states: checked before the engine
-  // allocates them, from the shard sizes (zero/estimator.h), and an OutOfMemory of the host tier
-  // during setup is rethrown naming the key and that need.
-  // seq_len 0: the model states only.
-  const Estimate need = estimate(estimate_request(mcfg_, *model_, cfg_.engine, N, /*seq_len=*/0, /*threads=*/1));
-  caps_->check_host_need(need);
+  // allocates them, from the units' padded sizes and the policies' own answers (zero/footprint.h,
+  // as the engine's memory report sums them), and an OutOfMemory of the host tier during setup is
+  // rethrown naming the key and that need.
+  const EngineConfig& ec = cfg_.engine;
+  Footprint need;
+  for (Unit* u : model_->units())
+    need += model_state(u->params().padded_numel(), N, stage_keeps(ec.zero.stage), ec.precision, ec.zero, ec.optimizer);
+  caps_->check_host_need(need, N);
   try {
     engine_ = initialize(*model_, cfg_.engine, group_, initial.get());
   } catch (const OutOfMemory& e) {
-    caps_->rethrow_setup_failure(e, need);
+    caps_->rethrow_setup_failure(e, need, N);
   }
   if (cfg_.resume) resume_from(cfg_.ckpt_dir);
   // The caps that start once the engine is set up (none today: both hold from the first byte,

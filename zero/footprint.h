@@ -1,7 +1,7 @@
 // defines: MemoryTier, Footprint, model_state — what the ZeRO policies keep of one unit at rest, by
 //          tier and category: the one question every policy answers, summed by the engine's
-//          memory report (zero/engine.h's MemoryReport::model_state) and by the estimator
-//          (zero/estimator.h, zt-estimate).
+//          memory report (zero/engine.h's MemoryReport::model_state), the host tier's check
+//          before setup (train/trainer.cpp) and zt-estimate --params.
 //
 // A unit of P elements on N ranks (S = P / N). Each policy answers for its part, next to the code
 // that allocates it:

@@ -5,10 +5,8 @@
 //          stage3_param_persistence_threshold).
 //
 // The rules are written once, here, on unit indices and sizes; what a gather *is* belongs to
-// whoever drives the schedule (the Actions):
-//   zero/sharded_parameters.cpp         real all-gathers into the unit's flat buffer
-//   zero/estimator.cpp                  counted elements, to predict the peak without running
-// so the estimator's prediction of stage 3's gathered parameters follows the code that gathers.
+// whoever drives the schedule (the Actions): zero/sharded_parameters.cpp, real all-gathers into
+// the unit's flat buffer (on the meta device, train/dry_run.h, the same gathers without bytes).
 //
 // Per unit i of P_i elements: refs (open scopes: a forward between acquire and release, a
 // backward between before_backward and after_backward), gathered (the full parameters resident,

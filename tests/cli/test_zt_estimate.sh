@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# zt-estimate: the ZeRO paper's Table 1 as printed, model-state bytes from the formulas, and
-# clear errors for bad input.
+# zt-estimate: the ZeRO paper's Table 1 as printed, model-state bytes from the formulas, a model's
+# step run on the meta device, and clear errors for bad input.
 source "$(dirname "$0")/common.sh"
 E="$B/zt-estimate"
 
@@ -39,45 +39,58 @@ assert got == want and j["model_state_total"] == 31_406_250_000, (got, want, j["
 print("ok: --params 7.5B stage 1 Nd 64 bf16 ->", j["model_state_total"], "bytes")
 PY
 
-# A named model: exact padded layout for 4 ranks, fp32 stage 2, with activations.
-"$E" --model gpt2-nano --stage 2 --world-size 4 --batch 2 --seq-len 32 --json >"$TMP/m.json"
+# A named model: its training step run on the meta device (train/dry_run.h; its exactness against
+# real runs: tests/mpi/test_dry_run.cpp), exact padded layout for 4 ranks, fp32 stage 2.
+"$E" --model gpt2-nano --stage 2 --world-size 4 --batch 2 --seq-len 32 --threads 1 --json >"$TMP/m.json"
 python3 - "$TMP/m.json" <<'PY'
 import json, sys
-j = json.load(open(sys.argv[1]))
+ranks = json.load(open(sys.argv[1]))
+assert [r["rank"] for r in ranks] == [0, 3], [r["rank"] for r in ranks]
+j = ranks[0]
 P, N = j["psi_padded"], 4
 assert P >= j["psi"] and P % (N * 16) == 0, j
-ms, pk = j["model_state"], j["peak"]
-assert (ms["params"], ms["grads"], ms["optim"]) == (4 * P, 4 * P // N, 8 * P // N), ms
-assert pk["grads"] > ms["grads"] and pk["activations"] > 0 and pk["workspace"] > 0, pk
-print("ok: gpt2-nano stage 2 on 4 ranks:", ms, "activations", pk["activations"])
+step = j["device"]["steady_step"]
+held = {k: step[k]["held"] for k in ("params", "grads", "optim")}
+assert held == {"params": 4 * P, "grads": 4 * P // N, "optim": 8 * P // N}, held  # ZeRO's stage 2 (Figure 1)
+assert step["grads"]["peak"] > held["grads"] and step["activations"]["peak"] > 0, step
+assert step["workspace"]["peak"] > 0 and step["peak_total"] >= sum(held.values()), step
+print("ok: gpt2-nano stage 2 on 4 ranks: model states", held, "activations", step["activations"]["peak"])
 PY
 "$E" --model gpt2-nano --stage 3 --nd 2 -b 2 | grep -q "^activations" || { echo "FAIL: no table"; exit 1; }
 echo "ok: the table prints"
+# without --batch: micro-batch 1 at the model's context
+"$E" --model gpt2-nano --threads 1 | grep -q "micro batch 1 x 64 tokens" || { echo "FAIL: the default step"; exit 1; }
+echo "ok: the default step is 1 x the context"
 
-# the bytes a step moves: stage 3 on 2 nodes x 2 ranks, then with ZeRO++ (its exact agreement
-# with the counters of real runs: tests/mpi/test_zeropp.cpp). llama-nano: untied, so each unit
-# is gathered once per pass
+# the bytes a step moves: stage 3 on 2 nodes x 2 ranks, then with ZeRO++ (their exact agreement
+# with the counters of real runs on the box: tests/mpi/test_zeropp.cpp). llama-nano: untied, so
+# each unit is gathered once per pass
 echo '{"zero_optimization": {"stage": 3, "stage3_max_reuse_distance": 0, "stage3_param_persistence_threshold": 0}}' >"$TMP/z3.json"
 echo '{"zero_optimization": {"stage": 3, "stage3_max_reuse_distance": 0, "stage3_param_persistence_threshold": 0,
        "zero_quantized_weights": true,
        "zero_hpz_partition_size": 2, "zero_quantized_gradients": true}}' >"$TMP/zpp.json"
-"$E" --model llama-nano --nd 4 --nodes 2 --config "$TMP/z3.json" --json >"$TMP/z3.out"
-"$E" --model llama-nano --nd 4 --nodes 2 --config "$TMP/zpp.json" --json >"$TMP/zpp.out"
+"$E" --model llama-nano --nd 4 --nodes 2 -b 1 -t 32 --config "$TMP/z3.json" --json >"$TMP/z3.out"
+"$E" --model llama-nano --nd 4 --nodes 2 -b 1 -t 32 --config "$TMP/zpp.json" --json >"$TMP/zpp.out"
 python3 - "$TMP/z3.out" "$TMP/zpp.out" <<'PY'
 import json, sys
-a, b = (json.load(open(f)) for f in sys.argv[1:3])
+(a, a3), (b, b3) = (json.load(open(f)) for f in sys.argv[1:3])  # rank 0 and rank 3
 ca, cb = a["comm_per_step"], b["comm_per_step"]
 P = a["psi_padded"]
 # stage 3 moves 3 Psi x 4 bytes x (N-1)/N per rank in gathers and reduce-scatters (plus the loss and norm)
-assert ca["rank0"]["all_gather"] + ca["rank0"]["reduce_scatter"] == 3 * P * 4 * 3 // 4, ca
-assert cb["all_ranks"]["inter_node"] * 4 < ca["all_ranks"]["inter_node"], (ca, cb)
-assert cb["rank0"]["all_to_all"] > 0 and b["peak"]["secondary"] > 0 and a["peak"]["secondary"] == 0, (cb, b["peak"])
-print("ok: bytes per step, stage 3 and ZeRO++ on 2 x 2:", ca["all_ranks"], cb["all_ranks"])
+assert ca["all_gather"] + ca["reduce_scatter"] == 3 * P * 4 * 3 // 4, ca
+# the ring's node-crossing hop is rank 3's (3 -> 0; rank 0 sends to rank 1 on its own node)
+assert ca["inter_node"] == 0 and a3["comm_per_step"]["inter_node"] > 0, (ca, a3["comm_per_step"])
+assert b3["comm_per_step"]["inter_node"] * 4 < a3["comm_per_step"]["inter_node"], (a3, b3)
+sec = lambda r: r["device"]["steady_step"]["secondary"]["peak"]
+assert cb["all_to_all"] > 0 and sec(b) > 0 and sec(a) == 0, (cb, sec(b))
+print("ok: bytes per step, stage 3 and ZeRO++ on 2 x 2: rank 3's inter-node", a3["comm_per_step"]["inter_node"], "->",
+      b3["comm_per_step"]["inter_node"])
 PY
 expect_fail "nodes not dividing the ranks" "--nodes 3: expected a divisor of --world-size 4" "$E" --model gpt2-nano --nd 4 --nodes 3
 
-# a model config file, and bf16 compute (a GPU's): the model built in bf16, no float32 copies,
-# 2-byte activations; zt-train's run keys (compute_dtype among them) are read, not refused
+# a model config file, and bf16 compute: the model built in bf16, 2-byte activations (the meta
+# device counts the CPU backend's float32 stand-ins of bf16 operands as workspace, as that backend
+# allocates them); zt-train's run keys (compute_dtype among them) are read, not refused
 python3 -c 'import json; json.dump({"family": "llama", "n_layer": 3, "n_embd": 64, "n_head": 4, "n_kv_head": 2, "ffn_hidden": 192,
   "vocab_size": 256, "max_seq_len": 64}, open("'"$TMP"'/family.json", "w"))'
 echo '{"bf16": {"enabled": true}, "compute_dtype": "bf16", "host_memory_limit_mib": 64, "collective_timeout_s": 60,
@@ -87,13 +100,13 @@ echo '{"bf16": {"enabled": true}, "compute_dtype": "bf16", "host_memory_limit_mi
 "$E" --model "$TMP/family.json" -t 64 --config "$TMP/bf16c.json" --json >"$TMP/bf16cfg.out"
 python3 - "$TMP/f32c.out" "$TMP/bf16c.out" "$TMP/bf16cfg.out" <<'PY'
 import json, sys
-f32, bf16, cfg = (json.load(open(f)) for f in sys.argv[1:4])
+f32, bf16, cfg = (json.load(open(f))[0] for f in sys.argv[1:4])
 assert f32["psi"] == bf16["psi"] == 3 * (64 * (128 + 64) + 3 * 64 * 192 + 128) + 2 * 256 * 64 + 64, f32["psi"]
-assert bf16["peak"]["activations"] < f32["peak"]["activations"], (bf16["peak"], f32["peak"])
-assert bf16["peak"]["workspace"] < f32["peak"]["workspace"], (bf16["peak"], f32["peak"])
-assert cfg["peak"]["activations"] < f32["peak"]["activations"] and cfg["activation_checkpointing"], cfg["peak"]
-print("ok: a model config file; bf16 compute:", bf16["peak"]["activations"], "activation bytes against",
-      f32["peak"]["activations"], "with float32 compute")
+pk = lambda r, c: r["device"]["steady_step"][c]["peak"]
+assert pk(bf16, "activations") < pk(f32, "activations"), (bf16, f32)
+assert pk(cfg, "activations") < pk(bf16, "activations"), cfg  # the same bf16 step, checkpointed
+print("ok: a model config file; bf16 compute:", pk(bf16, "activations"), "activation bytes against",
+      pk(f32, "activations"), "with float32 compute")
 PY
 expect_fail "bf16 compute without bf16" "--compute-dtype bf16 needs bf16 precision" "$E" --model gpt2-nano --compute-dtype bf16
 expect_fail "a model config file that is not there" "model config '$TMP/none.json': cannot open" "$E" --model "$TMP/none.json"
@@ -104,10 +117,12 @@ expect_fail "bad precision" "--precision \"fp8\"" "$E" --params 1B --precision f
 expect_fail "bad count suffix" "--params = \"7.5X\"" "$E" --params 7.5X
 expect_fail "both model and params" "exactly one of --model" "$E" --model gpt2-nano --params 1M
 expect_fail "activations without a model" "need --model" "$E" --params 1B --batch 4
+expect_fail "bytes per step without a model" "need --model" "$E" --params 1B --nodes 2
+expect_fail "fit without a model" "--fit needs --model" "$E" --params 1B --fit layers --device-mib 10
 expect_fail "sequence beyond the context" "context is 64" "$E" --model gpt2-nano --batch 1 --seq-len 65
 
-# --dry-run and --fit (train/dry_run.h, train/fit.h; their exactness: tests/mpi/test_dry_run.cpp,
-# tests/cli/test_fit.sh): the nvme tier counted without a file, and the bad inputs named.
+# The nvme tier counted without a file (--dry-run: what --model always does, accepted for older
+# scripts), --fit (train/fit.h; tests/cli/test_fit.sh), and the bad inputs named.
 "$E" --model gpt2-nano --config "$S/configs/zero3-nvme.json" --world-size 2 --batch 2 --seq-len 32 --threads 1 \
   --dry-run --json >"$TMP/d.json"
 python3 - "$TMP/d.json" <<'PY'
@@ -119,7 +134,6 @@ for r in ranks:
 print("ok: --dry-run with the nvme tier:", ranks[0]["nvme"]["optim"]["held"], "bytes of optimizer state per rank")
 PY
 [ ! -e runs ] || { echo "FAIL: the dry run created runs/"; exit 1; }
-expect_fail "dry run without a batch" "--dry-run needs --model and --batch" "$E" --model gpt2-nano --dry-run
 expect_fail "dry run, nodes not dividing" "--nodes 3: expected a divisor of --world-size 4" "$E" --model gpt2-nano \
   --world-size 4 --nodes 3 --batch 1 --dry-run
 expect_fail "fit without a capacity" "--fit needs a capacity" "$E" --model gpt2-nano --batch 1 --fit layers

@@ -6,6 +6,7 @@
 // arithmetic is the same, so the measured difference is 0), the memory report's tiers, and
 // checkpoints that move between tiers.
 #include <catch2/catch.hpp>
+#include <omp.h>
 
 #include <cmath>
 #include <filesystem>
@@ -13,7 +14,7 @@
 #include "models/init.h"
 #include "train/trainer.h"
 #include "zero/engine.h"
-#include "zero/estimator.h"
+#include "train/dry_run.h"  // defines: dry_run
 
 using namespace zt;
 
@@ -77,11 +78,15 @@ double check_close(const std::vector<double>& got, const std::vector<double>& re
 // `steps` stage-3 steps of cfg under c, built as zt-train builds it (partitioned construction:
 // each unit's initial shard comes from the source into a host buffer during setup, which the host
 // tier's peak includes; the device's peaks count the steps only, as zt-train resets them every
-// step), and the estimate of the same run.
+// step), and the same run on the meta device (train/dry_run.h).
 struct MeasuredRun {
   MemoryReport rep;
-  EstimateRequest req;
-  Estimate est;
+  DryRun dry;
+  int64_t device_step_peak(Category c) const {  // the dry run's device peak over its steps
+    int64_t m = 0;
+    for (const DryRunStep& s : dry.steps) m = std::max(m, s.device.max(c));
+    return m;
+  }
 };
 MeasuredRun measure_stage3(ProcessGroup& g, const ModelConfig& cfg, const RunConfig& c, int steps) {
   const int64_t N = g.size();
@@ -101,13 +106,19 @@ MeasuredRun measure_stage3(ProcessGroup& g, const ModelConfig& cfg, const RunCon
     engine->backward(engine->forward(idx, idx));
     engine->step(1e-3);
   }
-  MeasuredRun out{engine->memory_report(), {}, {}};
-  out.req.has_model = true;
-  out.req.model = model_shape(cfg, *m, N);
-  out.req.stage = 3;
-  out.req.world_size = N;
-  out.req.zero = ec.zero;
-  out.est = estimate(out.req);
+  MeasuredRun out{engine->memory_report(), {}};
+  DryRunRequest r;
+  r.model = cfg;
+  r.run = c;
+  r.run.engine.train_micro_batch_size_per_gpu = 1;  // the steps above: one sequence of 32 tokens
+  r.run.engine.gradient_accumulation_steps = 1;
+  r.run.seq_len = 32;
+  r.world_size = static_cast<int>(N);
+  r.nodes = g.topology().num_nodes();
+  r.rank = g.rank();
+  r.threads = omp_get_max_threads();
+  r.steps = steps;
+  out.dry = dry_run(r);
   return out;
 }
 
@@ -271,7 +282,7 @@ TEST_CASE("checkpoints move between offload tiers", "[offload_checkpoint]") {
   }
 }
 
-// The estimator (zero/estimator.cpp) against a measured run whose units differ in size, as in
+// The dry run (train/dry_run.h) against a measured run whose units differ in size, as in
 // Llama 3.2 1B: a tied embedding ten times a block, the final norm persistent; the knobs of that
 // run scaled down (one unit prefetched ahead, the embedding and a block never both prefetched,
 // reuse distance 0). The parameter offload's buffers are each their own unit's size: the device
@@ -279,7 +290,7 @@ TEST_CASE("checkpoints move between offload tiers", "[offload_checkpoint]") {
 // of the largest live set), the host peak the largest of the reads' bounce buffers, the optimizer
 // step's staging buffers and the setup's two buffers of the embedding's shard (not buffer_count
 // + 1 of the largest). Both exact.
-TEST_CASE("the estimate matches parameter offload on units of unequal sizes", "[offload_memory]") {
+TEST_CASE("the dry run matches parameter offload on units of unequal sizes", "[offload_memory]") {
   ProcessGroup& g = init_process_group();
   const int64_t N = g.size();
   const std::string dir = swap_dir(g, "unequal");
@@ -298,17 +309,15 @@ TEST_CASE("the estimate matches parameter offload on units of unequal sizes", "[
     c.engine.activation_checkpointing = c.engine.cpu_checkpointing = true;
     const MeasuredRun got = measure_stage3(g, cfg, c, 3);
     const MemoryReport& rep = got.rep;
-    const Estimate& e = got.est;
-    const int64_t host_est = e.host_state[static_cast<int>(Category::params)];
-    INFO(where << ", " << N << " ranks: device params measured " << rep.measured.max(Category::params) << ", estimated "
-               << e.max(Category::params) << "; host params measured " << rep.host.max(Category::params)
-               << ", estimated " << host_est);
-    CHECK(rep.measured.max(Category::params) == e.max(Category::params));
-    CHECK(rep.host.max(Category::params) == host_est);  // cpu: the shards themselves
+    INFO(where << ", " << N << " ranks: device params measured " << rep.measured.max(Category::params)
+               << ", dry run " << got.device_step_peak(Category::params) << "; host params measured "
+               << rep.host.max(Category::params) << ", dry run " << got.dry.host.max(Category::params));
+    CHECK(rep.measured.max(Category::params) == got.device_step_peak(Category::params));
+    CHECK(rep.host.max(Category::params) == got.dry.host.max(Category::params));  // cpu: the shards themselves
   }
 }
 
-TEST_CASE("the estimate follows the step's refresh of persistent units under parameter offload", "[offload_memory]") {
+TEST_CASE("the dry run follows the step's refresh of persistent units under parameter offload", "[offload_memory]") {
   // Every unit under the persistence threshold: nothing is gathered during the step, and at its
   // end publish refreshes every unit from its new shard at once, each through its own device
   // buffer (and with nvme its own host bounce buffer): the parameters' peaks are that moment's.
@@ -323,14 +332,12 @@ TEST_CASE("the estimate follows the step's refresh of persistent units under par
     c.engine.zero.stage3_param_persistence_threshold = 1 << 30;
     const MeasuredRun got = measure_stage3(g, cfg, c, 2);
     const MemoryReport& rep = got.rep;
-    const Estimate& e = got.est;
-    int64_t all = 0;
-    for (const UnitSize& u : got.req.model.units) all += u.padded_numel;
-    INFO(where << ", " << N << " ranks: device params measured " << rep.measured.max(Category::params) << ", estimated "
-               << e.max(Category::params) << " (every unit gathered: " << 4 * all << " bytes)");
-    CHECK(rep.measured.max(Category::params) == e.max(Category::params));
-    CHECK(e.max(Category::params) == 4 * (all + all / N));
-    if (std::string(where) == "nvme")
-      CHECK(rep.host.max(Category::params) == e.host_state[static_cast<int>(Category::params)]);
+    const int64_t all = rep.psi_padded;  // every unit's padded elements
+    INFO(where << ", " << N << " ranks: device params measured " << rep.measured.max(Category::params)
+               << ", dry run " << got.device_step_peak(Category::params) << " (every unit gathered: " << 4 * all
+               << " bytes)");
+    CHECK(rep.measured.max(Category::params) == got.device_step_peak(Category::params));
+    CHECK(rep.measured.max(Category::params) == 4 * (all + all / N));
+    if (std::string(where) == "nvme") CHECK(rep.host.max(Category::params) == got.dry.host.max(Category::params));
   }
 }

@@ -1,14 +1,15 @@
-// defines: 6 Catch2 test cases tagged [zeropp]; helpers: run, max_rel_diff
+// defines: 6 Catch2 test cases tagged [zeropp]; helpers: run, max_rel_diff, dry_run_of
 //
 // ZeRO++ (zero/zeropp.h) on N ranks against plain stage 3 on the same ranks: hpZ alone changes
 // where the backward's parameters come from, not their values, so its losses are bitwise stage
 // 3's; qwZ and qgZ change the values by their quantization, so their losses stay within a stated
 // tolerance; the secondary shards' memory is what hpZ promises; the bytes moved follow the
-// quantized formats. On one machine the ranks are one node (qgZ's inter-node hop is skipped); the
+// quantized formats, as the dry run of the same job counts them. On one machine the ranks are one node (qgZ's inter-node hop is skipped); the
 // cluster in a box (tests/cli/test_cluster_box.sh) runs these cases on 2 nodes x 2 ranks, where
 // both hops and the node-local secondary groups are real.
 #include <catch2/catch.hpp>
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -17,7 +18,7 @@
 
 #include "core/kernels/quantize.h"
 #include "tests/mpi/small_run.h"     // defines: small_run, losses
-#include "train/estimate_request.h"  // defines: estimate_request
+#include "train/dry_run.h"           // defines: dry_run
 #include "train/trainer.h"
 
 using namespace zt;
@@ -111,10 +112,25 @@ TEST_CASE("qwZ and qgZ stay within their tolerance of plain stage 3", "[zeropp]"
   }
 }
 
+namespace {
+// The same run on the meta device (train/dry_run.h): this rank of N, the job's nodes.
+DryRun dry_run_of(const RunConfig& c, ProcessGroup& g, int steps) {
+  DryRunRequest r;
+  r.model = model_config(c.model);
+  r.run = c;
+  r.world_size = g.size();
+  r.nodes = g.topology().num_nodes();
+  r.rank = g.rank();
+  r.threads = omp_get_max_threads();
+  r.steps = steps;
+  return dry_run(r);
+}
+}  // namespace
+
 // hpZ's memory: one P/H secondary shard per unit the forward freed, alive until the backward's
-// gather of that unit landed, counted as `secondary`; the estimator's peak (zero/estimator.cpp,
-// the same GatherSchedule) is the measured one, and nothing is left after the step.
-TEST_CASE("hpZ's secondary shards: measured peak equals the estimator's and none is left after the step", "[zeropp]") {
+// gather of that unit landed, counted as `secondary`; the dry run's peak is the measured one, and
+// nothing is left after the step.
+TEST_CASE("hpZ's secondary shards: measured peak equals the dry run's and none is left after the step", "[zeropp]") {
   ProcessGroup& g = init_process_group();
   const int N = g.size();
   if (N < 2) return;
@@ -128,19 +144,20 @@ TEST_CASE("hpZ's secondary shards: measured peak equals the estimator's and none
       Trainer t(c, g);
       t.step();
       t.step();
-      const MemoryReport m = t.engine().memory_report();
-      const Estimate e = estimate(estimate_request(t.model_config(), t.model(), c.engine, N, 0, 1));
+      const MemoryReport m = t.engine().memory_report();  // the second step's peaks (Trainer::step resets them)
+      const DryRun d = dry_run_of(c, g, 2);
       INFO(precision_name(p) << ", N = " << N << ", H = " << H);
       CHECK(m.measured.max(Category::secondary) > 0);
-      CHECK(m.measured.max(Category::secondary) == e.max(Category::secondary));
+      CHECK(m.measured.max(Category::secondary) == d.steps[1].device.max(Category::secondary));
       CHECK(m.measured.cur(Category::secondary) == 0);
     }
 }
 
-// The estimator's bytes per step (zero/estimator_comm.cpp) against the group's counters of a
-// steady step, exactly: by collective kind and by link class, for stages 0-3 and every ZeRO++
-// combination stage 2 or 3 allows, with gradient accumulation and without.
-TEST_CASE("estimated bytes per collective and per link class equal the counted ones", "[zeropp]") {
+// The dry run's bytes per step against the group's counters of a steady step, exactly: by
+// collective kind and by link class, for stages 0-3 and every ZeRO++ combination stage 2 or 3
+// allows, with gradient accumulation and without (on the box: 2 nodes x 2 ranks, both of qgZ's
+// hops and hpZ's node-local groups real).
+TEST_CASE("the dry run's bytes per collective and per link class equal the counted ones", "[zeropp]") {
   ProcessGroup& g = init_process_group();
   const int N = g.size();
   const bool even_nodes = N % g.topology().num_nodes() == 0;  // the box: 2 x 2; one node: N
@@ -162,7 +179,7 @@ TEST_CASE("estimated bytes per collective and per link class equal the counted o
   for (const auto& [model, p, accum] : {Run{"gpt2-nano", Precision::f32, 1}, Run{"llama-nano", Precision::bf16, 2}})
     for (const Combo& k : combos) {
       if (k.hpz > 1 && (N % k.hpz != 0 || g.topology().local_size() % k.hpz != 0)) continue;
-      if (k.qg && !even_nodes) continue;
+      if (!even_nodes) continue;  // the simulated group's nodes are equal
       RunConfig c = run(model, N);
       c.engine.precision = p;
       c.steps = 3;
@@ -178,17 +195,17 @@ TEST_CASE("estimated bytes per collective and per link class equal the counted o
       const CommCounters before = g.counters();
       t.step();
       const CommCounters d = g.counters() - before;
-      const CommEstimate e = estimate_comm(estimate_request(t.model_config(), t.model(), c.engine, N, 0, 1),
-                                           g.topology(), accum);
+      const CommCounters e = dry_run_of(c, g, 3).steps[2].comm;
       INFO(model << ", " << precision_name(p) << ", accumulation " << accum << ", stage " << k.stage
                  << (k.qw ? " qwZ" : "") << (k.hpz > 1 ? " hpZ" : "") << (k.qg ? " qgZ" : "") << ", rank " << g.rank()
                  << " of " << N);
       for (int kind = 0; kind < kNumCollectives; ++kind) {
         INFO(collective_name(static_cast<Collective>(kind)));
         CHECK(d.bytes[kind] == e.bytes[kind]);
+        CHECK(d.calls[kind] == e.calls[kind]);
       }
-      CHECK(d.intra_node() == e.link[0]);
-      CHECK(d.inter_node() == e.link[1]);
+      CHECK(d.intra_node() == e.intra_node());
+      CHECK(d.inter_node() == e.inter_node());
     }
 }
 
