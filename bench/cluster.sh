@@ -32,7 +32,7 @@ for layout in $LAYOUTS; do
   for link in $LINKS; do
     shaping=(); [ "$link" != none ] && shaping=(--link "$link")
     for st in $STAGES; do
-      psi=$("$BUILD/zt-estimate" --model "$MODEL" --stage "$st" --nd "$N" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["psi_padded"])')
+      psi=$("$BUILD/zt-estimate" --model "$MODEL" --stage "$st" --nd "$N" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["psi_padded"])')
       rc=0
       OMP_NUM_THREADS=1 bash "$ROOT/scripts/cluster.sh" box --name zbench --subnet 10.76.0 --nodes "$nodes" \
         --ranks "$ranks" "${shaping[@]}" -- "$BUILD/zt-train" --model "$MODEL" --train "$ROOT/data/corpus/train.txt" \

@@ -247,16 +247,17 @@ llmc_peer() {
 export -f llmc_peer
 part llmc_peer 240 bash -c llmc_peer
 
-# ZeRO-3 on GPU memory against the estimator: GPT-2 124M, fp32, 2 ranks sharing the GPU (MPI),
-# B 8 x T 1024 per rank, 3 steps; zt-train prints each rank's measured peaks by category beside
-# zt-estimate's prediction (the "est." row).
+# ZeRO-3 on GPU memory against the dry run: GPT-2 124M, fp32, 2 ranks sharing the GPU (MPI),
+# B 8 x T 1024 per rank, 3 steps; zt-train prints each rank's measured peaks by category beside its
+# own dry run (the "dry run" row; the meta device models the CPU backend's kernels, so the gap is
+# what the CUDA kernels and the caching allocator do differently).
 part zero3_memory 300 env OMP_NUM_THREADS=4 mpirun -np 2 --oversubscribe --allow-run-as-root --bind-to none \
   "$PACK/bin/zt-train" --model gpt2-124m --train "$PACK/data/corpus/train.txt" -b 8 -t 1024 --steps 3 \
   --zero-stage 3 --device cuda:0 --dist mpi --threads 4
 
 # ZeRO-Offload's headline on one GPU (bench/offload_ladder.py): for each tier (no offload, the
 # optimizer in host memory, + the parameters, the NVMe tier) the largest Llama 3 8B-width model
-# (n_layer free) the estimator fits in this GPU's memory, 80% of the host's and the free disk,
+# (n_layer free) the dry run fits in this GPU's memory, 80% of the host's and the free disk,
 # trained 3 steps (its peaks beside the prediction, its TFLOP/s), then the next size up, which
 # must fail with the clean out-of-memory (or disk-full) error. Its own call: minutes of host
 # initialization and CPU AdamW on billions of parameters.
