@@ -1,5 +1,5 @@
 // defines: main (bench_capacity); helpers: Tier, tier_by_name, split, family_member, block_params,
-//          engine_config, estimate_json and 4 more
+//          engine_config, dry_run_json and 4 more
 //
 // bench_capacity — ZeRO-Offload's headline on this machine (Ren et al. 2021, "ZeRO-Offload:
 // Democratizing Billion-Scale Model Training", section 6 / Figure 7: the largest model one device
@@ -44,8 +44,11 @@
 // Every trial appends one JSON object to --json (kind "trial"), and every search one more (kind
 // "best"): the largest fit with its memory by category (device peaks over the timed steps and at
 // rest; the host tier's and the swap file's bytes; Engine::memory_report()) and the OutOfMemory
-// message of the smallest failure (which category filled the cap). bench/capacity.sh turns them
-// into bench/results/capacity.md.
+// message of the smallest failure (which category filled the cap). A trial that fits also carries
+// the dry run of itself (train/dry_run.h: the same model, engine config, rank, batch and steps run
+// on the meta device, what zt-estimate --dry-run prints), whose peaks should be the measured ones
+// to the byte: both go through the same allocators' accounting. bench/capacity.sh turns them into
+// bench/results/capacity.md.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -71,10 +74,9 @@
 #include "formats/token_data.h"      // defines: load_tokens, DataLoader
 #include "models/init.h"             // defines: make_model, ModelInit
 #include "models/model_config.h"     // defines: ModelConfig, from_json
-#include "train/estimate_request.h"  // defines: estimate_request
+#include "train/dry_run.h"           // defines: dry_run, DryRunRequest
 #include "train/train_report.h"      // defines: memory_stats_json
 #include "zero/engine.h"             // defines: Engine, initialize, MemoryReport
-#include "zero/estimator.h"          // defines: estimate
 
 using namespace zt;
 using Clock = std::chrono::steady_clock;
@@ -149,24 +151,31 @@ EngineConfig engine_config(const Tier& t, const FamilyShape& sh, const std::stri
   return e;
 }
 
-// What zt-estimate predicts for this trial (zero/estimator.h), per rank: the device's peak per
-// category over a step, and the bytes that left it for the host tier and the swap file. The
-// bench prints it beside the measurement (its target: within 5%).
-nlohmann::json estimate_json(const ModelConfig& mc, Model& layout, const EngineConfig& ec, int64_t world_size,
-                             int threads) {
-  const Estimate e = estimate(estimate_request(mc, layout, ec, world_size, mc.max_seq_len, threads));
-  nlohmann::json peak, host, nvme;
-  int64_t host_total = 0, nvme_total = 0;
-  for (Category c : kAllCategories) {
-    const int i = static_cast<int>(c);
-    peak[category_name(c)] = e.peak[i];
-    host[category_name(c)] = e.host_state[i];
-    nvme[category_name(c)] = e.nvme_state[i];
-    host_total += e.host_state[i];
-    nvme_total += e.nvme_state[i];
-  }
-  return {{"device_peak", peak}, {"device_peak_sum", e.peak_sum()}, {"host", host}, {"host_total", host_total},
-          {"nvme", nvme}, {"nvme_total", nvme_total}};
+// The dry run of this trial (train/dry_run.h; zt-estimate --dry-run): the same model, engine
+// config, micro-batch (B, T), steps and thread count, for this rank of this world, run on the meta
+// device, which has allocators of its own (the real ones' stats are not touched). Its peaks per
+// category and tier, over the last (steady) step and over the whole run with the construction, and
+// the swap files' reserved bytes ("current": reserved at setup, never freed).
+nlohmann::json dry_run_json(const ModelConfig& mc, const EngineConfig& ec, int64_t seq_len, int world_size, int rank,
+                            int threads, int steps) {
+  DryRunRequest req;
+  req.model = mc;  // built as the trial builds it: laid out without bytes, partitioned construction
+  req.run.engine = ec;
+  req.run.seq_len = seq_len;
+  req.run.compute_dtype = DType::f32;  // the trial builds its model in float32 (ModelOptions' default)
+  req.world_size = world_size;
+  req.rank = rank;
+  req.threads = threads;
+  req.steps = std::max(steps, 2);  // the dry run needs the recording step and a steady one
+  const auto t0 = Clock::now();
+  const DryRun d = dry_run(req);
+  return {{"rank", rank},
+          {"steps", req.steps},
+          {"device", {{"steady_step", memory_stats_json(d.steady().device)}, {"run", memory_stats_json(d.device)}}},
+          {"host", {{"steady_step", memory_stats_json(d.steady().host)}, {"run", memory_stats_json(d.host)}}},
+          {"nvme", memory_stats_json(d.nvme)},
+          {"psi", d.psi},
+          {"s", std::chrono::duration<double>(Clock::now() - t0).count()}};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -211,6 +220,8 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
     std::unique_ptr<Engine> engine = initialize(*model, ec, g, &init);
     r["setup_peak_total"] = default_allocator().stats().peak_total;
     r["setup_host_peak_total"] = host_allocator().stats().peak_total;
+    r["setup"] = {{"device", memory_stats_json(default_allocator().stats())},
+                  {"host", memory_stats_json(host_allocator().stats())}};
     const MemoryReport rest = engine->memory_report();
     r["psi"] = rest.psi;
     r["psi_padded"] = rest.psi_padded;
@@ -243,10 +254,13 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
                   {"host", memory_stats_json(m.host)},
                   {"nvme", memory_stats_json(m.nvme)}};
     r["host_name"] = m.host_name;
-    r["estimate"] = estimate_json(mc, *model, ec, g.size(), threads);
     r["rss_peak"] = peak_rss_bytes();  // the whole trial, setup included
     r["trial_s"] = std::chrono::duration<double>(Clock::now() - t_start).count();
     engine.reset();  // removes the swap file
+    // Measured first, then the dry run of the same trial, beside it (the caps are the real
+    // allocators'; the meta device's are not capped).
+    phase = "dry_run";
+    r["dry_run"] = dry_run_json(mc, ec, sh.seq_len, g.size(), g.rank(), threads, steps);
     write(r);
     finalize_process_group();
     return 0;

@@ -109,23 +109,31 @@ def table(N):
                   f"{MiB(d['peak_total'])} | " + " / ".join(MiB(d['peak'][c]) for c in cats) + " | "
                   f"{MiB(h['peak_total'])} | {MiB(n['current_total'])} | {MiB(f['setup_peak_total'])} / "
                   f"{MiB(f['setup_host_peak_total'])} | {MiB(f['rss_peak'])} | {MiB(f['rss_peak'] - alloc)} |")
-    md += ["", "Estimate beside measurement at each tier's largest fit (`zt-estimate`'s model, `zero/estimator.h`, "
-           "called with the trial's model, stage, knobs and batch): bytes per rank as the sum of the categories' peaks over "
-           "the training steps (each category's peak, added; the estimator predicts per category), MiB. Target: within 5%.", "",
-           "| tier | device: estimated / measured | host: estimated / measured | nvme: estimated / measured | within 5% |",
-           "|---|---|---|---|---|"]
+    md += ["", "The dry run beside the measurement at each tier's largest fit (`train/dry_run.h`, what `zt-estimate "
+           "--dry-run` prints: the same model, engine config, batch and steps run on the meta device for rank 0): per rank, "
+           "MiB, the whole run's peak total (construction and every step; measured: the larger of the setup's and the "
+           "steps' peaks), the host tier's likewise, and the swap files' reserved bytes, with the dry run's ratio to the "
+           "measurement. Both count through the same allocators' accounting, so every ratio should read 1.0000 and every "
+           "category's peak match to the byte (last column).", "",
+           "| tier | device peak: dry run / measured | host peak: dry run / measured | nvme: dry run / measured | "
+           "steady step's device peak, dry run | every category to the byte |",
+           "|---|---|---|---|---|---|"]
     for r in bs:
         f = r.get('fit')
-        if not f or 'estimate' not in f: continue
-        e, tr = f['estimate'], f['train']
-        pairs = [(e['device_peak_sum'], sum(tr['device']['peak'].values())),
-                 (e['host_total'], sum(tr['host']['peak'].values())),
-                 (e['nvme_total'], tr['nvme']['current_total'])]
-        def cell(est, meas):
-            if est == meas == 0: return "0 / 0"
-            return f"{MiB(est)} / {MiB(meas)} ({(est - meas) / max(meas, 1) * 100:+.1f}%)"
-        ok = all(abs(a - b) <= 0.05 * max(b, 1) for a, b in pairs)
-        md.append(f"| {label(r)} | " + " | ".join(cell(a, b) for a, b in pairs) + f" | {'yes' if ok else '**no**'} |")
+        if not f or 'dry_run' not in f: continue
+        dr, tr, su = f['dry_run'], f['train'], f.get('setup')
+        pairs = [(dr['device']['run']['peak_total'], max(f['setup_peak_total'], tr['device']['peak_total'])),
+                 (dr['host']['run']['peak_total'], max(f['setup_host_peak_total'], tr['host']['peak_total'])),
+                 (dr['nvme']['current_total'], tr['nvme']['current_total'])]
+        def cell(dry, meas):
+            if dry == meas == 0: return "0 / 0"
+            return f"{MiB(dry)} / {MiB(meas)} ({dry / max(meas, 1):.4f})"
+        off = [f"{tier} {c}" for tier in ('device', 'host') for c in cats
+               if su and dr[tier]['run']['peak'][c] != max(su[tier]['peak'][c], tr[tier]['peak'][c])]
+        off += [f"nvme {c}" for c in cats if dr['nvme']['current'][c] != tr['nvme']['current'][c]]
+        exact = 'yes' if all(a == b for a, b in pairs) and not off else '**no**' + (': ' + ', '.join(off) if off else '')
+        md.append(f"| {label(r)} | " + " | ".join(cell(a, b) for a, b in pairs) +
+                  f" | {MiB(dr['device']['steady_step']['peak_total'])} | {exact} |")
     md += ["", "What stopped the next size (the first failing n_layer; the out-of-memory message: the allocation "
            "that passed a cap, and what each category held then):", ""]
     md += [f"- {label(r)}: {limit(r)}" for r in bs]

@@ -7,7 +7,8 @@
 #                 dry run's peaks are the measured ones, the loss falls, each
 #                 rank holds half the parameters
 #   generate      samples from a checkpoint of the installed zt-train: the text zt-generate prints
-#   estimate      the estimator as a library: zt-estimate's model-state bytes
+#   estimate      a dry run as a library (train/dry_run.h): ZeRO's model states per stage, and
+#                 zt-estimate --dry-run's step peak
 #   readme        the README's example (tests/check_doc_blocks.py keeps the two equal) on 2 ranks:
 #                 the losses of the installed zt-train with the same settings
 # Run by CTest (label install; registered in tests/CMakeLists.txt).
@@ -96,16 +97,32 @@ cmp "$TMP/b.out" "$TMP/b.ref" || { echo "FAIL: generate differs from zt-generate
 echo "ok: generate prints zt-generate's text ($(wc -c <"$TMP/b.out") bytes)"
 expect_fail "generate with no checkpoint there" "$TMP/none" "$X/generate/generate" "$TMP/none"
 
-# ---- (c) estimate: the library gives zt-estimate's bytes ----
+# ---- (c) estimate: a dry run as a library: ZeRO's model states, and zt-estimate --dry-run's peak ----
 "$X/estimate/estimate" gpt2-124m 8 >"$TMP/c.out"
 cat "$TMP/c.out"
-for stage in 0 3; do
-  got="$(sed -n "s/^stage $stage: model states \([0-9]*\) bytes.*/\1/p" "$TMP/c.out")"
-  want="$("$P/bin/zt-estimate" --model gpt2-124m --stage $stage --world-size 8 --precision bf16 -b 4 -t 1024 --json |
-          python3 -c 'import json,sys; print(json.load(sys.stdin)["model_state_total"])')"
-  [ -n "$got" ] && [ "$got" = "$want" ] || { echo "FAIL: stage $stage model states: example '$got', zt-estimate '$want'"; exit 1; }
-done
-echo "ok: estimate's model-state bytes equal zt-estimate's (stages 0 and 3)"
+"$P/bin/zt-estimate" --model gpt2-124m --stage 3 --world-size 8 --precision bf16 --compute-dtype bf16 -b 4 -t 1024 \
+  --threads 1 --dry-run --json >"$TMP/c.json"
+python3 - "$TMP/c.out" "$TMP/c.json" <<'EOF'
+import json, re, sys
+text = open(sys.argv[1]).read()
+rows = {int(s): (int(m), int(p)) for s, m, p in
+        re.findall(r"^stage (\d): model states (\d+) bytes .*, step peak (\d+) bytes", text, re.M)}
+assert sorted(rows) == [0, 1, 2, 3], f"FAIL: expected a line for each of stages 0-3: {text}"
+states, peaks = [rows[s][0] for s in range(4)], [rows[s][1] for s in range(4)]
+tool = json.load(open(sys.argv[2]))[0]  # rank 0
+N, P = 8, tool["psi_padded"]
+# the ZeRO paper's model states (bf16: 2 + 2 + 12 bytes per parameter), on the padded layout
+want = [16 * P, 4 * P + 12 * P // N, 2 * P + 14 * P // N]
+assert states[:3] == want, f"FAIL: stages 0-2 model states {states[:3]}, expected 16P, 4P + 12P/N, 2P + 14P/N = {want}"
+# stage 3: 16P/N, plus the small units that stay gathered (the persistence threshold)
+assert 16 * P // N <= states[3] < 1.01 * 16 * P // N, f"FAIL: stage 3 model states {states[3]}, expected ~16P/N = {16 * P // N}"
+# the peaks: each of stages 0-2 sheds what it shards; stage 3 pays for the units it gathers, still far below stage 0
+assert all(p > 0 for p in peaks) and peaks[0] > peaks[1] > peaks[2] and peaks[3] < peaks[0], f"FAIL: step peaks {peaks}"
+assert peaks[3] == tool["device"]["steady_step"]["peak_total"], \
+    f"FAIL: stage 3's step peak {peaks[3]}, zt-estimate --dry-run's {tool['device']['steady_step']['peak_total']}"
+print(f"ok: estimate's model states are ZeRO's 16P, 4P + 12P/N, 2P + 14P/N, ~16P/N (P = {P}, N = {N}); "
+      "its stage-3 step peak is zt-estimate --dry-run's")
+EOF
 expect_fail "estimate of an unknown model" "no-such-model" "$X/estimate/estimate" no-such-model
 
 # ---- the README's example: 2 ranks, the losses of zt-train with the same settings ----
