@@ -13,6 +13,8 @@
 #  3a. ZeRO++ with its node groups real (tests/mpi/test_zeropp.cpp's cases, run on the box);
 #  3c. a simulated rank counts what the MPI rank counts, link classes included, on the world and
 #      the node groups (tests/mpi/test_simulated.cpp's case, run on the box);
+#  3d. the dry run equals the real run on every rank, peaks and bytes per link class
+#      (tests/mpi/test_dry_run.cpp's cases, run on the box);
 #  3b. a checkpoint written by 4 ranks on one node resumes on the box, bitwise the uninterrupted run;
 #  4. the box leaves nothing behind (no namespace, no state), also when its command fails; bad
 #     options are refused by name.
@@ -96,11 +98,17 @@ OMP_NUM_THREADS=1 "${box[@]}" -- "$B/tests/zt_mpi_tests" "[simulated]" -w NoTest
   { echo "FAIL: the [simulated] case on the box:"; grep -v "^$" "$TMP/simulated.out" | tail -30; exit 1; }
 echo "ok: a simulated rank's counters on 2 nodes: every kind, world and node groups, equal to the MPI rank's"
 
+# the dry run against real runs across real nodes (tests/mpi/test_dry_run.cpp): every rank's peaks
+# per category and tier and its bytes per collective and link class, the simulated group on 2 x 2
+OMP_NUM_THREADS=1 "${box[@]}" -- "$B/tests/zt_mpi_tests" "[dry_run]" -w NoTests >"$TMP/dry_run.out" 2>&1 ||
+  { echo "FAIL: the [dry_run] cases on the box:"; grep -v "^$" "$TMP/dry_run.out" | tail -30; exit 1; }
+echo "ok: the dry run on 2 nodes x 2 ranks: every configuration equal to the real run's bytes and collectives"
+
 # ZeRO++ across real nodes (tests/mpi/test_zeropp.cpp): hpZ's secondary groups inside each node
 # (bitwise stage 3), qgZ's two hops (the inter-node one over the network), within tolerance
 OMP_NUM_THREADS=1 "${box[@]}" -- "$B/tests/zt_mpi_tests" "[zeropp]" -w NoTests >"$TMP/zeropp.out" 2>&1 ||
   { echo "FAIL: the [zeropp] cases on the box:"; grep -v "^$" "$TMP/zeropp.out" | tail -30; exit 1; }
-echo "ok: ZeRO++ on 2 nodes: hpZ bitwise stage 3, qwZ and qgZ (both hops) within their tolerance"
+echo "ok: ZeRO++ on 2 nodes: hpZ bitwise stage 3, qwZ and qgZ (both hops) within their tolerance, bytes per link as the dry run counts them"
 
 # resume across the box: 4 ranks on one node save at step 3; the box resumes to step 6
 R=(--model gpt2-nano --train "$S/data/corpus/train.txt" -b 2 -t 32 --steps 6 --seed 7 --threads 1 --dist mpi --zero-stage 3)
