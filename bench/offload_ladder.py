@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # defines: main (bench/offload_ladder.py); helpers: TIERS, member, tier_config, estimate, ask_estimator, verdict,
-#          search, run_trial, measured, write_report and 3 more
+#          search, run_trial, measured, write_report and 7 more
 """ZeRO-Offload's headline on one device: the largest model of one family that trains there, per tier.
 
 Ren et al. 2021, "ZeRO-Offload: Democratizing Billion-Scale Model Training", section 6 and
@@ -17,15 +17,28 @@ ladder here, on one device, with this machine's host memory and disk:
             (--nvme-dir), host memory holds only their staging buffers
 
 The family is one model config file (default: Llama 3 8B's width, configs/models/llama3-8b.json)
-with n_layer free. For each tier the estimator (zt-estimate, zero/estimator.h) picks the largest
-n_layer whose predicted peaks fit the device cap, the host cap and the free disk, each with
---margin to spare; that is the plan, made in seconds on any machine (--plan-only). Then, unless
---plan-only, zt-train trains that model for --steps steps on --device (its own process: an
-out-of-memory is a clean exit), and the next size up, the smallest n_layer the estimator puts
-past a cap by more than --margin, must fail with the clean out-of-memory (or disk-full) error.
-Each fit's measured peaks (the --log's device, host and swap-file bytes) stand beside the
-prediction, and its TFLOP/s is 6 N + 6 L C T FLOPs a token (train/train_report.h) times the
-median tokens/s of the steps after the first.
+with n_layer free. For each tier a dry run of the trial itself predicts its peaks: zt-estimate
+--model runs zt-train's setup and training steps with the trial's config, micro-batch, sequence
+length, compute dtype and threads on the meta device (train/dry_run.h), where every allocation is
+counted and none holds memory. The prediction per resource is the largest over the simulated
+ranks of the device's peak of the total over the run (setup included), the host tier's likewise
+and the swap files' reserved bytes. The plan is the largest n_layer whose prediction fits the
+device cap, the host cap and the free disk, each with --margin to spare, made in seconds on any
+machine (--plan-only). Then, unless --plan-only, zt-train trains that model for --steps steps on
+--device (its own process: an out-of-memory is a clean exit), and the next size up, the smallest
+n_layer the dry run puts past a cap by more than --margin, must fail with the clean out-of-memory
+(or disk-full) error. Each fit's measured peaks, the same quantities from zt-train's --log (the
+device's: the setup's peak, in the first line, and every step's; the host tier's and the swap
+files': the run's), stand beside the prediction, and its TFLOP/s is 6 N + 6 L C T FLOPs a token
+(train/train_report.h) times the median tokens/s of the steps after the first.
+
+On the CPU (--device cpu) the prediction is the measurement: the meta device counts what the CPU
+backend's allocators count, to the byte (with cpu_checkpointing the device's peak of a real run
+itself moves by one checkpoint, the timing of the copies to the host). On a GPU (--device cuda)
+it is not yet: the meta device models the CPU backend's kernels (bfloat16's float32 stand-ins, the
+CPU attention's scratch), not the CUDA kernels, so the predicted device workspace is the CPU
+backend's, not what the CUDA kernels allocate, and the device's ratio there shows how far the
+GPU's run is from it (a known limit).
 
 The caps: --device-mib (default on cuda:N: nvidia-smi's memory.total less --device-reserve-mib,
 the CUDA context and what lives outside the caching allocator), --host-mib (default 80% of
@@ -79,6 +92,13 @@ def block_params(f):
     return c * (2 * c + 2 * kv) + 3 * c * ffn + 2 * c
 
 
+def largest_unit(f):
+    """At least the elements of the largest unit's parameters: the embedding's or the head's
+    (padded vocabulary x C, and the final norm), else a block's; rounded up past the padding."""
+    rows = f.get("padded_vocab_size", f["vocab_size"])
+    return (max(rows * f["n_embd"] + f["n_embd"], block_params(f)) + 255) // 256 * 256
+
+
 def tier_config(tier, family, a, model_path, path):
     """The DeepSpeed-style config of one trial (zt-train's run keys beside the engine's)."""
     stage, opt, param, cpu_ckpt, _ = TIERS[tier]
@@ -96,6 +116,10 @@ def tier_config(tier, family, a, model_path, path):
     for key, dev in (("offload_optimizer", opt), ("offload_param", param)):
         if dev == "nvme":
             zero[key]["nvme_path"] = a.swap_dir
+    if param == "nvme":
+        # a unit's parameter shard must fit one buffer (DeepSpeed's rule): the default, 1e8 elements,
+        # is below Llama 3's embedding (128256 x 4096); a bound only, nothing is allocated by it
+        zero["offload_param"]["buffer_size"] = largest_unit(family)
     cfg = {"model": model_path, "train_data": a.data, "seq_len": a.seq_len, "steps": a.steps,
            "compute_dtype": a.compute_dtype,
            "train_micro_batch_size_per_gpu": a.batch, "gradient_accumulation_steps": 1,
@@ -113,7 +137,7 @@ _estimates = {}  # (tier, n_layer) -> estimate(): the search asks some sizes mor
 
 
 def estimate(a, tier, family, n_layer, work):
-    """zt-estimate's per-rank prediction for one member on one tier (bytes)."""
+    """The dry run's prediction for one member on one tier (bytes), asked once per size."""
     key = (tier, n_layer)
     if key not in _estimates:
         _estimates[key] = ask_estimator(a, tier, family, n_layer, work)
@@ -121,16 +145,27 @@ def estimate(a, tier, family, n_layer, work):
 
 
 def ask_estimator(a, tier, family, n_layer, work):
+    """The dry run's peaks for one member on one tier (bytes): zt-estimate --model runs the
+    trial's own setup and training steps on the meta device (train/dry_run.h), with the trial's
+    config, batch, sequence length, compute dtype and threads. Per resource the largest over the
+    simulated ranks: the device's and the host tier's peak of the total over the run (setup
+    included), the swap files' reserved bytes."""
     model = member(family, n_layer, os.path.join(work, f"model-{n_layer}.json"))
     config = tier_config(tier, family, a, model, os.path.join(work, f"{tier}-{n_layer}.json"))
     out = subprocess.run([os.path.join(a.bin, "zt-estimate"), "--model", model, "--config", config,
-                          "--seq-len", str(a.seq_len), "--compute-dtype", a.compute_dtype, "--json"], capture_output=True, text=True)
+                          "--batch", str(a.batch), "--seq-len", str(a.seq_len), "--compute-dtype", a.compute_dtype,
+                          "--threads", str(a.threads), "--json"], capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"offload_ladder: zt-estimate failed on {tier}, n_layer {n_layer}:\n{out.stderr}")
-    j = json.loads(out.stdout)
-    return {"n_layer": n_layer, "psi": j["psi"], "device": j["peak_sum"],
-            "host": sum(j["host_state"].values()), "disk": sum(j["nvme_state"].values()),
-            "device_peak": j["peak"], "host_state": j["host_state"], "nvme_state": j["nvme_state"]}
+    ranks = json.loads(out.stdout)  # rank 0 and the last rank
+    per_cat = lambda get: {c: max(get(r)[c]["peak"] for r in ranks)
+                           for c in get(ranks[0]) if c != "peak_total"}
+    return {"n_layer": n_layer, "psi": ranks[0]["psi"],
+            "device": max(r["device"]["run"]["peak_total"] for r in ranks),
+            "host": max(r["host"]["run"]["peak_total"] for r in ranks),
+            "disk": max(r["nvme"]["peak_total"] for r in ranks),
+            "device_peak": per_cat(lambda r: r["device"]["run"]), "host_peak": per_cat(lambda r: r["host"]["run"]),
+            "nvme_peak": per_cat(lambda r: r["nvme"])}
 
 
 def verdict(e, caps, scale):
@@ -168,9 +203,7 @@ def run_trial(a, tier, family, n_layer, caps, work, deadline):
         os.remove(log)
     cmd = [os.path.join(a.bin, "zt-train"), "--config", config, "--device", a.device,
            "--memory-limit-mib", str(caps["device"] // 2**20),
-           "--host-memory-limit-mib", str(caps["host"] // 2**20), "--log", log]
-    if a.threads:
-        cmd += ["--threads", str(a.threads)]
+           "--host-memory-limit-mib", str(caps["host"] // 2**20), "--threads", str(a.threads), "--log", log]
     timeout = max(1, min(a.trial_timeout, deadline - time.time()))
     t0 = time.time()
     print("$ " + " ".join(cmd), flush=True)
@@ -192,20 +225,28 @@ def run_trial(a, tier, family, n_layer, caps, work, deadline):
 
 
 def measured(lines, est, family, a):
-    """A fit's numbers from its --log: run peaks by tier beside the prediction, and TFLOP/s."""
-    dev = {}
-    for l in lines:  # the device's peaks are each step's: the run's is their maximum
+    """A fit's numbers from its --log, the same quantities as the prediction: the device's peak of
+    the total over the run (the setup's, in the first line, and every step's: the device's peaks
+    restart each step), the host tier's peak of the total over the run (its peaks are the run's,
+    setup included: the last line's) and the swap files' reserved bytes; and the TFLOP/s."""
+    setup = lines[0]["memory"]["setup"]
+    dev, dev_total = dict(setup["peak"]), setup["peak_total"]
+    for l in lines:
         for k, v in l["memory"]["peak"].items():
             dev[k] = max(dev.get(k, 0), v)
+        dev_total = max(dev_total, l["memory"]["peak_total"])
     last = lines[-1]["memory"]
-    host = sum(last["host"]["peak"].values()) if "host" in last else 0
-    disk = sum(last["nvme"]["peak"].values()) if "nvme" in last else 0
+    host = last["host"] if "host" in last else {"peak": {}, "peak_total": 0}
+    nvme = last["nvme"] if "nvme" in last else {"peak": {}, "peak_total": 0}
     tps = statistics.median([l["tokens_per_s"] for l in lines[1:]] or [lines[-1]["tokens_per_s"]])
     flops_tok = 6 * est["psi"] + 6 * est["n_layer"] * family["n_embd"] * a.seq_len
-    m = {"device": sum(dev.values()), "device_peak": dev, "host": host, "disk": disk,
+    m = {"device": dev_total, "host": host["peak_total"], "disk": nvme["peak_total"],
+         "device_peak": dev, "host_peak": host["peak"], "nvme_peak": nvme["peak"],
          "tokens_per_s": tps, "tflops": tps * flops_tok / 1e12,
          "step_ms": [l["step_ms"] for l in lines], "losses": [l["loss"] for l in lines]}
-    m["ratio"] = {r: (m[r] / est[r] if est[r] else None) for r in ("device", "host", "disk")}
+    # None: neither side has the resource; a measured one the prediction lacks is off by infinity
+    m["ratio"] = {r: (m[r] / est[r] if est[r] else None if not m[r] else float("inf"))
+                  for r in ("device", "host", "disk")}
     m["within"] = all(r is None or abs(r - 1) <= a.within for r in m["ratio"].values())
     return m
 
@@ -277,10 +318,12 @@ def write_report(doc, out, show=False):
              "| measured device / host / disk | within | TFLOP/s | tokens/s | next size up |",
              "|---|---|---:|---:|---|---|---|---|---:|---:|---|"]
     lines += [row(t) for t in doc["tiers"]]
-    lines += ["", "Predicted: zt-estimate (the sum of the device's category peaks; the host tier's and "
-              "the swap file's bytes). Measured: the run's peaks from zt-train --log. within: every "
-              f"measured / predicted ratio (device, host, disk) within {doc['within']:.0%}. binds: the "
-              "resource the next size up overflows; it must fail with that resource's clean error."]
+    lines += ["", "Predicted: zt-estimate --model, the trial's setup and steps on the meta device (the "
+              "device's and the host tier's peak of the total over the run, setup included; the swap "
+              "files' reserved bytes). Measured: the same from zt-train --log. On a GPU the predicted "
+              "device workspace is the CPU backend's kernels' (the meta device models those). within: "
+              f"every measured / predicted ratio (device, host, disk) within {doc['within']:.0%}. binds: "
+              "the resource the next size up overflows; it must fail with that resource's clean error."]
     with open(os.path.join(out, "ladder.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     if show:
@@ -330,7 +373,8 @@ def main():
     ap.add_argument("--seq-len", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--sub-group-size", type=int, default=100_000_000)
-    ap.add_argument("--threads", type=int, default=0, help="zt-train --threads (0: its default)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="zt-train's and the dry run's --threads (0: the cores this process may use, zt-train's default)")
     ap.add_argument("--margin", type=float, default=0.03, help="the plan's headroom under each cap")
     ap.add_argument("--within", type=float, default=0.05, help="measured / predicted must be within this")
     ap.add_argument("--max-layers", type=int, default=256)
@@ -342,6 +386,7 @@ def main():
     a.data, a.nvme_dir = os.path.abspath(a.data), os.path.abspath(a.nvme_dir)
     a.swap_dir = os.path.join(a.nvme_dir, "zt-ladder-swap")  # the trials' own: removed after each
     a.compute_dtype = a.compute_dtype or ("bf16" if a.device.startswith("cuda") else "f32")
+    a.threads = a.threads or len(os.sched_getaffinity(0))  # the dry run's threads are the trials'
     os.makedirs(a.out, exist_ok=True)
     work = os.path.join(os.path.abspath(a.out), "work")
     os.makedirs(work, exist_ok=True)
@@ -356,7 +401,7 @@ def main():
            "family_file": os.path.relpath(a.family, ROOT) if a.family.startswith(ROOT) else a.family,
            "family": family, "device": a.device, "compute_dtype": a.compute_dtype, "batch": a.batch, "seq_len": a.seq_len, "steps": a.steps,
            "caps": caps, "margin": a.margin, "within": a.within, "tiers": []}
-    for t in tiers:  # the plan: the estimator only, seconds
+    for t in tiers:  # the plan: dry runs only, seconds
         fit, nxt = search(a, t, family, caps, work)
         binds = verdict(nxt, caps, 1 + a.margin) if nxt else []
         doc["tiers"].append({"tier": t, "plan": fit, "next_plan": nxt, "binds": binds})
@@ -376,8 +421,8 @@ def main():
                 t["fit"]["measured"] = measured(lines, t["plan"], family, a)
                 ok = ok and t["fit"]["measured"]["within"]
             elif rc == 1 and any(w in tail for w in EXPECTED_FAILURE["device"] + EXPECTED_FAILURE["host"]):
-                # The estimate was short: the check fails, but the tier still gets its numbers from
-                # the largest size that trains, searched down from the plan (its estimate beside it).
+                # The prediction was short: the check fails, but the tier still gets its numbers from
+                # the largest size that trains, searched down from the plan (its prediction beside it).
                 for n in range(t["plan"]["n_layer"] - 1, max(0, t["plan"]["n_layer"] - 4), -1):
                     est = estimate(a, t["tier"], family, n, work)
                     rc2, secs2, tail2, lines2 = run_trial(a, t["tier"], family, n, caps, work, deadline)
@@ -391,7 +436,7 @@ def main():
             if t["next_plan"] is None:
                 continue
             rc, secs, tail, _ = run_trial(a, t["tier"], family, t["next_plan"]["n_layer"], caps, work, deadline)
-            # the error of any resource the estimator puts past its cap
+            # the error of any resource the dry run puts past its cap
             want = [w for r in verdict(t["next_plan"], caps, 1.0) for w in EXPECTED_FAILURE[r]]
             clean = rc == 1 and any(w in tail for w in want)
             t["next"] = {"rc": rc, "seconds": round(secs, 1), "tail": tail,

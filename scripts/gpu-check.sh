@@ -257,10 +257,12 @@ part zero3_memory 300 env OMP_NUM_THREADS=4 mpirun -np 2 --oversubscribe --allow
 
 # ZeRO-Offload's headline on one GPU (bench/offload_ladder.py): for each tier (no offload, the
 # optimizer in host memory, + the parameters, the NVMe tier) the largest Llama 3 8B-width model
-# (n_layer free) the dry run fits in this GPU's memory, 80% of the host's and the free disk,
-# trained 3 steps (its peaks beside the prediction, its TFLOP/s), then the next size up, which
-# must fail with the clean out-of-memory (or disk-full) error. Its own call: minutes of host
-# initialization and CPU AdamW on billions of parameters.
+# (n_layer free) that a dry run of the trial (zt-estimate --model) fits in this GPU's memory, 80%
+# of the host's and the free disk, trained 3 steps (its peaks beside the prediction, its TFLOP/s),
+# then the next size up, which must fail with the clean out-of-memory (or disk-full) error. The
+# dry run's device workspace is the CPU backend's kernels' (the meta device models those, not the
+# CUDA kernels): the device's measured / predicted ratio shows the difference. Its own call:
+# minutes of host initialization and CPU AdamW on billions of parameters.
 part offload_ladder 580 env OMP_WAIT_POLICY=PASSIVE python3 "$PACK/bench/offload_ladder.py" --bin "$PACK/bin" \
   --device cuda:0 --nvme-dir /tmp/zt-ladder-nvme --out "$PARTS/ladder" --budget-s 560 --trial-timeout 300
 

@@ -8,7 +8,7 @@
 #                 rank holds half the parameters
 #   generate      samples from a checkpoint of the installed zt-train: the text zt-generate prints
 #   estimate      a dry run as a library (train/dry_run.h): ZeRO's model states per stage, and
-#                 zt-estimate --dry-run's step peak
+#                 zt-estimate --model's step peak
 #   readme        the README's example (tests/check_doc_blocks.py keeps the two equal) on 2 ranks:
 #                 the losses of the installed zt-train with the same settings
 # Run by CTest (label install; registered in tests/CMakeLists.txt).
@@ -97,11 +97,11 @@ cmp "$TMP/b.out" "$TMP/b.ref" || { echo "FAIL: generate differs from zt-generate
 echo "ok: generate prints zt-generate's text ($(wc -c <"$TMP/b.out") bytes)"
 expect_fail "generate with no checkpoint there" "$TMP/none" "$X/generate/generate" "$TMP/none"
 
-# ---- (c) estimate: a dry run as a library: ZeRO's model states, and zt-estimate --dry-run's peak ----
+# ---- (c) estimate: a dry run as a library: ZeRO's model states, and zt-estimate --model's peak ----
 "$X/estimate/estimate" gpt2-124m 8 >"$TMP/c.out"
 cat "$TMP/c.out"
 "$P/bin/zt-estimate" --model gpt2-124m --stage 3 --world-size 8 --precision bf16 --compute-dtype bf16 -b 4 -t 1024 \
-  --threads 1 --dry-run --json >"$TMP/c.json"
+  --threads 1 --json >"$TMP/c.json"
 python3 - "$TMP/c.out" "$TMP/c.json" <<'EOF'
 import json, re, sys
 text = open(sys.argv[1]).read()
@@ -119,9 +119,9 @@ assert 16 * P // N <= states[3] < 1.01 * 16 * P // N, f"FAIL: stage 3 model stat
 # the peaks: each of stages 0-2 sheds what it shards; stage 3 pays for the units it gathers, still far below stage 0
 assert all(p > 0 for p in peaks) and peaks[0] > peaks[1] > peaks[2] and peaks[3] < peaks[0], f"FAIL: step peaks {peaks}"
 assert peaks[3] == tool["device"]["steady_step"]["peak_total"], \
-    f"FAIL: stage 3's step peak {peaks[3]}, zt-estimate --dry-run's {tool['device']['steady_step']['peak_total']}"
+    f"FAIL: stage 3's step peak {peaks[3]}, zt-estimate --model's {tool['device']['steady_step']['peak_total']}"
 print(f"ok: estimate's model states are ZeRO's 16P, 4P + 12P/N, 2P + 14P/N, ~16P/N (P = {P}, N = {N}); "
-      "its stage-3 step peak is zt-estimate --dry-run's")
+      "its stage-3 step peak is zt-estimate --model's")
 EOF
 expect_fail "estimate of an unknown model" "no-such-model" "$X/estimate/estimate" no-such-model
 

@@ -149,7 +149,7 @@ class TrainingRun {
   PhaseTimes breakdown_;  // wall_clock_breakdown: the phases since the last printed line
   double ms_sum_ = 0;
   int64_t timed_ = 0;
-  RunPeaks run_peaks_;  // from the first step on: the setup's peak is printed apart
+  RunPeaks run_peaks_;  // from the first step on: the setup's peak is printed apart (and in the first --log line)
   MemoryStats setup_;
 };
 
@@ -292,6 +292,9 @@ void TrainingRun::report_step(const StepStats& s) {
                         {"memory", memory_json(tr_.engine().memory_report())},
                         {"comm_bytes", tr_.group().counters().total()},
                         {"comm_bytes_inter_node", tr_.group().counters().inter_node()}};
+    // The first line this run writes also holds the setup's device bytes (its peaks: construction's,
+    // which the steps' peaks leave out), so the log has the run's peak with the setup in it.
+    if (timed_ == 1) j["memory"]["setup"] = memory_stats_json(setup_);
     if (c.engine.precision == Precision::f16) {
       j["loss_scale"] = s.loss_scale;
       j["skipped"] = s.skipped;
