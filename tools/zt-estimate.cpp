@@ -83,8 +83,11 @@ void print_dry_runs(const std::string& what, DryRunRequest req, bool json) {
         std::printf("%-12s %-8s %14s %14s %14s\n", category_name(c), kTier[tier], format_bytes(setup.max(c)).c_str(),
                     format_bytes(step.max(c)).c_str(), format_bytes(step.cur(c)).c_str());
       }
-    std::printf("%-12s %-8s %14s %14s\n", "total", "device", format_bytes(d.setup_device.peak_total).c_str(),
-                format_bytes(s.device.peak_total).c_str());
+    std::printf("%-12s %-8s %14s %14s %14s\n", "total", "device", format_bytes(d.setup_device.peak_total).c_str(),
+                format_bytes(s.device.peak_total).c_str(), format_bytes(s.device.total()).c_str());
+    if (d.setup_host.peak_total > 0 || s.host.peak_total > 0)
+      std::printf("%-12s %-8s %14s %14s %14s\n", "total", "host", format_bytes(d.setup_host.peak_total).c_str(),
+                  format_bytes(s.host.peak_total).c_str(), format_bytes(s.host.total()).c_str());
     if (d.nvme.peak_total > 0)
       std::printf("%-12s %-8s %14s %14s %14s\n", "total", "nvme", format_bytes(d.nvme.peak_total).c_str(),
                   format_bytes(d.nvme.peak_total).c_str(), format_bytes(d.nvme.total()).c_str());
@@ -240,7 +243,8 @@ int main(int argc, char** argv) {
                  "stage 3: units with at most this many parameters stay gathered");
   app.add_option("--max-reuse-distance", zero.stage3_max_reuse_distance,
                  "stage 3: keep a unit gathered if it is used again within this many elements");
-  app.add_flag("--overlap-comm", zero.overlap_comm, "reductions overlap the next unit's backward");
+  app.add_flag("--overlap-comm", zero.overlap_comm,
+               "reductions overlap the next unit's backward (default: DeepSpeed's, on at stage 3 only)");
   app.add_option("--threads", threads, "OpenMP threads per rank (attention backward scratch)");
   app.add_flag("--paper", paper, "print Table 1 of the ZeRO paper (Rajbhandari et al. 2019) from the formulas");
   app.add_flag("--json", json, "machine-readable output (bytes)");
@@ -275,15 +279,17 @@ int main(int argc, char** argv) {
       return 0;
     }
     EngineConfig run;  // the settings the estimate is for (the command line over --config's)
+    bool overlap_set = app.count("--overlap-comm") > 0;  // else DeepSpeed's default: on at stage 3 only
     if (!config_path.empty()) {
       // zt-train's own top-level keys (train/run_config.cpp) may sit in the same file
       const EngineConfig ec = engine_config_from_file(config_path, static_cast<int>(world < 1 ? 1 : world),
                                                       run_config_keys());
       run = ec;  // every key of the file (optimizer, fp16's scaler, aio, ...); the flags below win
-      if (!app.count("--compute-dtype")) {  // zt-train's key; "auto" is the CPU's float32 here
-        const nlohmann::json j = read_json_file(config_path, "config '" + config_path + "'");
-        if (j.contains("compute_dtype") && j.at("compute_dtype") == "bf16") compute_dtype = "bf16";
-      }
+      const nlohmann::json j = read_json_file(config_path, "config '" + config_path + "'");
+      if (!app.count("--compute-dtype") && j.contains("compute_dtype") && j.at("compute_dtype") == "bf16")
+        compute_dtype = "bf16";  // zt-train's key; "auto" is the CPU's float32 here
+      const nlohmann::json zo = j.value("zero_optimization", nlohmann::json::object());
+      if (zo.is_object() && zo.contains("overlap_comm")) overlap_set = true;
       const ZeroOptimization cli = zero;
       zero = ec.zero;  // the file's knobs, then whatever the command line set explicitly
       if (app.count("--reduce-bucket-size")) zero.reduce_bucket_size = cli.reduce_bucket_size;
@@ -302,6 +308,7 @@ int main(int argc, char** argv) {
       if (!app.count("--grad-accum")) accum = ec.gradient_accumulation_steps;
     }
     if (stage < 0 || stage > 3) ZT_THROW("--stage ", stage, ": expected 0, 1, 2 or 3");
+    if (!overlap_set) zero.overlap_comm = stage == 3;  // DeepSpeed's default for the stage, as zt-train's
     if (world < 1) ZT_THROW("--world-size ", world, ": expected >= 1");
     if (precision == "fp32") run.precision = Precision::f32;
     else if (precision == "bf16") run.precision = Precision::bf16;
