@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
-#include "core/check.h"         // defines: ZT_THROW
-#include "models/model_config.h"      // defines: model_config, ModelOptions
-#include "models/init.h"        // defines: make_model
-#include "zero/paper_tables.h"  // defines: model_state_bytes_x_n, paper_table1_cell, paper_table2_cell, ...
+#include "core/check.h"           // defines: ZT_THROW
+#include "models/init.h"          // defines: make_model
+#include "models/model_config.h"  // defines: model_config, ModelOptions
+#include "zero/paper_tables.h"    // defines: model_state_bytes_x_n, paper_table1_cell, paper_table2_cell, ...
 
 using namespace zt;
 using json = nlohmann::json;
@@ -112,12 +112,13 @@ void md_tables(std::vector<std::string>& md, const json& t1, const json& t2) {
     if (c["paper_has_column"]) ++n1, ok1 += c["equal"].get<bool>();
   md.push_back("## a) The paper's Table 1 from our estimator");
   md.push_back("");
-  md.push_back("Per-device memory of the model states in GB (1e9 bytes), mixed-precision Adam (K = 12): Baseline 16Psi, "
-               "P_os 4Psi + 12Psi/Nd, P_os+g 2Psi + 14Psi/Nd, P_os+g+p 16Psi/Nd (zero/paper_tables.h `model_state_bytes_x_n`, "
-               "bf16). 'exact' = the formula; 'ours' = `paper_table1_cell`, the exact value rounded the paper's way "
-               "(from 100 GB the integer part, from 10 one decimal, below 10 two decimals, half up; trailing zeros dropped: "
-               "`format_paper_gb`); 'paper' = the printed cell, transcribed from arXiv:1910.02054 Table 1. The paper's "
-               "table has no Baseline column (its Nd = 1 row is the baseline); ours is shown for reference.");
+  md.push_back(
+      "Per-device memory of the model states in GB (1e9 bytes), mixed-precision Adam (K = 12): Baseline 16Psi, "
+      "P_os 4Psi + 12Psi/Nd, P_os+g 2Psi + 14Psi/Nd, P_os+g+p 16Psi/Nd (zero/paper_tables.h `model_state_bytes_x_n`, "
+      "bf16). 'exact' = the formula; 'ours' = `paper_table1_cell`, the exact value rounded the paper's way "
+      "(from 100 GB the integer part, from 10 one decimal, below 10 two decimals, half up; trailing zeros dropped: "
+      "`format_paper_gb`); 'paper' = the printed cell, transcribed from arXiv:1910.02054 Table 1. The paper's "
+      "table has no Baseline column (its Nd = 1 row is the baseline); ours is shown for reference.");
   md.push_back("");
   md.push_back(fmt("**%d of %d printed cells equal** (the baseline column: not printed by the paper, equal to its Nd = 1 "
                    "row at every Nd).", ok1, n1));

@@ -94,12 +94,15 @@ TEST_CASE("host memory cap: a host OutOfMemory during setup is rethrown with the
   Footprint need;  // one rank's: bytes x N with N = 1
   need.add(MemoryTier::host, Category::grads, 1000);
   need.add(MemoryTier::host, Category::optim, 3000);
-  const std::string host = error_of([&] { caps.rethrow_setup_failure(OutOfMemory("out of memory on host: allocating 8.00 KiB for category 'optim'"), need, 1); });
+  const std::string host = error_of([&] {
+    caps.rethrow_setup_failure(OutOfMemory("out of memory on host: allocating 8.00 KiB for category 'optim'"), need, 1);
+  });
   CHECK(host.find("host_memory_limit_mib = 2.00 MiB is too small for the engine's setup") != std::string::npos);
   CHECK(host.find("need at least 4000 bytes") != std::string::npos);
   CHECK(host.find("The allocation that failed: out of memory on host: allocating 8.00 KiB for category 'optim'") != std::string::npos);
   // The device's OutOfMemory is not the host cap's business: it goes on as it was.
-  const std::string dev = error_of([&] { caps.rethrow_setup_failure(OutOfMemory("out of memory on cpu: allocating 1 B"), need, 1); });
+  const std::string dev = error_of(
+      [&] { caps.rethrow_setup_failure(OutOfMemory("out of memory on cpu: allocating 1 B"), need, 1); });
   CHECK(dev == "out of memory on cpu: allocating 1 B");
 }
 

@@ -108,13 +108,13 @@ TEST_CASE("Table 2 formatting and the ring bytes per step", "[paper]") {
 }
 
 TEST_CASE("format_paper_gb rounds as the paper does", "[paper]") {
-  CHECK(format_paper_gb(4125, 100) == "41.3");     // a tie rounds up (printf's half-even gives 41.2)
-  CHECK(format_paper_gb(3035, 100) == "30.4");     // below 100: rounded, not truncated
-  CHECK(format_paper_gb(5135, 10) == "513");       // from 100 on: truncated
+  CHECK(format_paper_gb(4125, 100) == "41.3");  // a tie rounds up (printf's half-even gives 41.2)
+  CHECK(format_paper_gb(3035, 100) == "30.4");  // below 100: rounded, not truncated
+  CHECK(format_paper_gb(5135, 10) == "513");    // from 100 on: truncated
   CHECK(format_paper_gb(25775, 100) == "257");
   CHECK(format_paper_gb(1875, 1000) == "1.88");
   CHECK(format_paper_gb(46875, 100000) == "0.47");
-  CHECK(format_paper_gb(30, 1) == "30");           // trailing zeros dropped
+  CHECK(format_paper_gb(30, 1) == "30");  // trailing zeros dropped
   CHECK(format_paper_gb(75, 10) == "7.5");
   CHECK(format_paper_gb(0, 1) == "0");
 }

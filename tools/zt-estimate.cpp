@@ -17,16 +17,16 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/json.h"               // defines: read_json_file
-#include "core/memory.h"             // defines: Category, category_name, format_bytes
-#include "models/model_config.h"     // defines: ModelConfig, model_config
-#include "train/dry_run.h"           // defines: dry_run
-#include "train/fit.h"               // defines: fit, Capacity, parse_fit_axis
-#include "train/run_config.h"        // defines: run_config_keys
-#include "zero/engine_config.h"      // defines: Precision, ZeroOptimization, engine_config_from_file
-#include "zero/paper_tables.h"       // defines: paper_table1, parse_count
-#include "zero/footprint.h"          // defines: Footprint, model_state
-#include "zero/stage.h"              // defines: stage_keeps
+#include "core/json.h"            // defines: read_json_file
+#include "core/memory.h"          // defines: Category, category_name, format_bytes
+#include "models/model_config.h"  // defines: ModelConfig, model_config
+#include "train/dry_run.h"        // defines: dry_run
+#include "train/fit.h"            // defines: fit, Capacity, parse_fit_axis
+#include "train/run_config.h"     // defines: run_config_keys
+#include "zero/engine_config.h"   // defines: Precision, ZeroOptimization, engine_config_from_file
+#include "zero/footprint.h"       // defines: Footprint, model_state
+#include "zero/paper_tables.h"    // defines: paper_table1, parse_count
+#include "zero/stage.h"           // defines: stage_keeps
 
 using namespace zt;
 
@@ -64,10 +64,9 @@ void print_dry_runs(const std::string& what, DryRunRequest req, bool json) {
       all.push_back(j);
       continue;
     }
-    std::printf(
-        "zt-estimate: %s, rank %d of %d (%d node%s), %lld parameters (%lld padded), ZeRO stage %d, %s\n",
-        what.c_str(), rank, world, nodes, nodes == 1 ? "" : "s", static_cast<long long>(d.psi),
-        static_cast<long long>(d.psi_padded), rc.engine.zero.stage, precision_name(rc.engine.precision));
+    std::printf("zt-estimate: %s, rank %d of %d (%d node%s), %lld parameters (%lld padded), ZeRO stage %d, %s\n",
+                what.c_str(), rank, world, nodes, nodes == 1 ? "" : "s", static_cast<long long>(d.psi),
+                static_cast<long long>(d.psi_padded), rc.engine.zero.stage, precision_name(rc.engine.precision));
     std::printf("micro batch %lld x %lld tokens, %lld micro-step%s, %d thread%s; the step run on the meta device\n\n",
                 static_cast<long long>(rc.batch()), static_cast<long long>(rc.seq_len),
                 static_cast<long long>(rc.grad_accum()), rc.grad_accum() == 1 ? "" : "s", threads,
@@ -358,7 +357,8 @@ int main(int argc, char** argv) {
       req.world_size = static_cast<int>(world);
       req.nodes = static_cast<int>(nodes);
       req.threads = static_cast<int>(threads);
-      if (!fit_axis.empty()) print_fit(what, req, parse_fit_axis(fit_axis), device_mib, host_mib, nvme_mib, fit_limit, json);
+      if (!fit_axis.empty())
+        print_fit(what, req, parse_fit_axis(fit_axis), device_mib, host_mib, nvme_mib, fit_limit, json);
       else print_dry_runs(what, req, json);
       return 0;
     }

@@ -62,11 +62,12 @@ void MemoryCaps::check_host_need(const Footprint& need, int64_t N) const {
   const int64_t bytes = host_need_bytes(need, N);
   auto host = [&](Category c) { return format_bytes(need.bytes(MemoryTier::host, c, N)); };
   if (cfg_.host_memory_limit <= 0 || bytes <= cfg_.host_memory_limit) return;
-  ZT_THROW(kHostKey, " = ", format_bytes(cfg_.host_memory_limit), " is too small: this rank's offloaded model states "
-           "need at least ", bytes, " bytes (", format_bytes(bytes), ") in the host tier (optimizer state ",
-           host(Category::optim), ", gradient shards ", host(Category::grads), ", parameter shards ",
-           host(Category::params), "); raise it to at least ", mib(bytes),
-           " (plus room for staging buffers and offloaded activations)");
+  ZT_THROW(kHostKey, " = ", format_bytes(cfg_.host_memory_limit),
+           " is too small: this rank's offloaded model states "
+           "need at least ",
+           bytes, " bytes (", format_bytes(bytes), ") in the host tier (optimizer state ", host(Category::optim),
+           ", gradient shards ", host(Category::grads), ", parameter shards ", host(Category::params),
+           "); raise it to at least ", mib(bytes), " (plus room for staging buffers and offloaded activations)");
 }
 
 void MemoryCaps::rethrow_setup_failure(const OutOfMemory& e, const Footprint& need, int64_t N) const {

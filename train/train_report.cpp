@@ -72,8 +72,8 @@ void print_memory_table(ProcessGroup& g, const MemoryStats& run_peaks, const Dry
     const double* x = a + r * 3 * K;
     std::fprintf(stderr, "  %-8d", r);
     for (int64_t k = 0; k < K; ++k) {
-      const std::string cell =
-          format_bytes(static_cast<int64_t>(x[k])) + " / " + format_bytes(static_cast<int64_t>(x[K + k]));
+      const std::string cell = format_bytes(static_cast<int64_t>(x[k])) + " / " +
+                               format_bytes(static_cast<int64_t>(x[K + k]));
       std::fprintf(stderr, " %23s", cell.c_str());
     }
     std::fprintf(stderr, "\n  %-8s", "dry run");

@@ -8,8 +8,8 @@
 #include "core/device.h"
 #include "dist/process_group.h"
 #include "models/model_config.h"
-#include "zero/engine.h"     // defines: MemoryReport, EngineTimes
 #include "train/dry_run.h"  // defines: DryRun
+#include "zero/engine.h"    // defines: MemoryReport, EngineTimes
 
 namespace zt {
 

@@ -165,8 +165,7 @@ int64_t parse_count(const std::string& s, const char* what) {
   else if (suffix == "M" || suffix == "m") mul = 1e6;
   else if (suffix == "B" || suffix == "b" || suffix == "G" || suffix == "g") mul = 1e9;
   else if (suffix == "T" || suffix == "t") mul = 1e12;
-  else if (!suffix.empty())
-    ZT_THROW(what, " = \"", s, "\": unknown suffix \"", suffix, "\" (expected k, M, B or T)");
+  else if (!suffix.empty()) ZT_THROW(what, " = \"", s, "\": unknown suffix \"", suffix, "\" (expected k, M, B or T)");
   const double n = std::round(v * mul);
   if (!(n >= 1) || n > 9e15) ZT_THROW(what, " = \"", s, "\": expected a count between 1 and 9e15");
   return static_cast<int64_t>(n);

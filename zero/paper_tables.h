@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/memory.h"          // defines: Category
+#include "core/memory.h"         // defines: Category
 #include "zero/engine_config.h"  // defines: Precision
 
 namespace zt {
@@ -63,7 +63,6 @@ std::string paper_table2_printed(int row, int col);
 // 2 passes over Psi (the paper's 2Psi, section 7.2); stage 3: 3 passes (3Psi, section 7.2.2).
 // elem: bytes per element. Exact when N divides psi (padded flat buffers: it does).
 int64_t ring_bytes_per_step(int stage, int64_t psi, int64_t world_size, int64_t elem);
-
 
 // Model states per rank (Rajbhandari et al. 2019, arXiv:1910.02054, section 5, Figure 1), Psi
 // parameters on N ranks:

@@ -5,16 +5,16 @@
 // losses as the same run without offload (float32: within 1e-6 relative over 20 steps; the
 // arithmetic is the same, so the measured difference is 0), the memory report's tiers, and
 // checkpoints that move between tiers.
-#include <catch2/catch.hpp>
 #include <omp.h>
+#include <catch2/catch.hpp>
 
 #include <cmath>
 #include <filesystem>
 
 #include "models/init.h"
+#include "train/dry_run.h"  // defines: dry_run
 #include "train/trainer.h"
 #include "zero/engine.h"
-#include "train/dry_run.h"  // defines: dry_run
 
 using namespace zt;
 
@@ -309,9 +309,9 @@ TEST_CASE("the dry run matches parameter offload on units of unequal sizes", "[o
     c.engine.activation_checkpointing = c.engine.cpu_checkpointing = true;
     const MeasuredRun got = measure_stage3(g, cfg, c, 3);
     const MemoryReport& rep = got.rep;
-    INFO(where << ", " << N << " ranks: device params measured " << rep.measured.max(Category::params)
-               << ", dry run " << got.device_step_peak(Category::params) << "; host params measured "
-               << rep.host.max(Category::params) << ", dry run " << got.dry.host.max(Category::params));
+    INFO(where << ", " << N << " ranks: device params measured " << rep.measured.max(Category::params) << ", dry run "
+               << got.device_step_peak(Category::params) << "; host params measured " << rep.host.max(Category::params)
+               << ", dry run " << got.dry.host.max(Category::params));
     CHECK(rep.measured.max(Category::params) == got.device_step_peak(Category::params));
     CHECK(rep.host.max(Category::params) == got.dry.host.max(Category::params));  // cpu: the shards themselves
   }
@@ -333,9 +333,8 @@ TEST_CASE("the dry run follows the step's refresh of persistent units under para
     const MeasuredRun got = measure_stage3(g, cfg, c, 2);
     const MemoryReport& rep = got.rep;
     const int64_t all = rep.psi_padded;  // every unit's padded elements
-    INFO(where << ", " << N << " ranks: device params measured " << rep.measured.max(Category::params)
-               << ", dry run " << got.device_step_peak(Category::params) << " (every unit gathered: " << 4 * all
-               << " bytes)");
+    INFO(where << ", " << N << " ranks: device params measured " << rep.measured.max(Category::params) << ", dry run "
+               << got.device_step_peak(Category::params) << " (every unit gathered: " << 4 * all << " bytes)");
     CHECK(rep.measured.max(Category::params) == got.device_step_peak(Category::params));
     CHECK(rep.measured.max(Category::params) == 4 * (all + all / N));
     if (std::string(where) == "nvme") CHECK(rep.host.max(Category::params) == got.dry.host.max(Category::params));
