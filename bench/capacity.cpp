@@ -46,7 +46,7 @@
 // rest; the host tier's and the swap file's bytes; Engine::memory_report()) and the OutOfMemory
 // message of the smallest failure (which category filled the cap). A trial that fits also carries
 // the dry run of itself (train/dry_run.h: the same model, engine config, rank, batch and steps run
-// on the meta device, what zt-estimate --dry-run prints), whose peaks should be the measured ones
+// on the meta device, what zt-estimate --model prints), whose peaks should be the measured ones
 // to the byte: both go through the same allocators' accounting. bench/capacity.sh turns them into
 // bench/results/capacity.md.
 #include <CLI/CLI.hpp>
@@ -151,7 +151,7 @@ EngineConfig engine_config(const Tier& t, const FamilyShape& sh, const std::stri
   return e;
 }
 
-// The dry run of this trial (train/dry_run.h; zt-estimate --dry-run): the same model, engine
+// The dry run of this trial (train/dry_run.h; zt-estimate --model): the same model, engine
 // config, micro-batch (B, T), steps and thread count, for this rank of this world, run on the meta
 // device, which has allocators of its own (the real ones' stats are not touched). Its peaks per
 // category and tier, over the last (steady) step and over the whole run with the construction, and

@@ -10,7 +10,7 @@
 // 2 Psi, bf16 gradients 2 Psi, the fp32 master, Adam's m and v 12 Psi; stage 1 shards the 12,
 // stage 2 the gradients too, stage 3 everything (16 Psi / N, plus the few small units that stay
 // gathered). The step's peak adds what a micro-batch of 4 x 1024 tokens holds beside them
-// (activations, scratch, and at stage 3 the units gathered in flight). zt-estimate --dry-run prints
+// (activations, scratch, and at stage 3 the units gathered in flight). zt-estimate --model prints
 // the same, per category.
 #include <algorithm>
 #include <cstdio>
