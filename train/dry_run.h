@@ -17,7 +17,10 @@
 // dry on the meta device (zero/aio.h's SwapMode), so every region is reserved with the real
 // rounding and offsets, and every read and write is checked, but no file is created and no IO is
 // done. What a dry run cannot see: a GPU's own allocations (the meta device models the CPU backend:
-// core/meta_backend.h).
+// core/meta_backend.h). What it touches outside the meta device: the few values the step reads on
+// the host (the token ids it checks against the vocabulary, the loss as a scalar) are copied into
+// real CPU memory, through the CPU allocator (B x T x 4 bytes at most, freed at once): a process
+// that measures its own CPU peaks sees them if it dry-runs between a reset and a read.
 #pragma once
 #include <cstdint>
 #include <functional>
