@@ -19,8 +19,9 @@
 // done. What a dry run cannot see: a GPU's own allocations (the meta device models the CPU backend:
 // core/meta_backend.h). What it touches outside the meta device: the few values the step reads on
 // the host (the token ids it checks against the vocabulary, the loss as a scalar) are copied into
-// real CPU memory, through the CPU allocator (B x T x 4 bytes at most, freed at once): a process
-// that measures its own CPU peaks sees them if it dry-runs between a reset and a read.
+// real CPU memory, through the CPU allocator (about B x T x 4 bytes in a category or two, freed at
+// once): a process that measures its own CPU peaks sees them if it dry-runs between a reset and a
+// read.
 #pragma once
 #include <cstdint>
 #include <functional>
