@@ -7,7 +7,8 @@
 #
 #   bench/compare_builds.sh OLD_ZT_TRAIN NEW_ZT_TRAIN [OUT_DIR]
 #
-# Exits 1 naming the first configuration that differs. Timings (step_ms, tokens/s, MFU) are not compared.
+# Exits 1 naming the first configuration that differs. Timings (step_ms, tokens/s, MFU) are not
+# compared, nor the first line's memory.setup (a report older builds do not write).
 set -euo pipefail
 OLD="$1"; NEW="$2"
 OUT="${3:-$(mktemp -d)}"
@@ -59,6 +60,7 @@ import json, sys
 for line in open(sys.argv[1]):
     j = json.loads(line)
     for k in ("step_ms", "tokens_per_s", "mfu"): j.pop(k, None)
+    j.get("memory", {}).pop("setup", None)  # the setup stats of the first line: older builds do not log them
     print(json.dumps(j, sort_keys=True))' "$1"
 }
 
