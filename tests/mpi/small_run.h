@@ -1,9 +1,13 @@
-// defines: small_run, losses — the small training runs the multi-rank ZeRO tests compare
-//          (tests/mpi/test_zero.cpp, tests/mpi/test_zeropp.cpp).
+// defines: small_run, losses, dry_run_of — the small training runs the multi-rank ZeRO tests
+//          compare (tests/mpi/test_zero.cpp, tests/mpi/test_zeropp.cpp), and their dry runs
+//          (tests/mpi/test_dry_run.cpp, tests/mpi/test_zeropp.cpp, tests/mpi/test_offload.cpp).
 #pragma once
 #include <string>
 #include <vector>
 
+#include <omp.h>
+
+#include "train/dry_run.h"
 #include "train/trainer.h"
 
 namespace zt::test {
@@ -38,6 +42,20 @@ inline std::vector<double> losses(const RunConfig& c, ProcessGroup& g) {
   std::vector<double> out;
   while (!t.done()) out.push_back(t.step().loss);
   return out;
+}
+
+// The run `c` of `model` (its ModelConfig; default: c.model's), as this rank of g plays it on the
+// meta device (train/dry_run.h): the job's world, its nodes, this rank, its threads, `steps` steps.
+inline DryRun dry_run_of(const RunConfig& c, ProcessGroup& g, int steps, const ModelConfig* model = nullptr) {
+  DryRunRequest r;
+  r.model = model ? *model : model_config(c.model);
+  r.run = c;
+  r.world_size = g.size();
+  r.nodes = g.topology().num_nodes();
+  r.rank = g.rank();
+  r.threads = omp_get_max_threads();
+  r.steps = steps;
+  return dry_run(r);
 }
 
 }  // namespace zt::test

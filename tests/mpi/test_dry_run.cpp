@@ -93,16 +93,8 @@ void check_same(const std::string& name, RunConfig c, ProcessGroup& g) {
   const int steps = 3;
   c.steps = steps;
   const Measured real = real_run(c, g, steps);
-  DryRunRequest r;
-  r.model = model_config(c.model);
-  r.run = c;
-  r.world_size = g.size();
-  r.nodes = g.topology().num_nodes();
-  r.rank = g.rank();
-  r.threads = omp_get_max_threads();
-  r.steps = steps;
-  const DryRun dry = dry_run(r);
-  const int64_t checkpoint = c.engine.cpu_checkpointing ? c.batch() * c.seq_len * r.model.n_embd * 4
+  const DryRun dry = test::dry_run_of(c, g, steps);
+  const int64_t checkpoint = c.engine.cpu_checkpointing ? c.batch() * c.seq_len * model_config(c.model).n_embd * 4
                                                         : 0;  // float32 compute here
   std::string d = diff("setup device", real.setup_device, dry.setup_device) +
                   diff("setup host", real.setup_host, dry.setup_host) + diff("nvme", real.nvme, dry.nvme);

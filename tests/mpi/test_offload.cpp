@@ -5,14 +5,13 @@
 // losses as the same run without offload (float32: within 1e-6 relative over 20 steps; the
 // arithmetic is the same, so the measured difference is 0), the memory report's tiers, and
 // checkpoints that move between tiers.
-#include <omp.h>
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <filesystem>
 
 #include "models/init.h"
-#include "train/dry_run.h"  // defines: dry_run
+#include "tests/mpi/small_run.h"  // defines: dry_run_of
 #include "train/trainer.h"
 #include "zero/engine.h"
 
@@ -107,18 +106,11 @@ MeasuredRun measure_stage3(ProcessGroup& g, const ModelConfig& cfg, const RunCon
     engine->step(1e-3);
   }
   MeasuredRun out{engine->memory_report(), {}};
-  DryRunRequest r;
-  r.model = cfg;
-  r.run = c;
-  r.run.engine.train_micro_batch_size_per_gpu = 1;  // the steps above: one sequence of 32 tokens
-  r.run.engine.gradient_accumulation_steps = 1;
-  r.run.seq_len = 32;
-  r.world_size = static_cast<int>(N);
-  r.nodes = g.topology().num_nodes();
-  r.rank = g.rank();
-  r.threads = omp_get_max_threads();
-  r.steps = steps;
-  out.dry = dry_run(r);
+  RunConfig one = c;  // the steps above: one sequence of 32 tokens
+  one.engine.train_micro_batch_size_per_gpu = 1;
+  one.engine.gradient_accumulation_steps = 1;
+  one.seq_len = 32;
+  out.dry = test::dry_run_of(one, g, steps, &cfg);
   return out;
 }
 

@@ -1,4 +1,4 @@
-// defines: 6 Catch2 test cases tagged [zeropp]; helpers: run, max_rel_diff, dry_run_of
+// defines: 6 Catch2 test cases tagged [zeropp]; helpers: run, max_rel_diff
 //
 // ZeRO++ (zero/zeropp.h) on N ranks against plain stage 3 on the same ranks: hpZ alone changes
 // where the backward's parameters come from, not their values, so its losses are bitwise stage
@@ -9,7 +9,6 @@
 // both hops and the node-local secondary groups are real.
 #include <catch2/catch.hpp>
 
-#include <omp.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -18,7 +17,6 @@
 
 #include "core/kernels/quantize.h"
 #include "tests/mpi/small_run.h"     // defines: small_run, losses
-#include "train/dry_run.h"           // defines: dry_run
 #include "train/trainer.h"
 
 using namespace zt;
@@ -112,20 +110,6 @@ TEST_CASE("qwZ and qgZ stay within their tolerance of plain stage 3", "[zeropp]"
   }
 }
 
-namespace {
-// The same run on the meta device (train/dry_run.h): this rank of N, the job's nodes.
-DryRun dry_run_of(const RunConfig& c, ProcessGroup& g, int steps) {
-  DryRunRequest r;
-  r.model = model_config(c.model);
-  r.run = c;
-  r.world_size = g.size();
-  r.nodes = g.topology().num_nodes();
-  r.rank = g.rank();
-  r.threads = omp_get_max_threads();
-  r.steps = steps;
-  return dry_run(r);
-}
-}  // namespace
 
 // hpZ's memory: one P/H secondary shard per unit the forward freed, alive until the backward's
 // gather of that unit landed, counted as `secondary`; the dry run's peak is the measured one, and
@@ -145,7 +129,7 @@ TEST_CASE("hpZ's secondary shards: measured peak equals the dry run's and none i
       t.step();
       t.step();
       const MemoryReport m = t.engine().memory_report();  // the second step's peaks (Trainer::step resets them)
-      const DryRun d = dry_run_of(c, g, 2);
+      const DryRun d = zt::test::dry_run_of(c, g, 2);
       INFO(precision_name(p) << ", N = " << N << ", H = " << H);
       CHECK(m.measured.max(Category::secondary) > 0);
       CHECK(m.measured.max(Category::secondary) == d.steps[1].device.max(Category::secondary));
@@ -195,7 +179,7 @@ TEST_CASE("the dry run's bytes per collective and per link class equal the count
       const CommCounters before = g.counters();
       t.step();
       const CommCounters d = g.counters() - before;
-      const CommCounters e = dry_run_of(c, g, 3).steps[2].comm;
+      const CommCounters e = zt::test::dry_run_of(c, g, 3).steps[2].comm;
       INFO(model << ", " << precision_name(p) << ", accumulation " << accum << ", stage " << k.stage
                  << (k.qw ? " qwZ" : "") << (k.hpz > 1 ? " hpZ" : "") << (k.qg ? " qgZ" : "") << ", rank " << g.rank()
                  << " of " << N);
