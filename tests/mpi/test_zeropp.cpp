@@ -16,7 +16,7 @@
 #include <fstream>
 
 #include "core/kernels/quantize.h"
-#include "tests/mpi/small_run.h"     // defines: small_run, losses
+#include "tests/mpi/small_run.h"  // defines: small_run, losses
 #include "train/trainer.h"
 
 using namespace zt;
@@ -109,7 +109,6 @@ TEST_CASE("qwZ and qgZ stay within their tolerance of plain stage 3", "[zeropp]"
     }
   }
 }
-
 
 // hpZ's memory: one P/H secondary shard per unit the forward freed, alive until the backward's
 // gather of that unit landed, counted as `secondary`; the dry run's peak is the measured one, and
