@@ -6,12 +6,15 @@
 // RunConfig checks; zt-train's flags are tested in tests/cli/test_memory_caps.sh.
 #include <catch2/catch.hpp>
 
+#include <omp.h>
+
 #include <cmath>
 #include <fstream>
 
 #include "core/backend.h"
 #include "models/init.h"  // defines: make_model
 #include "temp_dir.h"
+#include "train/dry_run.h"  // defines: dry_run, dry_run_of_rank
 #include "train/memory_caps.h"
 #include "train/trainer.h"
 
@@ -70,20 +73,23 @@ TEST_CASE("host memory cap too small for the offloaded model states fails at set
   c.engine.zero.stage = 1;
   c.engine.zero.offload_optimizer.device = OffloadDevice::cpu;
   c.host_memory_limit = 64 * 1024;
-  // What the host tier must hold on one rank: the fp32 master, m and v (12 bytes) and the float32
-  // gradient shard (4 bytes) of every padded parameter (zero/offload.h).
+  // What the host tier must hold on one rank: at least the fp32 master, m and v (12 bytes) and the
+  // float32 gradient shard (4 bytes) of every padded parameter (zero/offload.h); the Trainer names
+  // its dry run's host peak, which adds the staging buffers.
   ModelOptions opt;
   opt.world_size = 1;
   opt.alignment = kShardAlignment;
   std::unique_ptr<Model> m = make_model(model_config("gpt2-nano"), opt);
   int64_t padded = 0;
   for (Unit* u : m->units()) padded += u->params().padded_numel();
-  const int64_t need = 16 * padded;
   SingleProcessGroup one;
+  const int64_t need = dry_run(dry_run_of_rank(c, model_config("gpt2-nano"), one, omp_get_max_threads())).host.peak_total;
+  CHECK(need >= 16 * padded);
   const std::string msg = error_of([&] { Trainer t(c, one); });
   INFO(msg);
   CHECK(msg.find("--host-memory-limit-mib / host_memory_limit_mib = 64.00 KiB is too small") != std::string::npos);
-  CHECK(msg.find("need at least " + std::to_string(need) + " bytes") != std::string::npos);
+  CHECK(msg.find("peaks at " + std::to_string(need) + " bytes") != std::string::npos);
+  CHECK(msg.find("optim ") != std::string::npos);  // the categories it peaks in
   CHECK(host_allocator().limit() == 0);  // the failed Trainer lifted its cap
 }
 
@@ -91,18 +97,20 @@ TEST_CASE("host memory cap: a host OutOfMemory during setup is rethrown with the
   RunConfig c = nano_run();
   c.host_memory_limit = 2 * kMiB;
   MemoryCaps caps(c, Device::cpu());
-  Footprint need;  // one rank's: bytes x N with N = 1
-  need.add(MemoryTier::host, Category::grads, 1000);
-  need.add(MemoryTier::host, Category::optim, 3000);
+  MemoryStats need;  // a dry run's host tier
+  need.peak[static_cast<int>(Category::grads)] = 1000;
+  need.peak[static_cast<int>(Category::optim)] = 3000;
+  need.peak_total = 4000;
   const std::string host = error_of([&] {
-    caps.rethrow_setup_failure(OutOfMemory("out of memory on host: allocating 8.00 KiB for category 'optim'"), need, 1);
+    caps.rethrow_setup_failure(OutOfMemory("out of memory on host: allocating 8.00 KiB for category 'optim'"), need);
   });
   CHECK(host.find("host_memory_limit_mib = 2.00 MiB is too small for the engine's setup") != std::string::npos);
-  CHECK(host.find("need at least 4000 bytes") != std::string::npos);
+  CHECK(host.find("peaks at 4000 bytes") != std::string::npos);
+  CHECK(host.find("(optim 2.93 KiB, grads 1000 B)") != std::string::npos);
   CHECK(host.find("The allocation that failed: out of memory on host: allocating 8.00 KiB for category 'optim'") != std::string::npos);
   // The device's OutOfMemory is not the host cap's business: it goes on as it was.
   const std::string dev = error_of(
-      [&] { caps.rethrow_setup_failure(OutOfMemory("out of memory on cpu: allocating 1 B"), need, 1); });
+      [&] { caps.rethrow_setup_failure(OutOfMemory("out of memory on cpu: allocating 1 B"), need); });
   CHECK(dev == "out of memory on cpu: allocating 1 B");
 }
 
@@ -126,18 +134,22 @@ TEST_CASE("host memory cap: offload and cpu_checkpointing train under a generous
   CHECK(host_allocator().limit() == 0);
 }
 
-TEST_CASE("cpu_checkpointing under a host cap smaller than the checkpoints: OutOfMemory naming activations", "[memory_caps]") {
+TEST_CASE("cpu_checkpointing under a host cap smaller than the checkpoints: refused before setup, naming activations",
+          "[memory_caps]") {
   RunConfig c = nano_run();
   c.engine.activation_checkpointing = true;
   c.engine.cpu_checkpointing = true;
   c.host_memory_limit = 16 * 1024;  // one checkpoint is 8 x 32 x C x 4 bytes, C = 32: 32 KiB
   SingleProcessGroup one;
-  Trainer t(c, one);  // nothing of this run is on the host at setup
-  const std::string msg = error_of([&] { t.step(); });
+  // Nothing of this run is on the host at setup, but its steps pass two checkpoints through the
+  // host tier at once: the run's dry run sees them, and the Trainer refuses the cap before setup
+  // (the allocator's own error at the step, had it gone on: the allocation test above).
+  const std::string msg = error_of([&] { Trainer t(c, one); });
   INFO(msg);
-  CHECK(msg.find("out of memory on host: allocating") != std::string::npos);
-  CHECK(msg.find("for category 'activations'") != std::string::npos);
-  CHECK(msg.find("over the limit of 16.00 KiB") != std::string::npos);
+  CHECK(msg.find("host_memory_limit_mib = 16.00 KiB is too small") != std::string::npos);
+  CHECK(msg.find("peaks at 65536 bytes") != std::string::npos);
+  CHECK(msg.find("the peaks by category: activations 64.00 KiB") != std::string::npos);
+  CHECK(host_allocator().limit() == 0);
 }
 
 TEST_CASE("host_memory_limit_mib in a config file, and cpu_checkpointing's RunConfig check", "[memory_caps]") {

@@ -346,22 +346,10 @@ void TrainingRun::save_models() {
 void TrainingRun::report() {
   const RunConfig& c = c_;
   // This rank's training step run on the meta device (train/dry_run.h): the prediction beside the measurement.
-  DryRunRequest req;
-  req.model = tr_.model_config();
-  req.run = tr_.config();
-  req.world_size = group_.size();
-  req.rank = group_.rank();
-  req.threads = nt_;
-  // The simulated group lays its ranks out node-major over equal nodes, as the launchers place them
-  // (dist/topology.h); a job placed otherwise is simulated on one node (only ZeRO++'s two-hop
-  // buffers depend on the node layout), and the table says so.
-  const Topology& t = group_.topology();
-  const bool equal_nodes = group_.size() % t.num_nodes() == 0 &&
-                           topology_of_equal_nodes(group_.size(), t.num_nodes(), 0).node_of == t.node_of;
-  req.nodes = equal_nodes ? t.num_nodes() : 1;
-  if (!equal_nodes && lead_)
+  const DryRunRequest req = dry_run_of_rank(tr_.config(), tr_.model_config(), group_, nt_);
+  if (req.nodes != group_.topology().num_nodes() && lead_)
     std::fprintf(stderr, "\n(the dry run below simulates one node: this job's %s is not node-major over equal nodes)\n",
-                 t.summary().c_str());
+                 group_.topology().summary().c_str());
   const DryRun est = dry_run(req);
   if (lead_)
     std::fprintf(stderr,

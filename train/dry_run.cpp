@@ -1,4 +1,4 @@
-// defines: dry_run_ranks, dry_run (train/dry_run.h); file-local: NoValues, g_dry_run, MetaScope, check_request
+// defines: dry_run_ranks, dry_run_of_rank, dry_run (train/dry_run.h); file-local: NoValues, g_dry_run, MetaScope, check_request
 #include "train/dry_run.h"
 
 #include <mutex>
@@ -78,6 +78,20 @@ void check_request(const DryRunRequest& r) {
 std::vector<int> dry_run_ranks(int world_size) {
   if (world_size > 1) return {0, world_size - 1};
   return {0};
+}
+
+DryRunRequest dry_run_of_rank(const RunConfig& run, const ModelConfig& model, const ProcessGroup& g, int threads) {
+  DryRunRequest r;
+  r.model = model;
+  r.run = run;
+  r.world_size = g.size();
+  r.rank = g.rank();
+  r.threads = threads;
+  const Topology& t = g.topology();
+  const bool equal_nodes =
+      g.size() % t.num_nodes() == 0 && topology_of_equal_nodes(g.size(), t.num_nodes(), 0).node_of == t.node_of;
+  r.nodes = equal_nodes ? t.num_nodes() : 1;
+  return r;
 }
 
 DryRun dry_run(const DryRunRequest& req) {

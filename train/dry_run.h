@@ -1,4 +1,4 @@
-// defines: DryRunRequest, DryRunStep, DryRun, dry_run_ranks, dry_run — the estimate as a dry run of the real
+// defines: DryRunRequest, DryRunStep, DryRun, dry_run_ranks, dry_run_of_rank, dry_run — the estimate as a dry run of the real
 //          training step: the model built on the meta device (core/meta_backend.h), the real ZeRO
 //          engine over a simulated process group (dist/simulated_process_group.h), the real steps.
 //
@@ -74,6 +74,12 @@ struct DryRun {
 // The ranks worth simulating of a world of N: rank 0 and the last rank (the only ones whose
 // shards differ, by the units' padding).
 std::vector<int> dry_run_ranks(int world_size);
+
+// The request for this rank of a real job: `run` of `model` on g's world, rank and nodes, with
+// `threads` threads. The simulated group lays ranks out node-major over equal nodes, as the
+// launchers place them (dist/topology.h); a job placed otherwise is simulated on one node (only
+// ZeRO++'s node groups depend on the layout): `nodes` is then 1 while g has more.
+DryRunRequest dry_run_of_rank(const RunConfig& run, const ModelConfig& model, const ProcessGroup& g, int threads);
 
 // Runs the request's steps on the meta device; throws a zt::Error naming the field for a request
 // that cannot run (a rank outside the world, nodes that do not divide it).

@@ -1,5 +1,5 @@
 // defines: host_tier_allocators, MemoryCaps (destructor, cap, apply, check_host_need,
-//          rethrow_setup_failure) (train/memory_caps.h); file-local: host_need_bytes, mib
+//          rethrow_setup_failure) (train/memory_caps.h); file-local: peaks_by_category, mib
 //
 // The run's memory caps (train/memory_caps.h): when they start, what the host tier must hold.
 #include "train/memory_caps.h"
@@ -14,10 +14,14 @@ namespace {
 
 const char* const kHostKey = "--host-memory-limit-mib / host_memory_limit_mib";
 
-int64_t host_need_bytes(const Footprint& need, int64_t N) {
-  int64_t n = 0;
-  for (Category c : kAllCategories) n += need.bytes(MemoryTier::host, c, N);
-  return n;
+// "optim 12.00 MiB, grads 4.00 MiB, ...": the categories the host tier peaks in, largest first.
+std::string peaks_by_category(const MemoryStats& need) {
+  std::vector<Category> cats(kAllCategories.begin(), kAllCategories.end());
+  std::stable_sort(cats.begin(), cats.end(), [&](Category a, Category b) { return need.max(a) > need.max(b); });
+  std::string out;
+  for (Category c : cats)
+    if (need.max(c) > 0) out += std::string(out.empty() ? "" : ", ") + category_name(c) + " " + format_bytes(need.max(c));
+  return out;
 }
 
 std::string mib(int64_t bytes) {
@@ -58,28 +62,24 @@ void MemoryCaps::apply(CapStart now) {
   }
 }
 
-void MemoryCaps::check_host_need(const Footprint& need, int64_t N) const {
-  const int64_t bytes = host_need_bytes(need, N);
-  auto host = [&](Category c) { return format_bytes(need.bytes(MemoryTier::host, c, N)); };
+void MemoryCaps::check_host_need(const MemoryStats& need) const {
+  const int64_t bytes = need.peak_total;
   if (cfg_.host_memory_limit <= 0 || bytes <= cfg_.host_memory_limit) return;
-  ZT_THROW(kHostKey, " = ", format_bytes(cfg_.host_memory_limit),
-           " is too small: this rank's offloaded model states "
-           "need at least ",
-           bytes, " bytes (", format_bytes(bytes), ") in the host tier (optimizer state ", host(Category::optim),
-           ", gradient shards ", host(Category::grads), ", parameter shards ", host(Category::params),
-           "); raise it to at least ", mib(bytes), " (plus room for staging buffers and offloaded activations)");
+  ZT_THROW(kHostKey, " = ", format_bytes(cfg_.host_memory_limit), " is too small: this rank's dry run (train/dry_run.h) "
+           "peaks at ", bytes, " bytes (", format_bytes(bytes), ") in the host tier (the peaks by category: ",
+           peaks_by_category(need), "); raise it to at least ", mib(bytes));
 }
 
-void MemoryCaps::rethrow_setup_failure(const OutOfMemory& e, const Footprint& need, int64_t N) const {
+void MemoryCaps::rethrow_setup_failure(const OutOfMemory& e, const MemoryStats& need) const {
   bool host = false;
   for (Allocator* a : host_tier_allocators(device_))
     host = host || std::string(e.what()).find(std::string("out of memory on ") + a->name() + ":") != std::string::npos;
   if (!host || cfg_.host_memory_limit <= 0) throw e;
-  const int64_t bytes = host_need_bytes(need, N);
+  const int64_t bytes = need.peak_total;
   ZT_THROW(kHostKey, " = ", format_bytes(cfg_.host_memory_limit), " is too small for the engine's setup: this rank's "
-           "offloaded model states need at least ", bytes, " bytes (", format_bytes(bytes),
-           ") in the host tier, and the setup's buffers beside them did not fit; raise it above ", mib(bytes),
-           ". The allocation that failed: ", e.what());
+           "dry run peaks at ", bytes, " bytes (", format_bytes(bytes), ") in the host tier (", peaks_by_category(need),
+           "), and the setup's buffers did not fit; raise it above ", mib(bytes), ". The allocation that failed: ",
+           e.what());
 }
 
 }  // namespace zt

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "train/run_config.h"
-#include "zero/footprint.h"  // defines: Footprint (the host tier's model states)
+#include "core/memory.h"  // defines: MemoryStats
 
 namespace zt {
 
@@ -50,14 +50,16 @@ class MemoryCaps {
   // At end_of_setup the device cap is checked against what the engine holds already (an
   // OutOfMemory naming both if it is over).
   void apply(CapStart now);
-  // Before the engine's setup: the host tier must hold at least `need`'s host part (the offloaded
-  // model states of this rank of N, as the policies answer them: zero/footprint.h) under the host
-  // cap; a zt::Error naming the key, the cap and the bytes needed otherwise.
-  void check_host_need(const Footprint& need, int64_t N) const;
+  // Before the engine's setup: the host tier's peak over this rank's run (`need`: its dry run's
+  // host tier, train/dry_run.h — the offloaded model states, the staging buffers, the offloaded
+  // checkpoints, setup and steps) must fit the host cap; a zt::Error naming the key, the cap and
+  // the bytes needed otherwise. The cap holds each host-tier allocator apart; the need is their sum
+  // (on a GPU the pinned and the pageable allocator split it), so this errs on the safe side.
+  void check_host_need(const MemoryStats& need) const;
   // An OutOfMemory of a host-tier allocator thrown by the engine's setup, rethrown as a zt::Error
-  // naming the key, the cap and the bytes the offloaded model states need (`need`), with the
-  // original message. Anything else: rethrown as it is.
-  [[noreturn]] void rethrow_setup_failure(const OutOfMemory& e, const Footprint& need, int64_t N) const;
+  // naming the key, the cap and the bytes the run needs there (`need`), with the original message.
+  // Anything else: rethrown as it is.
+  [[noreturn]] void rethrow_setup_failure(const OutOfMemory& e, const MemoryStats& need) const;
 
  private:
   void cap(Allocator& a, int64_t bytes);

@@ -2,6 +2,8 @@
 //          (train/trainer.h)
 #include "train/trainer.h"
 
+#include <omp.h>
+
 #include <algorithm>
 
 #include "core/backend.h"             // defines: default_device
@@ -9,10 +11,9 @@
 #include "formats/hf_weights.h"       // defines: pretrained_config, pretrained_source (HF or llm.c)
 #include "models/init.h"              // defines: make_model, ModelInit
 #include "optim/schedule.h"           // defines: scheduled_lr
+#include "train/dry_run.h"            // defines: dry_run, dry_run_of_rank
 #include "zero/checkpoint.h"          // defines: save_sharded_checkpoint, load_sharded_checkpoint
 #include "zero/checkpoint_source.h"   // defines: CheckpointParams
-#include "zero/footprint.h"           // defines: Footprint, model_state
-#include "zero/stage.h"               // defines: stage_keeps
 
 namespace zt {
 
@@ -68,19 +69,19 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
     val_ = std::make_unique<DataLoader>(std::move(vt), cfg_.batch(), cfg_.seq_len, rank, N);
   }
 
-  // The host tier must hold this rank's offloaded model states: checked before the engine
-  // allocates them, from the units' padded sizes and the policies' own answers (zero/footprint.h,
-  // as the engine's memory report sums them), and an OutOfMemory of the host tier during setup is
-  // rethrown naming the key and that need.
-  const EngineConfig& ec = cfg_.engine;
-  Footprint need;
-  for (Unit* u : model_->units())
-    need += model_state(u->params().padded_numel(), N, stage_keeps(ec.zero.stage), ec.precision, ec.zero, ec.optimizer);
-  caps_->check_host_need(need, N);
+  // Under a host cap, this very run is dry-run first (train/dry_run.h: the model laid out on the
+  // meta device, the engine's setup and steps counted, nothing computed), and a cap below its host
+  // tier's peak is refused before a byte of the engine is allocated; an OutOfMemory of the host
+  // tier during the real setup is rethrown naming the key and that need.
+  MemoryStats host_need;
+  if (cfg_.host_memory_limit > 0) {
+    host_need = dry_run(dry_run_of_rank(cfg_, mcfg_, group_, omp_get_max_threads())).host;
+    caps_->check_host_need(host_need);
+  }
   try {
     engine_ = initialize(*model_, cfg_.engine, group_, initial.get());
   } catch (const OutOfMemory& e) {
-    caps_->rethrow_setup_failure(e, need, N);
+    caps_->rethrow_setup_failure(e, host_need);
   }
   if (cfg_.resume) resume_from(cfg_.ckpt_dir);
   // The caps that start once the engine is set up (none today: both hold from the first byte,

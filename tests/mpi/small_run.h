@@ -47,13 +47,7 @@ inline std::vector<double> losses(const RunConfig& c, ProcessGroup& g) {
 // The run `c` of `model` (its ModelConfig; default: c.model's), as this rank of g plays it on the
 // meta device (train/dry_run.h): the job's world, its nodes, this rank, its threads, `steps` steps.
 inline DryRun dry_run_of(const RunConfig& c, ProcessGroup& g, int steps, const ModelConfig* model = nullptr) {
-  DryRunRequest r;
-  r.model = model ? *model : model_config(c.model);
-  r.run = c;
-  r.world_size = g.size();
-  r.nodes = g.topology().num_nodes();
-  r.rank = g.rank();
-  r.threads = omp_get_max_threads();
+  DryRunRequest r = dry_run_of_rank(c, model ? *model : model_config(c.model), g, omp_get_max_threads());
   r.steps = steps;
   return dry_run(r);
 }
