@@ -83,7 +83,8 @@ TEST_CASE("host memory cap too small for the offloaded model states fails at set
   int64_t padded = 0;
   for (Unit* u : m->units()) padded += u->params().padded_numel();
   SingleProcessGroup one;
-  const int64_t need = dry_run(dry_run_of_rank(c, model_config("gpt2-nano"), one, omp_get_max_threads())).host.peak_total;
+  const int64_t need = dry_run(dry_run_of_rank(c, model_config("gpt2-nano"), one, omp_get_max_threads()))
+                           .host.peak_total;
   CHECK(need >= 16 * padded);
   const std::string msg = error_of([&] { Trainer t(c, one); });
   INFO(msg);

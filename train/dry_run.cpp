@@ -88,8 +88,8 @@ DryRunRequest dry_run_of_rank(const RunConfig& run, const ModelConfig& model, co
   r.rank = g.rank();
   r.threads = threads;
   const Topology& t = g.topology();
-  const bool equal_nodes =
-      g.size() % t.num_nodes() == 0 && topology_of_equal_nodes(g.size(), t.num_nodes(), 0).node_of == t.node_of;
+  const bool equal_nodes = g.size() % t.num_nodes() == 0 &&
+                           topology_of_equal_nodes(g.size(), t.num_nodes(), 0).node_of == t.node_of;
   r.nodes = equal_nodes ? t.num_nodes() : 1;
   return r;
 }

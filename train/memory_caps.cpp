@@ -20,7 +20,8 @@ std::string peaks_by_category(const MemoryStats& need) {
   std::stable_sort(cats.begin(), cats.end(), [&](Category a, Category b) { return need.max(a) > need.max(b); });
   std::string out;
   for (Category c : cats)
-    if (need.max(c) > 0) out += std::string(out.empty() ? "" : ", ") + category_name(c) + " " + format_bytes(need.max(c));
+    if (need.max(c) > 0)
+      out += std::string(out.empty() ? "" : ", ") + category_name(c) + " " + format_bytes(need.max(c));
   return out;
 }
 
@@ -65,9 +66,12 @@ void MemoryCaps::apply(CapStart now) {
 void MemoryCaps::check_host_need(const MemoryStats& need) const {
   const int64_t bytes = need.peak_total;
   if (cfg_.host_memory_limit <= 0 || bytes <= cfg_.host_memory_limit) return;
-  ZT_THROW(kHostKey, " = ", format_bytes(cfg_.host_memory_limit), " is too small: this rank's dry run (train/dry_run.h) "
-           "peaks at ", bytes, " bytes (", format_bytes(bytes), ") in the host tier (the peaks by category: ",
-           peaks_by_category(need), "); raise it to at least ", mib(bytes));
+  ZT_THROW(kHostKey, " = ", format_bytes(cfg_.host_memory_limit),
+           " is too small: this rank's dry run (train/dry_run.h) "
+           "peaks at ",
+           bytes, " bytes (", format_bytes(bytes),
+           ") in the host tier (the peaks by category: ", peaks_by_category(need), "); raise it to at least ",
+           mib(bytes));
 }
 
 void MemoryCaps::rethrow_setup_failure(const OutOfMemory& e, const MemoryStats& need) const {
@@ -76,10 +80,12 @@ void MemoryCaps::rethrow_setup_failure(const OutOfMemory& e, const MemoryStats& 
     host = host || std::string(e.what()).find(std::string("out of memory on ") + a->name() + ":") != std::string::npos;
   if (!host || cfg_.host_memory_limit <= 0) throw e;
   const int64_t bytes = need.peak_total;
-  ZT_THROW(kHostKey, " = ", format_bytes(cfg_.host_memory_limit), " is too small for the engine's setup: this rank's "
-           "dry run peaks at ", bytes, " bytes (", format_bytes(bytes), ") in the host tier (", peaks_by_category(need),
-           "), and the setup's buffers did not fit; raise it above ", mib(bytes), ". The allocation that failed: ",
-           e.what());
+  ZT_THROW(kHostKey, " = ", format_bytes(cfg_.host_memory_limit),
+           " is too small for the engine's setup: this rank's "
+           "dry run peaks at ",
+           bytes, " bytes (", format_bytes(bytes), ") in the host tier (", peaks_by_category(need),
+           "), and the setup's buffers did not fit; raise it above ", mib(bytes),
+           ". The allocation that failed: ", e.what());
 }
 
 }  // namespace zt

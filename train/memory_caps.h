@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "train/run_config.h"
 #include "core/memory.h"  // defines: MemoryStats
+#include "train/run_config.h"
 
 namespace zt {
 
