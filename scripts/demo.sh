@@ -3,7 +3,7 @@
 # 3.2M parameters) on the bundled corpus (data/corpus: ZeroTensor's own sources and docs, byte
 # tokens) with ZeRO stage 3 across 4 MPI ranks on the CPU (configs/demo-zero3.json: 4 sequences
 # per rank, a global batch of 16). Shows the validation loss falling well below the corpus's
-# unigram entropy, every rank's memory by category beside the estimate, then samples from the
+# unigram entropy, every rank's memory by category beside its dry run, then samples from the
 # consolidated checkpoint. About 10 minutes on 2 cores. DEMO_STEPS=N, DEMO_RANKS=N (a divisor of
 # 16) and DEMO_MODEL=name change it.
 set -euo pipefail

@@ -23,7 +23,7 @@
 #   bench_llama, torch_llama_peer   llama-100m bf16: ours, and PyTorch's (eager and compiled)
 #   llmc_peer           llm.c's train_gpt2cu, the same step (its default, and nothing recomputed)
 #   hf_client           transformers reads our exports and tokenizer.json, we read its checkpoints
-#   zero3_memory        ZeRO-3, 2 ranks sharing the GPU: measured peaks beside the estimator's
+#   zero3_memory        ZeRO-3, 2 ranks sharing the GPU: measured peaks beside each rank's dry run
 #   offload_ladder      per offload tier, the largest model that trains on this GPU and host (its own call)
 #   profile_step        Nsight Compute: every kernel's time in one step, summed by kernel
 #   profile_llama       the same for llama-100m
