@@ -66,12 +66,10 @@ void MemoryCaps::apply(CapStart now) {
 void MemoryCaps::check_host_need(const MemoryStats& need) const {
   const int64_t bytes = need.peak_total;
   if (cfg_.host_memory_limit <= 0 || bytes <= cfg_.host_memory_limit) return;
-  ZT_THROW(kHostKey, " = ", format_bytes(cfg_.host_memory_limit),
-           " is too small: this rank's dry run (train/dry_run.h) "
-           "peaks at ",
-           bytes, " bytes (", format_bytes(bytes),
-           ") in the host tier (the peaks by category: ", peaks_by_category(need), "); raise it to at least ",
-           mib(bytes));
+  const std::string cap = format_bytes(cfg_.host_memory_limit), by_category = peaks_by_category(need);
+  ZT_THROW(kHostKey, " = ", cap, " is too small: this rank's dry run (train/dry_run.h) peaks at ", bytes, " bytes (",
+           format_bytes(bytes), ") in the host tier (the peaks by category: ", by_category,
+           "); raise it to at least ", mib(bytes));
 }
 
 void MemoryCaps::rethrow_setup_failure(const OutOfMemory& e, const MemoryStats& need) const {
@@ -80,12 +78,11 @@ void MemoryCaps::rethrow_setup_failure(const OutOfMemory& e, const MemoryStats& 
     host = host || std::string(e.what()).find(std::string("out of memory on ") + a->name() + ":") != std::string::npos;
   if (!host || cfg_.host_memory_limit <= 0) throw e;
   const int64_t bytes = need.peak_total;
-  ZT_THROW(kHostKey, " = ", format_bytes(cfg_.host_memory_limit),
-           " is too small for the engine's setup: this rank's "
-           "dry run peaks at ",
-           bytes, " bytes (", format_bytes(bytes), ") in the host tier (", peaks_by_category(need),
-           "), and the setup's buffers did not fit; raise it above ", mib(bytes),
-           ". The allocation that failed: ", e.what());
+  const std::string cap = format_bytes(cfg_.host_memory_limit), by_category = peaks_by_category(need);
+  ZT_THROW(kHostKey, " = ", cap, " is too small for the engine's setup: this rank's dry run peaks at ", bytes,
+           " bytes (", format_bytes(bytes), ") in the host tier (", by_category,
+           "), and the setup's buffers did not fit; raise it above ", mib(bytes), ". The allocation that failed: ",
+           e.what());
 }
 
 }  // namespace zt
