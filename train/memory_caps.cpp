@@ -68,8 +68,8 @@ void MemoryCaps::check_host_need(const MemoryStats& need) const {
   if (cfg_.host_memory_limit <= 0 || bytes <= cfg_.host_memory_limit) return;
   const std::string cap = format_bytes(cfg_.host_memory_limit), by_category = peaks_by_category(need);
   ZT_THROW(kHostKey, " = ", cap, " is too small: this rank's dry run (train/dry_run.h) peaks at ", bytes, " bytes (",
-           format_bytes(bytes), ") in the host tier (the peaks by category: ", by_category,
-           "); raise it to at least ", mib(bytes));
+           format_bytes(bytes), ") in the host tier (the peaks by category: ", by_category, "); raise it to at least ",
+           mib(bytes));
 }
 
 void MemoryCaps::rethrow_setup_failure(const OutOfMemory& e, const MemoryStats& need) const {
@@ -81,8 +81,8 @@ void MemoryCaps::rethrow_setup_failure(const OutOfMemory& e, const MemoryStats& 
   const std::string cap = format_bytes(cfg_.host_memory_limit), by_category = peaks_by_category(need);
   ZT_THROW(kHostKey, " = ", cap, " is too small for the engine's setup: this rank's dry run peaks at ", bytes,
            " bytes (", format_bytes(bytes), ") in the host tier (", by_category,
-           "), and the setup's buffers did not fit; raise it above ", mib(bytes), ". The allocation that failed: ",
-           e.what());
+           "), and the setup's buffers did not fit; raise it above ", mib(bytes),
+           ". The allocation that failed: ", e.what());
 }
 
 }  // namespace zt
