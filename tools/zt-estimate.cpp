@@ -307,7 +307,7 @@ int main(int argc, char** argv) {
       if (!app.count("--grad-accum")) accum = ec.gradient_accumulation_steps;
     }
     if (stage < 0 || stage > 3) ZT_THROW("--stage ", stage, ": expected 0, 1, 2 or 3");
-    if (!overlap_set) zero.overlap_comm = stage == 3;  // DeepSpeed's default for the stage, as zt-train's
+    if (!overlap_set) zero.overlap_comm = default_overlap_comm(stage);  // as zt-train's
     if (world < 1) ZT_THROW("--world-size ", world, ": expected >= 1");
     if (precision == "fp32") run.precision = Precision::f32;
     else if (precision == "bf16") run.precision = Precision::bf16;

@@ -345,12 +345,12 @@ void TrainingRun::save_models() {
 
 void TrainingRun::report() {
   const RunConfig& c = c_;
-  // This rank's training step run on the meta device (train/dry_run.h): the prediction beside the measurement.
-  const DryRunRequest req = dry_run_of_rank(tr_.config(), tr_.model_config(), group_, nt_);
-  if (req.nodes != group_.topology().num_nodes() && lead_)
+  // This rank's training step run on the meta device (train/dry_run.h): the prediction beside the
+  // measurement (the Trainer's own, made at setup under a host cap).
+  const DryRun& est = tr_.own_dry_run();
+  if (est.nodes != group_.topology().num_nodes() && lead_)
     std::fprintf(stderr, "\n(the dry run below simulates one node: this job's %s is not node-major over equal nodes)\n",
                  group_.topology().summary().c_str());
-  const DryRun est = dry_run(req);
   if (lead_)
     std::fprintf(stderr,
                  "\nsetup (rank 0): partitioned construction (each unit created as the stage keeps it, "

@@ -250,7 +250,7 @@ RunConfig resolve_run_config(const TrainOptions& o, int world_size, bool* comput
     if (schedule_param("--min-lr-frac", "cos_min_ratio")) s.cos_min_ratio = o.min_lr_frac;
     if (s.uses("warmup_max_lr")) s.warmup_max_lr = e.optimizer.lr;  // --lr is the peak of the warmup
     e.scheduler = s;
-    e.zero.overlap_comm = e.zero.stage == 3;  // DeepSpeed's default, as the config's
+    e.zero.overlap_comm = default_overlap_comm(e.zero.stage);  // DeepSpeed's, as the config's
     e.train_batch_size = e.train_micro_batch_size_per_gpu * e.gradient_accumulation_steps * world_size;
   }
   c.memory_limit = static_cast<int64_t>(o.memory_limit_mib * 1024 * 1024);

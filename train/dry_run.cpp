@@ -98,6 +98,7 @@ DryRun dry_run(const DryRunRequest& req) {
   check_request(req);
   RunConfig cfg = req.run;
   DryRun out;
+  out.nodes = req.nodes;
   MetaScope meta(req.threads);
   SimulatedProcessGroup group(req.rank, topology_of_equal_nodes(req.world_size, req.nodes, req.rank));
   {

@@ -68,6 +68,7 @@ struct DryRun {
   // offload to nvme.
   MemoryStats nvme;
   int64_t psi = 0, psi_padded = 0;
+  int nodes = 1;  // the nodes simulated (dry_run_of_rank: 1 for a job not node-major over equal nodes)
   const DryRunStep& steady() const { return steps.back(); }
 };
 

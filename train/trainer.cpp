@@ -1,4 +1,4 @@
-// defines: Trainer (constructor, lr_at, step, evaluate, save, resume_from), load_trained_model
+// defines: Trainer (constructor, own_dry_run, lr_at, step, evaluate, save, resume_from), load_trained_model
 //          (train/trainer.h)
 #include "train/trainer.h"
 
@@ -75,7 +75,7 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   // tier during the real setup is rethrown naming the key and that need.
   MemoryStats host_need;
   if (cfg_.host_memory_limit > 0) {
-    host_need = dry_run(dry_run_of_rank(cfg_, mcfg_, group_, omp_get_max_threads())).host;
+    host_need = own_dry_run().host;
     caps_->check_host_need(host_need);
   }
   try {
@@ -90,6 +90,11 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
 }
 
 Trainer::~Trainer() = default;
+
+const DryRun& Trainer::own_dry_run() {
+  if (!dry_) dry_ = std::make_unique<DryRun>(dry_run(dry_run_of_rank(cfg_, mcfg_, group_, omp_get_max_threads())));
+  return *dry_;
+}
 
 // The scheduler's lr for the coming step (optim/schedule.h): DeepSpeed's count the steps applied
 // so far (an fp16 step skipped on overflow does not advance them), llm.c's every step.

@@ -22,6 +22,7 @@
 #include "formats/tokenizer.h"
 #include "models/model_config.h"
 #include "nn/model.h"
+#include "train/dry_run.h"  // defines: DryRun
 #include "train/memory_caps.h"
 #include "train/run_config.h"
 #include "zero/engine.h"
@@ -64,6 +65,9 @@ class Trainer {
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }  // null: text is read as bytes
   int64_t step_count() const { return step_; }
   double next_lr() const;  // the learning rate of the coming step (the config's scheduler)
+  // This run's own dry run (train/dry_run.h: this rank of its job, on the meta device), made once:
+  // at setup under a host cap (the check it needs), else when first asked (zt-train's tables).
+  const DryRun& own_dry_run();
 
  private:
   void resume_from(const std::string& dir);
@@ -72,6 +76,7 @@ class Trainer {
   ProcessGroup& group_;
   ModelConfig mcfg_;
   std::unique_ptr<MemoryCaps> caps_;  // first built, last gone: the caps hold for the Trainer's life
+  std::unique_ptr<DryRun> dry_;       // own_dry_run(), once made
   std::unique_ptr<Model> model_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<DataLoader> train_, val_;

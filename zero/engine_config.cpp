@@ -73,7 +73,7 @@ ZeroOptimization parse_zero(const Reader& r, const json& o) {
                 "zero_quantization_block_size"});
   ZeroOptimization z;
   z.stage = static_cast<int>(r.integer(o, p, "stage", 0, 0, 3, "0, 1, 2 or 3"));
-  z.overlap_comm = r.boolean(o, p, "overlap_comm", z.stage == 3);  // DeepSpeed: true only for stage 3
+  z.overlap_comm = r.boolean(o, p, "overlap_comm", default_overlap_comm(z.stage));
   r.fixed(o, p, "contiguous_gradients", true, "always true: gradients live in flat buffers");
   r.fixed(o, p, "allgather_partitions", true, "parameters are always all-gathered");
   r.fixed(o, p, "reduce_scatter", true, "gradients are always reduce-scattered from stage 1 on");

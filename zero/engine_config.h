@@ -1,4 +1,4 @@
-// defines: Precision, OffloadDevice, OffloadConfig, ZeroOptimization, Fp16Config, OptimizerType,
+// defines: Precision, OffloadDevice, OffloadConfig, ZeroOptimization, default_overlap_comm, Fp16Config, OptimizerType,
 //          OptimizerConfig, AioConfig, EngineConfig, parse_engine_config, engine_config_from_file,
 //          to_json(EngineConfig), zeropp_problem — the DeepSpeed-style JSON config (docs/architecture.md "Configuration").
 //
@@ -64,7 +64,7 @@ struct AioConfig {
 
 struct ZeroOptimization {
   int stage = 0;                                  // 0 | 1 | 2 | 3
-  bool overlap_comm = false;                      // DeepSpeed: false (stage 3: true)
+  bool overlap_comm = false;                      // DeepSpeed: false (stage 3: true): default_overlap_comm
   bool contiguous_gradients = true;               // always true here: gradients live in flat buffers
   int64_t reduce_bucket_size = 500000000;         // elements per gradient reduction call
   int64_t allgather_bucket_size = 500000000;      // elements per parameter all-gather call (stages 1-2)
@@ -85,6 +85,10 @@ struct ZeroOptimization {
   bool zeropp() const { return zero_quantized_weights || zero_hpz_partition_size > 1 || zero_quantized_gradients; }
   bool operator==(const ZeroOptimization&) const = default;
 };
+
+// DeepSpeed's default for overlap_comm when neither the config nor a flag sets it: on at stage 3
+// only. The config reader, zt-train's flags and zt-estimate all take it from here.
+inline bool default_overlap_comm(int stage) { return stage == 3; }
 
 struct Fp16Config {             // fp16.* (DeepSpeed's dynamic loss scaling)
   bool enabled = false;
