@@ -183,8 +183,8 @@ cmd_run() {
   # (the packets: each carries about 66 bytes of Ethernet, IP and TCP headers beside its payload)
   awk -v b="$before" -v a="$after" 'BEGIN { nb = split(b, x, " "); split(a, y, " "); s = "";
       for (k = 1; k <= nb; k++) { split(x[k], p, ":"); split(y[k], q, ":"); d = q[1] - p[1]; t += d
-        s = s sprintf("%snode %d %.2f MiB in %d packets", k > 1 ? ", " : "", k - 1, d / 1048576, q[2] - p[2]) }
-      printf "cluster.sh: on the wire (bytes each node sent, eth0): %s; all nodes %.2f MiB\n", s, t / 1048576 }' >&2
+        s = s sprintf("%snode %d %.4f MiB in %d packets", k > 1 ? ", " : "", k - 1, d / 1048576, q[2] - p[2]) }
+      printf "cluster.sh: on the wire (bytes each node sent, eth0): %s; all nodes %.4f MiB\n", s, t / 1048576 }' >&2
   return $rc
 }
 
