@@ -61,7 +61,7 @@ install(TARGETS ${zt_installed_libs} EXPORT ZeroTensorTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT ZeroTensorTargets NAMESPACE ZeroTensor:: DESTINATION ${ZT_INSTALL_CMAKEDIR})
 
-foreach(tool zt-train zt-generate zt-info zt-estimate zt-ckpt)
+foreach(tool zt-train zt-generate zt-info zt-estimate zt-ckpt zt-profile)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()

@@ -1,4 +1,5 @@
-// defines: MetaAllocator, MetaBackend, meta_backend — the meta device (PyTorch's meta device, and
+// defines: OpClass, kNumOpClasses, op_class_name, MetaOpRecord, MetaOpObserver, MetaAllocator, MetaBackend,
+//          meta_backend — the meta device (PyTorch's meta device, and
 //          its FakeTensor): shapes and dtypes without bytes. Every op is checked and no arithmetic
 //          is done; every allocation is counted by category exactly as the real device counts it,
 //          and none is held.
@@ -34,9 +35,44 @@
 // memory is committed, and host code that touches meta bytes faults at once instead of reading
 // garbage.
 #pragma once
+#include <functional>
+#include <string>
+
 #include "core/backend.h"
 
 namespace zt {
+
+// ---- What a step simulator sees of each op (train/step_time.h) ----
+
+// The kind of work a row does: the classes of the cost model (a profile's rates are per class).
+enum class OpClass : uint8_t { gemm, attention, norm, loss, elementwise, optimizer, transfer };
+inline constexpr int kNumOpClasses = 7;
+const char* op_class_name(OpClass c);  // "gemm", ...
+
+// One row as the meta device ran it: the outermost call only (a composite row's inner rows and
+// bfloat16's stand-in run are part of it, not reported apart).
+struct MetaOpRecord {
+  const char* row = "";  // the row of core/backend_ops.def ("linear_backward")
+  OpClass cls = OpClass::elementwise;
+  // The row's arithmetic (a multiply-add is 2): 2 M N K per GEMM; causal attention 2 B H T^2 D
+  // forward (QK^T and PV, half the square), 5 B H T^2 D backward (five products); the other rows
+  // a few operations per element of their largest tensor (they are bound by memory, not by this).
+  double flops = 0;
+  int64_t bytes = 0;  // the bytes of its tensor arguments, each read or written once
+  // The row's signature: its name, every tensor's dtype and shape, every scalar that changes the
+  // work. Two records with the same key do the same work.
+  std::string key;
+  // The same row on a real backend: makes zero-filled contiguous tensors of the same shapes and
+  // dtypes on `be`'s device and returns a call that runs the row on them with the same scalars, as
+  // often as it is called (zt-profile times the real kernels on the shapes of a real step).
+  std::function<std::function<void()>(Backend& be)> prepare;
+};
+
+class MetaOpObserver {
+ public:
+  virtual ~MetaOpObserver() = default;
+  virtual void on_op(const MetaOpRecord& op) = 0;  // called before the row runs
+};
 
 // Counts like the allocator it stands for (core/memory.h's Allocator: per category, peaks, the
 // cap), holds nothing. Zero bytes give nullptr, as CpuAllocator does.
@@ -67,12 +103,16 @@ class MetaBackend final : public Backend {
   // (attention). Default: this process's omp_get_max_threads().
   void set_threads(int threads);
   int threads() const { return threads_; }
+  // Told of every row this backend runs (null: nobody; the dry run's step simulator sets one).
+  void set_observer(MetaOpObserver* o) { observer_ = o; }
+  MetaOpObserver* observer() const { return observer_; }
 
 #define ZT_BACKEND_OP(ret, name, params, args) ret name params override;
 #include "core/backend_ops.def"
 
  private:
   int threads_;
+  MetaOpObserver* observer_ = nullptr;
   MetaAllocator alloc_, host_alloc_;
 };
 

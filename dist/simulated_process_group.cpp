@@ -1,6 +1,6 @@
 // defines: SimulatedProcessGroup (constructor, abort, split, do_all_reduce, do_reduce_scatter,
-//          do_all_gather, do_all_to_all, do_split) (dist/simulated_process_group.h);
-//          file-local: on_cpu, scaled_into, copy_into
+//          do_all_gather, do_all_to_all, do_split, observed) (dist/simulated_process_group.h);
+//          file-local: on_cpu, scaled_into, copy_into, ObservedWork
 #include "dist/simulated_process_group.h"
 
 #include <algorithm>
@@ -32,7 +32,30 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   d.copy_(src);
 }
 
+// A collective the observer was told of: waiting for it tells the observer too.
+class ObservedWork final : public Work {
+ public:
+  ObservedWork(CommObserver* o, int64_t id) : observer_(o), id_(id) {}
+  void wait() override { observer_->waited(id_); }
+
+ private:
+  CommObserver* observer_;
+  int64_t id_;
+};
+
 }  // namespace
+
+WorkPtr SimulatedProcessGroup::observed() {
+  if (!observer_ || !issuing_) return completed_work();
+  SimulatedCollective c;
+  c.kind = issuing_->kind;
+  c.bytes = issuing_->bytes;
+  c.inter_node = issuing_->inter_node;
+  c.group_size = size();
+  c.group_nodes = topology_.num_nodes();
+  c.name = label().empty() ? collective_name(c.kind) : std::string(collective_name(c.kind)) + " " + label();
+  return std::make_shared<ObservedWork>(observer_, observer_->issued(c));
+}
 
 SimulatedProcessGroup::SimulatedProcessGroup(int rank, Topology topology) : topology_(std::move(topology)) {
   ZT_CHECK(rank >= 0 && rank < topology_.size(), "SimulatedProcessGroup: rank ", rank, " is not a rank of ",
@@ -54,13 +77,13 @@ std::unique_ptr<ProcessGroup> SimulatedProcessGroup::split(int color, int key) {
 // N equal copies summed: x := N * x.
 WorkPtr SimulatedProcessGroup::do_all_reduce(const Tensor& x) {
   if (on_cpu({&x})) scaled_into(x, x, size());
-  return completed_work();
+  return observed();
 }
 
 // in (N*S): this rank's block of the sum of N equal copies, out (S) := N * in[r*S, (r+1)*S).
 WorkPtr SimulatedProcessGroup::do_reduce_scatter(const Tensor& in, const Tensor& out) {
   if (on_cpu({&in, &out})) scaled_into(out, in.flat_view(rank() * out.numel(), {out.numel()}), size());
-  return completed_work();
+  return observed();
 }
 
 // out (N*S): every rank's in, and every rank's in is this one: out[q*S, (q+1)*S) := in.
@@ -69,7 +92,7 @@ WorkPtr SimulatedProcessGroup::do_all_gather(const Tensor& in, const Tensor& out
     const int64_t S = in.numel();
     for (int q = 0; q < size(); ++q) copy_into(out.flat_view(q * S, {S}), in);  // in may be block r of out
   }
-  return completed_work();
+  return observed();
 }
 
 // Rank q sends this rank its block r, and rank q's in is this in: out[q*S, (q+1)*S) := in[r*S, (r+1)*S).
@@ -79,7 +102,7 @@ WorkPtr SimulatedProcessGroup::do_all_to_all(const Tensor& in, const Tensor& out
     const Tensor mine = in.flat_view(rank() * S, {S});
     for (int q = 0; q < size(); ++q) copy_into(out.flat_view(q * S, {S}), mine);
   }
-  return completed_work();
+  return observed();
 }
 
 std::unique_ptr<ProcessGroup> SimulatedProcessGroup::do_split(int color, const std::vector<int>& members) {
@@ -87,7 +110,9 @@ std::unique_ptr<ProcessGroup> SimulatedProcessGroup::do_split(int color, const s
   const auto me = std::find(members.begin(), members.end(), rank());
   ZT_CHECK(me != members.end(), "SimulatedProcessGroup: rank ", rank(), " split into a group without it");
   const int key = static_cast<int>(me - members.begin());  // the rank in the new group
-  return std::make_unique<SimulatedProcessGroup>(key, sub_topology(topology_, members, key));
+  auto sub = std::make_unique<SimulatedProcessGroup>(key, sub_topology(topology_, members, key));
+  sub->observer_ = observer_;
+  return sub;
 }
 
 }  // namespace zt

@@ -38,7 +38,13 @@
 //
 // abort() throws a zt::Error with the message (a dry run reports, it does not end the process);
 // set_collective_timeout checks its value and returns false (no peer to wait for: ProcessGroup's).
+//
+// Time (train/step_time.h): with an observer set, every collective is reported when it is issued,
+// and its Work's wait() when the caller waits for it — the engine's own issue and wait order,
+// which is what decides how much communication compute hides. Sub-groups report to their parent's
+// observer.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +52,23 @@
 #include "dist/process_group.h"  // defines: ProcessGroup, sub_topology
 
 namespace zt {
+
+// One collective as issued by the simulated rank: what it moves and over which group.
+struct SimulatedCollective {
+  Collective kind = Collective::barrier;
+  int64_t bytes = 0;       // this rank's ring-model bytes (CommCounters' convention)
+  int64_t inter_node = 0;  // of them, those that cross to another node (CommCounters::link)
+  int group_size = 1;      // the group's ranks
+  int group_nodes = 1;     // the nodes its ranks are on
+  std::string name;        // "all_gather block3": the kind and the CommLabel in effect
+};
+
+class CommObserver {
+ public:
+  virtual ~CommObserver() = default;
+  virtual int64_t issued(const SimulatedCollective& c) = 0;  // returns the collective's id
+  virtual void waited(int64_t id) = 0;                       // the caller waits for it (again, maybe)
+};
 
 class SimulatedProcessGroup final : public ProcessGroup {
  public:
@@ -59,19 +82,25 @@ class SimulatedProcessGroup final : public ProcessGroup {
   [[noreturn]] void abort(const std::string& message, int code = 1) override;  // throws zt::Error
   // Refused: "a simulated group splits only along its topology: ..." (see the header comment).
   std::unique_ptr<ProcessGroup> split(int color, int key) override;
+  // Told of every collective issued on this group and its sub-groups, and of every wait (null: nobody).
+  void set_observer(CommObserver* o) { observer_ = o; }
 
  protected:
   WorkPtr do_all_reduce(const Tensor& x) override;
   WorkPtr do_reduce_scatter(const Tensor& in, const Tensor& out) override;
   WorkPtr do_all_gather(const Tensor& in, const Tensor& out) override;
-  WorkPtr do_broadcast(const Tensor&, int) override { return completed_work(); }
-  WorkPtr do_barrier() override { return completed_work(); }
+  WorkPtr do_broadcast(const Tensor&, int) override { return observed(); }
+  WorkPtr do_barrier() override { return observed(); }
   WorkPtr do_all_to_all(const Tensor& in, const Tensor& out) override;
   // A simulated group of `members` (this group's ranks, in the new order) over sub_topology.
   std::unique_ptr<ProcessGroup> do_split(int color, const std::vector<int>& members) override;
 
  private:
+  // The collective being issued (ProcessGroup's issuing_), told to the observer: a Work whose
+  // wait() tells it too. completed_work() without an observer.
+  WorkPtr observed();
   Topology topology_;  // topology_.rank is this group's rank
+  CommObserver* observer_ = nullptr;
 };
 
 }  // namespace zt

@@ -9,24 +9,28 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/json.h"            // defines: read_json_file
-#include "core/memory.h"          // defines: Category, category_name, format_bytes
-#include "models/model_config.h"  // defines: ModelConfig, model_config
-#include "train/dry_run.h"        // defines: dry_run
-#include "train/fit.h"            // defines: fit, Capacity, parse_fit_axis
-#include "train/run_config.h"     // defines: run_config_keys
-#include "zero/engine_config.h"   // defines: Precision, ZeroOptimization, engine_config_from_file
-#include "zero/footprint.h"       // defines: Footprint, model_state
-#include "zero/paper_tables.h"    // defines: paper_table1, parse_count
-#include "zero/stage.h"           // defines: stage_keeps
+#include "core/json.h"             // defines: read_json_file
+#include "core/memory.h"           // defines: Category, category_name, format_bytes
+#include "models/model_config.h"   // defines: ModelConfig, model_config
+#include "train/device_profile.h"  // defines: DeviceProfile, read_device_profile
+#include "train/dry_run.h"         // defines: dry_run
+#include "train/fit.h"             // defines: fit, Capacity, parse_fit_axis
+#include "train/run_config.h"      // defines: run_config_keys
+#include "train/step_time.h"       // defines: simulate_step_time, StepTime
+#include "zero/engine_config.h"    // defines: Precision, ZeroOptimization, engine_config_from_file
+#include "zero/footprint.h"        // defines: Footprint, model_state
+#include "zero/paper_tables.h"     // defines: paper_table1, parse_count
+#include "zero/stage.h"            // defines: stage_keeps
 
 using namespace zt;
 
@@ -39,15 +43,68 @@ nlohmann::json stats_json(const MemoryStats& m) {
   return j;
 }
 
+// --time: the steady step simulated on the profile (train/step_time.h), DeepSpeed's
+// wall_clock_breakdown's parts and where communication was not hidden.
+nlohmann::json time_json(const StepTime& t, const DeviceProfile& p, int world) {
+  nlohmann::json j = {{"step_s", t.step_s},
+                      {"forward_s", t.forward_s},
+                      {"backward_s", t.backward_s},
+                      {"optimizer_s", t.optimizer_s},
+                      {"tokens_per_s", t.step_s > 0 ? static_cast<double>(t.tokens) * world / t.step_s : 0},
+                      {"flops_per_s", t.step_s > 0 ? t.flops / t.step_s : 0},
+                      {"exposed_intra_node_s", t.exposed_s[0]},
+                      {"exposed_inter_node_s", t.exposed_s[1]},
+                      {"profile", p.name},
+                      {"profile_source", p.source}};
+  for (int c = 0; c < kNumOpClasses; ++c) j["compute_s"][op_class_name(static_cast<OpClass>(c))] = t.compute_s[c];
+  for (int k = 0; k < kNumCollectives; ++k) {
+    j["comm_s"][collective_name(static_cast<Collective>(k))] = t.comm_s[k];
+    j["wait_s"][collective_name(static_cast<Collective>(k))] = t.wait_s[k];
+  }
+  if (p.peak_flops_per_s > 0 && t.step_s > 0) j["mfu"] = t.flops / t.step_s / p.peak_flops_per_s;
+  return j;
+}
+
+void print_time(const StepTime& t, const DeviceProfile& p, int world) {
+  auto ms = [](double s) { return s * 1e3; };
+  std::printf("step time, simulated on the profile '%s'\n  (%s)\n", p.name.c_str(), p.source.c_str());
+  std::printf("  %-34s %10.2f ms   %.0f tokens/s over %d rank%s\n", "step", ms(t.step_s),
+              t.step_s > 0 ? static_cast<double>(t.tokens) * world / t.step_s : 0.0, world, world == 1 ? "" : "s");
+  std::printf("  %-34s %10.2f ms\n  %-34s %10.2f ms\n  %-34s %10.2f ms\n", "forward (waits included)", ms(t.forward_s),
+              "backward (waits included)", ms(t.backward_s), "optimizer step (waits included)", ms(t.optimizer_s));
+  std::printf("  %-34s %10.2f ms:", "compute (the ops)", ms(t.compute_total()));
+  for (int c = 0; c < kNumOpClasses; ++c)
+    if (t.compute_s[c] > 0) std::printf(" %s %.2f", op_class_name(static_cast<OpClass>(c)), ms(t.compute_s[c]));
+  std::printf("\n  %-34s %10.2f ms:", "communication (busy)", ms(t.comm_total()));
+  for (int k = 0; k < kNumCollectives; ++k)
+    if (t.comm_s[k] > 0) std::printf(" %s %.2f", collective_name(static_cast<Collective>(k)), ms(t.comm_s[k]));
+  std::printf("\n  %-34s %10.2f ms: intra-node %.2f, inter-node %.2f\n", "exposed (compute waited)",
+              ms(t.exposed_total()), ms(t.exposed_s[0]), ms(t.exposed_s[1]));
+  std::printf("  %-34s %10.3f TFLOP/s per rank", "arithmetic", t.step_s > 0 ? t.flops / t.step_s / 1e12 : 0.0);
+  if (p.peak_flops_per_s > 0 && t.step_s > 0)
+    std::printf(" (MFU %.1f%%)", 100 * t.flops / t.step_s / p.peak_flops_per_s);
+  std::printf("\n\n");
+}
+
 // --model: the training step of rank 0 and of the last rank (they differ by the units' padding), run
-// on the meta device (train/dry_run.h).
-void print_dry_runs(const std::string& what, DryRunRequest req, bool json) {
+// on the meta device (train/dry_run.h); with a profile, also its time (train/step_time.h).
+void print_dry_runs(const std::string& what, DryRunRequest req, bool json, const DeviceProfile* profile,
+                    const std::string& trace_path) {
   const int world = req.world_size, nodes = req.nodes, threads = req.threads;
   const RunConfig& rc = req.run;
   nlohmann::json all = nlohmann::json::array();
+  nlohmann::json trace_events = nlohmann::json::array();
   for (int rank : dry_run_ranks(world)) {
     req.rank = rank;
-    const DryRun d = dry_run(req);
+    DryRun d;
+    StepTime time;
+    if (profile) {
+      time = simulate_step_time(req, *profile, &d);
+      const nlohmann::json trace = step_time_trace_json(time, rank);
+      for (const nlohmann::json& e : trace.at("traceEvents")) trace_events.push_back(e);
+    } else {
+      d = dry_run(req);
+    }
     const DryRunStep& s = d.steady();
     if (json) {
       nlohmann::json j = {{"model", what},  {"rank", rank}, {"world_size", world},
@@ -61,6 +118,7 @@ void print_dry_runs(const std::string& what, DryRunRequest req, bool json) {
         j["comm_per_step"][collective_name(static_cast<Collective>(k))] = s.comm.bytes[k];
       j["comm_per_step"]["intra_node"] = s.comm.link[0];
       j["comm_per_step"]["inter_node"] = s.comm.link[1];
+      if (profile) j["time"] = time_json(time, *profile, world);
       all.push_back(j);
       continue;
     }
@@ -99,8 +157,14 @@ void print_dry_runs(const std::string& what, DryRunRequest req, bool json) {
     std::printf("  intra-node %20lld %12s\n  inter-node %20lld %12s\n\n", static_cast<long long>(s.comm.link[0]),
                 format_bytes(s.comm.link[0]).c_str(), static_cast<long long>(s.comm.link[1]),
                 format_bytes(s.comm.link[1]).c_str());
+    if (profile) print_time(time, *profile, world);
   }
   if (json) std::cout << all.dump(2) << std::endl;
+  if (!trace_path.empty()) {
+    std::ofstream f(trace_path);
+    f << nlohmann::json{{"traceEvents", trace_events}, {"displayTimeUnit", "ms"}}.dump() << "\n";
+    ZT_CHECK(f.good(), "--trace '", trace_path, "': cannot write the file");
+  }
 }
 
 // --params: a parameter count without a shape has no step to run; its model states per rank are
@@ -270,6 +334,11 @@ int main(int argc, char** argv) {
       "--nodes", nodes,
       "with --model: the bytes a step moves, ranks spread over this many nodes (N / nodes each, in rank order)");
   app.add_option("--grad-accum", accum, "gradient accumulation steps of that step (default: --config's, else 1)");
+  std::string time_profile, trace_path;
+  app.add_option("--time", time_profile,
+                 "with --model: the step's time, simulated on this device profile (zt-profile writes one; "
+                 "train/step_time.h): step, forward, backward, optimizer, communication busy and exposed");
+  app.add_option("--trace", trace_path, "with --time: the simulated step as a Chrome trace (Perfetto opens it)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -357,12 +426,19 @@ int main(int argc, char** argv) {
       req.world_size = static_cast<int>(world);
       req.nodes = static_cast<int>(nodes);
       req.threads = static_cast<int>(threads);
-      if (!fit_axis.empty())
+      std::optional<DeviceProfile> profile;
+      if (!time_profile.empty()) profile = read_device_profile(time_profile);
+      if (!trace_path.empty() && !profile) ZT_THROW("--trace writes the simulated step: it needs --time PROFILE");
+      if (!fit_axis.empty()) {
+        if (profile) ZT_THROW("--time with --fit is not built yet: run --time on the size --fit finds");
         print_fit(what, req, parse_fit_axis(fit_axis), device_mib, host_mib, nvme_mib, fit_limit, json);
-      else print_dry_runs(what, req, json);
+      } else {
+        print_dry_runs(what, req, json, profile ? &*profile : nullptr, trace_path);
+      }
       return 0;
     }
     if (!fit_axis.empty()) ZT_THROW("--fit needs --model (a step to run)");
+    if (!time_profile.empty()) ZT_THROW("--time needs --model (a step to run)");
     if (app.count("--nodes") || app.count("--grad-accum"))
       ZT_THROW("--nodes / --grad-accum: the bytes a step moves need --model (a parameter count has no units)");
     print_params(what, psi, run, world, json);

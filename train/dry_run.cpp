@@ -32,22 +32,26 @@ class NoValues final : public ParamSource {
 
 // The meta device for the length of one dry run: one dry run at a time in a process (the meta
 // allocators and the default device are the process's), empty at the start, peaks from zero, the
-// rank's thread count; the default device is meta meanwhile. All of it restored at the end, also
+// rank's thread count, the request's observer; the default device is meta meanwhile. All of it restored at the end, also
 // when the run throws.
 std::mutex g_dry_run;
 
 class MetaScope {
  public:
-  explicit MetaScope(int threads) : lock_(g_dry_run, std::try_to_lock), meta_(meta_backend()) {
+  MetaScope(int threads, MetaOpObserver* observer) : lock_(g_dry_run, std::try_to_lock), meta_(meta_backend()) {
     ZT_CHECK(lock_.owns_lock(), "dry run: another dry run is running in this process (one at a time)");
     for (Allocator* a : {&meta_.allocator(), &meta_.host_allocator(false)})
       ZT_CHECK(a->stats().total() == 0, "dry run: the meta allocator '", a->name(), "' still holds ",
                format_bytes(a->stats().total()), " (another dry run in this process has not ended)");
     threads_before_ = meta_.threads();
     meta_.set_threads(threads);
+    meta_.set_observer(observer);
     reset_peaks();
   }
-  ~MetaScope() { meta_.set_threads(threads_before_); }
+  ~MetaScope() {
+    meta_.set_threads(threads_before_);
+    meta_.set_observer(nullptr);
+  }
   MetaScope(const MetaScope&) = delete;
   MetaScope& operator=(const MetaScope&) = delete;
   void reset_peaks() {
@@ -99,8 +103,12 @@ DryRun dry_run(const DryRunRequest& req) {
   RunConfig cfg = req.run;
   DryRun out;
   out.nodes = req.nodes;
-  MetaScope meta(req.threads);
+  MetaScope meta(req.threads, req.observer);
   SimulatedProcessGroup group(req.rank, topology_of_equal_nodes(req.world_size, req.nodes, req.rank));
+  group.set_observer(req.observer);
+  auto phase = [&](int s, DryRunObserver::Phase p) {
+    if (req.observer) req.observer->phase(s, p);
+  };
   {
     // Construction as the real program does it: zt-train's Trainer lays the model out without
     // bytes and the engine creates what this rank's stage keeps, unit by unit; a model of your
@@ -143,11 +151,15 @@ DryRun dry_run(const DryRunRequest& req) {
         targets = Tensor::empty({cfg.batch(), cfg.seq_len}, DType::i32, Category::activations);
       }
       for (int64_t micro = 0; micro < cfg.grad_accum(); ++micro) {
+        phase(s, DryRunObserver::Phase::forward);
         Var loss = engine->forward(idx, targets);
+        phase(s, DryRunObserver::Phase::backward);
         engine->backward(loss);
       }
+      phase(s, DryRunObserver::Phase::optimizer);
       engine->step(
           scheduled_lr(cfg.engine.scheduler, cfg.engine.optimizer.lr, s, engine->optimizer_steps(), cfg.steps));
+      phase(s, DryRunObserver::Phase::end);
       out.steps.push_back({meta.device(), meta.host(), group.counters() - before});
     }
     out.nvme = engine->memory_report().nvme;

@@ -1,4 +1,4 @@
-// defines: DryRunRequest, DryRunStep, DryRun, dry_run_ranks, dry_run_of_rank, dry_run — the estimate as a dry run of the real
+// defines: DryRunObserver, DryRunRequest, DryRunStep, DryRun, dry_run_ranks, dry_run_of_rank, dry_run — the estimate as a dry run of the real
 //          training step: the model built on the meta device (core/meta_backend.h), the real ZeRO
 //          engine over a simulated process group (dist/simulated_process_group.h), the real steps.
 //
@@ -29,12 +29,22 @@
 #include <vector>
 
 #include "core/memory.h"
-#include "dist/process_group.h"  // defines: CommCounters
+#include "core/meta_backend.h"             // defines: MetaOpObserver
+#include "dist/process_group.h"            // defines: CommCounters
+#include "dist/simulated_process_group.h"  // defines: CommObserver
 #include "models/model_config.h"
 #include "nn/model.h"
 #include "train/run_config.h"
 
 namespace zt {
+
+// Told everything a dry run does, in order (the step simulator, train/step_time.h): every op the
+// meta device runs, every collective issued and waited for, and where each step's phases begin.
+class DryRunObserver : public MetaOpObserver, public CommObserver {
+ public:
+  enum class Phase { forward, backward, optimizer, end };  // end: the step has returned
+  virtual void phase(int step, Phase p) = 0;
+};
 
 struct DryRunRequest {
   ModelConfig model;  // a GPT-2 or Llama config (models/model_config.h), unless `build` is set
@@ -50,6 +60,7 @@ struct DryRunRequest {
   int rank = 0;        // the rank simulated (rank 0 and the last rank differ by padding)
   int threads = 1;     // OpenMP threads of that rank (the CPU kernels' per-thread scratch)
   int steps = 2;       // the recording step and at least one steady step
+  DryRunObserver* observer = nullptr;  // null: nobody watches (construction included when set)
 };
 
 // One optimizer step: the peaks since its start (zt-train resets the device's peaks at each step's

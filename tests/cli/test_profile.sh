@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# zt-profile and zt-estimate --time, as a user runs them:
+#  1. zt-profile under mpirun (2 ranks) writes a profile: every op of the model's step timed (its
+#     key, a time > 0), each class's rate, the intra-node link's alpha and beta, comm_overlap in
+#     [0, 1], and where the numbers come from;
+#  2. zt-estimate --time on it prints the simulated step (its parts add up), --json carries the
+#     same, --trace writes both ranks' compute and comm tracks;
+#  3. what cannot be answered is refused by name: a missing profile file, a link the profile lacks,
+#     offload to nvme, --trace without --time, --time without --model, a bad --stages.
+source "$(dirname "$0")/common.sh"
+
+"${MPI[@]}" -np 2 "$B/zt-profile" --model gpt2-nano -b 2 -t 16 --threads 1 --repeats 2 -o "$TMP/p2.json" 2>"$TMP/prof.err" ||
+  { echo "FAIL: zt-profile on 2 ranks:"; cat "$TMP/prof.err"; exit 1; }
+python3 - "$TMP/p2.json" <<'PY' || exit 1
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["ops"] and all(t > 0 for t in p["ops"].values()), "ops without a time"
+assert any(k.startswith("linear float32(32, ") for k in p["ops"]), "no linear at B x T = 32 rows among the ops"
+assert any(k.startswith("attention_packed ") for k in p["ops"]), "no attention among the ops"
+assert p["classes"]["gemm"]["flops_per_s"] > 0 and p["classes"]["optimizer"]["bytes_per_s"] > 0, p["classes"]
+l = p["links"]["intra_node"]
+assert l["bytes_per_s"] > 0 and l["alpha_s"] >= 0 and "inter_node" not in p["links"], p["links"]
+assert 0 <= p["comm_overlap"] <= 1 and p["ranks_per_node"] == 2 and p["nodes"] == 1 and p["threads"] == 1, p
+assert "zt-profile --model gpt2-nano" in p["source"] and "2 rank(s)" in p["source"], p["source"]
+print(f"ok: zt-profile on 2 ranks: {len(p['ops'])} ops timed, gemm {p['classes']['gemm']['flops_per_s'] / 1e9:.1f} GFLOP/s, "
+      f"intra-node {l['bytes_per_s'] / 1e9:.2f} GB/s after {l['alpha_s'] * 1e6:.0f} us, comm_overlap {p['comm_overlap']:.2f}")
+PY
+
+E=(--model gpt2-nano -b 2 -t 16 --nd 2 --threads 1)
+"$B/zt-estimate" "${E[@]}" --stage 3 --time "$TMP/p2.json" --trace "$TMP/sim.json" >"$TMP/est.txt"
+for line in "step time, simulated on the profile 'zt-profile on" "forward (waits included)" "backward (waits included)" \
+  "optimizer step (waits included)" "communication (busy)" "exposed (compute waited)"; do
+  grep -qF "$line" "$TMP/est.txt" || { echo "FAIL: zt-estimate --time lacks '$line':"; cat "$TMP/est.txt"; exit 1; }
+done
+"$B/zt-estimate" "${E[@]}" --stage 3 --time "$TMP/p2.json" --json >"$TMP/est.json"
+python3 - "$TMP/est.json" "$TMP/sim.json" <<'PY' || exit 1
+import json, sys
+runs, trace = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert [r["rank"] for r in runs] == [0, 1]
+for r in runs:
+    t = r["time"]
+    parts = t["forward_s"] + t["backward_s"] + t["optimizer_s"]
+    busy = sum(t["compute_s"].values()) + t["exposed_intra_node_s"] + t["exposed_inter_node_s"]
+    assert t["step_s"] > 0 and abs(parts - busy) <= 1e-9 * t["step_s"], t
+    assert t["comm_s"]["all_gather"] > 0 and t["comm_s"]["reduce_scatter"] > 0, t["comm_s"]
+    assert abs(t["tokens_per_s"] - 2 * 32 / t["step_s"]) <= 1e-6 * t["tokens_per_s"], t
+ev = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+tracks = {(e["pid"], e["cat"]) for e in ev}
+assert tracks == {(0, "compute"), (0, "comm"), (1, "compute"), (1, "comm")}, tracks
+assert any(e["name"].startswith("all_gather") for e in ev), "no all-gather on the comm track"
+print(f"ok: zt-estimate --time: step {runs[0]['time']['step_s'] * 1e3:.2f} ms simulated on rank 0; "
+      f"the trace has {len(ev)} spans on both ranks' compute and comm tracks")
+PY
+
+"$B/zt-profile" --model gpt2-nano -b 2 -t 16 --threads 1 --repeats 1 --stages 0 -o "$TMP/p1.json" 2>/dev/null
+expect_fail "a profile file that is not there" "profile '$TMP/none.json'" \
+  "$B/zt-estimate" "${E[@]}" --time "$TMP/none.json"
+expect_fail "a one-rank profile asked about 2 ranks" "has no intra-node link" \
+  "$B/zt-estimate" "${E[@]}" --time "$TMP/p1.json"
+expect_fail "offload to nvme" "offload to nvme is not simulated yet" \
+  "$B/zt-estimate" "${E[@]}" --config "$S/configs/zero3-nvme.json" --time "$TMP/p2.json"
+expect_fail "--trace without --time" "--trace writes the simulated step: it needs --time" \
+  "$B/zt-estimate" "${E[@]}" --trace "$TMP/t.json"
+expect_fail "--time without --model" "--time needs --model" "$B/zt-estimate" --params 1M --time "$TMP/p2.json"
+expect_fail "a stage that is not one" "'5' is not a ZeRO stage" \
+  "$B/zt-profile" --model gpt2-nano -b 2 -t 16 --stages 0,5 -o "$TMP/x.json"

@@ -1,0 +1,233 @@
+// defines: the step simulator's tests — what the meta device tells of each op (flops against the
+//          standard 6 N D count, bytes, keys, the outermost row only, replay on the CPU), the
+//          collectives' costs by algorithm, the timeline's bookkeeping (every interval of the
+//          compute clock is an op, a wait or cores taken; overlap from the engine's order), the
+//          device profile's file and its errors.
+#include <catch2/catch.hpp>
+
+#include <omp.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/meta_backend.h"
+#include "models/model_config.h"
+#include "tests/temp_dir.h"  // defines: zt::test::TempDir
+#include "train/device_profile.h"
+#include "train/dry_run.h"
+#include "train/step_time.h"
+
+using namespace zt;
+using Catch::Matchers::Contains;
+
+namespace {
+
+struct Recorder final : MetaOpObserver {
+  std::vector<MetaOpRecord> ops;
+  void on_op(const MetaOpRecord& op) override { ops.push_back(op); }
+};
+
+Tensor meta(const Shape& s, DType dt = DType::f32) {
+  return Tensor::empty(s, dt, Category::activations, meta_backend().allocator());
+}
+
+// A profile where every class costs flops at 1 GFLOP/s or bytes at 1 GB/s, with both links.
+DeviceProfile simple_profile(double overlap = 1.0) {
+  DeviceProfile p;
+  p.name = "test";
+  for (int c = 0; c < kNumOpClasses; ++c) p.classes[c] = ClassRate{1e9, 1e9, 0};
+  p.intra_node = LinkCost{1e-5, 1e9};
+  p.inter_node = LinkCost{1e-4, 1e8};
+  p.comm_overlap = overlap;
+  return p;
+}
+
+DryRunRequest nano(int world, int stage, int nodes = 1) {
+  DryRunRequest r;
+  r.model = model_config("gpt2-nano");
+  r.run.model = "gpt2-nano";
+  r.run.engine.zero.stage = stage;
+  r.run.engine.zero.overlap_comm = default_overlap_comm(stage);
+  r.run.engine.train_micro_batch_size_per_gpu = 2;
+  r.run.seq_len = 16;
+  r.world_size = world;
+  r.nodes = nodes;
+  r.threads = 1;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("the meta device reports each row once, with its flops, bytes and key", "[step_time]") {
+  Recorder rec;
+  MetaBackend& be = meta_backend();
+  be.set_observer(&rec);
+  const int64_t rows = 6, in = 8, out = 5;
+  Tensor x = meta({rows, in}), w = meta({out, in}), b = meta({out}), y = meta({rows, out}), pre = meta({rows, out});
+  be.linear(y, x, w, b);
+  be.linear_gelu(y, pre, x, w, b);  // a composite row: its inner linear and gelu are part of it
+  Tensor xb = meta({rows, in}, DType::bf16), wb = meta({out, in}, DType::bf16), yb = meta({rows, out}, DType::bf16);
+  be.linear(yb, xb, wb, Tensor());  // bfloat16's float32 stand-ins run the row again inside
+  be.set_observer(nullptr);
+  REQUIRE(rec.ops.size() == 3);
+  CHECK(std::string(rec.ops[0].row) == "linear");
+  CHECK(rec.ops[0].cls == OpClass::gemm);
+  CHECK(rec.ops[0].flops == 2.0 * rows * in * out);
+  CHECK(rec.ops[0].bytes == 4 * (rows * out + rows * in + out * in + out));
+  CHECK(rec.ops[0].key == "linear float32(6, 5) float32(6, 8) float32(5, 8) float32(5,)");
+  CHECK(std::string(rec.ops[1].row) == "linear_gelu");
+  CHECK(rec.ops[1].flops == 2.0 * rows * in * out);
+  CHECK_THAT(rec.ops[2].key, Contains("bfloat16(6, 8)") && Contains(" -"));
+
+  // The replay makes the row's tensors on the CPU (its bytes, held while the call lives) and runs it.
+  Allocator& cpu = backend(Device::cpu()).allocator();
+  const int64_t before = cpu.stats().total();
+  {
+    std::function<void()> run = rec.ops[0].prepare(backend(Device::cpu()));
+    CHECK(cpu.stats().total() - before == rec.ops[0].bytes);
+    run();
+    run();
+  }
+  CHECK(cpu.stats().total() == before);
+}
+
+TEST_CASE("a step's arithmetic is the standard count: 6 N per token for the matrices, 7 B T^2 C L for attention",
+          "[step_time]") {
+  // GPT-2 without recomputation: every weight matrix costs 2 n flops per element forward and 4 n
+  // backward (dx and dW), n = B T tokens: 6 n (12 C^2 L + C V), the tied head included; causal
+  // attention 2 B T^2 C forward and 5 B T^2 C backward per layer (Kaplan et al. 2020, section 2.1,
+  // with the context term taken over the causal half).
+  const DryRunRequest r = nano(1, 0);
+  const StepTime t = simulate_step_time(r, simple_profile());
+  const ModelConfig& m = r.model;
+  const double n = 2.0 * 16, B = 2, T = 16, C = m.n_embd, L = m.n_layer, V = m.padded_vocab_size;
+  const double matrices = 6 * n * (12 * C * C * L + C * V), attention = 7 * B * T * T * C * L;
+  CHECK(t.compute_s[static_cast<int>(OpClass::gemm)] == Approx(matrices / 1e9));
+  CHECK(t.compute_s[static_cast<int>(OpClass::attention)] == Approx(attention / 1e9));
+  CHECK(t.tokens == 32);
+  // one rank: no collective, the step is its ops
+  CHECK(t.comm_total() == 0);
+  CHECK(t.step_s == Approx(t.compute_total()));
+  CHECK(t.forward_s + t.backward_s + t.optimizer_s == Approx(t.step_s));
+}
+
+TEST_CASE("collectives cost their algorithm's hops on the profile's links", "[step_time]") {
+  const DeviceProfile p = simple_profile();
+  SimulatedCollective c;
+  c.bytes = 3'000'000;
+  c.kind = Collective::all_gather;
+  c.group_size = 4;
+  c.group_nodes = 1;
+  CHECK(collective_seconds(c, p, 4, 1) == Approx(3 * 1e-5 + 3e6 / 1e9));  // a ring of 3 steps, intra-node
+  c.kind = Collective::all_reduce;
+  CHECK(collective_seconds(c, p, 4, 1) == Approx(6 * 1e-5 + 3e6 / 1e9));  // reduce-scatter then all-gather
+  c.kind = Collective::all_gather;
+  c.group_nodes = 2;  // the world ring over 2 nodes: one flow on each node's link
+  CHECK(collective_seconds(c, p, 4, 2) == Approx(3 * 1e-4 + 3e6 / 1e8));
+  c.group_size = 2;  // one rank per node (ZeRO++'s inter-node group): the 2 such groups share the link
+  CHECK(collective_seconds(c, p, 4, 2) == Approx(1e-4 + 2 * 3e6 / 1e8));
+  c.kind = Collective::all_to_all;  // the world's all-to-all: 2 ranks a node send off-node at once
+  c.group_size = 4;
+  c.inter_node = 2'000'000;
+  CHECK(collective_seconds(c, p, 4, 2) == Approx(3 * 1e-4 + std::max(1e6 / 1e9, 2 * 2e6 / 1e8)));
+  c.kind = Collective::barrier;
+  c.group_nodes = 1;
+  CHECK(collective_seconds(c, p, 4, 1) == Approx(2 * 1e-5));
+  c.group_size = 1;
+  c.kind = Collective::all_reduce;
+  CHECK(collective_seconds(c, p, 1, 1) == 0);
+
+  DeviceProfile one_node = p;
+  one_node.inter_node.reset();
+  c.kind = Collective::all_gather;
+  c.group_size = 4;
+  c.group_nodes = 2;
+  CHECK_THROWS_WITH(collective_seconds(c, one_node, 4, 2), Contains("has no inter-node link"));
+}
+
+TEST_CASE("the timeline: overlap comes from the engine's order, and every interval is accounted for", "[step_time]") {
+  for (int stage : {0, 1, 2, 3}) {
+    CAPTURE(stage);
+    const StepTime t = simulate_step_time(nano(4, stage, 2), simple_profile());
+    CHECK(t.comm_total() > 0);
+    // one compute clock: ops, waits (exposed); the step ends when both clocks have
+    CHECK(t.step_s >= t.compute_total() + t.exposed_total() - 1e-12);
+    CHECK(t.forward_s + t.backward_s + t.optimizer_s == Approx(t.compute_total() + t.exposed_total()));
+    CHECK(t.step_s <= t.compute_total() + t.comm_total() + 1e-12);  // never worse than no overlap
+    double waits = 0;
+    for (double w : t.wait_s) waits += w;
+    CHECK(waits == Approx(t.exposed_total()).margin(1e-15));
+    // where communication takes the compute cores, nothing overlaps
+    const StepTime shared = simulate_step_time(nano(4, stage, 2), simple_profile(0.0));
+    CHECK(shared.step_s == Approx(t.compute_total() + t.comm_total()));
+    CHECK(shared.compute_total() == Approx(t.compute_total()));
+  }
+  // stage 3 prefetches the next unit's gather while this one computes: some of it is hidden
+  const StepTime s3 = simulate_step_time(nano(4, 3, 2), simple_profile());
+  CHECK(s3.step_s < s3.compute_total() + s3.comm_total());
+  // overlap_comm: the reductions run behind the backward instead of being waited for at once
+  DryRunRequest off = nano(4, 2, 2), on = nano(4, 2, 2);
+  off.run.engine.zero.overlap_comm = false;
+  on.run.engine.zero.overlap_comm = true;
+  CHECK(simulate_step_time(on, simple_profile()).exposed_total() <
+        simulate_step_time(off, simple_profile()).exposed_total());
+  // a measured op time wins over the class's roofline
+  Recorder rec;
+  DryRunRequest r = nano(1, 0);
+  DeviceProfile p = simple_profile();
+  const double before = simulate_step_time(r, p).step_s;
+  {
+    meta_backend().set_observer(&rec);
+    Tensor x = meta({32, 32}), w = meta({96, 32}), b = meta({96}), y = meta({32, 96});
+    meta_backend().linear(y, x, w, b);  // the qkv projection of gpt2-nano at B 2, T 16
+    meta_backend().set_observer(nullptr);
+  }
+  p.ops[rec.ops.at(0).key] = p.op_seconds(rec.ops[0]) + 1.0;
+  CHECK(simulate_step_time(r, p).step_s == Approx(before + 2.0));  // one per layer
+}
+
+TEST_CASE("the step simulator refuses what it does not model", "[step_time]") {
+  DryRunRequest r = nano(2, 3);
+  r.run.engine.zero.offload_param.device = OffloadDevice::nvme;
+  r.run.engine.zero.offload_param.nvme_path = "/tmp";
+  CHECK_THROWS_WITH(simulate_step_time(r, simple_profile()), Contains("offload to nvme is not simulated yet"));
+  DeviceProfile p = simple_profile();
+  p.classes[static_cast<int>(OpClass::attention)].reset();
+  CHECK_THROWS_WITH(simulate_step_time(nano(1, 0), p), Contains("no rate for the op class 'attention'"));
+}
+
+TEST_CASE("a device profile's file: written, read back, and its errors name the file and the key", "[step_time]") {
+  test::TempDir dir("zt_profile");
+  DeviceProfile p = simple_profile(0.25);
+  p.source = "a test";
+  p.ops["linear float32(2, 2)"] = 1.5e-6;
+  p.peak_flops_per_s = 2e12;
+  const std::string path = dir.file("p.json");
+  std::ofstream(path) << device_profile_json(p).dump();
+  const DeviceProfile q = read_device_profile(path);
+  CHECK(q.name == "test");
+  CHECK(q.comm_overlap == 0.25);
+  CHECK(q.peak_flops_per_s == 2e12);
+  CHECK(q.ops.at("linear float32(2, 2)") == 1.5e-6);
+  CHECK(q.inter_node->bytes_per_s == 1e8);
+  CHECK(q.classes[static_cast<int>(OpClass::norm)]->bytes_per_s == 1e9);
+
+  auto bad = [&](const std::string& text) {
+    std::ofstream(path) << text;
+    return [path] { read_device_profile(path); };
+  };
+  CHECK_THROWS_WITH(bad(R"({"classes": {"gemmm": {"flops_per_s": 1}}})")(),
+                    Contains(path) && Contains("unknown op class 'gemmm'"));
+  CHECK_THROWS_WITH(bad(R"({"classes": {"gemm": {"flops_per_s": -1}}})")(),
+                    Contains("classes.gemm: 'flops_per_s' is -1"));
+  CHECK_THROWS_WITH(bad(R"({"classes": {"gemm": {}}})")(), Contains("neither 'flops_per_s' nor 'bytes_per_s'"));
+  CHECK_THROWS_WITH(bad(R"({"links": {"inter_node": {"alpha_s": 1e-5}}})")(),
+                    Contains("links.inter_node: the key 'bytes_per_s' is missing"));
+  CHECK_THROWS_WITH(bad(R"({"links": {"nvlink": {}}})")(), Contains("unknown link 'nvlink'"));
+  CHECK_THROWS_WITH(bad(R"({"comm_overlap": 2})")(), Contains("'comm_overlap' is 2"));
+  CHECK_THROWS_WITH(bad(R"({"ops": {"x": "fast"}})")(), Contains("ops['x'] is \"fast\""));
+  CHECK_THROWS_WITH(read_device_profile(dir.file("none.json")), Contains("none.json"));
+}

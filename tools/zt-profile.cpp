@@ -1,0 +1,344 @@
+// defines: main (zt-profile); file-local: Clock, median, OpCollector, kWindowBytes, time_in_order,
+//          measure_link, measure_overlap, hostname
+//
+// zt-profile: what this machine's ops and links cost, written as a device profile
+// (train/device_profile.h) for the step simulator (zt-estimate --time, train/step_time.h).
+//
+//   ops    the training step of --model (micro-batch -b, sequence -t) is dry-run for each ZeRO
+//          stage in --stages (and with ZeRO++'s quantization with --zeropp), on this rank of this
+//          job; every distinct op (core/meta_backend.h's MetaOpRecord: row, shapes, dtypes) is run
+//          on the real backend (--device) on zero-filled tensors of its shapes, once to warm up
+//          and --repeats times timed; the median is the op's time. Every rank of the job times
+//          its ops at the same moment (a barrier first), so the times include what ranks sharing
+//          a machine cost each other, as they do in training. Each class's roofline rate is
+//          fitted to its own measured ops (the sum of their flops or bytes over the sum of times).
+//   links  under mpirun with 2 ranks or more: ring all-gathers of 1 KiB to 16 MiB per rank on the
+//          world group (inter-node when the ranks are on several nodes, else intra-node) and on
+//          each node's group (intra-node, when nodes hold 2 ranks or more); alpha and beta are the
+//          least-squares fit of time = (N - 1) alpha + bytes / beta to the medians; and how much
+//          of a collective compute can run beside (comm_overlap: measure_overlap).
+//
+// Run it the way the training will run: the same launcher, ranks, nodes, threads and device
+// (`mpirun -np 4 zt-profile ...`; on the cluster in a box, inside the box). Rank 0 writes --out.
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/backend.h"
+#include "core/meta_backend.h"
+#include "models/model_config.h"
+#include "train/device_profile.h"
+#include "train/dry_run.h"
+#include "train/launch/run_device.h"
+#include "zero/engine_config.h"
+
+using namespace zt;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// The ops of a dry run's last step, in the order it ran them (collectives ignored).
+class OpCollector final : public DryRunObserver {
+ public:
+  explicit OpCollector(int timed_step) : timed_(timed_step) {}
+  void on_op(const MetaOpRecord& op) override {
+    if (on_) seq.push_back(op);
+  }
+  int64_t issued(const SimulatedCollective&) override { return 0; }
+  void waited(int64_t) override {}
+  void phase(int step, Phase p) override { on_ = step == timed_ && p != Phase::end; }
+  std::vector<MetaOpRecord> seq;
+
+ private:
+  int timed_;
+  bool on_ = false;
+};
+
+// The step's ops timed in the step's order, each on buffers of its own, so that each finds the
+// caches as the step leaves them for it (a weight read once per step comes from memory, not from
+// the previous repeat of the same op): windows of ops up to kWindowBytes are made at once, run
+// once to warm up and then `repeats` times in order; every run of every occurrence of a key is one
+// sample of that key.
+constexpr int64_t kWindowBytes = int64_t{512} << 20;
+void time_in_order(const std::vector<MetaOpRecord>& seq, Backend& be, int repeats,
+                   std::map<std::string, std::vector<double>>& samples) {
+  for (size_t a = 0; a < seq.size();) {
+    size_t b = a;
+    int64_t bytes = 0;
+    std::vector<std::function<void()>> runs;
+    while (b < seq.size() && (b == a || bytes + seq[b].bytes <= kWindowBytes)) {
+      bytes += seq[b].bytes;
+      runs.push_back(seq[b++].prepare(be));
+    }
+    for (auto& r : runs) r();
+    be.synchronize();
+    for (int i = 0; i < repeats; ++i)
+      for (size_t k = 0; k < runs.size(); ++k) {
+        const auto t0 = Clock::now();
+        runs[k]();
+        be.synchronize();
+        samples[seq[a + k].key].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+    a = b;
+  }
+}
+
+// One link class: ring all-gathers of several sizes on g, every rank at once; the fit of
+// time = (N - 1) alpha + ring bytes / beta to the medians (the slowest rank's time per call).
+LinkCost measure_link(ProcessGroup& g, int repeats, std::vector<std::string>& log) {
+  const int N = g.size();
+  std::vector<double> xs, ys;
+  for (int64_t shard : {256, 65536, 1048576, 4194304}) {  // float32 elements per rank: 1 KiB to 16 MiB
+    Tensor in = Tensor::zeros({shard}, DType::f32, Category::comm),
+           out = Tensor::zeros({shard * N}, DType::f32, Category::comm);
+    g.all_gather(in, out);  // warm-up (connections, buffers)
+    std::vector<double> t;
+    for (int i = 0; i < repeats; ++i) {
+      g.barrier();
+      const auto t0 = Clock::now();
+      g.all_gather(in, out);
+      const double mine = std::chrono::duration<double>(Clock::now() - t0).count();
+      t.push_back(g.all_reduce_sum(mine) / N);  // the mean over the ranks (a ring runs them in lockstep)
+    }
+    xs.push_back(static_cast<double>(ring_bytes(1, shard * N, 4, N)));
+    ys.push_back(median(t));
+    log.push_back("  all_gather " + format_bytes(shard * 4) + " per rank on " + std::to_string(N) +
+                  " ranks: " + std::to_string(ys.back() * 1e3) + " ms");
+  }
+  // least squares: y = a + x / beta
+  const double n = static_cast<double>(xs.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < xs.size(); ++i) sx += xs[i], sy += ys[i], sxx += xs[i] * xs[i], sxy += xs[i] * ys[i];
+  const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  const double intercept = (sy - slope * sx) / n;
+  if (slope <= 0)
+    ZT_THROW("the all-gathers did not take longer with more bytes (", ys.front() * 1e3, " ms for the smallest, ",
+             ys.back() * 1e3, " ms for the largest): no bandwidth to fit");
+  return LinkCost{std::max(0.0, intercept) / (N - 1), 1.0 / slope};
+}
+
+// comm_overlap (train/device_profile.h): an all-gather of 4 MiB per rank alone (Y), a GEMM loop of
+// about the same length alone (X), then the loop run while the all-gather is in flight (T); the
+// share of the shorter one hidden, (X + Y - T) / min(X, Y), clamped to [0, 1]. Every rank at once.
+double measure_overlap(ProcessGroup& g, Backend& be, int repeats) {
+  const int N = g.size();
+  const int64_t shard = int64_t{1} << 20, n = 512;
+  Tensor in = Tensor::zeros({shard}, DType::f32, Category::comm, be.allocator());
+  Tensor out = Tensor::zeros({shard * N}, DType::f32, Category::comm, be.allocator());
+  Tensor a = Tensor::zeros({n, n}, DType::f32, Category::workspace, be.allocator());
+  Tensor b = Tensor::zeros({n, n}, DType::f32, Category::workspace, be.allocator());
+  Tensor c = Tensor::zeros({n, n}, DType::f32, Category::workspace, be.allocator());
+  GemmShape gs;
+  gs.M = gs.N = gs.K = n;
+  auto gemms = [&](int k) {
+    for (int i = 0; i < k; ++i) be.gemm(gs, a, b, c);
+    be.synchronize();
+  };
+  auto timed = [&](const std::function<void()>& f) {
+    std::vector<double> t;
+    for (int i = 0; i < repeats; ++i) {
+      g.barrier();
+      const auto t0 = Clock::now();
+      f();
+      t.push_back(g.all_reduce_sum(std::chrono::duration<double>(Clock::now() - t0).count()) / N);
+    }
+    return median(t);
+  };
+  g.all_gather(in, out);
+  gemms(1);
+  const double y = timed([&] { g.all_gather(in, out); });
+  const double one = timed([&] { gemms(1); });
+  const int k = std::max(1, static_cast<int>(y / std::max(one, 1e-9)));
+  const double x = timed([&] { gemms(k); });
+  const double t = timed([&] {
+    WorkPtr w = g.all_gather_async(in, out);
+    gemms(k);
+    w->wait();
+  });
+  return std::clamp((x + y - t) / std::min(x, y), 0.0, 1.0);
+}
+
+std::string hostname() {
+  char h[256] = {};
+  return ::gethostname(h, sizeof h - 1) == 0 ? h : "?";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "zt-profile: time this machine's ops (on the shapes of a model's training step) and links "
+      "(ring all-gathers between the ranks), and write a device profile for zt-estimate --time"};
+  std::string model_name, out_path, precision = "fp32", compute_dtype = "f32", stages_text = "0,1,2,3";
+  std::string device_text = "cpu", dist_text = "auto";
+  int64_t batch = 1, seq_len = 0;
+  int threads = omp_get_max_threads(), repeats = 5;
+  bool zeropp = false, ckpt = false;
+  app.add_option("--model", model_name, "a named model config or a model config file (*.json)")->required();
+  app.add_option("--out,-o", out_path, "the profile JSON to write (rank 0)")->required();
+  app.add_option("--batch,-b", batch, "micro batch per rank")->capture_default_str();
+  app.add_option("--seq-len,-t", seq_len, "sequence length (default: the model's context)");
+  app.add_option("--precision", precision, "fp32 | bf16 | fp16")->capture_default_str();
+  app.add_option("--compute-dtype", compute_dtype, "f32 | bf16")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
+  app.add_option("--stages", stages_text, "the ZeRO stages whose ops are timed (comma-separated)")
+      ->capture_default_str();
+  app.add_flag("--zeropp", zeropp, "also the ops of ZeRO++'s quantized gathers and reductions (qwZ, qgZ)");
+  app.add_flag("--activation-checkpointing", ckpt, "also the ops of a checkpointed step");
+  app.add_option("--threads", threads, "OpenMP threads per rank")->capture_default_str();
+  app.add_option("--repeats", repeats, "timed runs per op and per link size (the median is kept)")
+      ->capture_default_str();
+  app.add_option("--device", device_text, "cpu | cuda | cuda:N (train/launch/run_device.h)")->capture_default_str();
+  app.add_option("--dist", dist_text, "auto | mpi | nccl")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  ProcessGroup& world = init_process_group();
+  int rc = 0;
+  try {
+    if (!(threads >= 1 && repeats >= 1 && batch >= 1 && seq_len >= 0))
+      ZT_THROW("--threads ", threads, ", --repeats ", repeats, ", --batch ", batch, ", --seq-len ", seq_len,
+               ": expected >= 1, >= 1, >= 1, >= 0");
+    omp_set_num_threads(threads);
+    RunDevice rd = select_run_device(device_text, dist_text, world);
+    ProcessGroup& g = *rd.group;
+    const ModelConfig mc = model_config(model_name);
+    if (seq_len == 0) seq_len = mc.max_seq_len;
+    if (seq_len > mc.max_seq_len) ZT_THROW("--seq-len ", seq_len, ": ", model_name, "'s context is ", mc.max_seq_len);
+
+    // The ops: this rank's steady step at each stage, in order.
+    std::vector<std::vector<MetaOpRecord>> steps;
+    std::vector<int> stages;
+    for (size_t a = 0; a <= stages_text.size();) {
+      const size_t b = std::min(stages_text.find(',', a), stages_text.size());
+      const std::string s = stages_text.substr(a, b - a);
+      if (!(s == "0" || s == "1" || s == "2" || s == "3"))
+        ZT_THROW("--stages '", stages_text, "': '", s,
+                 "' is not a ZeRO stage (expected 0, 1, 2 or 3, comma-separated)");
+      stages.push_back(s[0] - '0');
+      a = b + 1;
+    }
+    for (int st : stages)
+      for (int q = 0; q <= (zeropp && st == 3 ? 1 : 0); ++q) {
+        RunConfig run;
+        run.model = model_name;
+        run.seq_len = seq_len;
+        run.compute_dtype = compute_dtype == "bf16" ? DType::bf16 : DType::f32;
+        run.engine.precision = precision == "bf16"   ? Precision::bf16
+                               : precision == "fp16" ? Precision::f16
+                                                     : Precision::f32;
+        if (!(precision == "fp32" || precision == "bf16" || precision == "fp16"))
+          ZT_THROW("--precision '", precision, "': expected fp32, bf16 or fp16");
+        run.engine.zero.stage = st;
+        run.engine.zero.overlap_comm = default_overlap_comm(st);
+        run.engine.train_micro_batch_size_per_gpu = batch;
+        run.engine.activation_checkpointing = ckpt;
+        if (q) {
+          run.engine.zero.zero_quantized_weights = true;
+          run.engine.zero.zero_quantized_gradients = true;
+        }
+        DryRunRequest req = dry_run_of_rank(run, mc, g, threads);
+        OpCollector ops(req.steps - 1);
+        req.observer = &ops;
+        dry_run(req);
+        steps.push_back(std::move(ops.seq));
+      }
+
+    // Time them, every rank at once.
+    Backend& be = backend(rd.device);
+    DeviceProfile p;
+    p.threads = threads;
+    p.ranks_per_node = static_cast<int>(g.topology().local_size());
+    p.nodes = g.topology().num_nodes();
+    std::map<std::string, std::vector<double>> samples;
+    g.barrier();
+    for (const std::vector<MetaOpRecord>& seq : steps) time_in_order(seq, be, repeats, samples);
+    for (auto& [key, v] : samples) p.ops[key] = median(v);
+    // each class's rate: over the distinct ops of the class, their flops or bytes over their times
+    std::map<std::string, const MetaOpRecord*> distinct;
+    for (const std::vector<MetaOpRecord>& seq : steps)
+      for (const MetaOpRecord& op : seq) distinct.emplace(op.key, &op);
+    std::array<double, kNumOpClasses> t_sum{}, flops_sum{}, bytes_sum{};
+    for (const auto& [key, op] : distinct) {
+      const int c = static_cast<int>(op->cls);
+      t_sum[c] += p.ops[key];
+      flops_sum[c] += op->flops;
+      bytes_sum[c] += static_cast<double>(op->bytes);
+    }
+    for (int c = 0; c < kNumOpClasses; ++c) {
+      if (t_sum[c] <= 0) continue;
+      const OpClass cls = static_cast<OpClass>(c);
+      const bool arithmetic = cls == OpClass::gemm || cls == OpClass::attention;
+      p.classes[c] = arithmetic ? ClassRate{flops_sum[c] / t_sum[c], 0, 0} : ClassRate{0, bytes_sum[c] / t_sum[c], 0};
+    }
+
+    // The links.
+    std::vector<std::string> log;
+    if (g.size() > 1) {
+      g.barrier();
+      (p.nodes > 1 ? p.inter_node : p.intra_node) = measure_link(g, repeats, log);
+      if (p.nodes > 1 && p.ranks_per_node > 1) {
+        std::unique_ptr<ProcessGroup> node = intra_node_group(g);
+        p.intra_node = measure_link(*node, repeats, log);
+      }
+      p.comm_overlap = measure_overlap(g, be, repeats);
+    }
+
+    std::string cmd;
+    for (int i = 0; i < argc; ++i) cmd += std::string(i ? " " : "") + argv[i];
+    char date[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+    p.name = "zt-profile on " + hostname() + " (" + rd.device.str() + ")";
+    p.source = "measured by `" + cmd + "` on " + hostname() + ", " + std::to_string(g.size()) + " rank(s) over " +
+               std::to_string(p.nodes) + " node(s), " + std::to_string(threads) + " thread(s) each, " + date;
+    if (g.rank() == 0) {
+      std::ofstream f(out_path);
+      if (!f.good()) ZT_THROW("cannot write --out '", out_path, "'");
+      f << device_profile_json(p).dump(1) << "\n";
+      if (!f.good()) ZT_THROW("writing --out '", out_path, "' failed");
+      std::fprintf(stderr, "zt-profile: %zu ops of %s (b %lld, t %lld) timed on %s, %d rank(s) over %d node(s)\n",
+                   distinct.size(), model_name.c_str(), static_cast<long long>(batch), static_cast<long long>(seq_len),
+                   rd.device.str().c_str(), g.size(), p.nodes);
+      for (int c = 0; c < kNumOpClasses; ++c)
+        if (p.classes[c])
+          std::fprintf(stderr, "  %-12s %8.3f ms in the step's ops  %s\n", op_class_name(static_cast<OpClass>(c)),
+                       t_sum[c] * 1e3,
+                       p.classes[c]->flops_per_s > 0
+                           ? (std::to_string(p.classes[c]->flops_per_s / 1e9) + " GFLOP/s").c_str()
+                           : (std::to_string(p.classes[c]->bytes_per_s / 1e9) + " GB/s").c_str());
+      for (const std::string& l : log) std::fprintf(stderr, "%s\n", l.c_str());
+      for (int inter = 0; inter < 2; ++inter)
+        if (const auto& l = inter ? p.inter_node : p.intra_node)
+          std::fprintf(stderr, "  %s link: alpha %.1f us, %.3f GB/s\n", inter ? "inter-node" : "intra-node",
+                       l->alpha_s * 1e6, l->bytes_per_s / 1e9);
+      if (g.size() > 1)
+        std::fprintf(stderr, "  comm_overlap %.2f (the share of an all-gather compute runs beside)\n", p.comm_overlap);
+      std::fprintf(stderr, "zt-profile: wrote %s\n", out_path.c_str());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zt-profile: error: %s\n", e.what());
+    rc = 1;
+    if (world.size() > 1) world.abort(std::string("zt-profile: ") + e.what(), 1);
+  }
+  finalize_process_group();
+  return rc;
+}

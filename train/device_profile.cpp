@@ -1,0 +1,134 @@
+// defines: DeviceProfile (op_seconds, link), read_device_profile, device_profile_json,
+//          device_profile_from_json (train/device_profile.h); file-local: number
+#include "train/device_profile.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+#include "core/json.h"
+
+namespace zt {
+
+double DeviceProfile::op_seconds(const MetaOpRecord& op) const {
+  if (auto it = ops.find(op.key); it != ops.end()) return it->second;
+  const std::optional<ClassRate>& c = classes[static_cast<int>(op.cls)];
+  if (!c)
+    ZT_THROW("profile '", name, "': no rate for the op class '", op_class_name(op.cls),
+             "' and no measured time for the op '", op.key, "' (profile it with zt-profile on this model)");
+  double t = 0;
+  if (c->flops_per_s > 0) t = std::max(t, op.flops / c->flops_per_s);
+  if (c->bytes_per_s > 0) t = std::max(t, static_cast<double>(op.bytes) / c->bytes_per_s);
+  return t + c->overhead_s;
+}
+
+const LinkCost& DeviceProfile::link(int inter) const {
+  const std::optional<LinkCost>& l = inter ? inter_node : intra_node;
+  if (!l)
+    ZT_THROW("profile '", name, "' has no ", inter ? "inter-node" : "intra-node", " link (measured on ", nodes, " node",
+             nodes == 1 ? "" : "s", " with ", ranks_per_node, " rank(s) each: run zt-profile on a layout with ",
+             inter ? "two nodes or more" : "two ranks on a node", ")");
+  return *l;
+}
+
+namespace {
+
+double number(const nlohmann::json& j, const char* key, const std::string& where, bool required = true) {
+  if (!j.contains(key)) {
+    if (required) ZT_THROW(where, ": the key '", key, "' is missing (expected a number >= 0)");
+    return 0;
+  }
+  const nlohmann::json& v = j.at(key);
+  if (!(v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0))
+    ZT_THROW(where, ": '", key, "' is ", v.dump(), " (expected a finite number >= 0)");
+  return v.get<double>();
+}
+
+}  // namespace
+
+DeviceProfile device_profile_from_json(const nlohmann::json& j, const std::string& what) {
+  if (!j.is_object()) ZT_THROW(what, ": expected a JSON object, got ", j.type_name());
+  DeviceProfile p;
+  p.name = j.value("name", what);
+  p.source = j.value("source", "");
+  p.threads = static_cast<int>(json_integer(j.value("threads", nlohmann::json(1)), what + ": 'threads'", 1, 1 << 16));
+  p.ranks_per_node = static_cast<int>(
+      json_integer(j.value("ranks_per_node", nlohmann::json(1)), what + ": 'ranks_per_node'", 1, 1 << 20));
+  p.nodes = static_cast<int>(json_integer(j.value("nodes", nlohmann::json(1)), what + ": 'nodes'", 1, 1 << 20));
+  p.peak_flops_per_s = number(j, "peak_flops_per_s", what, false);
+  p.comm_overlap = j.contains("comm_overlap") ? number(j, "comm_overlap", what) : 1.0;
+  if (p.comm_overlap > 1) ZT_THROW(what, ": 'comm_overlap' is ", p.comm_overlap, " (expected a fraction, 0 to 1)");
+  if (j.contains("classes")) {
+    const nlohmann::json& cs = j.at("classes");
+    if (!cs.is_object()) ZT_THROW(what, ": 'classes' is ", cs.dump(), " (expected an object of op classes)");
+    for (auto it = cs.begin(); it != cs.end(); ++it) {
+      int k = 0;
+      while (k < kNumOpClasses && it.key() != op_class_name(static_cast<OpClass>(k))) ++k;
+      std::string known;
+      for (int c = 0; c < kNumOpClasses; ++c)
+        known += std::string(c ? ", " : "") + op_class_name(static_cast<OpClass>(c));
+      if (k == kNumOpClasses)
+        ZT_THROW(what, ": 'classes' has an unknown op class '", it.key(), "' (expected ", known, ")");
+      const std::string where = what + ": classes." + it.key();
+      if (!it.value().is_object()) ZT_THROW(where, " is ", it.value().dump(), " (expected an object)");
+      ClassRate r{number(it.value(), "flops_per_s", where, false), number(it.value(), "bytes_per_s", where, false),
+                  number(it.value(), "overhead_s", where, false)};
+      if (!(r.flops_per_s > 0 || r.bytes_per_s > 0))
+        ZT_THROW(where, ": neither 'flops_per_s' nor 'bytes_per_s' is > 0 (an op of this class would take no time)");
+      p.classes[k] = r;
+    }
+  }
+  if (j.contains("links")) {
+    const nlohmann::json& ls = j.at("links");
+    if (!ls.is_object()) ZT_THROW(what, ": 'links' is ", ls.dump(), " (expected an object)");
+    for (auto it = ls.begin(); it != ls.end(); ++it) {
+      if (!(it.key() == "intra_node" || it.key() == "inter_node"))
+        ZT_THROW(what, ": 'links' has an unknown link '", it.key(), "' (expected intra_node, inter_node)");
+      const std::string where = what + ": links." + it.key();
+      if (!it.value().is_object()) ZT_THROW(where, " is ", it.value().dump(), " (expected an object)");
+      LinkCost l{number(it.value(), "alpha_s", where), number(it.value(), "bytes_per_s", where)};
+      if (l.bytes_per_s <= 0) ZT_THROW(where, ": 'bytes_per_s' is 0 (expected the link's bandwidth, > 0)");
+      (it.key() == "inter_node" ? p.inter_node : p.intra_node) = l;
+    }
+  }
+  if (j.contains("ops")) {
+    const nlohmann::json& os = j.at("ops");
+    if (!os.is_object())
+      ZT_THROW(what, ": 'ops' is ", os.dump().substr(0, 80), " (expected an object: op key -> seconds)");
+    for (auto it = os.begin(); it != os.end(); ++it) {
+      if (!(it.value().is_number() && std::isfinite(it.value().get<double>()) && it.value().get<double>() >= 0))
+        ZT_THROW(what, ": ops['", it.key(), "'] is ", it.value().dump(), " (expected seconds, a finite number >= 0)");
+      p.ops[it.key()] = it.value().get<double>();
+    }
+  }
+  return p;
+}
+
+DeviceProfile read_device_profile(const std::string& path) {
+  const std::string what = "profile '" + path + "'";
+  return device_profile_from_json(read_json_file(path, what), what);
+}
+
+nlohmann::json device_profile_json(const DeviceProfile& p) {
+  nlohmann::json j = {{"name", p.name},
+                      {"source", p.source},
+                      {"threads", p.threads},
+                      {"ranks_per_node", p.ranks_per_node},
+                      {"nodes", p.nodes},
+                      {"peak_flops_per_s", p.peak_flops_per_s},
+                      {"comm_overlap", p.comm_overlap}};
+  j["classes"] = nlohmann::json::object();
+  for (int k = 0; k < kNumOpClasses; ++k)
+    if (const auto& c = p.classes[k])
+      j["classes"][op_class_name(static_cast<OpClass>(k))] = {
+          {"flops_per_s", c->flops_per_s}, {"bytes_per_s", c->bytes_per_s}, {"overhead_s", c->overhead_s}};
+  j["links"] = nlohmann::json::object();
+  if (p.intra_node)
+    j["links"]["intra_node"] = {{"alpha_s", p.intra_node->alpha_s}, {"bytes_per_s", p.intra_node->bytes_per_s}};
+  if (p.inter_node)
+    j["links"]["inter_node"] = {{"alpha_s", p.inter_node->alpha_s}, {"bytes_per_s", p.inter_node->bytes_per_s}};
+  j["ops"] = p.ops;
+  return j;
+}
+
+}  // namespace zt

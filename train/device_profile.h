@@ -1,0 +1,83 @@
+// defines: ClassRate, LinkCost, DeviceProfile, read_device_profile, device_profile_json — what one
+//          machine's ops and links cost: the numbers the step simulator (train/step_time.h) turns a
+//          dry run's ops and collectives into time with.
+//
+// A profile says, for one rank of one machine:
+//   ops      measured seconds per op signature (core/meta_backend.h's MetaOpRecord::key): the
+//            kernels of a real step, each timed on this machine (zt-profile replays every op of a
+//            dry run on the real backend). An op found here costs what was measured.
+//   classes  per op class, a roofline for the ops not measured: an op bound by arithmetic (gemm,
+//            attention) costs flops / flops_per_s, one bound by memory (the rest) bytes /
+//            bytes_per_s, plus overhead_s per op (a launch, a dispatch). zt-profile fits each class's
+//            rate to its own measured ops (the sum of their flops or bytes over the sum of their
+//            times); a profile written from a datasheet gives the sustained rates directly.
+//   links    per link class (intra-node: shared memory or NVLink; inter-node: the network), the
+//            alpha-beta model of one hop (Hockney 1994): a message of b bytes takes
+//            alpha_s + b / bytes_per_s. Collectives are costed by their algorithm over these hops
+//            (train/step_time.h's collective_seconds).
+// And where the numbers come from (`source`: the command and machine that measured them, or the
+// datasheet), which every table that quotes a prediction prints beside it.
+//
+// The JSON file (zt-profile writes it; the keys are these fields' names):
+//   {"name": "...", "source": "...", "threads": 1, "ranks_per_node": 4, "nodes": 1,
+//    "peak_flops_per_s": 1.2e11, "comm_overlap": 0.2,
+//    "classes": {"gemm": {"flops_per_s": 3.1e10, "bytes_per_s": 0, "overhead_s": 0}, ...},
+//    "links": {"intra_node": {"alpha_s": 2e-5, "bytes_per_s": 2e9}, "inter_node": {...}},
+//    "ops": {"linear float32(4, 128, 256) ...": 1.2e-4, ...}}
+// A class or link may be missing (a one-node profile has no inter-node link); using it is then an
+// error that names the profile and what it lacks.
+#pragma once
+#include <array>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/meta_backend.h"  // defines: OpClass, kNumOpClasses, MetaOpRecord
+
+namespace zt {
+
+struct ClassRate {
+  double flops_per_s = 0;  // the sustained rate of an op bound by arithmetic (0: not this bound)
+  double bytes_per_s = 0;  // the sustained rate of an op bound by memory (0: not this bound)
+  double overhead_s = 0;   // per op
+};
+
+struct LinkCost {
+  double alpha_s = 0;      // per message: latency and software overhead
+  double bytes_per_s = 0;  // one hop's bandwidth
+};
+
+struct DeviceProfile {
+  std::string name;             // "this machine (zt-profile)", "H100 SXM (datasheet)"
+  std::string source;           // the command, machine and date, or the datasheet
+  int threads = 1;              // the OpenMP threads per rank the ops were timed with
+  int ranks_per_node = 1;       // ranks timing at once on one machine when they were measured
+  int nodes = 1;                // nodes the links were measured between
+  double peak_flops_per_s = 0;  // the device's peak for MFU (0: unknown)
+  // How much of a collective's time compute can run beside it, 0 to 1: 1 where communication has
+  // resources of its own (a GPU's copy engines and NCCL's few SMs), less where it takes the cores
+  // the kernels run on (a CPU rank whose MPI progress thread spins on them). zt-profile measures
+  // it: an all-gather and a GEMM loop alone, then together (train/step_time.h charges the rest to
+  // the compute clock).
+  double comm_overlap = 1;
+  std::array<std::optional<ClassRate>, kNumOpClasses> classes;
+  std::optional<LinkCost> intra_node, inter_node;
+  std::map<std::string, double> ops;  // op key -> measured seconds
+
+  // The op's time: measured when its key is in `ops`, else its class's roofline. Throws naming
+  // the profile and the class when neither is there.
+  double op_seconds(const MetaOpRecord& op) const;
+  // The link of that class (0 intra-node, 1 inter-node); throws naming what is missing.
+  const LinkCost& link(int inter) const;
+};
+
+// Reads and checks a profile file: every rate positive or zero, a class with neither rate refused,
+// errors naming the file and the key.
+DeviceProfile read_device_profile(const std::string& path);
+nlohmann::json device_profile_json(const DeviceProfile& p);
+// The same from JSON already parsed (`what` names the source in errors).
+DeviceProfile device_profile_from_json(const nlohmann::json& j, const std::string& what);
+
+}  // namespace zt

@@ -1,0 +1,96 @@
+// defines: SimSpan, StepTime, collective_seconds, simulate_step_time, step_time_trace_json — how long
+//          a training step takes, simulated on its dry run: the engine's own order of ops, issues
+//          and waits, costed by a device profile (train/device_profile.h).
+//
+// The dry run (train/dry_run.h) runs the real step on the meta device over a simulated group; here
+// a timeline watches it (DryRunObserver) and keeps two clocks for the simulated rank:
+//
+//   compute   the training thread / compute stream: every op (core/meta_backend.h's MetaOpRecord)
+//             advances it by the op's cost in the profile (measured for its shapes, else its
+//             class's roofline);
+//   comm      the communication queue: a collective issued at compute time t starts when the
+//             queue is free and t has come (max of the two), and takes collective_seconds. One
+//             queue per rank, in issue order, as the MPI backend's communication thread runs every
+//             group's collectives in the order they are issued (dist/mpi_process_group.h).
+//
+// A wait (Work::wait) moves the compute clock to the collective's end when it has not come yet:
+// that difference is the exposed communication, counted per kind and per link class. Where
+// communication takes the compute cores (the profile's comm_overlap < 1: a CPU rank whose MPI
+// progress thread spins on the cores its kernels use), the issue also charges the compute clock
+// (1 - comm_overlap) of the collective's time, counted as exposed too. So overlap
+// is not a formula: it comes from where the engine issues and where it waits — stage 3's prefetch
+// ahead of the forward, overlap_comm's reductions behind the backward, the bucket sizes, the
+// reuse distance — exactly as the real step would order them. The step ends when both clocks have
+// (the engine waits for everything it issued before the step returns).
+//
+// What it assumes, and what it leaves out:
+//   - every rank runs the same ops on the same shapes at the same time (data parallelism: the
+//     simulated rank stands for all; a collective starts when every rank has issued it, which
+//     is when this one has);
+//   - compute and communication do not slow each other down beyond what the profile measured
+//     (zt-profile times the ops with every rank of the machine computing at once);
+//   - host-side time outside the backend's ops (autograd's bookkeeping, the engine's logic) is in
+//     each class's overhead_s only;
+//   - the NVMe tier's reads and writes are not timed yet: a run with offload to nvme is refused.
+//
+// Collectives by algorithm, N ranks of the group over k nodes, W ranks of the world over K nodes,
+// b = this rank's ring-model bytes (CommCounters' convention), one hop alpha + m / beta:
+//   ring (all-gather, reduce-scatter, broadcast: N - 1 steps; all-reduce: 2 (N - 1)): each step
+//     moves b / steps; the ring runs at its slowest hop, inter-node as soon as it spans two nodes,
+//     whose network link is shared by the W / N groups of this shape running at once, k / K of
+//     them crossing each node's link: time = steps * (alpha + (b / steps) * share / beta);
+//   all-to-all: N - 1 messages; the node's link carries what all its W / K ranks send off-node:
+//     time = (N - 1) * alpha + max(intra bytes / beta_intra, (W / K) * inter bytes / beta_inter);
+//   barrier: ceil(log2 N) * alpha.
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dist/simulated_process_group.h"  // defines: SimulatedCollective
+#include "train/device_profile.h"
+#include "train/dry_run.h"
+
+namespace zt {
+
+// One interval of the simulated step (seconds from the step's start) on a track: 0 compute,
+// 1 comm, as the trace's tracks (core/trace.h).
+struct SimSpan {
+  int track = 0;
+  std::string name;
+  double t0 = 0, t1 = 0;
+};
+
+// The simulated rank's steady step.
+struct StepTime {
+  double step_s = 0;
+  // The compute clock's time in each phase (every micro-batch's forward, backward; the optimizer
+  // step), waits included: DeepSpeed's wall_clock_breakdown's forward / backward / step.
+  double forward_s = 0, backward_s = 0, optimizer_s = 0;
+  std::array<double, kNumOpClasses> compute_s{};  // the ops' time per class
+  std::array<double, kNumCollectives> comm_s{};   // the comm queue's busy time per kind
+  std::array<double, kNumCollectives> wait_s{};   // compute waiting on collectives of that kind
+  // the same waits and the cores communication took from compute, by link class (intra, inter)
+  std::array<double, 2> exposed_s{};
+  double flops = 0;    // the step's arithmetic on this rank (recomputation included)
+  int64_t tokens = 0;  // this rank's tokens per step (micro-batch x sequence x accumulation)
+  std::vector<SimSpan> spans;
+  double compute_total() const;
+  double comm_total() const;
+  double exposed_total() const { return exposed_s[0] + exposed_s[1]; }
+};
+
+// The collective's time on the profile's links (the algorithms in the header comment); `world`
+// and `nodes` are the job's.
+double collective_seconds(const SimulatedCollective& c, const DeviceProfile& p, int world, int nodes);
+
+// The request's dry run with the timeline watching its last step (req.steps >= 2; the first
+// records stage 3's order). `run`, when given, receives the dry run itself (memory and bytes).
+StepTime simulate_step_time(const DryRunRequest& req, const DeviceProfile& p, DryRun* run = nullptr);
+
+// The simulated step as a Chrome trace (core/trace.h's format; pid = rank): compute and comm spans.
+nlohmann::json step_time_trace_json(const StepTime& t, int rank);
+
+}  // namespace zt
