@@ -3,7 +3,7 @@
 # on the cluster in a box (scripts/cluster.sh). For each layout (nodes x ranks) and link setting:
 #   1. zt-profile inside the box, the way the training runs (same ranks, nodes, threads, link):
 #      the step's ops timed under this layout's contention, the links' alpha and beta, and how
-#      much of a collective compute runs beside (comm_overlap) — measured before the runs;
+#      much of a collective compute runs beside (compute_pace) — measured before the runs;
 #   2. per variant (ZeRO stages 0-3 at DeepSpeed's defaults; stage 3 with each of ZeRO++'s parts
 #      and all three) one zt-train run in the box (the median step time, steps after the first)
 #      and zt-estimate --time on the same config with that profile;
@@ -38,9 +38,9 @@ for layout in $LAYOUTS; do
     box=(bash "$ROOT/scripts/cluster.sh" box --name zsim --subnet 10.75.0 --nodes "$nodes" --ranks "$ranks" "${shaping[@]}")
     rc=0
     OMP_NUM_THREADS=1 "${box[@]}" -- "$BUILD/zt-profile" --model "$MODEL" -b "$BATCH" -t "$SEQ" --threads 1 \
-      --stages 0,1,2,3 --zeropp --repeats "$REPEATS" -o "$tmp/profile.json" >"$tmp/out" 2>"$tmp/err" || rc=$?
-    [ "$rc" = 77 ] && { cat "$tmp/err" >&2; exit 77; }
-    [ "$rc" = 0 ] || { echo "bench/simulate.sh: zt-profile on $layout $link failed ($rc):" >&2; tail -20 "$tmp/err" >&2; exit 1; }
+      --stages 0,1,2,3 --zeropp --repeats "$REPEATS" -o "$tmp/profile.json" >"$tmp/out" 2>"$tmp/profile.err" || rc=$?
+    [ "$rc" = 77 ] && { cat "$tmp/profile.err" >&2; exit 77; }
+    [ "$rc" = 0 ] || { echo "bench/simulate.sh: zt-profile on $layout $link failed ($rc):" >&2; tail -20 "$tmp/profile.err" >&2; exit 1; }
     for v in $VARIANTS; do
       stage=3 qw=false hpz=1 qg=false
       case "$v" in
@@ -85,7 +85,7 @@ if out:
                             "backward_ms": t["backward_s"] * 1e3, "optimizer_ms": t["optimizer_s"] * 1e3}) + "\n")
 PY
     done
-    grep -E "link:|comm_overlap" "$tmp/err" | sed "s/^/<!-- $layout $link profile: /; s/$/ -->/" >&2 || true
+    grep -E "link:|compute_pace|all_gather" "$tmp/profile.err" | sed "s/^/    $layout $link profile: /" >&2 || true
   done
 done
 python3 - "$tmp/errors" <<'PY'

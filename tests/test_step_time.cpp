@@ -34,14 +34,15 @@ Tensor meta(const Shape& s, DType dt = DType::f32) {
   return Tensor::empty(s, dt, Category::activations, meta_backend().allocator());
 }
 
-// A profile where every class costs flops at 1 GFLOP/s or bytes at 1 GB/s, with both links.
-DeviceProfile simple_profile(double overlap = 1.0) {
+// A profile where every class costs flops at 1 GFLOP/s or bytes at 1 GB/s, with both links; compute
+// at `pace` beside a collective.
+DeviceProfile simple_profile(double pace = 1.0) {
   DeviceProfile p;
   p.name = "test";
   for (int c = 0; c < kNumOpClasses; ++c) p.classes[c] = ClassRate{1e9, 1e9, 0};
   p.intra_node = LinkCost{1e-5, 1e9};
   p.inter_node = LinkCost{1e-4, 1e8};
-  p.comm_overlap = overlap;
+  p.compute_pace = pace;
   return p;
 }
 
@@ -160,14 +161,20 @@ TEST_CASE("the timeline: overlap comes from the engine's order, and every interv
     double waits = 0;
     for (double w : t.wait_s) waits += w;
     CHECK(waits == Approx(t.exposed_total()).margin(1e-15));
-    // where communication takes the compute cores, nothing overlaps
-    const StepTime shared = simulate_step_time(nano(4, stage, 2), simple_profile(0.0));
-    CHECK(shared.step_s == Approx(t.compute_total() + t.comm_total()));
-    CHECK(shared.compute_total() == Approx(t.compute_total()));
+    // where a collective slows compute beside it, and is slowed by it, the step takes longer
+    DeviceProfile shared = simple_profile(0.5);
+    shared.intra_node->loaded_alpha_s = 2e-5;
+    shared.intra_node->loaded_bytes_per_s = 5e8;
+    const StepTime s = simulate_step_time(nano(4, stage, 2), shared);
+    CHECK(s.step_s >= t.step_s);
+    CHECK(s.compute_total() >= t.compute_total());
+    CHECK(s.forward_s + s.backward_s + s.optimizer_s == Approx(s.compute_total() + s.exposed_total()));
   }
-  // stage 3 prefetches the next unit's gather while this one computes: some of it is hidden
+  // stage 3 prefetches the next unit's gather while this one computes: some of it is hidden, and
+  // at compute_pace 0.5 the ops it runs beside take longer
   const StepTime s3 = simulate_step_time(nano(4, 3, 2), simple_profile());
   CHECK(s3.step_s < s3.compute_total() + s3.comm_total());
+  CHECK(simulate_step_time(nano(4, 3, 2), simple_profile(0.5)).compute_total() > s3.compute_total());
   // overlap_comm: the reductions run behind the backward instead of being waited for at once
   DryRunRequest off = nano(4, 2, 2), on = nano(4, 2, 2);
   off.run.engine.zero.overlap_comm = false;
@@ -202,6 +209,8 @@ TEST_CASE("the step simulator refuses what it does not model", "[step_time]") {
 TEST_CASE("a device profile's file: written, read back, and its errors name the file and the key", "[step_time]") {
   test::TempDir dir("zt_profile");
   DeviceProfile p = simple_profile(0.25);
+  p.inter_node->loaded_alpha_s = 3e-3;
+  p.inter_node->loaded_bytes_per_s = 5e7;
   p.source = "a test";
   p.ops["linear float32(2, 2)"] = 1.5e-6;
   p.peak_flops_per_s = 2e12;
@@ -209,10 +218,13 @@ TEST_CASE("a device profile's file: written, read back, and its errors name the 
   std::ofstream(path) << device_profile_json(p).dump();
   const DeviceProfile q = read_device_profile(path);
   CHECK(q.name == "test");
-  CHECK(q.comm_overlap == 0.25);
+  CHECK(q.compute_pace == 0.25);
   CHECK(q.peak_flops_per_s == 2e12);
   CHECK(q.ops.at("linear float32(2, 2)") == 1.5e-6);
   CHECK(q.inter_node->bytes_per_s == 1e8);
+  CHECK(q.inter_node->hop(true).alpha_s == 3e-3);
+  CHECK(q.inter_node->hop(true).bytes_per_s == 5e7);
+  CHECK(q.intra_node->hop(true).bytes_per_s == 1e9);  // none measured: the idle hop
   CHECK(q.classes[static_cast<int>(OpClass::norm)]->bytes_per_s == 1e9);
 
   auto bad = [&](const std::string& text) {
@@ -227,7 +239,10 @@ TEST_CASE("a device profile's file: written, read back, and its errors name the 
   CHECK_THROWS_WITH(bad(R"({"links": {"inter_node": {"alpha_s": 1e-5}}})")(),
                     Contains("links.inter_node: the key 'bytes_per_s' is missing"));
   CHECK_THROWS_WITH(bad(R"({"links": {"nvlink": {}}})")(), Contains("unknown link 'nvlink'"));
-  CHECK_THROWS_WITH(bad(R"({"comm_overlap": 2})")(), Contains("'comm_overlap' is 2"));
+  CHECK_THROWS_WITH(bad(R"({"compute_pace": 2})")(), Contains("'compute_pace' is 2 (expected a pace in (0, 1])"));
+  CHECK_THROWS_WITH(bad(R"({"compute_pace": 0})")(), Contains("'compute_pace' is 0"));
+  CHECK_THROWS_WITH(bad(R"({"links": {"intra_node": {"alpha_s": 0, "bytes_per_s": 1, "loaded": {"alpha_s": 0}}}})")(),
+                    Contains("links.intra_node.loaded: the key 'bytes_per_s' is missing"));
   CHECK_THROWS_WITH(bad(R"({"ops": {"x": "fast"}})")(), Contains("ops['x'] is \"fast\""));
   CHECK_THROWS_WITH(read_device_profile(dir.file("none.json")), Contains("none.json"));
 }

@@ -1,5 +1,5 @@
 // defines: main (zt-profile); file-local: Clock, median, OpCollector, kWindowBytes, time_in_order,
-//          measure_link, measure_overlap, hostname
+//          fit_hop, measure_link, measure_compute_pace, hostname
 //
 // zt-profile: what this machine's ops and links cost, written as a device profile
 // (train/device_profile.h) for the step simulator (zt-estimate --time, train/step_time.h).
@@ -15,8 +15,8 @@
 //   links  under mpirun with 2 ranks or more: ring all-gathers of 1 KiB to 16 MiB per rank on the
 //          world group (inter-node when the ranks are on several nodes, else intra-node) and on
 //          each node's group (intra-node, when nodes hold 2 ranks or more); alpha and beta are the
-//          least-squares fit of time = (N - 1) alpha + bytes / beta to the medians; and how much
-//          of a collective compute can run beside (comm_overlap: measure_overlap).
+//          least-squares fit of time = (N - 1) alpha + bytes / beta to the medians, alone and beside
+//          a GEMM loop; and compute's pace beside a collective (compute_pace: measure_compute_pace).
 //
 // Run it the way the training will run: the same launcher, ranks, nodes, threads and device
 // (`mpirun -np 4 zt-profile ...`; on the cluster in a box, inside the box). Rank 0 writes --out.
@@ -101,44 +101,81 @@ void time_in_order(const std::vector<MetaOpRecord>& seq, Backend& be, int repeat
   }
 }
 
-// One link class: ring all-gathers of several sizes on g, every rank at once; the fit of
-// time = (N - 1) alpha + ring bytes / beta to the medians (the slowest rank's time per call).
-LinkCost measure_link(ProcessGroup& g, int repeats, std::vector<std::string>& log) {
-  const int N = g.size();
-  std::vector<double> xs, ys;
-  for (int64_t shard : {256, 65536, 1048576, 4194304}) {  // float32 elements per rank: 1 KiB to 16 MiB
-    Tensor in = Tensor::zeros({shard}, DType::f32, Category::comm),
-           out = Tensor::zeros({shard * N}, DType::f32, Category::comm);
-    g.all_gather(in, out);  // warm-up (connections, buffers)
-    std::vector<double> t;
-    for (int i = 0; i < repeats; ++i) {
-      g.barrier();
-      const auto t0 = Clock::now();
-      g.all_gather(in, out);
-      const double mine = std::chrono::duration<double>(Clock::now() - t0).count();
-      t.push_back(g.all_reduce_sum(mine) / N);  // the mean over the ranks (a ring runs them in lockstep)
-    }
-    xs.push_back(static_cast<double>(ring_bytes(1, shard * N, 4, N)));
-    ys.push_back(median(t));
-    log.push_back("  all_gather " + format_bytes(shard * 4) + " per rank on " + std::to_string(N) +
-                  " ranks: " + std::to_string(ys.back() * 1e3) + " ms");
-  }
-  // least squares: y = a + x / beta
+// alpha and beta of time = (N - 1) alpha + bytes / beta, least squares over (bytes, time).
+LinkCost fit_hop(const std::vector<double>& xs, const std::vector<double>& ys, int N, const char* what) {
   const double n = static_cast<double>(xs.size());
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (size_t i = 0; i < xs.size(); ++i) sx += xs[i], sy += ys[i], sxx += xs[i] * xs[i], sxy += xs[i] * ys[i];
   const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
   const double intercept = (sy - slope * sx) / n;
   if (slope <= 0)
-    ZT_THROW("the all-gathers did not take longer with more bytes (", ys.front() * 1e3, " ms for the smallest, ",
-             ys.back() * 1e3, " ms for the largest): no bandwidth to fit");
+    ZT_THROW("the all-gathers ", what, " did not take longer with more bytes (", ys.front() * 1e3,
+             " ms for the smallest, ", ys.back() * 1e3, " ms for the largest): no bandwidth to fit");
   return LinkCost{std::max(0.0, intercept) / (N - 1), 1.0 / slope};
 }
 
-// comm_overlap (train/device_profile.h): an all-gather of 4 MiB per rank alone (Y), a GEMM loop of
-// about the same length alone (X), then the loop run while the all-gather is in flight (T); the
-// share of the shorter one hidden, (X + Y - T) / min(X, Y), clamped to [0, 1]. Every rank at once.
-double measure_overlap(ProcessGroup& g, Backend& be, int repeats) {
+// One link class: ring all-gathers of several sizes on g, every rank at once, the mean over the
+// ranks of the median time per size (a ring runs them in lockstep), fitted (fit_hop). Twice: with
+// the ranks idle, and loaded: issued while a GEMM loop about twice as long runs on the compute
+// thread, timed by the communication thread itself (ProcessGroup's busy time).
+LinkCost measure_link(ProcessGroup& g, Backend& be, int repeats, std::vector<std::string>& log) {
+  const int N = g.size();
+  const int64_t n = 512;
+  Tensor a = Tensor::zeros({n, n}, DType::f32, Category::workspace, be.allocator());
+  Tensor b = Tensor::zeros({n, n}, DType::f32, Category::workspace, be.allocator());
+  Tensor c = Tensor::zeros({n, n}, DType::f32, Category::workspace, be.allocator());
+  GemmShape gs;
+  gs.M = gs.N = gs.K = n;
+  be.gemm(gs, a, b, c);
+  be.synchronize();
+  auto mean = [&](double mine) { return g.all_reduce_sum(mine) / N; };
+  g.barrier();
+  auto t0 = Clock::now();
+  be.gemm(gs, a, b, c);
+  be.synchronize();
+  const double one_gemm = std::max(1e-6, mean(std::chrono::duration<double>(Clock::now() - t0).count()));
+  const int kind = static_cast<int>(Collective::all_gather);
+  std::vector<double> xs, idle, loaded;
+  for (int64_t shard : {256, 65536, 1048576, 4194304}) {  // float32 elements per rank: 1 KiB to 16 MiB
+    Tensor in = Tensor::zeros({shard}, DType::f32, Category::comm, be.allocator());
+    Tensor out = Tensor::zeros({shard * N}, DType::f32, Category::comm, be.allocator());
+    g.all_gather(in, out);  // warm-up (connections, buffers)
+    std::vector<double> t, tl;
+    for (int i = 0; i < repeats; ++i) {
+      g.barrier();
+      t0 = Clock::now();
+      g.all_gather(in, out);
+      t.push_back(mean(std::chrono::duration<double>(Clock::now() - t0).count()));
+    }
+    const int k = 1 + static_cast<int>(2 * median(t) / one_gemm);
+    for (int i = 0; i < repeats; ++i) {
+      g.barrier();
+      const double busy0 = g.times().busy_s[kind];
+      WorkPtr w = g.all_gather_async(in, out);
+      for (int j = 0; j < k; ++j) be.gemm(gs, a, b, c);
+      be.synchronize();
+      w->wait();
+      tl.push_back(mean(g.times().busy_s[kind] - busy0));
+    }
+    xs.push_back(static_cast<double>(ring_bytes(1, shard * N, 4, N)));
+    idle.push_back(median(t));
+    loaded.push_back(median(tl));
+    log.push_back("  all_gather " + format_bytes(shard * 4) + " per rank on " + std::to_string(N) + " ranks: " +
+                  std::to_string(idle.back() * 1e3) + " ms, " + std::to_string(loaded.back() * 1e3) +
+                  " ms beside compute");
+  }
+  LinkCost l = fit_hop(xs, idle, N, "alone");
+  const LinkCost ld = fit_hop(xs, loaded, N, "beside compute");
+  l.loaded_alpha_s = ld.alpha_s;
+  l.loaded_bytes_per_s = ld.bytes_per_s;
+  return l;
+}
+
+// compute_pace (train/device_profile.h): a GEMM loop about twice an all-gather of 4 MiB per rank
+// (Y) alone (X), then with the all-gather in flight beside it (T, and L: the all-gather's own time
+// then, from the communication thread). Compute did X of work in T, L of it beside the collective:
+// X = pace L + (T - L), so pace = (X - T + L) / L, clamped to [0.01, 1]. Every rank at once.
+double measure_compute_pace(ProcessGroup& g, Backend& be, int repeats) {
   const int N = g.size();
   const int64_t shard = int64_t{1} << 20, n = 512;
   Tensor in = Tensor::zeros({shard}, DType::f32, Category::comm, be.allocator());
@@ -166,14 +203,19 @@ double measure_overlap(ProcessGroup& g, Backend& be, int repeats) {
   gemms(1);
   const double y = timed([&] { g.all_gather(in, out); });
   const double one = timed([&] { gemms(1); });
-  const int k = std::max(1, static_cast<int>(y / std::max(one, 1e-9)));
+  const int k = 1 + static_cast<int>(2 * y / std::max(one, 1e-9));
   const double x = timed([&] { gemms(k); });
+  const int kind = static_cast<int>(Collective::all_gather);
+  std::vector<double> ls;
   const double t = timed([&] {
+    const double busy0 = g.times().busy_s[kind];
     WorkPtr w = g.all_gather_async(in, out);
     gemms(k);
     w->wait();
+    ls.push_back(g.times().busy_s[kind] - busy0);
   });
-  return std::clamp((x + y - t) / std::min(x, y), 0.0, 1.0);
+  const double l = std::min(t, g.all_reduce_sum(median(ls)) / N);
+  return std::clamp((x - t + l) / std::max(l, 1e-9), 0.01, 1.0);
 }
 
 std::string hostname() {
@@ -294,12 +336,12 @@ int main(int argc, char** argv) {
     std::vector<std::string> log;
     if (g.size() > 1) {
       g.barrier();
-      (p.nodes > 1 ? p.inter_node : p.intra_node) = measure_link(g, repeats, log);
+      (p.nodes > 1 ? p.inter_node : p.intra_node) = measure_link(g, be, repeats, log);
       if (p.nodes > 1 && p.ranks_per_node > 1) {
         std::unique_ptr<ProcessGroup> node = intra_node_group(g);
-        p.intra_node = measure_link(*node, repeats, log);
+        p.intra_node = measure_link(*node, be, repeats, log);
       }
-      p.comm_overlap = measure_overlap(g, be, repeats);
+      p.compute_pace = measure_compute_pace(g, be, repeats);
     }
 
     std::string cmd;
@@ -328,10 +370,11 @@ int main(int argc, char** argv) {
       for (const std::string& l : log) std::fprintf(stderr, "%s\n", l.c_str());
       for (int inter = 0; inter < 2; ++inter)
         if (const auto& l = inter ? p.inter_node : p.intra_node)
-          std::fprintf(stderr, "  %s link: alpha %.1f us, %.3f GB/s\n", inter ? "inter-node" : "intra-node",
-                       l->alpha_s * 1e6, l->bytes_per_s / 1e9);
+          std::fprintf(stderr, "  %s link: alpha %.1f us, %.3f GB/s; beside compute %.1f us, %.3f GB/s\n",
+                       inter ? "inter-node" : "intra-node", l->alpha_s * 1e6, l->bytes_per_s / 1e9,
+                       l->loaded_alpha_s * 1e6, l->loaded_bytes_per_s / 1e9);
       if (g.size() > 1)
-        std::fprintf(stderr, "  comm_overlap %.2f (the share of an all-gather compute runs beside)\n", p.comm_overlap);
+        std::fprintf(stderr, "  compute_pace %.2f (compute's pace beside an all-gather)\n", p.compute_pace);
       std::fprintf(stderr, "zt-profile: wrote %s\n", out_path.c_str());
     }
   } catch (const std::exception& e) {

@@ -56,8 +56,9 @@ DeviceProfile device_profile_from_json(const nlohmann::json& j, const std::strin
       json_integer(j.value("ranks_per_node", nlohmann::json(1)), what + ": 'ranks_per_node'", 1, 1 << 20));
   p.nodes = static_cast<int>(json_integer(j.value("nodes", nlohmann::json(1)), what + ": 'nodes'", 1, 1 << 20));
   p.peak_flops_per_s = number(j, "peak_flops_per_s", what, false);
-  p.comm_overlap = j.contains("comm_overlap") ? number(j, "comm_overlap", what) : 1.0;
-  if (p.comm_overlap > 1) ZT_THROW(what, ": 'comm_overlap' is ", p.comm_overlap, " (expected a fraction, 0 to 1)");
+  p.compute_pace = j.contains("compute_pace") ? number(j, "compute_pace", what) : 1.0;
+  if (p.compute_pace <= 0 || p.compute_pace > 1)
+    ZT_THROW(what, ": 'compute_pace' is ", p.compute_pace, " (expected a pace in (0, 1])");
   if (j.contains("classes")) {
     const nlohmann::json& cs = j.at("classes");
     if (!cs.is_object()) ZT_THROW(what, ": 'classes' is ", cs.dump(), " (expected an object of op classes)");
@@ -88,6 +89,13 @@ DeviceProfile device_profile_from_json(const nlohmann::json& j, const std::strin
       if (!it.value().is_object()) ZT_THROW(where, " is ", it.value().dump(), " (expected an object)");
       LinkCost l{number(it.value(), "alpha_s", where), number(it.value(), "bytes_per_s", where)};
       if (l.bytes_per_s <= 0) ZT_THROW(where, ": 'bytes_per_s' is 0 (expected the link's bandwidth, > 0)");
+      if (it.value().contains("loaded")) {
+        const nlohmann::json& ld = it.value().at("loaded");
+        if (!ld.is_object()) ZT_THROW(where, ".loaded is ", ld.dump(), " (expected an object)");
+        l.loaded_alpha_s = number(ld, "alpha_s", where + ".loaded");
+        l.loaded_bytes_per_s = number(ld, "bytes_per_s", where + ".loaded");
+        if (l.loaded_bytes_per_s <= 0) ZT_THROW(where, ".loaded: 'bytes_per_s' is 0 (expected the link's bandwidth, > 0)");
+      }
       (it.key() == "inter_node" ? p.inter_node : p.intra_node) = l;
     }
   }
@@ -116,17 +124,20 @@ nlohmann::json device_profile_json(const DeviceProfile& p) {
                       {"ranks_per_node", p.ranks_per_node},
                       {"nodes", p.nodes},
                       {"peak_flops_per_s", p.peak_flops_per_s},
-                      {"comm_overlap", p.comm_overlap}};
+                      {"compute_pace", p.compute_pace}};
   j["classes"] = nlohmann::json::object();
   for (int k = 0; k < kNumOpClasses; ++k)
     if (const auto& c = p.classes[k])
       j["classes"][op_class_name(static_cast<OpClass>(k))] = {
           {"flops_per_s", c->flops_per_s}, {"bytes_per_s", c->bytes_per_s}, {"overhead_s", c->overhead_s}};
   j["links"] = nlohmann::json::object();
-  if (p.intra_node)
-    j["links"]["intra_node"] = {{"alpha_s", p.intra_node->alpha_s}, {"bytes_per_s", p.intra_node->bytes_per_s}};
-  if (p.inter_node)
-    j["links"]["inter_node"] = {{"alpha_s", p.inter_node->alpha_s}, {"bytes_per_s", p.inter_node->bytes_per_s}};
+  for (int inter = 0; inter < 2; ++inter) {
+    const std::optional<LinkCost>& l = inter ? p.inter_node : p.intra_node;
+    if (!l) continue;
+    nlohmann::json& o = j["links"][inter ? "inter_node" : "intra_node"];
+    o = {{"alpha_s", l->alpha_s}, {"bytes_per_s", l->bytes_per_s}};
+    if (l->loaded_bytes_per_s > 0) o["loaded"] = {{"alpha_s", l->loaded_alpha_s}, {"bytes_per_s", l->loaded_bytes_per_s}};
+  }
   j["ops"] = p.ops;
   return j;
 }

@@ -13,16 +13,18 @@
 //            times); a profile written from a datasheet gives the sustained rates directly.
 //   links    per link class (intra-node: shared memory or NVLink; inter-node: the network), the
 //            alpha-beta model of one hop (Hockney 1994): a message of b bytes takes
-//            alpha_s + b / bytes_per_s. Collectives are costed by their algorithm over these hops
-//            (train/step_time.h's collective_seconds).
+//            alpha_s + b / bytes_per_s, and "loaded": the same while compute runs beside it.
+//            Collectives are costed by their algorithm over these hops (train/step_time.h's
+//            collective_seconds).
 // And where the numbers come from (`source`: the command and machine that measured them, or the
 // datasheet), which every table that quotes a prediction prints beside it.
 //
 // The JSON file (zt-profile writes it; the keys are these fields' names):
 //   {"name": "...", "source": "...", "threads": 1, "ranks_per_node": 4, "nodes": 1,
-//    "peak_flops_per_s": 1.2e11, "comm_overlap": 0.2,
+//    "peak_flops_per_s": 1.2e11, "compute_pace": 0.2,
 //    "classes": {"gemm": {"flops_per_s": 3.1e10, "bytes_per_s": 0, "overhead_s": 0}, ...},
-//    "links": {"intra_node": {"alpha_s": 2e-5, "bytes_per_s": 2e9}, "inter_node": {...}},
+//    "links": {"intra_node": {"alpha_s": 2e-5, "bytes_per_s": 2e9,
+//                             "loaded": {"alpha_s": 4e-3, "bytes_per_s": 1e9}}, "inter_node": {...}},
 //    "ops": {"linear float32(4, 128, 256) ...": 1.2e-4, ...}}
 // A class or link may be missing (a one-node profile has no inter-node link); using it is then an
 // error that names the profile and what it lacks.
@@ -47,6 +49,13 @@ struct ClassRate {
 struct LinkCost {
   double alpha_s = 0;      // per message: latency and software overhead
   double bytes_per_s = 0;  // one hop's bandwidth
+  // The same hop while the rank's compute runs beside the collective (0: as above). On a CPU rank
+  // the progress thread competes with the kernels for the cores, and a ring step waits until the
+  // neighbour's thread is scheduled again; on a GPU, NCCL's kernels share the memory bandwidth.
+  double loaded_alpha_s = 0, loaded_bytes_per_s = 0;
+  LinkCost hop(bool loaded) const {
+    return loaded && loaded_bytes_per_s > 0 ? LinkCost{loaded_alpha_s, loaded_bytes_per_s} : *this;
+  }
 };
 
 struct DeviceProfile {
@@ -56,12 +65,11 @@ struct DeviceProfile {
   int ranks_per_node = 1;       // ranks timing at once on one machine when they were measured
   int nodes = 1;                // nodes the links were measured between
   double peak_flops_per_s = 0;  // the device's peak for MFU (0: unknown)
-  // How much of a collective's time compute can run beside it, 0 to 1: 1 where communication has
-  // resources of its own (a GPU's copy engines and NCCL's few SMs), less where it takes the cores
-  // the kernels run on (a CPU rank whose MPI progress thread spins on them). zt-profile measures
-  // it: an all-gather and a GEMM loop alone, then together (train/step_time.h charges the rest to
-  // the compute clock).
-  double comm_overlap = 1;
+  // The compute clock's pace while a collective runs beside it, in (0, 1]: 1 where communication
+  // has resources of its own (a GPU's copy engines and NCCL's few SMs), less where it takes the
+  // cores the kernels run on (a CPU rank whose MPI progress thread spins on them). zt-profile
+  // measures it: a GEMM loop alone, then with an all-gather in flight beside it.
+  double compute_pace = 1;
   std::array<std::optional<ClassRate>, kNumOpClasses> classes;
   std::optional<LinkCost> intra_node, inter_node;
   std::map<std::string, double> ops;  // op key -> measured seconds

@@ -27,20 +27,19 @@ int ring_steps(Collective kind, int N) { return kind == Collective::all_reduce ?
 
 }  // namespace
 
-double collective_seconds(const SimulatedCollective& c, const DeviceProfile& p, int world, int nodes) {
+double collective_seconds(const SimulatedCollective& c, const DeviceProfile& p, int world, int nodes, bool loaded) {
   const int N = c.group_size, k = c.group_nodes;
   if (N <= 1) return 0;
   const bool spans_nodes = k > 1;
   if (c.kind == Collective::barrier) {
-    const LinkCost& l = p.link(spans_nodes);
-    return std::ceil(std::log2(static_cast<double>(N))) * l.alpha_s;
+    return std::ceil(std::log2(static_cast<double>(N))) * p.link(spans_nodes).hop(loaded).alpha_s;
   }
   if (c.kind == Collective::all_to_all) {
-    const LinkCost& intra = p.link(0);
+    const LinkCost intra = p.link(0).hop(loaded);
     double t = static_cast<double>(c.bytes - c.inter_node) / intra.bytes_per_s;
     double alpha = intra.alpha_s;
     if (c.inter_node > 0) {  // every rank of this node sends its off-node blocks through the node's link
-      const LinkCost& inter = p.link(1);
+      const LinkCost inter = p.link(1).hop(loaded);
       t = std::max(t, static_cast<double>(world / nodes) * static_cast<double>(c.inter_node) / inter.bytes_per_s);
       alpha = inter.alpha_s;
     }
@@ -48,7 +47,7 @@ double collective_seconds(const SimulatedCollective& c, const DeviceProfile& p, 
   }
   // A ring: steps of bytes / steps each, at the slowest hop's pace.
   const int steps = ring_steps(c.kind, N);
-  const LinkCost& l = p.link(spans_nodes);
+  const LinkCost l = p.link(spans_nodes).hop(loaded);
   // On the network, the groups of this shape running at once (world / N of them, each crossing
   // k of the K nodes' links) share each node's link.
   const double share = spans_nodes ? static_cast<double>(world) / N * k / nodes : 1.0;
@@ -57,7 +56,9 @@ double collective_seconds(const SimulatedCollective& c, const DeviceProfile& p, 
 
 namespace {
 
-// The two clocks of the header comment, watching the dry run's last step.
+// The two clocks of the header comment, watching the dry run's last step. The comm queue is run
+// lazily: a collective progresses at its loaded pace while the compute clock runs ops and at its
+// idle pace while compute waits, so its end is known once compute has waited for it or gone past.
 class Timeline final : public DryRunObserver {
  public:
   Timeline(const DeviceProfile& p, int world, int nodes, int timed_step)
@@ -65,36 +66,27 @@ class Timeline final : public DryRunObserver {
 
   void on_op(const MetaOpRecord& op) override {
     if (!on_) return;
-    const double dt = p_.op_seconds(op);
-    span(0, op.row, t_, t_ + dt);
-    t_ += dt;
-    out_.compute_s[static_cast<int>(op.cls)] += dt;
+    const double work = p_.op_seconds(op), t0 = t_;
+    compute(work);
+    span(0, op.row, t0, t_);
+    out_.compute_s[static_cast<int>(op.cls)] += t_ - t0;  // slowed by communication beside it
     out_.flops += op.flops;
   }
 
   int64_t issued(const SimulatedCollective& c) override {
     if (!on_) return -1;  // issued before the timed step: already done by then
-    const double dur = collective_seconds(c, p_, world_, nodes_);
-    const double start = std::max(t_, comm_free_);
-    comm_free_ = start + dur;
-    span(1, c.name, start, comm_free_);
-    out_.comm_s[static_cast<int>(c.kind)] += dur;
-    const bool inter = c.group_nodes > 1;
-    issued_.push_back({comm_free_, c.kind, inter});
-    // the share of its time that takes the compute cores (profile's comm_overlap < 1)
-    if (const double taken = (1 - p_.comm_overlap) * dur; taken > 0) {
-      span(0, std::string("cores taken by ") + c.name, t_, t_ + taken);
-      out_.exposed_s[inter ? 1 : 0] += taken;
-      t_ += taken;
-    }
+    issued_.push_back({c.name, c.kind, c.group_nodes > 1, t_, collective_seconds(c, p_, world_, nodes_, false),
+                       collective_seconds(c, p_, world_, nodes_, true)});
     return static_cast<int64_t>(issued_.size()) - 1;
   }
 
   void waited(int64_t id) override {
     if (!on_ || id < 0) return;
-    const Issued& w = issued_.at(static_cast<size_t>(id));
+    const size_t k = static_cast<size_t>(id);
+    while (head_ <= k) run_comm(kForever, /*loaded=*/false);
+    const Issued& w = issued_[k];
     if (w.done <= t_) return;
-    span(0, std::string("wait ") + collective_name(w.kind), t_, w.done);
+    span(0, "wait " + w.name, t_, w.done);
     out_.wait_s[static_cast<int>(w.kind)] += w.done - t_;
     out_.exposed_s[w.inter ? 1 : 0] += w.done - t_;
     t_ = w.done;
@@ -105,7 +97,8 @@ class Timeline final : public DryRunObserver {
     if (on_) phase_time() += t_ - phase_start_;  // the phase that just ended
     if (p == Phase::end) {
       on_ = false;
-      out_.step_s = std::max(t_, comm_free_);
+      while (head_ < issued_.size()) run_comm(kForever, false);  // anything still in flight
+      out_.step_s = std::max(t_, comm_t_);
       return;
     }
     on_ = true;
@@ -116,11 +109,63 @@ class Timeline final : public DryRunObserver {
   StepTime take() { return std::move(out_); }
 
  private:
+  static constexpr double kForever = 1e300;
   struct Issued {
-    double done;
+    std::string name;
     Collective kind;
-    bool inter;  // over the network (the group spans nodes)
+    bool inter;           // over the network (the group spans nodes)
+    double issue;         // the compute clock when it was issued
+    double idle, loaded;  // its length with compute waiting, with compute running beside it
+    double start = -1, done = -1;
   };
+  // An op of `work` seconds alone: while a collective is in flight beside it, compute goes at the
+  // profile's compute_pace and the collective at its loaded pace; else at full speed.
+  void compute(double work) {
+    while (work > 0) {
+      if (head_ == issued_.size()) {  // nothing in flight (every issue is at or before t_)
+        t_ += work;
+        return;
+      }
+      Issued& c = issued_[head_];
+      if (c.start < 0) c.start = std::max(comm_t_, c.issue);
+      comm_t_ = t_;
+      const double left = (1 - progress_) * c.loaded;  // the collective's time to its end, beside compute
+      if (work <= p_.compute_pace * left) {
+        run_comm(t_ + work / p_.compute_pace, /*loaded=*/true);
+        t_ += work / p_.compute_pace;
+        return;
+      }
+      work -= p_.compute_pace * left;
+      run_comm(t_ + left, /*loaded=*/true);  // to the collective's end
+      t_ += left;
+    }
+  }
+  // Runs the queue up to `until` (the head collective at least to its end when `until` is
+  // kForever), each collective not before its issue nor before the previous one's end.
+  void run_comm(double until, bool loaded) {
+    while (head_ < issued_.size() && comm_t_ < until) {
+      Issued& c = issued_[head_];
+      if (c.start < 0) {
+        comm_t_ = std::max(comm_t_, c.issue);
+        if (comm_t_ >= until) return;
+        c.start = comm_t_;
+      }
+      const double len = loaded ? c.loaded : c.idle;
+      const double left = (1 - progress_) * len;
+      if (comm_t_ + left <= until) {
+        comm_t_ += left;
+        c.done = comm_t_;
+        span(1, c.name, c.start, c.done);
+        out_.comm_s[static_cast<int>(c.kind)] += c.done - c.start;
+        ++head_;
+        progress_ = 0;
+        if (until == kForever) return;  // one collective at a time when run to its end
+      } else {
+        progress_ += (until - comm_t_) / len;
+        comm_t_ = until;
+      }
+    }
+  }
   double& phase_time() {
     return phase_ == Phase::forward ? out_.forward_s : phase_ == Phase::backward ? out_.backward_s : out_.optimizer_s;
   }
@@ -132,8 +177,11 @@ class Timeline final : public DryRunObserver {
   int world_, nodes_, timed_;
   bool on_ = false;
   Phase phase_ = Phase::forward;
-  double t_ = 0, comm_free_ = 0, phase_start_ = 0;
+  double t_ = 0, phase_start_ = 0;
   std::vector<Issued> issued_;
+  size_t head_ = 0;        // the first collective not done
+  double comm_t_ = 0;      // the comm queue has run up to here
+  double progress_ = 0;    // the head's share done
   StepTime out_;
 };
 

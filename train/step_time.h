@@ -9,26 +9,29 @@
 //             advances it by the op's cost in the profile (measured for its shapes, else its
 //             class's roofline);
 //   comm      the communication queue: a collective issued at compute time t starts when the
-//             queue is free and t has come (max of the two), and takes collective_seconds. One
-//             queue per rank, in issue order, as the MPI backend's communication thread runs every
-//             group's collectives in the order they are issued (dist/mpi_process_group.h).
+//             queue is free and t has come (max of the two), and takes collective_seconds: at the
+//             links' loaded pace while the compute clock runs ops beside it, at the idle pace
+//             while compute waits (the profile measures both). One queue per rank, in issue order,
+//             as the MPI backend's communication thread runs every group's collectives in the
+//             order they are issued (dist/mpi_process_group.h).
 //
 // A wait (Work::wait) moves the compute clock to the collective's end when it has not come yet:
-// that difference is the exposed communication, counted per kind and per link class. Where
-// communication takes the compute cores (the profile's comm_overlap < 1: a CPU rank whose MPI
-// progress thread spins on the cores its kernels use), the issue also charges the compute clock
-// (1 - comm_overlap) of the collective's time, counted as exposed too. So overlap
-// is not a formula: it comes from where the engine issues and where it waits — stage 3's prefetch
-// ahead of the forward, overlap_comm's reductions behind the backward, the bucket sizes, the
-// reuse distance — exactly as the real step would order them. The step ends when both clocks have
-// (the engine waits for everything it issued before the step returns).
+// that difference is the exposed communication, counted per kind and per link class. While a
+// collective runs beside the ops, both may slow down: the collective takes the links' loaded time
+// and compute goes at the profile's compute_pace (on a GPU about 1 and the idle time; on a CPU rank
+// whose MPI progress thread spins on the kernels' cores, much less: zt-profile measures both). So
+// overlap is not a formula: it comes from where the engine issues and where it waits — stage 3's
+// prefetch ahead of the forward, overlap_comm's reductions behind the backward, the bucket sizes,
+// the reuse distance — exactly as the real step would order them. The step ends when both clocks
+// have (the engine waits for everything it issued before the step returns).
 //
 // What it assumes, and what it leaves out:
 //   - every rank runs the same ops on the same shapes at the same time (data parallelism: the
 //     simulated rank stands for all; a collective starts when every rank has issued it, which
 //     is when this one has);
-//   - compute and communication do not slow each other down beyond what the profile measured
-//     (zt-profile times the ops with every rank of the machine computing at once);
+//   - compute and communication slow each other down as the profile measured them (compute_pace,
+//     the loaded hops), whatever the op and the collective (zt-profile times the ops with every
+//     rank of the machine computing at once, and one GEMM loop beside one all-gather);
 //   - host-side time outside the backend's ops (autograd's bookkeeping, the engine's logic) is in
 //     each class's overhead_s only;
 //   - the NVMe tier's reads and writes are not timed yet: a run with offload to nvme is refused.
@@ -69,11 +72,10 @@ struct StepTime {
   // The compute clock's time in each phase (every micro-batch's forward, backward; the optimizer
   // step), waits included: DeepSpeed's wall_clock_breakdown's forward / backward / step.
   double forward_s = 0, backward_s = 0, optimizer_s = 0;
-  std::array<double, kNumOpClasses> compute_s{};  // the ops' time per class
+  std::array<double, kNumOpClasses> compute_s{};  // the ops' time per class (slowed beside a collective)
   std::array<double, kNumCollectives> comm_s{};   // the comm queue's busy time per kind
   std::array<double, kNumCollectives> wait_s{};   // compute waiting on collectives of that kind
-  // the same waits and the cores communication took from compute, by link class (intra, inter)
-  std::array<double, 2> exposed_s{};
+  std::array<double, 2> exposed_s{};  // the same waits by link class (intra, inter)
   double flops = 0;    // the step's arithmetic on this rank (recomputation included)
   int64_t tokens = 0;  // this rank's tokens per step (micro-batch x sequence x accumulation)
   std::vector<SimSpan> spans;
@@ -83,8 +85,9 @@ struct StepTime {
 };
 
 // The collective's time on the profile's links (the algorithms in the header comment); `world`
-// and `nodes` are the job's.
-double collective_seconds(const SimulatedCollective& c, const DeviceProfile& p, int world, int nodes);
+// and `nodes` are the job's; `loaded`: while compute runs beside it (the links' loaded hops).
+double collective_seconds(const SimulatedCollective& c, const DeviceProfile& p, int world, int nodes,
+                          bool loaded = false);
 
 // The request's dry run with the timeline watching its last step (req.steps >= 2; the first
 // records stage 3's order). `run`, when given, receives the dry run itself (memory and bytes).

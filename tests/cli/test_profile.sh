@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # zt-profile and zt-estimate --time, as a user runs them:
 #  1. zt-profile under mpirun (2 ranks) writes a profile: every op of the model's step timed (its
-#     key, a time > 0), each class's rate, the intra-node link's alpha and beta, comm_overlap in
+#     key, a time > 0), each class's rate, the intra-node link's alpha and beta, compute_pace in
 #     [0, 1], and where the numbers come from;
 #  2. zt-estimate --time on it prints the simulated step (its parts add up), --json carries the
 #     same, --trace writes both ranks' compute and comm tracks;
@@ -20,10 +20,10 @@ assert any(k.startswith("attention_packed ") for k in p["ops"]), "no attention a
 assert p["classes"]["gemm"]["flops_per_s"] > 0 and p["classes"]["optimizer"]["bytes_per_s"] > 0, p["classes"]
 l = p["links"]["intra_node"]
 assert l["bytes_per_s"] > 0 and l["alpha_s"] >= 0 and "inter_node" not in p["links"], p["links"]
-assert 0 <= p["comm_overlap"] <= 1 and p["ranks_per_node"] == 2 and p["nodes"] == 1 and p["threads"] == 1, p
+assert 0 <= p["compute_pace"] <= 1 and p["ranks_per_node"] == 2 and p["nodes"] == 1 and p["threads"] == 1, p
 assert "zt-profile --model gpt2-nano" in p["source"] and "2 rank(s)" in p["source"], p["source"]
 print(f"ok: zt-profile on 2 ranks: {len(p['ops'])} ops timed, gemm {p['classes']['gemm']['flops_per_s'] / 1e9:.1f} GFLOP/s, "
-      f"intra-node {l['bytes_per_s'] / 1e9:.2f} GB/s after {l['alpha_s'] * 1e6:.0f} us, comm_overlap {p['comm_overlap']:.2f}")
+      f"intra-node {l['bytes_per_s'] / 1e9:.2f} GB/s after {l['alpha_s'] * 1e6:.0f} us, compute_pace {p['compute_pace']:.2f}")
 PY
 
 E=(--model gpt2-nano -b 2 -t 16 --nd 2 --threads 1)
