@@ -4,21 +4,24 @@
 #   1. zt-profile inside the box, the way the training runs (same ranks, nodes, threads, link):
 #      the step's ops timed under this layout's contention, the links' alpha and beta, and how
 #      much of a collective compute runs beside (compute_pace) — measured before the runs;
-#   2. per variant (ZeRO stages 0-3 at DeepSpeed's defaults; stage 3 with each of ZeRO++'s parts
-#      and all three) one zt-train run in the box (the median step time, steps after the first)
+#   2. per variant (ZeRO stages 0-3 at DeepSpeed's defaults; stage 2 with the optimizer offloaded
+#      to the host, stage 3 with the optimizer and the parameters offloaded; stage 3 with each of
+#      ZeRO++'s parts and all three; one rank runs s0 and the offload variants only) one zt-train
+#      run in the box (the median step time, steps after the first)
 #      and zt-estimate --time on the same config with that profile;
 # and prints a markdown row per run: predicted, measured, predicted / measured, and the
 # simulator's breakdown (compute, communication busy, exposed). At the end, the median and the
 # largest |error| over the rows. JSON lines with every field go to --json.
 #
-# Usage: bench/simulate.sh [--model gpt-mini] [--steps 6] [--layouts "2x2 4x1 4x2"]
-#                          [--links "none 1gbit 100mbit"] [--variants "s0 s1 s2 s3 qwZ hpZ qgZ all"]
+# Usage: bench/simulate.sh [--model gpt-mini] [--steps 6] [--layouts "1x1 1x2 2x2 4x1"]
+#                          [--links "none 1gbit 100mbit"]
+#                          [--variants "s0 s1 s2 s3 s2off s3off qwZ hpZ qgZ all"]
 #                          [--batch 4] [--seq 128] [--repeats 5] [--json FILE]
 # Needs root (network namespaces); exits 77 where the box cannot be built.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${BUILD_DIR:-$ROOT/build}"
-MODEL=gpt-mini STEPS=6 LAYOUTS="2x2 4x1 4x2" LINKS="none 1gbit 100mbit" VARIANTS="s0 s1 s2 s3 qwZ hpZ qgZ all"
+MODEL=gpt-mini STEPS=6 LAYOUTS="1x1 1x2 2x2 4x1" LINKS="none 1gbit 100mbit" VARIANTS="s0 s1 s2 s3 s2off s3off qwZ hpZ qgZ all"
 BATCH=4 SEQ=128 REPEATS=5 JSON=""
 while (($#)); do case "$1" in
   --model) MODEL=$2; shift 2;; --steps) STEPS=$2; shift 2;; --layouts) LAYOUTS=$2; shift 2;;
@@ -34,17 +37,20 @@ echo "|---|---|---|---:|---:|---:|---:|---:|---:|"
 for layout in $LAYOUTS; do
   nodes=${layout%x*}; ranks=${layout#*x}; N=$((nodes * ranks))
   for link in $LINKS; do
+    [ "$nodes" = 1 ] && [ "$link" != none ] && continue  # one node: no network to shape
     shaping=(); [ "$link" != none ] && shaping=(--link "$link")
     box=(bash "$ROOT/scripts/cluster.sh" box --name zsim --subnet 10.75.0 --nodes "$nodes" --ranks "$ranks" "${shaping[@]}")
     rc=0
     OMP_NUM_THREADS=1 "${box[@]}" -- "$BUILD/zt-profile" --model "$MODEL" -b "$BATCH" -t "$SEQ" --threads 1 \
-      --stages 0,1,2,3 --zeropp --repeats "$REPEATS" -o "$tmp/profile.json" >"$tmp/out" 2>"$tmp/profile.err" || rc=$?
+      --stages 0,1,2,3 --zeropp --offload --repeats "$REPEATS" -o "$tmp/profile.json" >"$tmp/out" 2>"$tmp/profile.err" || rc=$?
     [ "$rc" = 77 ] && { cat "$tmp/profile.err" >&2; exit 77; }
     [ "$rc" = 0 ] || { echo "bench/simulate.sh: zt-profile on $layout $link failed ($rc):" >&2; tail -20 "$tmp/profile.err" >&2; exit 1; }
     for v in $VARIANTS; do
-      stage=3 qw=false hpz=1 qg=false
+      stage=3 qw=false hpz=1 qg=false opt=none par=none
       case "$v" in
         s0|s1|s2|s3) stage=${v#s};;
+        s2off) stage=2 opt=cpu;;
+        s3off) opt=cpu par=cpu;;
         qwZ) qw=true;;
         hpZ) hpz=$ranks;;
         qgZ) qg=true;;
@@ -52,12 +58,14 @@ for layout in $LAYOUTS; do
         *) echo "bench/simulate.sh: unknown variant $v (s0 s1 s2 s3 qwZ hpZ qgZ all)" >&2; exit 2;;
       esac
       # hpZ needs several ranks per node, qgZ's second hop several nodes
+      { [ "$N" = 1 ] && [ "$v" != s0 ] && [ "$v" != s2off ] && [ "$v" != s3off ]; } && continue
       { [ "$v" = hpZ ] && [ "$ranks" = 1 ]; } && continue
       { [ "$v" = all ] && [ "$ranks" = 1 ]; } && hpz=1
       cat >"$tmp/config.json" <<EOF
 {"train_micro_batch_size_per_gpu": $BATCH,
  "zero_optimization": {"stage": $stage, "zero_quantized_weights": $qw, "zero_hpz_partition_size": $hpz,
-                       "zero_quantized_gradients": $qg}}
+                       "zero_quantized_gradients": $qg,
+                       "offload_optimizer": {"device": "$opt"}, "offload_param": {"device": "$par"}}}
 EOF
       rc=0
       OMP_NUM_THREADS=1 "${box[@]}" -- "$BUILD/zt-train" --model "$MODEL" --train "$ROOT/data/corpus/train.txt" \

@@ -113,6 +113,13 @@ TEST_CASE("a step's arithmetic is the standard count: 6 N per token for the matr
   CHECK(t.comm_total() == 0);
   CHECK(t.step_s == Approx(t.compute_total()));
   CHECK(t.forward_s + t.backward_s + t.optimizer_s == Approx(t.step_s));
+  // one rank's collectives (stage 3's gathers of itself, offloaded or not) take no time
+  DryRunRequest s3 = nano(1, 3);
+  s3.run.engine.zero.offload_optimizer.device = OffloadDevice::cpu;
+  s3.run.engine.zero.offload_param.device = OffloadDevice::cpu;
+  const StepTime t3 = simulate_step_time(s3, simple_profile(0.5));
+  CHECK(t3.comm_total() == 0);
+  CHECK(t3.step_s == Approx(t3.compute_total()));
 }
 
 TEST_CASE("collectives cost their algorithm's hops on the profile's links", "[step_time]") {

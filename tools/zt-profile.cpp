@@ -5,7 +5,8 @@
 // (train/device_profile.h) for the step simulator (zt-estimate --time, train/step_time.h).
 //
 //   ops    the training step of --model (micro-batch -b, sequence -t) is dry-run for each ZeRO
-//          stage in --stages (and with ZeRO++'s quantization with --zeropp), on this rank of this
+//          stage in --stages (and with ZeRO++'s quantization with --zeropp, offloaded to the host
+//          with --offload), on this rank of this
 //          job; every distinct op (core/meta_backend.h's MetaOpRecord: row, shapes, dtypes) is run
 //          on the real backend (--device) on zero-filled tensors of its shapes, once to warm up
 //          and --repeats times timed; the median is the op's time. Every rank of the job times
@@ -233,7 +234,7 @@ int main(int argc, char** argv) {
   std::string device_text = "cpu", dist_text = "auto";
   int64_t batch = 1, seq_len = 0;
   int threads = omp_get_max_threads(), repeats = 5;
-  bool zeropp = false, ckpt = false;
+  bool zeropp = false, ckpt = false, offload = false;
   app.add_option("--model", model_name, "a named model config or a model config file (*.json)")->required();
   app.add_option("--out,-o", out_path, "the profile JSON to write (rank 0)")->required();
   app.add_option("--batch,-b", batch, "micro batch per rank")->capture_default_str();
@@ -245,7 +246,10 @@ int main(int argc, char** argv) {
   app.add_option("--stages", stages_text, "the ZeRO stages whose ops are timed (comma-separated)")
       ->capture_default_str();
   app.add_flag("--zeropp", zeropp, "also the ops of ZeRO++'s quantized gathers and reductions (qwZ, qgZ)");
-  app.add_flag("--activation-checkpointing", ckpt, "also the ops of a checkpointed step");
+  app.add_flag(
+      "--offload", offload,
+      "also the ops of offload to the host (stage 2: the optimizer; stage 3: the optimizer and the parameters)");
+  app.add_flag("--activation-checkpointing", ckpt, "the ops of a checkpointed step");
   app.add_option("--threads", threads, "OpenMP threads per rank")->capture_default_str();
   app.add_option("--repeats", repeats, "timed runs per op and per link size (the median is kept)")
       ->capture_default_str();
@@ -278,8 +282,10 @@ int main(int argc, char** argv) {
       stages.push_back(s[0] - '0');
       a = b + 1;
     }
+    // per stage: plain, then with ZeRO++ (stage 3, --zeropp), then offloaded (stages 2-3, --offload)
     for (int st : stages)
-      for (int q = 0; q <= (zeropp && st == 3 ? 1 : 0); ++q) {
+      for (int v = 0; v < 3; ++v) {
+        if ((v == 1 && !(zeropp && st == 3)) || (v == 2 && !(offload && st >= 2))) continue;
         RunConfig run;
         run.model = model_name;
         run.seq_len = seq_len;
@@ -293,9 +299,13 @@ int main(int argc, char** argv) {
         run.engine.zero.overlap_comm = default_overlap_comm(st);
         run.engine.train_micro_batch_size_per_gpu = batch;
         run.engine.activation_checkpointing = ckpt;
-        if (q) {
+        if (v == 1) {
           run.engine.zero.zero_quantized_weights = true;
           run.engine.zero.zero_quantized_gradients = true;
+        }
+        if (v == 2) {
+          run.engine.zero.offload_optimizer.device = OffloadDevice::cpu;
+          if (st == 3) run.engine.zero.offload_param.device = OffloadDevice::cpu;
         }
         DryRunRequest req = dry_run_of_rank(run, mc, g, threads);
         OpCollector ops(req.steps - 1);

@@ -136,34 +136,35 @@ class Timeline final : public DryRunObserver {
         return;
       }
       work -= p_.compute_pace * left;
-      run_comm(t_ + left, /*loaded=*/true);  // to the collective's end
+      run_comm(t_ + left, /*loaded=*/true);  // to the collective's end (at once for one of no length)
       t_ += left;
     }
   }
   // Runs the queue up to `until` (the head collective at least to its end when `until` is
   // kForever), each collective not before its issue nor before the previous one's end.
+  // A collective of no length (one rank's) ends where it starts.
   void run_comm(double until, bool loaded) {
-    while (head_ < issued_.size() && comm_t_ < until) {
+    while (head_ < issued_.size()) {
       Issued& c = issued_[head_];
       if (c.start < 0) {
+        if (std::max(comm_t_, c.issue) > until) return;
         comm_t_ = std::max(comm_t_, c.issue);
-        if (comm_t_ >= until) return;
         c.start = comm_t_;
       }
       const double len = loaded ? c.loaded : c.idle;
       const double left = (1 - progress_) * len;
-      if (comm_t_ + left <= until) {
-        comm_t_ += left;
-        c.done = comm_t_;
-        span(1, c.name, c.start, c.done);
-        out_.comm_s[static_cast<int>(c.kind)] += c.done - c.start;
-        ++head_;
-        progress_ = 0;
-        if (until == kForever) return;  // one collective at a time when run to its end
-      } else {
+      if (comm_t_ + left > until) {  // still running at `until`
         progress_ += (until - comm_t_) / len;
         comm_t_ = until;
+        return;
       }
+      comm_t_ += left;
+      c.done = comm_t_;
+      span(1, c.name, c.start, c.done);
+      out_.comm_s[static_cast<int>(c.kind)] += c.done - c.start;
+      ++head_;
+      progress_ = 0;
+      if (until == kForever) return;  // one collective at a time when run to its end
     }
   }
   double& phase_time() {
