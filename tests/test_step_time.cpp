@@ -148,6 +148,14 @@ TEST_CASE("collectives cost their algorithm's hops on the profile's links", "[st
   c.kind = Collective::all_reduce;
   CHECK(collective_seconds(c, p, 1, 1) == 0);
 
+  DeviceProfile one_per_node = p;  // an all-to-all over 4 nodes of one rank needs no intra-node link
+  one_per_node.intra_node.reset();
+  c.kind = Collective::all_to_all;
+  c.group_size = 4;
+  c.group_nodes = 4;
+  c.inter_node = c.bytes;
+  CHECK(collective_seconds(c, one_per_node, 4, 4) == Approx(3 * 1e-4 + 3e6 / 1e8));
+
   DeviceProfile one_node = p;
   one_node.inter_node.reset();
   c.kind = Collective::all_gather;

@@ -2,8 +2,10 @@
 //
 // zt-estimate: per-rank memory by category and tier, and the bytes a step moves, for a model: its
 // training step run on the meta device for rank 0 and the last rank of N over K nodes (train/
-// dry_run.h); --fit, the largest size that fits (train/fit.h); --params, the model states of a bare
-// parameter count from the ZeRO paper's formulas; --paper, the paper's Table 1. See docs/estimator.md.
+// dry_run.h); --time, how long that step takes, simulated on a device profile (train/step_time.h,
+// docs/step-time.md); --fit, the largest size that fits (train/fit.h); --params, the model states
+// of a bare parameter count from the ZeRO paper's formulas; --paper, the paper's Table 1. See
+// docs/estimator.md.
 //
 // Includes:
 #include <omp.h>

@@ -172,10 +172,12 @@ LinkCost measure_link(ProcessGroup& g, Backend& be, int repeats, std::vector<std
   return l;
 }
 
-// compute_pace (train/device_profile.h): a GEMM loop about twice an all-gather of 4 MiB per rank
-// (Y) alone (X), then with the all-gather in flight beside it (T, and L: the all-gather's own time
-// then, from the communication thread). Compute did X of work in T, L of it beside the collective:
-// X = pace L + (T - L), so pace = (X - T + L) / L, clamped to [0.01, 1]. Every rank at once.
+// compute_pace (train/device_profile.h): m all-gathers of 4 MiB per rank back to back, m enough
+// for about 50 ms alone (Y, so that the measure stands above the timer's and the scheduler's
+// noise); a GEMM loop about twice as long alone (X), then with the m all-gathers in flight beside
+// it (T, and L: the all-gathers' own time then, from the communication thread). Compute did X of
+// work in T, L of it beside the collectives: X = pace L + (T - L), so pace = (X - T + L) / L,
+// clamped to [0.01, 1]. Every rank at once.
 double measure_compute_pace(ProcessGroup& g, Backend& be, int repeats) {
   const int N = g.size();
   const int64_t shard = int64_t{1} << 20, n = 512;
@@ -202,7 +204,15 @@ double measure_compute_pace(ProcessGroup& g, Backend& be, int repeats) {
   };
   g.all_gather(in, out);
   gemms(1);
-  const double y = timed([&] { g.all_gather(in, out); });
+  const int m = std::clamp(static_cast<int>(0.05 / std::max(timed([&] { g.all_gather(in, out); }), 1e-6)) + 1, 1, 64);
+  auto gathers = [&] {
+    std::vector<WorkPtr> w;
+    for (int i = 0; i < m; ++i) w.push_back(g.all_gather_async(in, out));
+    return w;
+  };
+  const double y = timed([&] {
+    for (WorkPtr& w : gathers()) w->wait();
+  });
   const double one = timed([&] { gemms(1); });
   const int k = 1 + static_cast<int>(2 * y / std::max(one, 1e-9));
   const double x = timed([&] { gemms(k); });
@@ -210,9 +220,9 @@ double measure_compute_pace(ProcessGroup& g, Backend& be, int repeats) {
   std::vector<double> ls;
   const double t = timed([&] {
     const double busy0 = g.times().busy_s[kind];
-    WorkPtr w = g.all_gather_async(in, out);
+    std::vector<WorkPtr> w = gathers();
     gemms(k);
-    w->wait();
+    for (WorkPtr& done : w) done->wait();
     ls.push_back(g.times().busy_s[kind] - busy0);
   });
   const double l = std::min(t, g.all_reduce_sum(median(ls)) / N);

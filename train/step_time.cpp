@@ -35,9 +35,12 @@ double collective_seconds(const SimulatedCollective& c, const DeviceProfile& p, 
     return std::ceil(std::log2(static_cast<double>(N))) * p.link(spans_nodes).hop(loaded).alpha_s;
   }
   if (c.kind == Collective::all_to_all) {
-    const LinkCost intra = p.link(0).hop(loaded);
-    double t = static_cast<double>(c.bytes - c.inter_node) / intra.bytes_per_s;
-    double alpha = intra.alpha_s;
+    double t = 0, alpha = 0;
+    if (c.bytes > c.inter_node) {  // blocks to ranks of this node (none with one rank a node)
+      const LinkCost intra = p.link(0).hop(loaded);
+      t = static_cast<double>(c.bytes - c.inter_node) / intra.bytes_per_s;
+      alpha = intra.alpha_s;
+    }
     if (c.inter_node > 0) {  // every rank of this node sends its off-node blocks through the node's link
       const LinkCost inter = p.link(1).hop(loaded);
       t = std::max(t, static_cast<double>(world / nodes) * static_cast<double>(c.inter_node) / inter.bytes_per_s);
