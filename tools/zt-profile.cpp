@@ -161,8 +161,8 @@ LinkCost measure_link(ProcessGroup& g, Backend& be, int repeats, std::vector<std
     xs.push_back(static_cast<double>(ring_bytes(1, shard * N, 4, N)));
     idle.push_back(median(t));
     loaded.push_back(median(tl));
-    log.push_back("  all_gather " + format_bytes(shard * 4) + " per rank on " + std::to_string(N) + " ranks: " +
-                  std::to_string(idle.back() * 1e3) + " ms, " + std::to_string(loaded.back() * 1e3) +
+    log.push_back("  all_gather " + format_bytes(shard * 4) + " per rank on " + std::to_string(N) +
+                  " ranks: " + std::to_string(idle.back() * 1e3) + " ms, " + std::to_string(loaded.back() * 1e3) +
                   " ms beside compute");
   }
   LinkCost l = fit_hop(xs, idle, N, "alone");

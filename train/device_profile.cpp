@@ -94,7 +94,8 @@ DeviceProfile device_profile_from_json(const nlohmann::json& j, const std::strin
         if (!ld.is_object()) ZT_THROW(where, ".loaded is ", ld.dump(), " (expected an object)");
         l.loaded_alpha_s = number(ld, "alpha_s", where + ".loaded");
         l.loaded_bytes_per_s = number(ld, "bytes_per_s", where + ".loaded");
-        if (l.loaded_bytes_per_s <= 0) ZT_THROW(where, ".loaded: 'bytes_per_s' is 0 (expected the link's bandwidth, > 0)");
+        if (l.loaded_bytes_per_s <= 0)
+          ZT_THROW(where, ".loaded: 'bytes_per_s' is 0 (expected the link's bandwidth, > 0)");
       }
       (it.key() == "inter_node" ? p.inter_node : p.intra_node) = l;
     }
@@ -136,7 +137,8 @@ nlohmann::json device_profile_json(const DeviceProfile& p) {
     if (!l) continue;
     nlohmann::json& o = j["links"][inter ? "inter_node" : "intra_node"];
     o = {{"alpha_s", l->alpha_s}, {"bytes_per_s", l->bytes_per_s}};
-    if (l->loaded_bytes_per_s > 0) o["loaded"] = {{"alpha_s", l->loaded_alpha_s}, {"bytes_per_s", l->loaded_bytes_per_s}};
+    if (l->loaded_bytes_per_s > 0)
+      o["loaded"] = {{"alpha_s", l->loaded_alpha_s}, {"bytes_per_s", l->loaded_bytes_per_s}};
   }
   j["ops"] = p.ops;
   return j;

@@ -183,9 +183,9 @@ class Timeline final : public DryRunObserver {
   Phase phase_ = Phase::forward;
   double t_ = 0, phase_start_ = 0;
   std::vector<Issued> issued_;
-  size_t head_ = 0;        // the first collective not done
-  double comm_t_ = 0;      // the comm queue has run up to here
-  double progress_ = 0;    // the head's share done
+  size_t head_ = 0;      // the first collective not done
+  double comm_t_ = 0;    // the comm queue has run up to here
+  double progress_ = 0;  // the head's share done
   StepTime out_;
 };
 

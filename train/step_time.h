@@ -75,9 +75,9 @@ struct StepTime {
   std::array<double, kNumOpClasses> compute_s{};  // the ops' time per class (slowed beside a collective)
   std::array<double, kNumCollectives> comm_s{};   // the comm queue's busy time per kind
   std::array<double, kNumCollectives> wait_s{};   // compute waiting on collectives of that kind
-  std::array<double, 2> exposed_s{};  // the same waits by link class (intra, inter)
-  double flops = 0;    // the step's arithmetic on this rank (recomputation included)
-  int64_t tokens = 0;  // this rank's tokens per step (micro-batch x sequence x accumulation)
+  std::array<double, 2> exposed_s{};              // the same waits by link class (intra, inter)
+  double flops = 0;                               // the step's arithmetic on this rank (recomputation included)
+  int64_t tokens = 0;                             // this rank's tokens per step (micro-batch x sequence x accumulation)
   std::vector<SimSpan> spans;
   double compute_total() const;
   double comm_total() const;
