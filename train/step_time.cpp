@@ -4,22 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "core/check.h"
 
 namespace zt {
 
-double StepTime::compute_total() const {
-  double t = 0;
-  for (double c : compute_s) t += c;
-  return t;
-}
-
-double StepTime::comm_total() const {
-  double t = 0;
-  for (double c : comm_s) t += c;
-  return t;
-}
+double StepTime::compute_total() const { return std::accumulate(compute_s.begin(), compute_s.end(), 0.0); }
+double StepTime::comm_total() const { return std::accumulate(comm_s.begin(), comm_s.end(), 0.0); }
 
 namespace {
 
