@@ -319,19 +319,24 @@ constexpr OpClass op_class(MetaOp op) {
   }
 }
 
-// A tensor argument as the replay remakes it: its shape and dtype (undefined stays undefined).
+// A tensor argument as the replay remakes it: its shape and dtype (undefined stays undefined), and
+// whether it is the row's host argument (copy_from_host's source, copy_to_host's destination: made
+// in the backend's pinned host memory).
 struct TensorSpec {
   bool defined = false;
   Shape shape;
   DType dtype = DType::f32;
+  bool host = false;
 };
 template <class A> A spec(const A& a) { return a; }
 TensorSpec spec(const Tensor& t) { return t.defined() ? TensorSpec{true, t.shape(), t.dtype()} : TensorSpec{}; }
 template <class A> const A& make(Backend&, const A& a) { return a; }
 Tensor make(Backend& be, const TensorSpec& s) {
   if (!s.defined) return Tensor();
-  Tensor t = Tensor::empty(s.shape, s.dtype, Category::workspace, be.allocator());
-  if (t.numel()) be.fill(t, 0.0);
+  Tensor t = Tensor::empty(s.shape, s.dtype, Category::workspace, s.host ? be.host_allocator(true) : be.allocator());
+  if (t.numel() == 0) return t;
+  if (s.host) t.zero_();  // host memory: written by the CPU
+  else be.fill(t, 0.0);
   return t;
 }
 
@@ -413,7 +418,10 @@ MetaOpRecord record_of(const char* name, R (Backend::*row)(P...), const A&... a)
   key << name;
   (key_part(key, a), ...);
   r.key = key.str();
-  r.prepare = [row, specs = std::make_tuple(spec(a)...)](Backend& be) -> std::function<void()> {
+  auto specs = std::make_tuple(spec(a)...);
+  if constexpr (op == MetaOp::copy_from_host) std::get<1>(specs).host = true;
+  if constexpr (op == MetaOp::copy_to_host) std::get<0>(specs).host = true;
+  r.prepare = [row, specs](Backend& be) -> std::function<void()> {
     auto made = std::apply([&](const auto&... s) { return std::make_tuple(make(be, s)...); }, specs);
     return [row, &be, made]() { std::apply([&](const auto&... t) { (be.*row)(t...); }, made); };
   };
