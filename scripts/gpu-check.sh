@@ -19,6 +19,7 @@
 #   bench_gpu_kernels   GEMMs vs cuBLASLt, attention vs cuDNN, element-wise bandwidth
 #   bench_train_step    GPT-2 124M bf16, B x 1024 for the largest B of 64, 32, 16, 8 that fits
 #   bench_train_step_no_epilogue   the same with GPT-2's forward GELU in our kernel, not cuBLASLt's epilogue
+#   step_time_profile   zt-profile on the GPU (GPT-2 124M's step), and zt-estimate --time's step beside it
 #   torch_peer          the same step in PyTorch (eager and torch.compile), the MFU to compare with
 #   bench_llama, torch_llama_peer   llama-100m bf16: ours, and PyTorch's (eager and compiled)
 #   llmc_peer           llm.c's train_gpt2cu, the same step (its default, and nothing recomputed)
@@ -200,6 +201,15 @@ bench_train() {  # bench_train MODEL [FLAGS...]: the largest of B = 64, 32, 16, 
 }
 export -f bench_train
 part bench_train_step 600 bash -c 'bench_train gpt2-124m'
+# The step simulator's GPU profile (docs/step-time.md): GPT-2 124M's bf16 step at B 64, T 1024, its
+# ops replayed on the GPU in the step's order, then the simulated step beside bench_train_step's
+# measured one (parts/profile_gpt2.json, parts/estimate_time_gpt2.json).
+part step_time_profile 300 bash -c '"$PACK/bin/zt-profile" --device cuda --model gpt2-124m -b 64 -t 1024 \
+  --precision bf16 --compute-dtype bf16 --stages 0 --threads 8 --repeats 3 -o "'"$PARTS"'/profile_gpt2.json" &&
+  "$PACK/bin/zt-estimate" --model gpt2-124m -b 64 -t 1024 --precision bf16 --compute-dtype bf16 --stage 0 \
+  --threads 8 --time "'"$PARTS"'/profile_gpt2.json" --json >"'"$PARTS"'/estimate_time_gpt2.json" &&
+  python3 -c "import json,sys; t=json.load(open(sys.argv[1]))[0][\"time\"]; print(\"simulated step\", round(t[\"step_s\"]*1e3, 1), \"ms\")" \
+  "'"$PARTS"'/estimate_time_gpt2.json"'
 # The same step with GPT-2's forward GELU in our kernel after the GEMM instead of cuBLASLt's
 # GELU_AUX_BIAS epilogue (the fusion's worth, measured in the same call).
 part bench_train_step_no_epilogue 600 bash -c 'bench_train gpt2-124m --gelu-epilogue off'

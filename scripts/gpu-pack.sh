@@ -39,7 +39,7 @@ say() { echo "[gpu-pack] $*" >&2; }
 command -v patchelf >/dev/null || { say "error: patchelf is missing (scripts/install-deps.sh installs it)"; exit 1; }
 command -v nvcc >/dev/null || { say "error: nvcc is not on PATH: the pack needs a CUDA build"; exit 1; }
 
-progs=(zt-info zt-train zt-estimate zt-generate zt-tokenize zt_mpi_tests zt_gpu_tests bench_gpu_kernels bench_train_step)
+progs=(zt-info zt-train zt-estimate zt-profile zt-generate zt-tokenize zt_mpi_tests zt_gpu_tests bench_gpu_kernels bench_train_step)
 if [ "${ZT_PACK_NO_BUILD:-0}" = 1 ]; then  # the pack test (tests/cli/test_gpu_pack.sh): BUILD as it is
   say "packing the existing build $BUILD"
 else
