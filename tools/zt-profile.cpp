@@ -1,5 +1,6 @@
 // defines: main (zt-profile); file-local: Clock, median, OpCollector, kWindowBytes, time_in_order,
-//          fit_hop, measure_link, measure_compute_pace, hostname
+//          fit_hop, RankBench, measure_link, measure_compute_pace,
+//          hostname
 //
 // zt-profile: what this machine's ops and links cost, written as a device profile
 // (train/device_profile.h) for the step simulator (zt-estimate --time, train/step_time.h).
@@ -115,52 +116,79 @@ LinkCost fit_hop(const std::vector<double>& xs, const std::vector<double>& ys, i
   return LinkCost{std::max(0.0, intercept) / (N - 1), 1.0 / slope};
 }
 
-// One link class: ring all-gathers of several sizes on g, every rank at once, the mean over the
-// ranks of the median time per size (a ring runs them in lockstep), fitted (fit_hop). Twice: with
-// the ranks idle, and loaded: issued while a GEMM loop about twice as long runs on the compute
-// thread, timed by the communication thread itself (ProcessGroup's busy time).
+// What both link measures need: a compute load (a loop of 512^3 float32 GEMMs on the backend) and
+// a timer that runs a piece of work `repeats` times on every rank at once (a barrier first) and
+// keeps the median of the ranks' mean time.
+struct RankBench {
+  ProcessGroup& g;
+  Backend& be;
+  int repeats;
+  GemmShape gs;
+  Tensor a, b, c;
+  RankBench(ProcessGroup& g_, Backend& be_, int repeats_) : g(g_), be(be_), repeats(repeats_) {
+    const int64_t n = 512;
+    gs.M = gs.N = gs.K = n;
+    for (Tensor* t : {&a, &b, &c}) *t = Tensor::zeros({n, n}, DType::f32, Category::workspace, be.allocator());
+    gemms(1);  // warm-up
+  }
+  void gemms(int k) {
+    for (int i = 0; i < k; ++i) be.gemm(gs, a, b, c);
+    be.synchronize();
+  }
+  double mean(double mine) { return g.all_reduce_sum(mine) / g.size(); }
+  double timed(const std::function<void()>& f) {
+    std::vector<double> t;
+    for (int i = 0; i < repeats; ++i) {
+      g.barrier();
+      const auto t0 = Clock::now();
+      f();
+      t.push_back(mean(std::chrono::duration<double>(Clock::now() - t0).count()));
+    }
+    return median(t);
+  }
+  // The GEMMs in about `seconds` alone.
+  int gemms_for(double seconds) {
+    return 1 + static_cast<int>(seconds / std::max(timed([&] { gemms(1); }), 1e-9));
+  }
+  // The all-gathers `issue` starts, with `k` GEMMs beside them, `repeats` times: the medians of the
+  // ranks' mean wall time (issue to the last wait) and of the all-gathers' own time then (the
+  // communication thread's busy time).
+  struct Beside {
+    double wall, comm;
+  };
+  Beside beside_gemms(const std::function<std::vector<WorkPtr>()>& issue, int k) {
+    const int kind = static_cast<int>(Collective::all_gather);
+    std::vector<double> wall, comm;
+    for (int i = 0; i < repeats; ++i) {
+      g.barrier();
+      const double busy0 = g.times().busy_s[kind];
+      const auto t0 = Clock::now();
+      std::vector<WorkPtr> w = issue();
+      gemms(k);
+      for (WorkPtr& done : w) done->wait();
+      wall.push_back(mean(std::chrono::duration<double>(Clock::now() - t0).count()));
+      comm.push_back(mean(g.times().busy_s[kind] - busy0));
+    }
+    return {median(wall), median(comm)};
+  }
+};
+
+// One link class: ring all-gathers of several sizes on g, every rank at once, fitted (fit_hop).
+// Twice: with the ranks idle, and loaded: issued while a GEMM loop about twice as long runs on
+// the compute thread, timed by the communication thread itself (ProcessGroup's busy time).
 LinkCost measure_link(ProcessGroup& g, Backend& be, int repeats, std::vector<std::string>& log) {
   const int N = g.size();
-  const int64_t n = 512;
-  Tensor a = Tensor::zeros({n, n}, DType::f32, Category::workspace, be.allocator());
-  Tensor b = Tensor::zeros({n, n}, DType::f32, Category::workspace, be.allocator());
-  Tensor c = Tensor::zeros({n, n}, DType::f32, Category::workspace, be.allocator());
-  GemmShape gs;
-  gs.M = gs.N = gs.K = n;
-  be.gemm(gs, a, b, c);
-  be.synchronize();
-  auto mean = [&](double mine) { return g.all_reduce_sum(mine) / N; };
-  g.barrier();
-  auto t0 = Clock::now();
-  be.gemm(gs, a, b, c);
-  be.synchronize();
-  const double one_gemm = std::max(1e-6, mean(std::chrono::duration<double>(Clock::now() - t0).count()));
-  const int kind = static_cast<int>(Collective::all_gather);
+  RankBench rb(g, be, repeats);
   std::vector<double> xs, idle, loaded;
   for (int64_t shard : {256, 65536, 1048576, 4194304}) {  // float32 elements per rank: 1 KiB to 16 MiB
     Tensor in = Tensor::zeros({shard}, DType::f32, Category::comm, be.allocator());
     Tensor out = Tensor::zeros({shard * N}, DType::f32, Category::comm, be.allocator());
     g.all_gather(in, out);  // warm-up (connections, buffers)
-    std::vector<double> t, tl;
-    for (int i = 0; i < repeats; ++i) {
-      g.barrier();
-      t0 = Clock::now();
-      g.all_gather(in, out);
-      t.push_back(mean(std::chrono::duration<double>(Clock::now() - t0).count()));
-    }
-    const int k = 1 + static_cast<int>(2 * median(t) / one_gemm);
-    for (int i = 0; i < repeats; ++i) {
-      g.barrier();
-      const double busy0 = g.times().busy_s[kind];
-      WorkPtr w = g.all_gather_async(in, out);
-      for (int j = 0; j < k; ++j) be.gemm(gs, a, b, c);
-      be.synchronize();
-      w->wait();
-      tl.push_back(mean(g.times().busy_s[kind] - busy0));
-    }
     xs.push_back(static_cast<double>(ring_bytes(1, shard * N, 4, N)));
-    idle.push_back(median(t));
-    loaded.push_back(median(tl));
+    idle.push_back(rb.timed([&] { g.all_gather(in, out); }));
+    loaded.push_back(rb.beside_gemms([&] { return std::vector<WorkPtr>{g.all_gather_async(in, out)}; },
+                                     rb.gemms_for(2 * idle.back()))
+                         .comm);
     log.push_back("  all_gather " + format_bytes(shard * 4) + " per rank on " + std::to_string(N) +
                   " ranks: " + std::to_string(idle.back() * 1e3) + " ms, " + std::to_string(loaded.back() * 1e3) +
                   " ms beside compute");
@@ -179,53 +207,25 @@ LinkCost measure_link(ProcessGroup& g, Backend& be, int repeats, std::vector<std
 // work in T, L of it beside the collectives: X = pace L + (T - L), so pace = (X - T + L) / L,
 // clamped to [0.01, 1]. Every rank at once.
 double measure_compute_pace(ProcessGroup& g, Backend& be, int repeats) {
-  const int N = g.size();
-  const int64_t shard = int64_t{1} << 20, n = 512;
+  const int64_t shard = int64_t{1} << 20;
+  RankBench rb(g, be, repeats);
   Tensor in = Tensor::zeros({shard}, DType::f32, Category::comm, be.allocator());
-  Tensor out = Tensor::zeros({shard * N}, DType::f32, Category::comm, be.allocator());
-  Tensor a = Tensor::zeros({n, n}, DType::f32, Category::workspace, be.allocator());
-  Tensor b = Tensor::zeros({n, n}, DType::f32, Category::workspace, be.allocator());
-  Tensor c = Tensor::zeros({n, n}, DType::f32, Category::workspace, be.allocator());
-  GemmShape gs;
-  gs.M = gs.N = gs.K = n;
-  auto gemms = [&](int k) {
-    for (int i = 0; i < k; ++i) be.gemm(gs, a, b, c);
-    be.synchronize();
-  };
-  auto timed = [&](const std::function<void()>& f) {
-    std::vector<double> t;
-    for (int i = 0; i < repeats; ++i) {
-      g.barrier();
-      const auto t0 = Clock::now();
-      f();
-      t.push_back(g.all_reduce_sum(std::chrono::duration<double>(Clock::now() - t0).count()) / N);
-    }
-    return median(t);
-  };
+  Tensor out = Tensor::zeros({shard * g.size()}, DType::f32, Category::comm, be.allocator());
   g.all_gather(in, out);
-  gemms(1);
-  const int m = std::clamp(static_cast<int>(0.05 / std::max(timed([&] { g.all_gather(in, out); }), 1e-6)) + 1, 1, 64);
+  const int m = std::clamp(static_cast<int>(0.05 / std::max(rb.timed([&] { g.all_gather(in, out); }), 1e-6)) + 1, 1,
+                           64);
   auto gathers = [&] {
     std::vector<WorkPtr> w;
     for (int i = 0; i < m; ++i) w.push_back(g.all_gather_async(in, out));
     return w;
   };
-  const double y = timed([&] {
+  const double y = rb.timed([&] {
     for (WorkPtr& w : gathers()) w->wait();
   });
-  const double one = timed([&] { gemms(1); });
-  const int k = 1 + static_cast<int>(2 * y / std::max(one, 1e-9));
-  const double x = timed([&] { gemms(k); });
-  const int kind = static_cast<int>(Collective::all_gather);
-  std::vector<double> ls;
-  const double t = timed([&] {
-    const double busy0 = g.times().busy_s[kind];
-    std::vector<WorkPtr> w = gathers();
-    gemms(k);
-    for (WorkPtr& done : w) done->wait();
-    ls.push_back(g.times().busy_s[kind] - busy0);
-  });
-  const double l = std::min(t, g.all_reduce_sum(median(ls)) / N);
+  const int k = rb.gemms_for(2 * y);
+  const double x = rb.timed([&] { rb.gemms(k); });
+  const RankBench::Beside both = rb.beside_gemms(gathers, k);
+  const double t = both.wall, l = std::min(both.wall, both.comm);
   return std::clamp((x - t + l) / std::max(l, 1e-9), 0.01, 1.0);
 }
 

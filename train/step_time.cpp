@@ -3,6 +3,7 @@
 #include "train/step_time.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -63,7 +64,7 @@ class Timeline final : public DryRunObserver {
     if (!on_) return;
     const double work = p_.op_seconds(op), t0 = t_;
     compute(work);
-    span(0, op.row, t0, t_);
+    span(TraceTrack::compute, op.row, t0, t_);
     out_.compute_s[static_cast<int>(op.cls)] += t_ - t0;  // slowed by communication beside it
     out_.flops += op.flops;
   }
@@ -81,7 +82,7 @@ class Timeline final : public DryRunObserver {
     while (head_ <= k) run_comm(kForever, /*loaded=*/false);
     const Issued& w = issued_[k];
     if (w.done <= t_) return;
-    span(0, "wait " + w.name, t_, w.done);
+    span(TraceTrack::compute, "wait " + w.name, t_, w.done);
     out_.wait_s[static_cast<int>(w.kind)] += w.done - t_;
     out_.exposed_s[w.inter ? 1 : 0] += w.done - t_;
     t_ = w.done;
@@ -155,7 +156,7 @@ class Timeline final : public DryRunObserver {
       }
       comm_t_ += left;
       c.done = comm_t_;
-      span(1, c.name, c.start, c.done);
+      span(TraceTrack::comm, c.name, c.start, c.done);
       out_.comm_s[static_cast<int>(c.kind)] += c.done - c.start;
       ++head_;
       progress_ = 0;
@@ -165,7 +166,7 @@ class Timeline final : public DryRunObserver {
   double& phase_time() {
     return phase_ == Phase::forward ? out_.forward_s : phase_ == Phase::backward ? out_.backward_s : out_.optimizer_s;
   }
-  void span(int track, const std::string& name, double t0, double t1) {
+  void span(TraceTrack track, const std::string& name, double t0, double t1) {
     if (t1 > t0) out_.spans.push_back({track, name, t0, t1});
   }
 
@@ -201,22 +202,15 @@ StepTime simulate_step_time(const DryRunRequest& req, const DeviceProfile& p, Dr
 }
 
 nlohmann::json step_time_trace_json(const StepTime& t, int rank) {
-  nlohmann::json ev = nlohmann::json::array();
-  ev.push_back({{"ph", "M"},
-                {"name", "process_name"},
-                {"pid", rank},
-                {"args", {{"name", "rank " + std::to_string(rank) + " (simulated)"}}}});
-  ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank}, {"tid", 0}, {"args", {{"name", "compute"}}}});
-  ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank}, {"tid", 1}, {"args", {{"name", "comm"}}}});
+  Tracer tr(rank);  // the real trace's format and tracks, on simulated times
+  const Tracer::Clock::time_point origin{};
+  tr.set_origin(origin);
+  auto at = [&](double s) {
+    return origin + std::chrono::duration_cast<Tracer::Clock::duration>(std::chrono::duration<double>(s));
+  };
   for (const SimSpan& s : t.spans)
-    ev.push_back({{"ph", "X"},
-                  {"name", s.name},
-                  {"cat", s.track ? "comm" : "compute"},
-                  {"pid", rank},
-                  {"tid", s.track},
-                  {"ts", s.t0 * 1e6},
-                  {"dur", (s.t1 - s.t0) * 1e6}});
-  return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
+    tr.span(s.track, s.name, s.track == TraceTrack::comm ? "comm" : "compute", at(s.t0), at(s.t1));
+  return {{"traceEvents", tr.events()}, {"displayTimeUnit", "ms"}};
 }
 
 }  // namespace zt

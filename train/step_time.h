@@ -52,16 +52,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/trace.h"                    // defines: Tracer, TraceTrack
 #include "dist/simulated_process_group.h"  // defines: SimulatedCollective
 #include "train/device_profile.h"
 #include "train/dry_run.h"
 
 namespace zt {
 
-// One interval of the simulated step (seconds from the step's start) on a track: 0 compute,
-// 1 comm, as the trace's tracks (core/trace.h).
+// One interval of the simulated step (seconds from the step's start) on a trace track (core/trace.h).
 struct SimSpan {
-  int track = 0;
+  TraceTrack track = TraceTrack::compute;
   std::string name;
   double t0 = 0, t1 = 0;
 };
@@ -93,7 +93,8 @@ double collective_seconds(const SimulatedCollective& c, const DeviceProfile& p, 
 // records stage 3's order). `run`, when given, receives the dry run itself (memory and bytes).
 StepTime simulate_step_time(const DryRunRequest& req, const DeviceProfile& p, DryRun* run = nullptr);
 
-// The simulated step as a Chrome trace (core/trace.h's format; pid = rank): compute and comm spans.
+// The simulated step as a Chrome trace: a Tracer's events (core/trace.h; pid = rank) on simulated
+// times, compute and comm spans.
 nlohmann::json step_time_trace_json(const StepTime& t, int rank);
 
 }  // namespace zt

@@ -1,0 +1,165 @@
+// defines: MetaOp, Row, op_class, TensorSpec, spec, make, key_part, numel_of, flops_of,
+//          causal_attention, record_of — what each row of the meta device is, for the step
+//          simulator (train/step_time.h): its class, its arithmetic, its bytes, its key, and its
+//          replay on a real backend (core/meta_backend.h's MetaOpRecord). Included by
+//          core/meta_backend.cpp only, which reports the outermost row of each op.
+#pragma once
+#include <algorithm>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <type_traits>
+
+#include "core/backend.h"
+#include "core/meta_backend.h"
+
+namespace zt::meta {
+
+// One enumerator per row of core/backend_ops.def, and a tag type per row (the rules' overloads).
+enum class MetaOp {
+#define ZT_BACKEND_OP(ret, name, params, args) name,
+#include "core/backend_ops.def"
+};
+template <MetaOp op> struct Row {};
+
+constexpr OpClass op_class(MetaOp op) {
+  switch (op) {
+    case MetaOp::gemm:
+    case MetaOp::linear:
+    case MetaOp::linear_backward:
+    case MetaOp::linear_gelu:
+    case MetaOp::linear_dgelu_backward: return OpClass::gemm;
+    case MetaOp::attention:
+    case MetaOp::attention_backward:
+    case MetaOp::attention_packed:
+    case MetaOp::attention_packed_backward: return OpClass::attention;
+    case MetaOp::layernorm:
+    case MetaOp::layernorm_backward:
+    case MetaOp::rmsnorm:
+    case MetaOp::rmsnorm_backward:
+    case MetaOp::residual_layernorm:
+    case MetaOp::residual_rmsnorm: return OpClass::norm;
+    case MetaOp::softmax:
+    case MetaOp::softmax_backward:
+    case MetaOp::cross_entropy:
+    case MetaOp::cross_entropy_backward:
+    case MetaOp::cross_entropy_and_grad: return OpClass::loss;
+    case MetaOp::adamw_step:
+    case MetaOp::sgd_step: return OpClass::optimizer;
+    case MetaOp::copy_from_host:
+    case MetaOp::copy_to_host: return OpClass::transfer;
+    default: return OpClass::elementwise;
+  }
+}
+
+// A tensor argument as the replay remakes it: its shape and dtype (undefined stays undefined), and
+// whether it is the row's host argument (copy_from_host's source, copy_to_host's destination: made
+// in the backend's pinned host memory).
+struct TensorSpec {
+  bool defined = false;
+  Shape shape;
+  DType dtype = DType::f32;
+  bool host = false;
+};
+template <class A> A spec(const A& a) { return a; }
+inline TensorSpec spec(const Tensor& t) { return t.defined() ? TensorSpec{true, t.shape(), t.dtype()} : TensorSpec{}; }
+template <class A> const A& make(Backend&, const A& a) { return a; }
+inline Tensor make(Backend& be, const TensorSpec& s) {
+  if (!s.defined) return Tensor();
+  Tensor t = Tensor::empty(s.shape, s.dtype, Category::workspace, s.host ? be.host_allocator(true) : be.allocator());
+  if (t.numel() == 0) return t;
+  if (s.host) t.zero_();  // host memory: written by the CPU
+  else be.fill(t, 0.0);
+  return t;
+}
+
+// The key's part of one argument: a tensor's dtype and shape, a number, a GEMM's shape; the
+// hyperparameters of an update and RoPE's tables change nothing of the work.
+template <class A> void key_part(std::ostream&, const A&) {}
+inline void key_part(std::ostream& o, const Tensor& t) {
+  o << ' ' << (t.defined() ? std::string(dtype_name(t.dtype())) + shape_str(t.shape()) : std::string("-"));
+}
+inline void key_part(std::ostream& o, bool v) { o << ' ' << v; }
+inline void key_part(std::ostream& o, int v) { o << ' ' << v; }
+inline void key_part(std::ostream& o, int64_t v) { o << ' ' << v; }
+inline void key_part(std::ostream& o, BinaryOp v) { o << " op" << static_cast<int>(v); }
+inline void key_part(std::ostream& o, const GemmShape& g) {
+  o << " gemm(" << g.trans_a << g.trans_b << ' ' << g.M << 'x' << g.N << 'x' << g.K << " batch " << g.batch << " beta "
+    << g.beta << ')';
+}
+
+// The rows' arithmetic (MetaOpRecord::flops). The generic rule: a few operations per element of
+// the largest tensor (elementwise 1, the others by what they compute per element).
+template <class A> int64_t numel_of(const A&) { return 0; }
+inline int64_t numel_of(const Tensor& t) { return t.defined() ? t.numel() : 0; }
+template <MetaOp op, class... A> double flops_of(Row<op>, const A&... a) {
+  int64_t n = 0;
+  ((n = std::max(n, numel_of(a))), ...);
+  constexpr OpClass c = op_class(op);
+  const double per = c == OpClass::norm ? 8 : c == OpClass::loss ? 6 : c == OpClass::optimizer ? 12 : 1;
+  return per * static_cast<double>(n);
+}
+inline double causal_attention(int64_t B, int64_t T, int64_t H, int64_t D) {  // one product over the causal half
+  return static_cast<double>(B) * H * T * T * D;
+}
+inline double flops_of(Row<MetaOp::gemm>, const GemmShape& g, const Tensor&, const Tensor&, const Tensor&) {
+  return 2.0 * g.M * g.N * g.K * g.batch;
+}
+inline double flops_of(Row<MetaOp::linear>, const Tensor& y, const Tensor& x, const Tensor&, const Tensor&) {
+  return 2.0 * y.numel() * x.size(-1);
+}
+inline double flops_of(Row<MetaOp::linear_backward>, const Tensor& dx, const Tensor& dw, const Tensor&,
+                       const Tensor& dy, const Tensor&, const Tensor& w, bool) {
+  const double in = dy.size(-1) ? static_cast<double>(w.numel()) / dy.size(-1) : 0;
+  return (dx.defined() + dw.defined()) * 2.0 * dy.numel() * in;
+}
+inline double flops_of(Row<MetaOp::linear_gelu>, const Tensor& y, const Tensor&, const Tensor& x, const Tensor&,
+                       const Tensor&) {
+  return 2.0 * y.numel() * x.size(-1);
+}
+inline double flops_of(Row<MetaOp::linear_dgelu_backward>, const Tensor& dpre, const Tensor&, const Tensor& dy,
+                       const Tensor&, const Tensor&, bool) {
+  return 2.0 * dpre.numel() * dy.size(-1);
+}
+inline double flops_of(Row<MetaOp::attention>, const Tensor&, const Tensor& q, const Tensor&, const Tensor&, bool) {
+  return 2 * causal_attention(q.size(0), q.size(1), q.size(2), q.size(3));
+}
+inline double flops_of(Row<MetaOp::attention_backward>, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                       const Tensor& q, const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
+  return 5 * causal_attention(q.size(0), q.size(1), q.size(2), q.size(3));
+}
+inline double flops_of(Row<MetaOp::attention_packed>, const Tensor&, const Tensor& qkv, int64_t Hq, int64_t Hkv, bool) {
+  return 2 * causal_attention(qkv.size(0), qkv.size(1), Hq, qkv.size(2) / (Hq + 2 * Hkv));
+}
+inline double flops_of(Row<MetaOp::attention_packed_backward>, const Tensor&, const Tensor&, const Tensor& qkv,
+                       const Tensor&, const Tensor&, int64_t Hq, int64_t Hkv) {
+  return 5 * causal_attention(qkv.size(0), qkv.size(1), Hq, qkv.size(2) / (Hq + 2 * Hkv));
+}
+
+template <MetaOp op, class R, class... P, class... A>
+MetaOpRecord record_of(const char* name, R (Backend::*row)(P...), const A&... a) {
+  MetaOpRecord r;
+  r.row = name;
+  r.cls = op_class(op);
+  r.flops = flops_of(Row<op>{}, a...);
+  auto bytes = [](const auto& x) -> int64_t {
+    if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Tensor>) return x.defined() ? x.nbytes() : 0;
+    else return 0;
+  };
+  ((r.bytes += bytes(a)), ...);
+  std::ostringstream key;
+  key << name;
+  (key_part(key, a), ...);
+  r.key = key.str();
+  auto specs = std::make_tuple(spec(a)...);
+  if constexpr (op == MetaOp::copy_from_host) std::get<1>(specs).host = true;
+  if constexpr (op == MetaOp::copy_to_host) std::get<0>(specs).host = true;
+  r.prepare = [row, specs](Backend& be) -> std::function<void()> {
+    auto made = std::apply([&](const auto&... s) { return std::make_tuple(make(be, s)...); }, specs);
+    return [row, &be, made]() { std::apply([&](const auto&... t) { (be.*row)(t...); }, made); };
+  };
+  return r;
+}
+
+}  // namespace zt::meta
