@@ -5,7 +5,8 @@
 #   <prefix>/lib/cmake/ZeroTensor/             ZeroTensorConfig.cmake, ZeroTensorConfigVersion.cmake,
 #                                              ZeroTensorTargets*.cmake (ZeroTensor::zt, ::core, ::nn, ...)
 #   <prefix>/bin/zt-train, zt-generate, ...    the tools
-#   <prefix>/share/ZeroTensor/configs/*.json   the ready DeepSpeed-style configs
+#   <prefix>/share/ZeroTensor/configs/*.json   the ready DeepSpeed-style configs (models/: model shapes,
+#                                              devices/: the step simulator's datasheet profiles)
 #
 # Public headers: every .h (and .def) of every layer built, except
 #   - the private kernel headers: any file under a kernels/ folder (core/kernels/, cuda/kernels/),

@@ -59,6 +59,12 @@ struct MetaOpRecord {
   // a few operations per element of their largest tensor (they are bound by memory, not by this).
   double flops = 0;
   int64_t bytes = 0;  // the bytes of its tensor arguments, each read or written once
+  // The row runs on the host tier's tensors (every tensor argument allocated from
+  // host_allocator(): the offloaded optimizer's step on the CPU), not on the device's: a GPU
+  // profile costs it at the host's rates (train/device_profile.h's host_classes). Its key starts
+  // with "host ". A copy between the tiers (OpClass::transfer) is neither: it is the link between
+  // them.
+  bool host = false;
   // The row's signature: its name, every tensor's dtype and shape, every scalar that changes the
   // work. Two records with the same key do the same work.
   std::string key;

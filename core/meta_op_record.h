@@ -148,8 +148,18 @@ MetaOpRecord record_of(const char* name, R (Backend::*row)(P...), const A&... a)
     else return 0;
   };
   ((r.bytes += bytes(a)), ...);
+  if constexpr (op_class(op) != OpClass::transfer) {
+    int tensors = 0, on_host = 0;
+    Allocator* host = &meta_backend().host_allocator(false);
+    auto count = [&](const auto& x) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Tensor>)
+        if (x.defined() && x.numel() > 0) ++tensors, on_host += x.storage()->allocator() == host;
+    };
+    (count(a), ...);
+    r.host = tensors > 0 && on_host == tensors;
+  }
   std::ostringstream key;
-  key << name;
+  key << (r.host ? "host " : "") << name;
   (key_part(key, a), ...);
   r.key = key.str();
   auto specs = std::make_tuple(spec(a)...);

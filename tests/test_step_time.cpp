@@ -39,7 +39,7 @@ Tensor meta(const Shape& s, DType dt = DType::f32) {
 DeviceProfile simple_profile(double pace = 1.0) {
   DeviceProfile p;
   p.name = "test";
-  for (int c = 0; c < kNumOpClasses; ++c) p.classes[c] = ClassRate{1e9, 1e9, 0};
+  for (int c = 0; c < kNumOpClasses; ++c) p.classes[c] = p.host_classes[c] = ClassRate{1e9, 1e9, 0};
   p.intra_node = LinkCost{1e-5, 1e9};
   p.inter_node = LinkCost{1e-4, 1e8};
   p.compute_pace = pace;
@@ -229,6 +229,9 @@ TEST_CASE("a device profile's file: written, read back, and its errors name the 
   p.source = "a test";
   p.ops["linear float32(2, 2)"] = 1.5e-6;
   p.peak_flops_per_s = 2e12;
+  p.host_classes = {};
+  p.host_classes[static_cast<int>(OpClass::optimizer)] = ClassRate{0, 2e8, 1e-5};
+  p.sources["classes.gemm"] = "a datasheet";
   const std::string path = dir.file("p.json");
   std::ofstream(path) << device_profile_json(p).dump();
   const DeviceProfile q = read_device_profile(path);
@@ -241,6 +244,9 @@ TEST_CASE("a device profile's file: written, read back, and its errors name the 
   CHECK(q.inter_node->hop(true).bytes_per_s == 5e7);
   CHECK(q.intra_node->hop(true).bytes_per_s == 1e9);  // none measured: the idle hop
   CHECK(q.classes[static_cast<int>(OpClass::norm)]->bytes_per_s == 1e9);
+  CHECK(q.host_classes[static_cast<int>(OpClass::optimizer)]->bytes_per_s == 2e8);
+  CHECK(!q.host_classes[static_cast<int>(OpClass::gemm)]);
+  CHECK(q.sources.at("classes.gemm") == "a datasheet");
 
   auto bad = [&](const std::string& text) {
     std::ofstream(path) << text;
@@ -259,5 +265,70 @@ TEST_CASE("a device profile's file: written, read back, and its errors name the 
   CHECK_THROWS_WITH(bad(R"({"links": {"intra_node": {"alpha_s": 0, "bytes_per_s": 1, "loaded": {"alpha_s": 0}}}})")(),
                     Contains("links.intra_node.loaded: the key 'bytes_per_s' is missing"));
   CHECK_THROWS_WITH(bad(R"({"ops": {"x": "fast"}})")(), Contains("ops['x'] is \"fast\""));
+  CHECK_THROWS_WITH(bad(R"({"host_classes": {"optimizer": {"bytes_per_s": 0}}})")(),
+                    Contains("host_classes.optimizer: neither"));
+  CHECK_THROWS_WITH(bad(R"({"sources": {"classes.gemm": 3}})")(), Contains("sources['classes.gemm'] is 3"));
   CHECK_THROWS_WITH(read_device_profile(dir.file("none.json")), Contains("none.json"));
+}
+
+TEST_CASE("the offloaded optimizer's ops are the host's: costed at the profile's host rates", "[step_time]") {
+  // Stage 2 with the optimizer in host memory: its AdamW runs on the host tier's tensors.
+  DryRunRequest r = nano(2, 2);
+  r.run.engine.zero.offload_optimizer.device = OffloadDevice::cpu;
+  Recorder rec;
+  struct Forward final : DryRunObserver {
+    Recorder& r;
+    explicit Forward(Recorder& x) : r(x) {}
+    void on_op(const MetaOpRecord& op) override { r.on_op(op); }
+    int64_t issued(const SimulatedCollective&) override { return 0; }
+    void waited(int64_t) override {}
+    void phase(int, Phase) override {}
+  } fwd(rec);
+  r.observer = &fwd;
+  dry_run(r);
+  int host_adamw = 0, device_adamw = 0, host_gemm = 0;
+  for (const MetaOpRecord& op : rec.ops) {
+    if (std::string(op.row) == "adamw_step") (op.host ? host_adamw : device_adamw)++;
+    if (op.host && op.cls == OpClass::gemm) ++host_gemm;
+    if (op.host) CHECK(op.key.rfind("host ", 0) == 0);
+    if (op.cls == OpClass::transfer) CHECK(!op.host);
+  }
+  CHECK(host_adamw > 0);
+  CHECK(device_adamw == 0);
+  CHECK(host_gemm == 0);
+
+  // A profile whose host is 10x slower than its device: the optimizer's time grows by 10x.
+  const int opt = static_cast<int>(OpClass::optimizer);
+  DeviceProfile p = simple_profile();
+  p.host_classes[opt].reset();
+  r.observer = nullptr;
+  CHECK_THROWS_WITH(simulate_step_time(r, p), Contains("no host rate for the op class 'optimizer'"));
+  p.host_classes[opt] = ClassRate{1e9, 1e9, 0};
+  const StepTime same = simulate_step_time(r, p);
+  p.host_classes[opt] = ClassRate{1e8, 1e8, 0};
+  const StepTime slow = simulate_step_time(r, p);
+  CHECK(same.compute_s[opt] > 0);
+  CHECK(slow.compute_s[opt] == Approx(10 * same.compute_s[opt]).epsilon(1e-9));
+  CHECK(slow.compute_s[static_cast<int>(OpClass::gemm)] == Approx(same.compute_s[static_cast<int>(OpClass::gemm)]));
+}
+
+TEST_CASE("the bundled device profiles read, and say where every number comes from", "[step_time]") {
+  for (const char* name : {"v100-dgx2", "a100-sxm-80gb", "h100-sxm", "h200-sxm"}) {
+    INFO(name);
+    const DeviceProfile p = read_device_profile(std::string(ZT_SOURCE_DIR) + "/configs/devices/" + name + ".json");
+    CHECK(p.peak_flops_per_s > 0);
+    CHECK(p.intra_node);
+    CHECK(p.inter_node);
+    for (int c = 0; c < kNumOpClasses; ++c) CHECK(p.classes[c]);
+    CHECK(p.host_classes[static_cast<int>(OpClass::optimizer)]);
+    CHECK(p.host_classes[static_cast<int>(OpClass::elementwise)]);
+    // no class runs faster than the peak, and every number has its source
+    CHECK(p.classes[static_cast<int>(OpClass::gemm)]->flops_per_s < p.peak_flops_per_s);
+    CHECK(p.classes[static_cast<int>(OpClass::attention)]->flops_per_s < p.peak_flops_per_s);
+    for (const char* key :
+         {"peak_flops_per_s", "classes.gemm", "classes.attention", "classes.norm, loss, elementwise, optimizer",
+          "classes.transfer", "host_classes", "links.intra_node", "links.inter_node", "overhead_s", "compute_pace"})
+      CHECK(p.sources.count(key) == 1);
+    CHECK(!p.source.empty());
+  }
 }

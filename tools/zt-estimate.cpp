@@ -64,6 +64,9 @@ nlohmann::json time_json(const StepTime& t, const DeviceProfile& p, int world) {
     j["wait_s"][collective_name(static_cast<Collective>(k))] = t.wait_s[k];
   }
   if (p.peak_flops_per_s > 0 && t.step_s > 0) j["mfu"] = t.flops / t.step_s / p.peak_flops_per_s;
+  if (t.tokens > 0) j["flops_per_token"] = t.flops / static_cast<double>(t.tokens);
+  if (p.peak_flops_per_s > 0 && t.flops > 0)
+    j["tokens_per_s_per_rank_at_peak"] = static_cast<double>(t.tokens) * p.peak_flops_per_s / t.flops;
   return j;
 }
 
@@ -85,6 +88,11 @@ void print_time(const StepTime& t, const DeviceProfile& p, int world) {
   std::printf("  %-34s %10.3f TFLOP/s per rank", "arithmetic", t.step_s > 0 ? t.flops / t.step_s / 1e12 : 0.0);
   if (p.peak_flops_per_s > 0 && t.step_s > 0)
     std::printf(" (MFU %.1f%%)", 100 * t.flops / t.step_s / p.peak_flops_per_s);
+  // The bound no schedule beats: every flop of the step (recomputation included) at the peak.
+  if (p.peak_flops_per_s > 0 && t.flops > 0 && t.tokens > 0)
+    std::printf("\n  %-34s %10.0f tokens/s per rank (%.3g FLOP per token, at %.0f TFLOP/s)",
+                "ceiling (at the device's peak)", static_cast<double>(t.tokens) * p.peak_flops_per_s / t.flops,
+                t.flops / static_cast<double>(t.tokens), p.peak_flops_per_s / 1e12);
   std::printf("\n\n");
 }
 
@@ -335,10 +343,15 @@ int main(int argc, char** argv) {
   app.add_option(
       "--nodes", nodes,
       "with --model: the bytes a step moves, ranks spread over this many nodes (N / nodes each, in rank order)");
+  int64_t gpus_per_node = 0;
+  app.add_option(
+      "--gpus-per-node", gpus_per_node,
+      "with --nodes: ranks per node (the world is nodes x gpus-per-node; --world-size, if given, must agree)");
   app.add_option("--grad-accum", accum, "gradient accumulation steps of that step (default: --config's, else 1)");
   std::string time_profile, trace_path;
-  app.add_option("--time", time_profile,
+  app.add_option("--time,--cluster", time_profile,
                  "with --model: the step's time, simulated on this device profile (zt-profile writes one; "
+                 "configs/devices/ has datasheet ones; "
                  "train/step_time.h): step, forward, backward, optimizer, communication busy and exposed");
   app.add_option("--trace", trace_path, "with --time: the simulated step as a Chrome trace (Perfetto opens it)");
   CLI11_PARSE(app, argc, argv);
@@ -347,6 +360,12 @@ int main(int argc, char** argv) {
     if (paper) {
       std::cout << paper_table1();
       return 0;
+    }
+    if (app.count("--gpus-per-node")) {
+      if (gpus_per_node < 1) ZT_THROW("--gpus-per-node ", gpus_per_node, ": expected >= 1");
+      if (app.count("--world-size") && world != nodes * gpus_per_node)
+        ZT_THROW("--world-size ", world, " disagrees with --nodes ", nodes, " x --gpus-per-node ", gpus_per_node);
+      world = nodes * gpus_per_node;
     }
     EngineConfig run;  // the settings the estimate is for (the command line over --config's)
     bool overlap_set = app.count("--overlap-comm") > 0;  // else DeepSpeed's default: on at stage 3 only

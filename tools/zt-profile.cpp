@@ -14,6 +14,8 @@
 //          its ops at the same moment (a barrier first), so the times include what ranks sharing
 //          a machine cost each other, as they do in training. Each class's roofline rate is
 //          fitted to its own measured ops (the sum of their flops or bytes over the sum of times).
+//          The ops on the host tier (--offload's optimizer step and its casts) run on the cpu
+//          backend, where the engine runs them, and are fitted apart (host_classes).
 //   links  under mpirun with 2 ranks or more: ring all-gathers of 1 KiB to 16 MiB per rank on the
 //          world group (inter-node when the ranks are on several nodes, else intra-node) and on
 //          each node's group (intra-node, when nodes hold 2 ranks or more); alpha and beta are the
@@ -80,15 +82,19 @@ class OpCollector final : public DryRunObserver {
 // once to warm up and then `repeats` times in order; every run of every occurrence of a key is one
 // sample of that key.
 constexpr int64_t kWindowBytes = int64_t{512} << 20;
+// An op on the host tier (MetaOpRecord::host: the offloaded optimizer's step) runs on the cpu
+// backend, where the engine runs it; the others on the device's.
 void time_in_order(const std::vector<MetaOpRecord>& seq, Backend& be, int repeats,
                    std::map<std::string, std::vector<double>>& samples) {
+  Backend& host = backend(Device::cpu());
   for (size_t a = 0; a < seq.size();) {
     size_t b = a;
     int64_t bytes = 0;
     std::vector<std::function<void()>> runs;
     while (b < seq.size() && (b == a || bytes + seq[b].bytes <= kWindowBytes)) {
       bytes += seq[b].bytes;
-      runs.push_back(seq[b++].prepare(be));
+      runs.push_back(seq[b].prepare(seq[b].host ? host : be));
+      ++b;
     }
     for (auto& r : runs) r();
     be.synchronize();
@@ -96,7 +102,7 @@ void time_in_order(const std::vector<MetaOpRecord>& seq, Backend& be, int repeat
       for (size_t k = 0; k < runs.size(); ++k) {
         const auto t0 = Clock::now();
         runs[k]();
-        be.synchronize();
+        if (!seq[a + k].host) be.synchronize();
         samples[seq[a + k].key].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
       }
     a = b;
@@ -338,19 +344,27 @@ int main(int argc, char** argv) {
     std::map<std::string, const MetaOpRecord*> distinct;
     for (const std::vector<MetaOpRecord>& seq : steps)
       for (const MetaOpRecord& op : seq) distinct.emplace(op.key, &op);
-    std::array<double, kNumOpClasses> t_sum{}, flops_sum{}, bytes_sum{};
+    // (the host tier's ops apart: host_classes)
+    std::array<std::array<double, kNumOpClasses>, 2> t_sum{}, flops_sum{}, bytes_sum{};
     for (const auto& [key, op] : distinct) {
-      const int c = static_cast<int>(op->cls);
-      t_sum[c] += p.ops[key];
-      flops_sum[c] += op->flops;
-      bytes_sum[c] += static_cast<double>(op->bytes);
+      const int c = static_cast<int>(op->cls), h = op->host;
+      t_sum[h][c] += p.ops[key];
+      flops_sum[h][c] += op->flops;
+      bytes_sum[h][c] += static_cast<double>(op->bytes);
     }
-    for (int c = 0; c < kNumOpClasses; ++c) {
-      if (t_sum[c] <= 0) continue;
-      const OpClass cls = static_cast<OpClass>(c);
-      const bool arithmetic = cls == OpClass::gemm || cls == OpClass::attention;
-      p.classes[c] = arithmetic ? ClassRate{flops_sum[c] / t_sum[c], 0, 0} : ClassRate{0, bytes_sum[c] / t_sum[c], 0};
-    }
+    for (int h = 0; h < 2; ++h)
+      for (int c = 0; c < kNumOpClasses; ++c) {
+        if (t_sum[h][c] <= 0) continue;
+        const OpClass cls = static_cast<OpClass>(c);
+        const bool arithmetic = cls == OpClass::gemm || cls == OpClass::attention;
+        (h ? p.host_classes : p.classes)[c] = arithmetic ? ClassRate{flops_sum[h][c] / t_sum[h][c], 0, 0}
+                                                         : ClassRate{0, bytes_sum[h][c] / t_sum[h][c], 0};
+      }
+    // On the CPU the host tier is the device's own memory: a class not timed on the host costs there
+    // what it costs on the device.
+    if (rd.device.is_cpu())
+      for (int c = 0; c < kNumOpClasses; ++c)
+        if (!p.host_classes[c]) p.host_classes[c] = p.classes[c];
 
     // The links.
     std::vector<std::string> log;
@@ -380,13 +394,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "zt-profile: %zu ops of %s (b %lld, t %lld) timed on %s, %d rank(s) over %d node(s)\n",
                    distinct.size(), model_name.c_str(), static_cast<long long>(batch), static_cast<long long>(seq_len),
                    rd.device.str().c_str(), g.size(), p.nodes);
-      for (int c = 0; c < kNumOpClasses; ++c)
-        if (p.classes[c])
-          std::fprintf(stderr, "  %-12s %8.3f ms in the step's ops  %s\n", op_class_name(static_cast<OpClass>(c)),
-                       t_sum[c] * 1e3,
-                       p.classes[c]->flops_per_s > 0
-                           ? (std::to_string(p.classes[c]->flops_per_s / 1e9) + " GFLOP/s").c_str()
-                           : (std::to_string(p.classes[c]->bytes_per_s / 1e9) + " GB/s").c_str());
+      for (int h = 0; h < 2; ++h)
+        for (int c = 0; c < kNumOpClasses; ++c)
+          if (const auto& r = (h ? p.host_classes : p.classes)[c]; r && t_sum[h][c] > 0)
+            std::fprintf(stderr, "  %-5s%-12s %8.3f ms in the step's ops  %s\n", h ? "host " : "",
+                         op_class_name(static_cast<OpClass>(c)), t_sum[h][c] * 1e3,
+                         r->flops_per_s > 0 ? (std::to_string(r->flops_per_s / 1e9) + " GFLOP/s").c_str()
+                                            : (std::to_string(r->bytes_per_s / 1e9) + " GB/s").c_str());
       for (const std::string& l : log) std::fprintf(stderr, "%s\n", l.c_str());
       for (int inter = 0; inter < 2; ++inter)
         if (const auto& l = inter ? p.inter_node : p.intra_node)

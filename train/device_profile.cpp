@@ -12,10 +12,11 @@ namespace zt {
 
 double DeviceProfile::op_seconds(const MetaOpRecord& op) const {
   if (auto it = ops.find(op.key); it != ops.end()) return it->second;
-  const std::optional<ClassRate>& c = classes[static_cast<int>(op.cls)];
+  const std::optional<ClassRate>& c = (op.host ? host_classes : classes)[static_cast<int>(op.cls)];
   if (!c)
-    ZT_THROW("profile '", name, "': no rate for the op class '", op_class_name(op.cls),
-             "' and no measured time for the op '", op.key, "' (profile it with zt-profile on this model)");
+    ZT_THROW("profile '", name, "': no ", op.host ? "host " : "", "rate for the op class '", op_class_name(op.cls),
+             "' and no measured time for the op '", op.key, "' (profile it with zt-profile on this model",
+             op.host ? ", with --offload" : "", ")");
   double t = 0;
   if (c->flops_per_s > 0) t = std::max(t, op.flops / c->flops_per_s);
   if (c->bytes_per_s > 0) t = std::max(t, static_cast<double>(op.bytes) / c->bytes_per_s);
@@ -59,9 +60,10 @@ DeviceProfile device_profile_from_json(const nlohmann::json& j, const std::strin
   p.compute_pace = j.contains("compute_pace") ? number(j, "compute_pace", what) : 1.0;
   if (p.compute_pace <= 0 || p.compute_pace > 1)
     ZT_THROW(what, ": 'compute_pace' is ", p.compute_pace, " (expected a pace in (0, 1])");
-  if (j.contains("classes")) {
-    const nlohmann::json& cs = j.at("classes");
-    if (!cs.is_object()) ZT_THROW(what, ": 'classes' is ", cs.dump(), " (expected an object of op classes)");
+  for (const char* field : {"classes", "host_classes"}) {
+    if (!j.contains(field)) continue;
+    const nlohmann::json& cs = j.at(field);
+    if (!cs.is_object()) ZT_THROW(what, ": '", field, "' is ", cs.dump(), " (expected an object of op classes)");
     for (auto it = cs.begin(); it != cs.end(); ++it) {
       int k = 0;
       while (k < kNumOpClasses && it.key() != op_class_name(static_cast<OpClass>(k))) ++k;
@@ -69,14 +71,14 @@ DeviceProfile device_profile_from_json(const nlohmann::json& j, const std::strin
       for (int c = 0; c < kNumOpClasses; ++c)
         known += std::string(c ? ", " : "") + op_class_name(static_cast<OpClass>(c));
       if (k == kNumOpClasses)
-        ZT_THROW(what, ": 'classes' has an unknown op class '", it.key(), "' (expected ", known, ")");
-      const std::string where = what + ": classes." + it.key();
+        ZT_THROW(what, ": '", field, "' has an unknown op class '", it.key(), "' (expected ", known, ")");
+      const std::string where = what + ": " + field + "." + it.key();
       if (!it.value().is_object()) ZT_THROW(where, " is ", it.value().dump(), " (expected an object)");
       ClassRate r{number(it.value(), "flops_per_s", where, false), number(it.value(), "bytes_per_s", where, false),
                   number(it.value(), "overhead_s", where, false)};
       if (!(r.flops_per_s > 0 || r.bytes_per_s > 0))
         ZT_THROW(where, ": neither 'flops_per_s' nor 'bytes_per_s' is > 0 (an op of this class would take no time)");
-      p.classes[k] = r;
+      (field == std::string("classes") ? p.classes : p.host_classes)[k] = r;
     }
   }
   if (j.contains("links")) {
@@ -110,6 +112,16 @@ DeviceProfile device_profile_from_json(const nlohmann::json& j, const std::strin
       p.ops[it.key()] = it.value().get<double>();
     }
   }
+  if (j.contains("sources")) {
+    const nlohmann::json& ss = j.at("sources");
+    if (!ss.is_object())
+      ZT_THROW(what, ": 'sources' is ", ss.dump().substr(0, 80), " (expected an object: field -> text)");
+    for (auto it = ss.begin(); it != ss.end(); ++it) {
+      if (!it.value().is_string())
+        ZT_THROW(what, ": sources['", it.key(), "'] is ", it.value().dump(), " (expected a string)");
+      p.sources[it.key()] = it.value().get<std::string>();
+    }
+  }
   return p;
 }
 
@@ -126,11 +138,13 @@ nlohmann::json device_profile_json(const DeviceProfile& p) {
                       {"nodes", p.nodes},
                       {"peak_flops_per_s", p.peak_flops_per_s},
                       {"compute_pace", p.compute_pace}};
-  j["classes"] = nlohmann::json::object();
-  for (int k = 0; k < kNumOpClasses; ++k)
-    if (const auto& c = p.classes[k])
-      j["classes"][op_class_name(static_cast<OpClass>(k))] = {
-          {"flops_per_s", c->flops_per_s}, {"bytes_per_s", c->bytes_per_s}, {"overhead_s", c->overhead_s}};
+  for (const char* field : {"classes", "host_classes"}) {
+    j[field] = nlohmann::json::object();
+    for (int k = 0; k < kNumOpClasses; ++k)
+      if (const auto& c = (field == std::string("classes") ? p.classes : p.host_classes)[k])
+        j[field][op_class_name(static_cast<OpClass>(k))] = {
+            {"flops_per_s", c->flops_per_s}, {"bytes_per_s", c->bytes_per_s}, {"overhead_s", c->overhead_s}};
+  }
   j["links"] = nlohmann::json::object();
   for (int inter = 0; inter < 2; ++inter) {
     const std::optional<LinkCost>& l = inter ? p.inter_node : p.intra_node;
@@ -141,6 +155,7 @@ nlohmann::json device_profile_json(const DeviceProfile& p) {
       o["loaded"] = {{"alpha_s", l->loaded_alpha_s}, {"bytes_per_s", l->loaded_bytes_per_s}};
   }
   j["ops"] = p.ops;
+  if (!p.sources.empty()) j["sources"] = p.sources;
   return j;
 }
 

@@ -11,13 +11,19 @@
 //            bytes_per_s, plus overhead_s per op (a launch, a dispatch). zt-profile fits each class's
 //            rate to its own measured ops (the sum of their flops or bytes over the sum of their
 //            times); a profile written from a datasheet gives the sustained rates directly.
+//   host_classes  the same rooflines for the ops that run on the host tier's memory (core/
+//            meta_backend.h's MetaOpRecord::host: the offloaded optimizer's AdamW on the CPU, its
+//            casts), when the device is not the host (a GPU); zt-profile on a CPU writes the same
+//            rates as `classes`, for the host tier is the CPU's own memory there.
 //   links    per link class (intra-node: shared memory or NVLink; inter-node: the network), the
 //            alpha-beta model of one hop (Hockney 1994): a message of b bytes takes
 //            alpha_s + b / bytes_per_s, and "loaded": the same while compute runs beside it.
 //            Collectives are costed by their algorithm over these hops (train/step_time.h's
 //            collective_seconds).
 // And where the numbers come from (`source`: the command and machine that measured them, or the
-// datasheet), which every table that quotes a prediction prints beside it.
+// datasheet), which every table that quotes a prediction prints beside it; a profile written by
+// hand (configs/devices/) also says where each number comes from (`sources`: the field's path,
+// "classes.gemm", "links.inter_node", -> the datasheet, paper or record it was read from).
 //
 // The JSON file (zt-profile writes it; the keys are these fields' names):
 //   {"name": "...", "source": "...", "threads": 1, "ranks_per_node": 4, "nodes": 1,
@@ -25,7 +31,9 @@
 //    "classes": {"gemm": {"flops_per_s": 3.1e10, "bytes_per_s": 0, "overhead_s": 0}, ...},
 //    "links": {"intra_node": {"alpha_s": 2e-5, "bytes_per_s": 2e9,
 //                             "loaded": {"alpha_s": 4e-3, "bytes_per_s": 1e9}}, "inter_node": {...}},
-//    "ops": {"linear float32(4, 128, 256) ...": 1.2e-4, ...}}
+//    "host_classes": {"optimizer": {"bytes_per_s": 2e10}, ...},
+//    "ops": {"linear float32(4, 128, 256) ...": 1.2e-4, ...},
+//    "sources": {"classes.gemm": "...", ...}}
 // A class or link may be missing (a one-node profile has no inter-node link); using it is then an
 // error that names the profile and what it lacks.
 #pragma once
@@ -71,11 +79,13 @@ struct DeviceProfile {
   // measures it: a GEMM loop alone, then with an all-gather in flight beside it.
   double compute_pace = 1;
   std::array<std::optional<ClassRate>, kNumOpClasses> classes;
+  std::array<std::optional<ClassRate>, kNumOpClasses> host_classes;  // the ops on the host tier
   std::optional<LinkCost> intra_node, inter_node;
-  std::map<std::string, double> ops;  // op key -> measured seconds
+  std::map<std::string, double> ops;           // op key -> measured seconds
+  std::map<std::string, std::string> sources;  // a field's path -> where its number comes from
 
-  // The op's time: measured when its key is in `ops`, else its class's roofline. Throws naming
-  // the profile and the class when neither is there.
+  // The op's time: measured when its key is in `ops`, else its class's roofline (host_classes'
+  // for an op on the host tier). Throws naming the profile and the class when neither is there.
   double op_seconds(const MetaOpRecord& op) const;
   // The link of that class (0 intra-node, 1 inter-node); throws naming what is missing.
   const LinkCost& link(int inter) const;
