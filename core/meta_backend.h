@@ -62,8 +62,10 @@ struct MetaOpRecord {
   // The row runs on the host tier's tensors (every tensor argument allocated from
   // host_allocator(): the offloaded optimizer's step on the CPU), not on the device's: a GPU
   // profile costs it at the host's rates (train/device_profile.h's host_classes). Its key starts
-  // with "host ". A copy between the tiers (OpClass::transfer) is neither: it is the link between
-  // them.
+  // with "host ". A row whose tensors are in both tiers (copy_from_host, copy_to_host, and on the
+  // CPU target, where the host tier is the device's own memory, the plain copies and casts the
+  // engine writes into it: the offload's gradients and parameters) is neither: its class is
+  // transfer, costed at the link between the tiers (a GPU's PCIe).
   bool host = false;
   // The row's signature: its name, every tensor's dtype and shape, every scalar that changes the
   // work. Two records with the same key do the same work.

@@ -157,6 +157,7 @@ MetaOpRecord record_of(const char* name, R (Backend::*row)(P...), const A&... a)
     };
     (count(a), ...);
     r.host = tensors > 0 && on_host == tensors;
+    if (on_host > 0 && on_host < tensors) r.cls = OpClass::transfer;  // it moves bytes between the tiers
   }
   std::ostringstream key;
   key << (r.host ? "host " : "") << name;
