@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # zt-profile and zt-estimate --time, as a user runs them:
 #  1. zt-profile under mpirun (2 ranks) writes a profile: every op of the model's step timed (its
-#     key, a time > 0), each class's rate, the intra-node link's alpha and beta, compute_pace in
-#     [0, 1], and where the numbers come from;
+#     key, a time > 0), each class's rate (the host tier's apart, with --offload), the intra-node
+#     link's alpha and beta, compute_pace in [0, 1], and where the numbers come from;
 #  2. zt-estimate --time on it prints the simulated step (its parts add up), --json carries the
-#     same, --trace writes both ranks' compute and comm tracks;
+#     same, --trace writes both ranks' compute and comm tracks; --cluster on a bundled datasheet
+#     profile with --nodes x --gpus-per-node;
 #  3. what cannot be answered is refused by name: a missing profile file, a link the profile lacks,
 #     offload to nvme, --trace without --time, --time without --model, a bad --stages.
 source "$(dirname "$0")/common.sh"
 
-"${MPI[@]}" -np 2 "$B/zt-profile" --model gpt2-nano -b 2 -t 16 --threads 1 --repeats 2 -o "$TMP/p2.json" 2>"$TMP/prof.err" ||
+"${MPI[@]}" -np 2 "$B/zt-profile" --model gpt2-nano -b 2 -t 16 --threads 1 --repeats 2 --offload -o "$TMP/p2.json" 2>"$TMP/prof.err" ||
   { echo "FAIL: zt-profile on 2 ranks:"; cat "$TMP/prof.err"; exit 1; }
 python3 - "$TMP/p2.json" <<'PY' || exit 1
 import json, sys
@@ -22,6 +23,9 @@ l = p["links"]["intra_node"]
 assert l["bytes_per_s"] > 0 and l["alpha_s"] >= 0 and "inter_node" not in p["links"], p["links"]
 assert 0 <= p["compute_pace"] <= 1 and p["ranks_per_node"] == 2 and p["nodes"] == 1 and p["threads"] == 1, p
 assert "zt-profile --model gpt2-nano" in p["source"] and "2 rank(s)" in p["source"], p["source"]
+# --offload: the optimizer's step on the host tier, timed and fitted apart
+assert any(k.startswith("host adamw_step ") for k in p["ops"]), "no host AdamW among the ops"
+assert p["host_classes"]["optimizer"]["bytes_per_s"] > 0, p["host_classes"]
 print(f"ok: zt-profile on 2 ranks: {len(p['ops'])} ops timed, gemm {p['classes']['gemm']['flops_per_s'] / 1e9:.1f} GFLOP/s, "
       f"intra-node {l['bytes_per_s'] / 1e9:.2f} GB/s after {l['alpha_s'] * 1e6:.0f} us, compute_pace {p['compute_pace']:.2f}")
 PY
@@ -51,6 +55,22 @@ assert any(e["name"].startswith("all_gather") for e in ev), "no all-gather on th
 print(f"ok: zt-estimate --time: step {runs[0]['time']['step_s'] * 1e3:.2f} ms simulated on rank 0; "
       f"the trace has {len(ev)} spans on both ranks' compute and comm tracks")
 PY
+
+# A bundled datasheet profile: 2 nodes x 2 GPUs, the ceiling at the peak above the simulated rate
+"$B/zt-estimate" --model gpt2-nano -b 2 -t 16 --threads 1 --stage 3 --nodes 2 --gpus-per-node 2 --precision bf16 \
+  --compute-dtype bf16 --cluster "$S/configs/devices/h100-sxm.json" --json >"$TMP/h100.json"
+python3 - "$TMP/h100.json" <<'PY' || exit 1
+import json, sys
+runs = json.load(open(sys.argv[1]))
+assert [r["rank"] for r in runs] == [0, 3] and runs[0]["world_size"] == 4 and runs[0]["nodes"] == 2, runs[0]
+t = runs[0]["time"]
+assert t["profile"].startswith("H100 SXM") and t["exposed_inter_node_s"] + t["exposed_intra_node_s"] >= 0, t
+assert t["tokens_per_s_per_rank_at_peak"] > t["tokens_per_s"] / 4 > 0 and 0 < t["mfu"] < 1, t
+print(f"ok: zt-estimate --cluster h100-sxm.json on 2 x 2: {t['tokens_per_s'] / 4:.0f} tokens/s a GPU simulated, "
+      f"ceiling {t['tokens_per_s_per_rank_at_peak']:.0f}")
+PY
+expect_fail "--world-size against --nodes x --gpus-per-node" "--world-size 3 disagrees with --nodes 2 x --gpus-per-node 2" \
+  "$B/zt-estimate" --model gpt2-nano --world-size 3 --nodes 2 --gpus-per-node 2
 
 "$B/zt-profile" --model gpt2-nano -b 2 -t 16 --threads 1 --repeats 1 --stages 0 -o "$TMP/p1.json" 2>/dev/null
 expect_fail "a profile file that is not there" "profile '$TMP/none.json'" \
