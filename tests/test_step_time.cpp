@@ -232,6 +232,7 @@ TEST_CASE("a device profile's file: written, read back, and its errors name the 
   p.host_classes = {};
   p.host_classes[static_cast<int>(OpClass::optimizer)] = ClassRate{0, 2e8, 1e-5};
   p.sources["classes.gemm"] = "a datasheet";
+  p.device_memory_bytes = int64_t{80} << 30;
   const std::string path = dir.file("p.json");
   std::ofstream(path) << device_profile_json(p).dump();
   const DeviceProfile q = read_device_profile(path);
@@ -247,6 +248,8 @@ TEST_CASE("a device profile's file: written, read back, and its errors name the 
   CHECK(q.host_classes[static_cast<int>(OpClass::optimizer)]->bytes_per_s == 2e8);
   CHECK(!q.host_classes[static_cast<int>(OpClass::gemm)]);
   CHECK(q.sources.at("classes.gemm") == "a datasheet");
+  CHECK(q.device_memory_bytes == int64_t{80} << 30);
+  CHECK(q.host_memory_bytes == 0);  // not given: unknown
 
   auto bad = [&](const std::string& text) {
     std::ofstream(path) << text;
@@ -319,6 +322,8 @@ TEST_CASE("the bundled device profiles read, and say where every number comes fr
     INFO(name);
     const DeviceProfile p = read_device_profile(std::string(ZT_SOURCE_DIR) + "/configs/devices/" + name + ".json");
     CHECK(p.peak_flops_per_s > 0);
+    CHECK(p.device_memory_bytes > 0);
+    CHECK(p.host_memory_bytes > 0);
     CHECK(p.intra_node);
     CHECK(p.inter_node);
     for (int c = 0; c < kNumOpClasses; ++c) CHECK(p.classes[c]);

@@ -3,7 +3,9 @@
 // zt-estimate: per-rank memory by category and tier, and the bytes a step moves, for a model: its
 // training step run on the meta device for rank 0 and the last rank of N over K nodes (train/
 // dry_run.h); --time, how long that step takes, simulated on a device profile (train/step_time.h,
-// docs/step-time.md); --fit, the largest size that fits (train/fit.h); --params, the model states
+// docs/step-time.md), with --compare every ZeRO choice side by side (train/compare.h) and with
+// --tokens its hours and price; --fit, the largest size that fits (train/fit.h), and with --time how
+// fast it runs; --params, the model states
 // of a bare parameter count from the ZeRO paper's formulas; --paper, the paper's Table 1. See
 // docs/estimator.md.
 //
@@ -21,18 +23,20 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/json.h"             // defines: read_json_file
-#include "core/memory.h"           // defines: Category, category_name, format_bytes
-#include "models/model_config.h"   // defines: ModelConfig, model_config
-#include "train/device_profile.h"  // defines: DeviceProfile, read_device_profile
-#include "train/dry_run.h"         // defines: dry_run
-#include "train/fit.h"             // defines: fit, Capacity, parse_fit_axis
-#include "train/run_config.h"      // defines: run_config_keys
-#include "train/step_time.h"       // defines: simulate_step_time, StepTime
-#include "zero/engine_config.h"    // defines: Precision, ZeroOptimization, engine_config_from_file
-#include "zero/footprint.h"        // defines: Footprint, model_state
-#include "zero/paper_tables.h"     // defines: paper_table1, parse_count
-#include "zero/stage.h"            // defines: stage_keeps
+#include "core/json.h"               // defines: read_json_file
+#include "core/memory.h"             // defines: Category, category_name, format_bytes
+#include "models/model_config.h"     // defines: ModelConfig, model_config
+#include "train/compare.h"           // defines: compare_choices
+#include "train/device_profile.h"    // defines: DeviceProfile, read_device_profile
+#include "train/dry_run.h"           // defines: dry_run
+#include "train/fit.h"               // defines: fit, Capacity, parse_fit_axis
+#include "train/run_config.h"        // defines: run_config_keys
+#include "train/step_time.h"         // defines: simulate_step_time, StepTime
+#include "train/step_time_report.h"  // defines: print_step_time, step_time_json, Pricing, print_compare
+#include "zero/engine_config.h"      // defines: Precision, ZeroOptimization, engine_config_from_file
+#include "zero/footprint.h"          // defines: Footprint, model_state
+#include "zero/paper_tables.h"       // defines: paper_table1, parse_count
+#include "zero/stage.h"              // defines: stage_keeps
 
 using namespace zt;
 
@@ -45,61 +49,10 @@ nlohmann::json stats_json(const MemoryStats& m) {
   return j;
 }
 
-// --time: the steady step simulated on the profile (train/step_time.h), DeepSpeed's
-// wall_clock_breakdown's parts and where communication was not hidden.
-nlohmann::json time_json(const StepTime& t, const DeviceProfile& p, int world) {
-  nlohmann::json j = {{"step_s", t.step_s},
-                      {"forward_s", t.forward_s},
-                      {"backward_s", t.backward_s},
-                      {"optimizer_s", t.optimizer_s},
-                      {"tokens_per_s", t.step_s > 0 ? static_cast<double>(t.tokens) * world / t.step_s : 0},
-                      {"flops_per_s", t.step_s > 0 ? t.flops / t.step_s : 0},
-                      {"exposed_intra_node_s", t.exposed_s[0]},
-                      {"exposed_inter_node_s", t.exposed_s[1]},
-                      {"profile", p.name},
-                      {"profile_source", p.source}};
-  for (int c = 0; c < kNumOpClasses; ++c) j["compute_s"][op_class_name(static_cast<OpClass>(c))] = t.compute_s[c];
-  for (int k = 0; k < kNumCollectives; ++k) {
-    j["comm_s"][collective_name(static_cast<Collective>(k))] = t.comm_s[k];
-    j["wait_s"][collective_name(static_cast<Collective>(k))] = t.wait_s[k];
-  }
-  if (p.peak_flops_per_s > 0 && t.step_s > 0) j["mfu"] = t.flops / t.step_s / p.peak_flops_per_s;
-  if (t.tokens > 0) j["flops_per_token"] = t.flops / static_cast<double>(t.tokens);
-  if (p.peak_flops_per_s > 0 && t.flops > 0)
-    j["tokens_per_s_per_rank_at_peak"] = static_cast<double>(t.tokens) * p.peak_flops_per_s / t.flops;
-  return j;
-}
-
-void print_time(const StepTime& t, const DeviceProfile& p, int world) {
-  auto ms = [](double s) { return s * 1e3; };
-  std::printf("step time, simulated on the profile '%s'\n  (%s)\n", p.name.c_str(), p.source.c_str());
-  std::printf("  %-34s %10.2f ms   %.0f tokens/s over %d rank%s\n", "step", ms(t.step_s),
-              t.step_s > 0 ? static_cast<double>(t.tokens) * world / t.step_s : 0.0, world, world == 1 ? "" : "s");
-  std::printf("  %-34s %10.2f ms\n  %-34s %10.2f ms\n  %-34s %10.2f ms\n", "forward (waits included)", ms(t.forward_s),
-              "backward (waits included)", ms(t.backward_s), "optimizer step (waits included)", ms(t.optimizer_s));
-  std::printf("  %-34s %10.2f ms:", "compute (the ops)", ms(t.compute_total()));
-  for (int c = 0; c < kNumOpClasses; ++c)
-    if (t.compute_s[c] > 0) std::printf(" %s %.2f", op_class_name(static_cast<OpClass>(c)), ms(t.compute_s[c]));
-  std::printf("\n  %-34s %10.2f ms:", "communication (busy)", ms(t.comm_total()));
-  for (int k = 0; k < kNumCollectives; ++k)
-    if (t.comm_s[k] > 0) std::printf(" %s %.2f", collective_name(static_cast<Collective>(k)), ms(t.comm_s[k]));
-  std::printf("\n  %-34s %10.2f ms: intra-node %.2f, inter-node %.2f\n", "exposed (compute waited)",
-              ms(t.exposed_total()), ms(t.exposed_s[0]), ms(t.exposed_s[1]));
-  std::printf("  %-34s %10.3f TFLOP/s per rank", "arithmetic", t.step_s > 0 ? t.flops / t.step_s / 1e12 : 0.0);
-  if (p.peak_flops_per_s > 0 && t.step_s > 0)
-    std::printf(" (MFU %.1f%%)", 100 * t.flops / t.step_s / p.peak_flops_per_s);
-  // The bound no schedule beats: every flop of the step (recomputation included) at the peak.
-  if (p.peak_flops_per_s > 0 && t.flops > 0 && t.tokens > 0)
-    std::printf("\n  %-34s %10.0f tokens/s per rank (%.3g FLOP per token, at %.0f TFLOP/s)",
-                "ceiling (at the device's peak)", static_cast<double>(t.tokens) * p.peak_flops_per_s / t.flops,
-                t.flops / static_cast<double>(t.tokens), p.peak_flops_per_s / 1e12);
-  std::printf("\n\n");
-}
-
 // --model: the training step of rank 0 and of the last rank (they differ by the units' padding), run
 // on the meta device (train/dry_run.h); with a profile, also its time (train/step_time.h).
 void print_dry_runs(const std::string& what, DryRunRequest req, bool json, const DeviceProfile* profile,
-                    const std::string& trace_path) {
+                    const std::string& trace_path, const Pricing& pr) {
   const int world = req.world_size, nodes = req.nodes, threads = req.threads;
   const RunConfig& rc = req.run;
   nlohmann::json all = nlohmann::json::array();
@@ -128,7 +81,8 @@ void print_dry_runs(const std::string& what, DryRunRequest req, bool json, const
         j["comm_per_step"][collective_name(static_cast<Collective>(k))] = s.comm.bytes[k];
       j["comm_per_step"]["intra_node"] = s.comm.link[0];
       j["comm_per_step"]["inter_node"] = s.comm.link[1];
-      if (profile) j["time"] = time_json(time, *profile, world);
+      if (profile) j["time"] = step_time_json(time, *profile, world);
+      if (profile && pr.asked()) j["cost"] = cost_json(pr, j["time"]["tokens_per_s"].get<double>(), world);
       all.push_back(j);
       continue;
     }
@@ -167,7 +121,9 @@ void print_dry_runs(const std::string& what, DryRunRequest req, bool json, const
     std::printf("  intra-node %20lld %12s\n  inter-node %20lld %12s\n\n", static_cast<long long>(s.comm.link[0]),
                 format_bytes(s.comm.link[0]).c_str(), static_cast<long long>(s.comm.link[1]),
                 format_bytes(s.comm.link[1]).c_str());
-    if (profile) print_time(time, *profile, world);
+    if (profile) print_step_time(time, *profile, world);
+    if (profile && pr.asked())
+      print_cost(pr, time.step_s > 0 ? static_cast<double>(time.tokens) * world / time.step_s : 0, world);
   }
   if (json) std::cout << all.dump(2) << std::endl;
   if (!trace_path.empty()) {
@@ -233,7 +189,7 @@ nlohmann::json trial_json(const FitTrial& t) {
 
 // --fit: the largest size of one axis that fits the capacities, by bisection over dry runs.
 void print_fit(const std::string& what, const DryRunRequest& req, FitAxis axis, double device_mib, double host_mib,
-               double nvme_mib, int64_t limit, bool json) {
+               double nvme_mib, int64_t limit, bool json, const DeviceProfile* profile, const Pricing& pr) {
   auto mib = [](double m, const char* flag) {
     if (!(m >= 0 && m < 1e12)) ZT_THROW(flag, " ", m, ": expected a capacity in MiB >= 0 (0: no limit)");
     return static_cast<int64_t>(m * 1024 * 1024);
@@ -243,6 +199,15 @@ void print_fit(const std::string& what, const DryRunRequest& req, FitAxis axis, 
     ZT_THROW("--fit needs a capacity: --device-mib, --host-mib or --nvme-mib");
   if (limit == 0) limit = axis == FitAxis::layers ? 1024 : axis == FitAxis::batch ? 4096 : int64_t{1} << 20;
   const FitResult r = fit(req, axis, cap, limit);
+  // With a profile: how fast the size that fits runs (the slowest simulated rank's step).
+  std::optional<StepTime> time;
+  if (profile && r.best.size > 0)
+    for (int rank : dry_run_ranks(req.world_size)) {
+      DryRunRequest q = with_size(req, axis, r.best.size);
+      q.rank = rank;
+      const StepTime t = simulate_step_time(q, *profile);
+      if (!time || t.step_s > time->step_s) time = t;
+    }
   if (json) {
     nlohmann::json j = {{"model", what},
                         {"axis", axis_name(axis)},
@@ -252,6 +217,11 @@ void print_fit(const std::string& what, const DryRunRequest& req, FitAxis axis, 
     j["capacity"] = {{"device", cap.device}, {"host", cap.host}, {"nvme", cap.nvme}};
     j["fits"] = trial_json(r.best);
     j["does_not_fit"] = trial_json(r.next);
+    if (time) {
+      j["fits"]["time"] = step_time_json(*time, *profile, req.world_size);
+      if (pr.asked())
+        j["fits"]["cost"] = cost_json(pr, j["fits"]["time"]["tokens_per_s"].get<double>(), req.world_size);
+    }
     if (axis == FitAxis::layers)  // the configs themselves, ready for zt-train --model / zt-estimate --model
       for (auto [key, t] : {std::pair{"fits", &r.best}, std::pair{"does_not_fit", &r.next}})
         if (t->size > 0) {
@@ -277,6 +247,11 @@ void print_fit(const std::string& what, const DryRunRequest& req, FitAxis axis, 
                 format_bytes(r.next.need).c_str());
   else std::printf("does not fit:  none up to %s %lld (--fit-limit)\n", axis_name(axis), static_cast<long long>(limit));
   std::printf("(%zu dry runs of rank 0 and the last rank; train/fit.h)\n", r.trials.size());
+  if (time) {
+    std::printf("\nat %s %lld: ", axis_name(axis), static_cast<long long>(r.best.size));
+    print_step_time(*time, *profile, req.world_size);
+    if (pr.asked()) print_cost(pr, static_cast<double>(time->tokens) * req.world_size / time->step_s, req.world_size);
+  }
 }
 
 }  // namespace
@@ -328,10 +303,12 @@ int main(int argc, char** argv) {
       "--fit", fit_axis,
       "layers | batch | seq: the largest model depth, micro-batch or sequence length whose dry run fits "
       "--device-mib / --host-mib / --nvme-mib per rank (bisection over dry runs; train/fit.h)");
-  app.add_option("--device-mib", device_mib, "with --fit: the device's capacity per rank, MiB (0: no limit)")
-      ->needs(fit_opt);
-  app.add_option("--host-mib", host_mib, "with --fit: the host tier's capacity per rank, MiB (0: no limit)")
-      ->needs(fit_opt);
+  app.add_option(
+      "--device-mib", device_mib,
+      "with --fit or --compare: the device's capacity per rank, MiB (0: no limit; --compare: the profile's)");
+  app.add_option(
+      "--host-mib", host_mib,
+      "with --fit or --compare: the host tier's capacity per rank, MiB (0: no limit; --compare: the profile's)");
   app.add_option("--nvme-mib", nvme_mib, "with --fit: the swap files' capacity per rank, MiB (0: no limit)")
       ->needs(fit_opt);
   app.add_option("--fit-limit", fit_limit,
@@ -354,6 +331,15 @@ int main(int argc, char** argv) {
                  "configs/devices/ has datasheet ones; "
                  "train/step_time.h): step, forward, backward, optimizer, communication busy and exposed");
   app.add_option("--trace", trace_path, "with --time: the simulated step as a Chrome trace (Perfetto opens it)");
+  bool compare = false;
+  app.add_flag("--compare", compare,
+               "with --time: every ZeRO choice (stages 0-3, cpu offload, ZeRO++ across nodes) for this model and "
+               "cluster, fastest first, with its peaks and whether it fits the profile's memory (train/compare.h)");
+  Pricing pricing;
+  app.add_option("--tokens", pricing.tokens,
+                 "with --time: the tokens to train (1e9, 2e12): the wall-clock hours and GPU-hours it takes");
+  app.add_option("--price-per-gpu-hour", pricing.price_per_gpu_hour, "with --tokens: the price of a GPU-hour")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -450,16 +436,34 @@ int main(int argc, char** argv) {
       std::optional<DeviceProfile> profile;
       if (!time_profile.empty()) profile = read_device_profile(time_profile);
       if (!trace_path.empty() && !profile) ZT_THROW("--trace writes the simulated step: it needs --time PROFILE");
-      if (!fit_axis.empty()) {
-        if (profile) ZT_THROW("--time with --fit is not built yet: run --time on the size --fit finds");
-        print_fit(what, req, parse_fit_axis(fit_axis), device_mib, host_mib, nvme_mib, fit_limit, json);
+      if ((compare || pricing.asked()) && !profile)
+        ZT_THROW(compare ? "--compare" : "--tokens", " needs --time PROFILE (or --cluster PROFILE): a step to time");
+      if (pricing.price_per_gpu_hour > 0 && !pricing.asked()) ZT_THROW("--price-per-gpu-hour needs --tokens");
+      if (compare && !fit_axis.empty()) ZT_THROW("--compare and --fit: run one, then the other on its answer");
+      if (!trace_path.empty() && (compare || !fit_axis.empty()))
+        ZT_THROW("--trace writes one simulated step: not with --compare or --fit");
+      if (fit_axis.empty() && !compare && (device_mib > 0 || host_mib > 0))
+        ZT_THROW("--device-mib / --host-mib are capacities for --fit or --compare");
+      if (compare) {
+        auto cap_of = [](double mib, int64_t profile_bytes) {
+          return mib > 0 ? static_cast<int64_t>(mib * 1024 * 1024) : profile_bytes;
+        };
+        const Capacity cap{cap_of(device_mib, profile->device_memory_bytes),
+                           cap_of(host_mib, profile->host_memory_bytes), 0};
+        const std::vector<ChoiceResult> rs = compare_choices(req, *profile, cap);
+        if (json) std::cout << compare_json(rs, *profile, cap, req.world_size, pricing).dump(2) << std::endl;
+        else print_compare(what, rs, *profile, cap, req.world_size, req.nodes, pricing);
+      } else if (!fit_axis.empty()) {
+        print_fit(what, req, parse_fit_axis(fit_axis), device_mib, host_mib, nvme_mib, fit_limit, json,
+                  profile ? &*profile : nullptr, pricing);
       } else {
-        print_dry_runs(what, req, json, profile ? &*profile : nullptr, trace_path);
+        print_dry_runs(what, req, json, profile ? &*profile : nullptr, trace_path, pricing);
       }
       return 0;
     }
     if (!fit_axis.empty()) ZT_THROW("--fit needs --model (a step to run)");
     if (!time_profile.empty()) ZT_THROW("--time needs --model (a step to run)");
+    if (compare || pricing.asked()) ZT_THROW("--compare / --tokens need --model and --time (a step to time)");
     if (app.count("--nodes") || app.count("--grad-accum"))
       ZT_THROW("--nodes / --grad-accum: the bytes a step moves need --model (a parameter count has no units)");
     print_params(what, psi, run, world, json);

@@ -57,6 +57,8 @@ DeviceProfile device_profile_from_json(const nlohmann::json& j, const std::strin
       json_integer(j.value("ranks_per_node", nlohmann::json(1)), what + ": 'ranks_per_node'", 1, 1 << 20));
   p.nodes = static_cast<int>(json_integer(j.value("nodes", nlohmann::json(1)), what + ": 'nodes'", 1, 1 << 20));
   p.peak_flops_per_s = number(j, "peak_flops_per_s", what, false);
+  p.device_memory_bytes = static_cast<int64_t>(number(j, "device_memory_bytes", what, false));
+  p.host_memory_bytes = static_cast<int64_t>(number(j, "host_memory_bytes", what, false));
   p.compute_pace = j.contains("compute_pace") ? number(j, "compute_pace", what) : 1.0;
   if (p.compute_pace <= 0 || p.compute_pace > 1)
     ZT_THROW(what, ": 'compute_pace' is ", p.compute_pace, " (expected a pace in (0, 1])");
@@ -138,6 +140,8 @@ nlohmann::json device_profile_json(const DeviceProfile& p) {
                       {"nodes", p.nodes},
                       {"peak_flops_per_s", p.peak_flops_per_s},
                       {"compute_pace", p.compute_pace}};
+  if (p.device_memory_bytes > 0) j["device_memory_bytes"] = p.device_memory_bytes;
+  if (p.host_memory_bytes > 0) j["host_memory_bytes"] = p.host_memory_bytes;
   for (const char* field : {"classes", "host_classes"}) {
     j[field] = nlohmann::json::object();
     for (int k = 0; k < kNumOpClasses; ++k)

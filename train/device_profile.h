@@ -28,6 +28,7 @@
 // The JSON file (zt-profile writes it; the keys are these fields' names):
 //   {"name": "...", "source": "...", "threads": 1, "ranks_per_node": 4, "nodes": 1,
 //    "peak_flops_per_s": 1.2e11, "compute_pace": 0.2,
+//    "device_memory_bytes": 85520809984, "host_memory_bytes": 274877906944,
 //    "classes": {"gemm": {"flops_per_s": 3.1e10, "bytes_per_s": 0, "overhead_s": 0}, ...},
 //    "links": {"intra_node": {"alpha_s": 2e-5, "bytes_per_s": 2e9,
 //                             "loaded": {"alpha_s": 4e-3, "bytes_per_s": 1e9}}, "inter_node": {...}},
@@ -73,6 +74,10 @@ struct DeviceProfile {
   int ranks_per_node = 1;       // ranks timing at once on one machine when they were measured
   int nodes = 1;                // nodes the links were measured between
   double peak_flops_per_s = 0;  // the device's peak for MFU (0: unknown)
+  // What one rank may hold (0: unknown): the device's memory as a program sees it (nvidia-smi's
+  // total), and the host's memory shared by the node's ranks_per_node ranks. zt-estimate --compare
+  // holds each choice's peaks against them unless --device-mib / --host-mib say otherwise.
+  int64_t device_memory_bytes = 0, host_memory_bytes = 0;
   // The compute clock's pace while a collective runs beside it, in (0, 1]: 1 where communication
   // has resources of its own (a GPU's copy engines and NCCL's few SMs), less where it takes the
   // cores the kernels run on (a CPU rank whose MPI progress thread spins on them). zt-profile

@@ -1,4 +1,4 @@
-// defines: parse_fit_axis, fit (train/fit.h); file-local: largest, MetaCaps, trial
+// defines: parse_fit_axis, fit, with_size (train/fit.h); file-local: largest, MetaCaps, trial
 #include "train/fit.h"
 
 #include <algorithm>
@@ -42,7 +42,9 @@ class MetaCaps {
   MetaCaps& operator=(const MetaCaps&) = delete;
 };
 
-FitTrial trial(const DryRunRequest& base, FitAxis axis, int64_t size, const Capacity& cap) {
+}  // namespace
+
+DryRunRequest with_size(const DryRunRequest& base, FitAxis axis, int64_t size) {
   DryRunRequest r = base;
   if (axis == FitAxis::layers) r.model.n_layer = size;
   if (axis == FitAxis::batch) r.run.engine.train_micro_batch_size_per_gpu = size;
@@ -50,6 +52,13 @@ FitTrial trial(const DryRunRequest& base, FitAxis axis, int64_t size, const Capa
     r.run.seq_len = size;
     r.model.max_seq_len = std::max(r.model.max_seq_len, size);
   }
+  return r;
+}
+
+namespace {
+
+FitTrial trial(const DryRunRequest& base, FitAxis axis, int64_t size, const Capacity& cap) {
+  DryRunRequest r = with_size(base, axis, size);
   for (int rank : dry_run_ranks(base.world_size)) {
     r.rank = rank;
     try {

@@ -1,4 +1,4 @@
-// defines: FitAxis, parse_fit_axis, Capacity, FitTrial, FitResult, fit — the planner on top of the
+// defines: FitAxis, parse_fit_axis, Capacity, FitTrial, FitResult, fit, with_size — the planner on top of the
 //          dry run: the largest model depth, micro-batch or sequence length that fits a rank's
 //          device, host and NVMe capacities, found by bisection over dry runs (train/dry_run.h).
 //
@@ -47,5 +47,8 @@ struct FitResult {
 
 // Grows `axis` of `base` from 1 up to `limit` (doubling, then bisection), a dry run per size.
 FitResult fit(const DryRunRequest& base, FitAxis axis, const Capacity& cap, int64_t limit);
+
+// The request with `axis` at `size` (a deeper model, a larger micro-batch, a longer sequence).
+DryRunRequest with_size(const DryRunRequest& base, FitAxis axis, int64_t size);
 
 }  // namespace zt

@@ -5,7 +5,8 @@
 #     link's alpha and beta, compute_pace in [0, 1], and where the numbers come from;
 #  2. zt-estimate --time on it prints the simulated step (its parts add up), --json carries the
 #     same, --trace writes both ranks' compute and comm tracks; --cluster on a bundled datasheet
-#     profile with --nodes x --gpus-per-node;
+#     profile with --nodes x --gpus-per-node; --compare (every ZeRO choice, fastest first, held
+#     against the profile's memory or --device-mib) with --tokens' cost; --fit with --time;
 #  3. what cannot be answered is refused by name: a missing profile file, a link the profile lacks,
 #     offload to nvme, --trace without --time, --time without --model, a bad --stages.
 source "$(dirname "$0")/common.sh"
@@ -69,6 +70,38 @@ assert t["tokens_per_s_per_rank_at_peak"] > t["tokens_per_s"] / 4 > 0 and 0 < t[
 print(f"ok: zt-estimate --cluster h100-sxm.json on 2 x 2: {t['tokens_per_s'] / 4:.0f} tokens/s a GPU simulated, "
       f"ceiling {t['tokens_per_s_per_rank_at_peak']:.0f}")
 PY
+# --compare: every ZeRO choice on that cluster, fastest first, its cost with --tokens; --fit with --time
+H=(--model gpt2-nano -b 2 -t 16 --threads 1 --nodes 2 --gpus-per-node 2 --precision bf16 --compute-dtype bf16
+   --cluster "$S/configs/devices/h100-sxm.json")
+"$B/zt-estimate" "${H[@]}" --compare --tokens 1e9 --price-per-gpu-hour 2 --json >"$TMP/cmp.json"
+"$B/zt-estimate" "${H[@]}" --compare --device-mib 0.6 >"$TMP/cmp.txt"
+"$B/zt-estimate" "${H[@]}" --stage 3 --fit layers --device-mib 4 --fit-limit 64 --json >"$TMP/fit.json"
+python3 - "$TMP/cmp.json" "$TMP/cmp.txt" "$TMP/fit.json" <<'PY' || exit 1
+import json, sys
+cmp, txt, fit = json.load(open(sys.argv[1])), open(sys.argv[2]).read(), json.load(open(sys.argv[3]))
+cs = cmp["choices"]
+assert len(cs) == 8 and all(c["fits"] for c in cs), [c["name"] for c in cs]
+steps = [c["time"]["step_s"] for c in cs]
+assert steps == sorted(steps), steps
+assert {c["name"] for c in cs} >= {"stage 0 (data parallel)", "stage 3", "stage 3 + ZeRO++ (qwZ, hpZ, qgZ)"}, cs
+assert cmp["capacity"]["device"] == 81559 * 2**20, cmp["capacity"]  # the profile's
+for c in cs:  # hours = tokens / the job's tokens/s; price = GPU-hours x 2
+    k = c["cost"]
+    assert abs(k["hours"] - 1e9 / c["time"]["tokens_per_s"] / 3600) <= 1e-9 * k["hours"], k
+    assert abs(k["price"] - 2 * 4 * k["hours"]) <= 1e-9 * k["price"], k
+assert "does not fit: the device peak passes its 614.40 KiB" in txt, txt
+t = fit["fits"]["time"]
+assert fit["fits"]["size"] > 0 and t["step_s"] > 0 and t["profile"].startswith("H100"), fit["fits"]
+print(f"ok: --compare: 8 choices fastest first ({cs[0]['name']} {steps[0] * 1e3:.3f} ms ... {cs[-1]['name']} "
+      f"{steps[-1] * 1e3:.3f} ms), cost per choice; --fit layers with --time: {fit['fits']['size']} layers, "
+      f"{t['step_s'] * 1e3:.3f} ms")
+PY
+expect_fail "--compare without a profile" "--compare needs --time PROFILE" \
+  "$B/zt-estimate" --model gpt2-nano --compare
+expect_fail "--price-per-gpu-hour without --tokens" "--price-per-gpu-hour needs --tokens" \
+  "$B/zt-estimate" "${H[@]}" --price-per-gpu-hour 2
+expect_fail "a capacity without --fit or --compare" "capacities for --fit or --compare" \
+  "$B/zt-estimate" "${H[@]}" --device-mib 100
 expect_fail "--world-size against --nodes x --gpus-per-node" "--world-size 3 disagrees with --nodes 2 x --gpus-per-node 2" \
   "$B/zt-estimate" --model gpt2-nano --world-size 3 --nodes 2 --gpus-per-node 2
 
