@@ -13,18 +13,22 @@
 #      the peak is the MFU the claim needs; over 100% it is impossible at any efficiency. The
 #      simulator's own bound (every flop of the step, recomputation and attention included, at the
 #      peak) is the ceiling column.
+#   3. the budget table: zt-estimate --compare --tokens on one 8-GPU H100 node (Llama 2 13B) and on
+#      four (Llama 2 70B): every ZeRO choice, fastest first, with the hours and the price of 1e11
+#      tokens.
 #
-# Usage: bench/simulate_sizing.sh [--json FILE]   (prints markdown; a few seconds on one core)
+# Usage: bench/simulate_sizing.sh [--json FILE]   (prints markdown; about a minute on one core)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD="${BUILD_DIR:-$ROOT/build}"
+BUILD="$(cd "${BUILD_DIR:-$ROOT/build}" && pwd)"
 JSON=""
 while (($#)); do case "$1" in
-  --json) JSON=$2; shift 2;;
+  --json) JSON=$(realpath -m "$2"); shift 2;;
   *) echo "bench/simulate_sizing.sh: unknown flag $1" >&2; exit 2;; esac; done
+cd "$ROOT"  # the rows name configs/ relative to the checkout, as a user types them
 EST="$BUILD/zt-estimate"
 [ -x "$EST" ] || { echo "bench/simulate_sizing.sh: $EST not built" >&2; exit 1; }
-DEV="$ROOT/configs/devices" MOD="$ROOT/configs/models"
+DEV=configs/devices MOD=configs/models
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 : >"$tmp/rows.jsonl"
 
@@ -106,6 +110,15 @@ run vendor "175B, 8 x H100 80GB, stage 3, NVMe" h100-sxm '{"claimed_gb": 75, "cl
   --model "$MOD/gpt3-175b.json" --stage 3 --nodes 1 --gpus-per-node 8 -b 1 -t 4096 --activation-checkpointing \
   --overlap-comm --config "$tmp/nvme.json"
 
+# ---- 3. the budget table: every ZeRO choice on one 8-GPU node and on four, hours and price ----
+# (zt-estimate --compare: 1e11 tokens at 2.00 a GPU-hour; the price is an example, not a quote)
+for job in "llama2-13b 1" "llama2-70b 4"; do
+  set -- $job
+  "$EST" --model "$MOD/$1.json" --nodes "$2" --gpus-per-node 8 -b 1 -t 4096 --activation-checkpointing \
+    --precision bf16 --compute-dtype bf16 --threads 1 --cluster "$DEV/h100-sxm.json" --compare --tokens 1e11 \
+    --price-per-gpu-hour 2 >"$tmp/compare-$1.txt"
+done
+
 [ -n "$JSON" ] && cp "$tmp/rows.jsonl" "$JSON"
 python3 - "$tmp/rows.jsonl" "$DEV" <<'PY'
 import json, sys
@@ -114,8 +127,9 @@ peaks = {}
 for name in ("a100-sxm-80gb", "h100-sxm", "h200-sxm", "v100-dgx2"):
     peaks[name] = json.load(open(f"{sys.argv[2]}/{name}.json"))["peak_flops_per_s"]
 GiB = 2.0**30
-# what the device lets a program allocate (nvidia-smi's total): A100 80GB 81920 MiB, H100 80GB 81559 MiB
-capacity = {"a100-sxm-80gb": 81920 / 1024, "h100-sxm": 81559 / 1024, "h200-sxm": 143771 / 1024}
+capacity = {}  # the device's memory as a program sees it, from each profile (device_memory_bytes)
+for name in peaks:
+    capacity[name] = json.load(open(f"{sys.argv[2]}/{name}.json"))["device_memory_bytes"] / GiB
 
 print("### Our GPU records against the datasheet profiles\n")
 print("| run | profile | measured ms | predicted ms | predicted / measured | predicted MFU |")
@@ -164,3 +178,6 @@ for r in rows:
 slow = max(rows, key=lambda r: r["seconds"])
 print(f"\nThe slowest row took {slow['seconds']:.2f} s (the dry runs of two ranks and the simulated step): {slow['name']}.")
 PY
+echo
+echo "### Every ZeRO choice on H100s, with hours and price (\`zt-estimate --compare --tokens 1e11 --price-per-gpu-hour 2\`)"
+for f in "$tmp"/compare-*.txt; do echo; echo '```'; cat "$f"; echo '```'; done
