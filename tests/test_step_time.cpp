@@ -211,11 +211,13 @@ TEST_CASE("the timeline: overlap comes from the engine's order, and every interv
   CHECK(simulate_step_time(r, p).step_s == Approx(before + 2.0));  // one per layer
 }
 
-TEST_CASE("the step simulator refuses what it does not model", "[step_time]") {
+TEST_CASE("the step simulator refuses what its profile cannot cost", "[step_time]") {
   DryRunRequest r = nano(2, 3);
-  r.run.engine.zero.offload_param.device = OffloadDevice::nvme;
-  r.run.engine.zero.offload_param.nvme_path = "/tmp";
-  CHECK_THROWS_WITH(simulate_step_time(r, simple_profile()), Contains("offload to nvme is not simulated yet"));
+  for (OffloadConfig* o : {&r.run.engine.zero.offload_optimizer, &r.run.engine.zero.offload_param}) {
+    o->device = OffloadDevice::nvme;
+    o->nvme_path = "/tmp";
+  }
+  CHECK_THROWS_WITH(simulate_step_time(r, simple_profile()), Contains("has no nvme costs"));
   DeviceProfile p = simple_profile();
   p.classes[static_cast<int>(OpClass::attention)].reset();
   CHECK_THROWS_WITH(simulate_step_time(nano(1, 0), p), Contains("no rate for the op class 'attention'"));
@@ -326,6 +328,7 @@ TEST_CASE("the bundled device profiles read, and say where every number comes fr
     CHECK(p.host_memory_bytes > 0);
     CHECK(p.intra_node);
     CHECK(p.inter_node);
+    CHECK(p.nvme);
     for (int c = 0; c < kNumOpClasses; ++c) CHECK(p.classes[c]);
     CHECK(p.host_classes[static_cast<int>(OpClass::optimizer)]);
     CHECK(p.host_classes[static_cast<int>(OpClass::elementwise)]);
@@ -334,8 +337,39 @@ TEST_CASE("the bundled device profiles read, and say where every number comes fr
     CHECK(p.classes[static_cast<int>(OpClass::attention)]->flops_per_s < p.peak_flops_per_s);
     for (const char* key :
          {"peak_flops_per_s", "classes.gemm", "classes.attention", "classes.norm, loss, elementwise, optimizer",
-          "classes.transfer", "host_classes", "links.intra_node", "links.inter_node", "overhead_s", "compute_pace"})
+          "classes.transfer", "host_classes", "links.intra_node", "links.inter_node", "nvme", "overhead_s",
+          "compute_pace", "device_memory_bytes", "host_memory_bytes"})
       CHECK(p.sources.count(key) == 1);
     CHECK(!p.source.empty());
   }
+}
+
+TEST_CASE("the NVMe tier: the swap files' reads and writes on an IO queue of their own", "[step_time]") {
+  // ZeRO-Infinity: the optimizer state and the parameters in swap files (the dry run's: no file).
+  DryRunRequest r = nano(1, 3);
+  for (OffloadConfig* o : {&r.run.engine.zero.offload_optimizer, &r.run.engine.zero.offload_param}) {
+    o->device = OffloadDevice::nvme;
+    o->nvme_path = "/nonexistent-dry-run-touches-nothing";
+  }
+  DeviceProfile p = simple_profile();
+  p.nvme = NvmeCost{0, 1e9, 5e8};
+  const StepTime fast = simulate_step_time(r, p);
+  CHECK(fast.nvme_s[0] > 0);  // parameters and optimizer state read
+  CHECK(fast.nvme_s[1] > 0);  // and written back
+  // a wait on IO is in the phase it happens in: the parts still add up
+  CHECK(fast.forward_s + fast.backward_s + fast.optimizer_s ==
+        Approx(fast.compute_total() + fast.exposed_total() + fast.exposed_nvme_s));
+  bool io_span = false;
+  for (const SimSpan& s : fast.spans) io_span = io_span || s.track == TraceTrack::io;
+  CHECK(io_span);
+  // 100x slower disks: the reads and writes take 100x their time, and the compute clock waits on
+  // them
+  p.nvme = NvmeCost{0, 1e7, 5e6};
+  const StepTime slow = simulate_step_time(r, p);
+  CHECK(slow.step_s > fast.step_s);
+  CHECK(slow.exposed_nvme_s > fast.exposed_nvme_s);
+  CHECK(slow.nvme_s[0] == Approx(100 * fast.nvme_s[0]));
+  CHECK(slow.nvme_s[1] == Approx(100 * fast.nvme_s[1]));
+  CHECK(slow.compute_total() == Approx(fast.compute_total()));  // the ops do not change
+  CHECK(slow.step_s >= slow.compute_total() + slow.exposed_nvme_s - 1e-12);
 }

@@ -1,5 +1,5 @@
 // defines: main (zt-profile); file-local: Clock, median, OpCollector, kWindowBytes, time_in_order,
-//          fit_hop, RankBench, measure_link, measure_compute_pace,
+//          fit_hop, RankBench, measure_link, measure_compute_pace, measure_nvme,
 //          hostname
 //
 // zt-profile: what this machine's ops and links cost, written as a device profile
@@ -21,6 +21,8 @@
 //          each node's group (intra-node, when nodes hold 2 ranks or more); alpha and beta are the
 //          least-squares fit of time = (N - 1) alpha + bytes / beta to the medians, alone and beside
 //          a GEMM loop; and compute's pace beside a collective (compute_pace: measure_compute_pace).
+//   nvme   with --nvme-path DIR: each rank's swap file there, written and read back by every rank at
+//          once (measure_nvme): a request's alpha and the read and write rates.
 //
 // Run it the way the training will run: the same launcher, ranks, nodes, threads and device
 // (`mpirun -np 4 zt-profile ...`; on the cluster in a box, inside the box). Rank 0 writes --out.
@@ -30,6 +32,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <map>
@@ -46,6 +50,7 @@
 #include "train/device_profile.h"
 #include "train/dry_run.h"
 #include "train/launch/run_device.h"
+#include "zero/aio.h"  // defines: SwapFile, kAioAlignment
 #include "zero/engine_config.h"
 
 using namespace zt;
@@ -235,6 +240,48 @@ double measure_compute_pace(ProcessGroup& g, Backend& be, int repeats) {
   return std::clamp((x - t + l) / std::max(l, 1e-9), 0.01, 1.0);
 }
 
+// The NVMe tier (--nvme-path): this rank's swap file there (zero/aio.h: O_DIRECT through io_uring,
+// DeepSpeed's default aio block size and queue depth), every rank at once as the job swaps: 64 MiB
+// written and read back in requests of 1 MiB and of 16 MiB, one after another as the engine's IO
+// thread serves them, `repeats` times; from the medians (the ranks' mean), a request's alpha and
+// the read and write rates: n (alpha + b / rate) for n requests of b bytes, two sizes, two unknowns.
+NvmeCost measure_nvme(ProcessGroup& g, const std::string& dir, int repeats, std::vector<std::string>& log) {
+  constexpr int64_t kTotal = int64_t{64} << 20, kSmall = int64_t{1} << 20, kLarge = int64_t{16} << 20;
+  SwapFile f(dir, g.rank(), AioConfig{});
+  const int64_t base = f.reserve(kTotal, Category::optim);
+  f.allocate();
+  std::unique_ptr<void, decltype(&std::free)> buf(std::aligned_alloc(kAioAlignment, kTotal), &std::free);
+  ZT_CHECK(buf, "zt-profile: cannot allocate ", kTotal, " bytes for the NVMe measure");
+  std::memset(buf.get(), 1, kTotal);
+  auto timed = [&](bool write, int64_t request) {
+    std::vector<double> t;
+    for (int i = 0; i < repeats; ++i) {
+      g.barrier();
+      const auto t0 = Clock::now();
+      for (int64_t off = 0; off < kTotal; off += request) {
+        char* p = static_cast<char*>(buf.get()) + off;
+        (write ? f.write_async(base + off, p, request) : f.read_async(base + off, p, request))->wait();
+      }
+      t.push_back(g.all_reduce_sum(std::chrono::duration<double>(Clock::now() - t0).count()) / g.size());
+    }
+    return median(t);
+  };
+  timed(true, kLarge);  // warm-up: the file's blocks written once
+  NvmeCost c;
+  for (bool write : {true, false}) {
+    const double ts = timed(write, kSmall), tl = timed(write, kLarge);
+    const double ns = static_cast<double>(kTotal / kSmall), nl = static_cast<double>(kTotal / kLarge);
+    // ts = ns alpha + T / rate, tl = nl alpha + T / rate: alpha from the difference
+    const double alpha = std::max(0.0, (ts - tl) / (ns - nl));
+    const double rate = static_cast<double>(kTotal) / std::max(tl - nl * alpha, 1e-9);
+    (write ? c.write_bytes_per_s : c.read_bytes_per_s) = rate;
+    c.alpha_s = std::max(c.alpha_s, alpha);
+    log.push_back(std::string("  nvme ") + (write ? "writes" : "reads ") + ": 64 MiB in 1 MiB requests " +
+                  std::to_string(ts * 1e3) + " ms, in 16 MiB requests " + std::to_string(tl * 1e3) + " ms");
+  }
+  return c;
+}
+
 std::string hostname() {
   char h[256] = {};
   return ::gethostname(h, sizeof h - 1) == 0 ? h : "?";
@@ -271,6 +318,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--device", device_text, "cpu | cuda | cuda:N (train/launch/run_device.h)")->capture_default_str();
   app.add_option("--dist", dist_text, "auto | mpi | nccl")->capture_default_str();
+  std::string nvme_path;
+  app.add_option("--nvme-path", nvme_path,
+                 "also the NVMe tier: each rank's swap file in this directory (the job's nvme_path), written and "
+                 "read back at once by every rank");
   CLI11_PARSE(app, argc, argv);
 
   ProcessGroup& world = init_process_group();
@@ -377,6 +428,7 @@ int main(int argc, char** argv) {
       }
       p.compute_pace = measure_compute_pace(g, be, repeats);
     }
+    if (!nvme_path.empty()) p.nvme = measure_nvme(g, nvme_path, repeats, log);
 
     std::string cmd;
     for (int i = 0; i < argc; ++i) cmd += std::string(i ? " " : "") + argv[i];
@@ -409,6 +461,9 @@ int main(int argc, char** argv) {
                        l->loaded_alpha_s * 1e6, l->loaded_bytes_per_s / 1e9);
       if (g.size() > 1)
         std::fprintf(stderr, "  compute_pace %.2f (compute's pace beside an all-gather)\n", p.compute_pace);
+      if (p.nvme)
+        std::fprintf(stderr, "  nvme: alpha %.1f us, reads %.3f GB/s, writes %.3f GB/s a rank\n", p.nvme->alpha_s * 1e6,
+                     p.nvme->read_bytes_per_s / 1e9, p.nvme->write_bytes_per_s / 1e9);
       std::fprintf(stderr, "zt-profile: wrote %s\n", out_path.c_str());
     }
   } catch (const std::exception& e) {

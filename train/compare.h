@@ -18,7 +18,8 @@
 //   (ZeRO-Infinity's CPU tier);
 //   stage 3 with ZeRO++ (qwZ, hpZ over each node's ranks, qgZ), when the job spans nodes and a node
 //   holds several ranks (what ZeRO++ is for: the inter-node link).
-// NVMe offload is not among them yet: the step simulator does not time the swap files.
+// NVMe offload is not among them: its buffers (offload_param.buffer_size, buffer_count) must be sized
+// to the model's units by the user; a config with them is timed by zt-estimate --config --time.
 #pragma once
 #include <cstdint>
 #include <string>

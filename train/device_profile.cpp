@@ -1,4 +1,4 @@
-// defines: DeviceProfile (op_seconds, link), read_device_profile, device_profile_json,
+// defines: DeviceProfile (op_seconds, link, nvme_cost), read_device_profile, device_profile_json,
 //          device_profile_from_json (train/device_profile.h); file-local: number
 #include "train/device_profile.h"
 
@@ -30,6 +30,13 @@ const LinkCost& DeviceProfile::link(int inter) const {
              nodes == 1 ? "" : "s", " with ", ranks_per_node, " rank(s) each: run zt-profile on a layout with ",
              inter ? "two nodes or more" : "two ranks on a node", ")");
   return *l;
+}
+
+const NvmeCost& DeviceProfile::nvme_cost() const {
+  if (!nvme)
+    ZT_THROW("profile '", name, "' has no nvme costs (the swap files' reads and writes: zt-profile --nvme-path DIR ",
+             "measures them on the disk the job will swap to)");
+  return *nvme;
 }
 
 namespace {
@@ -104,6 +111,17 @@ DeviceProfile device_profile_from_json(const nlohmann::json& j, const std::strin
       (it.key() == "inter_node" ? p.inter_node : p.intra_node) = l;
     }
   }
+  if (j.contains("nvme")) {
+    const nlohmann::json& n = j.at("nvme");
+    const std::string where = what + ": nvme";
+    if (!n.is_object()) ZT_THROW(where, " is ", n.dump(), " (expected an object)");
+    NvmeCost c{number(n, "alpha_s", where), number(n, "read_bytes_per_s", where),
+               number(n, "write_bytes_per_s", where)};
+    if (c.read_bytes_per_s <= 0 || c.write_bytes_per_s <= 0)
+      ZT_THROW(where, ": 'read_bytes_per_s' and 'write_bytes_per_s' must be > 0 (got ", c.read_bytes_per_s, ", ",
+               c.write_bytes_per_s, ")");
+    p.nvme = c;
+  }
   if (j.contains("ops")) {
     const nlohmann::json& os = j.at("ops");
     if (!os.is_object())
@@ -158,6 +176,10 @@ nlohmann::json device_profile_json(const DeviceProfile& p) {
     if (l->loaded_bytes_per_s > 0)
       o["loaded"] = {{"alpha_s", l->loaded_alpha_s}, {"bytes_per_s", l->loaded_bytes_per_s}};
   }
+  if (p.nvme)
+    j["nvme"] = {{"alpha_s", p.nvme->alpha_s},
+                 {"read_bytes_per_s", p.nvme->read_bytes_per_s},
+                 {"write_bytes_per_s", p.nvme->write_bytes_per_s}};
   j["ops"] = p.ops;
   if (!p.sources.empty()) j["sources"] = p.sources;
   return j;

@@ -1,4 +1,4 @@
-// defines: ClassRate, LinkCost, DeviceProfile, read_device_profile, device_profile_json — what one
+// defines: ClassRate, LinkCost, NvmeCost, DeviceProfile, read_device_profile, device_profile_json — what one
 //          machine's ops and links cost: the numbers the step simulator (train/step_time.h) turns a
 //          dry run's ops and collectives into time with.
 //
@@ -20,6 +20,9 @@
 //            alpha_s + b / bytes_per_s, and "loaded": the same while compute runs beside it.
 //            Collectives are costed by their algorithm over these hops (train/step_time.h's
 //            collective_seconds).
+//   nvme     the NVMe tier's swap files, one rank's share with the node's ranks_per_node ranks
+//            swapping at once: a read of b bytes takes alpha_s + b / read_bytes_per_s, a write
+//            alpha_s + b / write_bytes_per_s, one request after another (the rank's IO thread).
 // And where the numbers come from (`source`: the command and machine that measured them, or the
 // datasheet), which every table that quotes a prediction prints beside it; a profile written by
 // hand (configs/devices/) also says where each number comes from (`sources`: the field's path,
@@ -33,6 +36,7 @@
 //    "links": {"intra_node": {"alpha_s": 2e-5, "bytes_per_s": 2e9,
 //                             "loaded": {"alpha_s": 4e-3, "bytes_per_s": 1e9}}, "inter_node": {...}},
 //    "host_classes": {"optimizer": {"bytes_per_s": 2e10}, ...},
+//    "nvme": {"alpha_s": 1e-4, "read_bytes_per_s": 2e9, "write_bytes_per_s": 1e9},
 //    "ops": {"linear float32(4, 128, 256) ...": 1.2e-4, ...},
 //    "sources": {"classes.gemm": "...", ...}}
 // A class or link may be missing (a one-node profile has no inter-node link); using it is then an
@@ -67,6 +71,11 @@ struct LinkCost {
   }
 };
 
+struct NvmeCost {
+  double alpha_s = 0;                                  // per request
+  double read_bytes_per_s = 0, write_bytes_per_s = 0;  // one rank's, > 0
+};
+
 struct DeviceProfile {
   std::string name;             // "this machine (zt-profile)", "H100 SXM (datasheet)"
   std::string source;           // the command, machine and date, or the datasheet
@@ -86,6 +95,7 @@ struct DeviceProfile {
   std::array<std::optional<ClassRate>, kNumOpClasses> classes;
   std::array<std::optional<ClassRate>, kNumOpClasses> host_classes;  // the ops on the host tier
   std::optional<LinkCost> intra_node, inter_node;
+  std::optional<NvmeCost> nvme;                // the swap files' reads and writes (none: not measured)
   std::map<std::string, double> ops;           // op key -> measured seconds
   std::map<std::string, std::string> sources;  // a field's path -> where its number comes from
 
@@ -94,6 +104,8 @@ struct DeviceProfile {
   double op_seconds(const MetaOpRecord& op) const;
   // The link of that class (0 intra-node, 1 inter-node); throws naming what is missing.
   const LinkCost& link(int inter) const;
+  // The NVMe tier's costs; throws naming the profile when it has none.
+  const NvmeCost& nvme_cost() const;
 };
 
 // Reads and checks a profile file: every rate positive or zero, a class with neither rate refused,

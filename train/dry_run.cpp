@@ -38,7 +38,7 @@ std::mutex g_dry_run;
 
 class MetaScope {
  public:
-  MetaScope(int threads, MetaOpObserver* observer) : lock_(g_dry_run, std::try_to_lock), meta_(meta_backend()) {
+  MetaScope(int threads, DryRunObserver* observer) : lock_(g_dry_run, std::try_to_lock), meta_(meta_backend()) {
     ZT_CHECK(lock_.owns_lock(), "dry run: another dry run is running in this process (one at a time)");
     for (Allocator* a : {&meta_.allocator(), &meta_.host_allocator(false)})
       ZT_CHECK(a->stats().total() == 0, "dry run: the meta allocator '", a->name(), "' still holds ",
@@ -46,11 +46,13 @@ class MetaScope {
     threads_before_ = meta_.threads();
     meta_.set_threads(threads);
     meta_.set_observer(observer);
+    set_dry_swap_observer(observer);
     reset_peaks();
   }
   ~MetaScope() {
     meta_.set_threads(threads_before_);
     meta_.set_observer(nullptr);
+    set_dry_swap_observer(nullptr);
   }
   MetaScope(const MetaScope&) = delete;
   MetaScope& operator=(const MetaScope&) = delete;

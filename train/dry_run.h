@@ -35,12 +35,14 @@
 #include "models/model_config.h"
 #include "nn/model.h"
 #include "train/run_config.h"
+#include "zero/aio.h"  // defines: SwapObserver
 
 namespace zt {
 
 // Told everything a dry run does, in order (the step simulator, train/step_time.h): every op the
-// meta device runs, every collective issued and waited for, and where each step's phases begin.
-class DryRunObserver : public MetaOpObserver, public CommObserver {
+// meta device runs, every collective issued and waited for, every swap-file read and write of the
+// NVMe tier issued and waited for, and where each step's phases begin.
+class DryRunObserver : public MetaOpObserver, public CommObserver, public SwapObserver {
  public:
   enum class Phase { forward, backward, optimizer, end };  // end: the step has returned
   virtual void phase(int step, Phase p) = 0;

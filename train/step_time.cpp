@@ -52,7 +52,7 @@ double collective_seconds(const SimulatedCollective& c, const DeviceProfile& p, 
 
 namespace {
 
-// The two clocks of the header comment, watching the dry run's last step. The comm queue is run
+// The three clocks of the header comment, watching the dry run's last step. The comm queue is run
 // lazily: a collective progresses at its loaded pace while the compute clock runs ops and at its
 // idle pace while compute waits, so its end is known once compute has waited for it or gone past.
 class Timeline final : public DryRunObserver {
@@ -88,13 +88,36 @@ class Timeline final : public DryRunObserver {
     t_ = w.done;
   }
 
+  // The NVMe tier: one queue of requests in issue order (the rank's IO thread), each taking the
+  // profile's alpha + bytes / rate, beside compute and communication (disks and their DMA are
+  // resources of their own).
+  int64_t swap_issued(bool write, int64_t bytes) override {
+    if (!on_) return -1;  // issued before the timed step: done by then
+    const NvmeCost& n = p_.nvme_cost();
+    const double start = std::max(io_t_, t_);
+    io_t_ = start + n.alpha_s + static_cast<double>(bytes) / (write ? n.write_bytes_per_s : n.read_bytes_per_s);
+    io_done_.push_back(io_t_);
+    span(TraceTrack::io, write ? "nvme write" : "nvme read", start, io_t_);
+    out_.nvme_s[write] += io_t_ - start;
+    return static_cast<int64_t>(io_done_.size()) - 1;
+  }
+
+  void swap_waited(int64_t id) override {
+    if (!on_ || id < 0) return;
+    const double done = io_done_.at(static_cast<size_t>(id));
+    if (done <= t_) return;
+    span(TraceTrack::compute, "wait nvme", t_, done);
+    out_.exposed_nvme_s += done - t_;
+    compute_idle(done);
+  }
+
   void phase(int step, Phase p) override {
     if (step != timed_) return;
     if (on_) phase_time() += t_ - phase_start_;  // the phase that just ended
     if (p == Phase::end) {
       on_ = false;
       while (head_ < issued_.size()) run_comm(kForever, false);  // anything still in flight
-      out_.step_s = std::max(t_, comm_t_);
+      out_.step_s = std::max({t_, comm_t_, io_t_});
       return;
     }
     on_ = true;
@@ -114,6 +137,12 @@ class Timeline final : public DryRunObserver {
     double idle, loaded;  // its length with compute waiting, with compute running beside it
     double start = -1, done = -1;
   };
+  // Compute waits (for the disk) until `until`: the comm queue runs at its idle pace meanwhile.
+  void compute_idle(double until) {
+    if (head_ < issued_.size()) comm_t_ = std::max(comm_t_, t_);  // the head has run beside compute up to t_
+    run_comm(until, /*loaded=*/false);
+    t_ = until;
+  }
   // An op of `work` seconds alone: while a collective is in flight beside it, compute goes at the
   // profile's compute_pace and the collective at its loaded pace; else at full speed.
   void compute(double work) {
@@ -179,17 +208,14 @@ class Timeline final : public DryRunObserver {
   size_t head_ = 0;      // the first collective not done
   double comm_t_ = 0;    // the comm queue has run up to here
   double progress_ = 0;  // the head's share done
+  std::vector<double> io_done_;  // each swap request's end
+  double io_t_ = 0;              // the IO queue is busy up to here
   StepTime out_;
 };
 
 }  // namespace
 
 StepTime simulate_step_time(const DryRunRequest& req, const DeviceProfile& p, DryRun* run) {
-  const EngineConfig& e = req.run.engine;
-  if (e.zero.offload_optimizer.nvme() || e.zero.offload_param.nvme())
-    ZT_THROW(
-        "step time: offload to nvme is not simulated yet (the swap files' reads and writes have no cost model); "
-        "cpu offload and every stage are");
   if (req.steps < 2) ZT_THROW("step time: steps = ", req.steps, " (expected >= 2: the recording step and a timed one)");
   Timeline tl(p, req.world_size, req.nodes, req.steps - 1);
   DryRunRequest r = req;
@@ -209,7 +235,11 @@ nlohmann::json step_time_trace_json(const StepTime& t, int rank) {
     return origin + std::chrono::duration_cast<Tracer::Clock::duration>(std::chrono::duration<double>(s));
   };
   for (const SimSpan& s : t.spans)
-    tr.span(s.track, s.name, s.track == TraceTrack::comm ? "comm" : "compute", at(s.t0), at(s.t1));
+    tr.span(s.track, s.name,
+            s.track == TraceTrack::comm ? "comm"
+            : s.track == TraceTrack::io ? "io"
+                                        : "compute",
+            at(s.t0), at(s.t1));
   return {{"traceEvents", tr.events()}, {"displayTimeUnit", "ms"}};
 }
 

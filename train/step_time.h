@@ -3,7 +3,7 @@
 //          and waits, costed by a device profile (train/device_profile.h).
 //
 // The dry run (train/dry_run.h) runs the real step on the meta device over a simulated group; here
-// a timeline watches it (DryRunObserver) and keeps two clocks for the simulated rank:
+// a timeline watches it (DryRunObserver) and keeps three clocks for the simulated rank:
 //
 //   compute   the training thread / compute stream: every op (core/meta_backend.h's MetaOpRecord)
 //             advances it by the op's cost in the profile (measured for its shapes, else its
@@ -13,7 +13,9 @@
 //             links' loaded pace while the compute clock runs ops beside it, at the idle pace
 //             while compute waits (the profile measures both). One queue per rank, in issue order,
 //             as the MPI backend's communication thread runs every group's collectives in the
-//             order they are issued (dist/mpi_process_group.h).
+//             order they are issued (dist/mpi_process_group.h);
+//   io        the NVMe tier's IO thread: each swap-file read or write (zero/aio.h) starts when the
+//             queue is free and its issue has come, and takes the profile's nvme cost.
 //
 // A wait (Work::wait) moves the compute clock to the collective's end when it has not come yet:
 // that difference is the exposed communication, counted per kind and per link class. While a
@@ -22,7 +24,7 @@
 // whose MPI progress thread spins on the kernels' cores, much less: zt-profile measures both). So
 // overlap is not a formula: it comes from where the engine issues and where it waits — stage 3's
 // prefetch ahead of the forward, overlap_comm's reductions behind the backward, the bucket sizes,
-// the reuse distance — exactly as the real step would order them. The step ends when both clocks
+// the reuse distance — exactly as the real step would order them. The step ends when all three clocks
 // have (the engine waits for everything it issued before the step returns).
 //
 // What it assumes, and what it leaves out:
@@ -34,7 +36,9 @@
 //     rank of the machine computing at once, and one GEMM loop beside one all-gather);
 //   - host-side time outside the backend's ops (autograd's bookkeeping, the engine's logic) is in
 //     each class's overhead_s only;
-//   - the NVMe tier's reads and writes are not timed yet: a run with offload to nvme is refused.
+//   - the NVMe tier: one IO queue per rank in issue order (its IO thread), each request alpha + bytes /
+//     rate from the profile (measured with the node's ranks swapping at once), beside compute and
+//     communication; a wait on a request that has not ended is exposed IO (exposed_nvme_s).
 //
 // Collectives by algorithm, N ranks of the group over k nodes, W ranks of the world over K nodes,
 // b = this rank's ring-model bytes (CommCounters' convention), one hop alpha + m / beta:
@@ -76,6 +80,8 @@ struct StepTime {
   std::array<double, kNumCollectives> comm_s{};   // the comm queue's busy time per kind
   std::array<double, kNumCollectives> wait_s{};   // compute waiting on collectives of that kind
   std::array<double, 2> exposed_s{};              // the same waits by link class (intra, inter)
+  std::array<double, 2> nvme_s{};                 // the IO queue's busy time: reads, writes
+  double exposed_nvme_s = 0;                      // compute waiting on the swap files
   double flops = 0;                               // the step's arithmetic on this rank (recomputation included)
   int64_t tokens = 0;                             // this rank's tokens per step (micro-batch x sequence x accumulation)
   std::vector<SimSpan> spans;

@@ -17,6 +17,9 @@ nlohmann::json step_time_json(const StepTime& t, const DeviceProfile& p, int wor
                       {"flops_per_s", t.step_s > 0 ? t.flops / t.step_s : 0},
                       {"exposed_intra_node_s", t.exposed_s[0]},
                       {"exposed_inter_node_s", t.exposed_s[1]},
+                      {"nvme_read_s", t.nvme_s[0]},
+                      {"nvme_write_s", t.nvme_s[1]},
+                      {"exposed_nvme_s", t.exposed_nvme_s},
                       {"profile", p.name},
                       {"profile_source", p.source}};
   for (int c = 0; c < kNumOpClasses; ++c) j["compute_s"][op_class_name(static_cast<OpClass>(c))] = t.compute_s[c];
@@ -46,6 +49,9 @@ void print_step_time(const StepTime& t, const DeviceProfile& p, int world) {
     if (t.comm_s[k] > 0) std::printf(" %s %.2f", collective_name(static_cast<Collective>(k)), ms(t.comm_s[k]));
   std::printf("\n  %-34s %10.2f ms: intra-node %.2f, inter-node %.2f\n", "exposed (compute waited)",
               ms(t.exposed_total()), ms(t.exposed_s[0]), ms(t.exposed_s[1]));
+  if (t.nvme_s[0] + t.nvme_s[1] > 0)
+    std::printf("  %-34s %10.2f ms: reads %.2f, writes %.2f; compute waited %.2f\n", "nvme (busy)",
+                ms(t.nvme_s[0] + t.nvme_s[1]), ms(t.nvme_s[0]), ms(t.nvme_s[1]), ms(t.exposed_nvme_s));
   std::printf("  %-34s %10.3f TFLOP/s per rank", "arithmetic", t.step_s > 0 ? t.flops / t.step_s / 1e12 : 0.0);
   if (p.peak_flops_per_s > 0 && t.step_s > 0)
     std::printf(" (MFU %.1f%%)", 100 * t.flops / t.step_s / p.peak_flops_per_s);
@@ -137,7 +143,8 @@ void print_compare(const std::string& what, const std::vector<ChoiceResult>& rs,
   }
   std::printf(
       "\n(each choice dry-run for rank 0 and the last rank, its step simulated on the profile: "
-      "train/compare.h; offload to nvme is not compared, its reads and writes are not timed yet)\n");
+      "train/compare.h; offload to nvme is not among the choices: its buffer sizes depend on the model, time it "
+      "with --config)\n");
   if (pr.asked())
     std::printf("(hours and %s to train %.3g tokens)\n", pr.price_per_gpu_hour > 0 ? "price" : "GPU-hours", pr.tokens);
 }

@@ -1,5 +1,5 @@
 // defines: SwapFile (zero/aio.h): reserve, allocate, read_async / write_async, stats; stale-file cleanup;
-//          the dry mode.
+//          the dry mode, set_dry_swap_observer; file-local: g_dry_swap_observer, ObservedSwap, dry_request
 //
 // The NVMe tier's swap file (zero/aio.h): one file per rank, regions reserved, allocated at once, read
 // and written asynchronously through its io_uring engine (zero/aio_engine.h).
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -227,13 +228,40 @@ void SwapFile::check_io(const char* what, int64_t offset, const void* buf, int64
              ", past the reserved size ", end_, " (reserve() the region first)");
 }
 
+namespace {
+
+std::atomic<SwapObserver*> g_dry_swap_observer{nullptr};
+
+// A dry request's Work when someone watches: its wait() is reported.
+class ObservedSwap final : public Work {
+ public:
+  ObservedSwap(SwapObserver* o, int64_t id) : observer_(o), id_(id) {}
+  void wait() override { observer_->swap_waited(id_); }
+
+ private:
+  SwapObserver* observer_;
+  int64_t id_;
+};
+
+WorkPtr dry_request(bool write, int64_t bytes) {
+  SwapObserver* o = g_dry_swap_observer.load();
+  if (!o) return completed_work();
+  return std::make_shared<ObservedSwap>(o, o->swap_issued(write, bytes));
+}
+
+}  // namespace
+
+void set_dry_swap_observer(SwapObserver* o) { g_dry_swap_observer.store(o); }
+
 WorkPtr SwapFile::write_async(int64_t offset, const void* src, int64_t bytes) {
   check_io("write_async", offset, src, bytes);
   if (bytes == 0) return completed_work();
   if (mode_ == SwapMode::dry) {
-    std::lock_guard<std::mutex> lock(mu_);
-    dry_written_ += bytes;
-    return completed_work();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      dry_written_ += bytes;
+    }
+    return dry_request(true, bytes);
   }
   return engine_->submit(true, offset, const_cast<void*>(src), bytes);  // the engine only reads it
 }
@@ -242,9 +270,11 @@ WorkPtr SwapFile::read_async(int64_t offset, void* dst, int64_t bytes) {
   check_io("read_async", offset, dst, bytes);
   if (bytes == 0) return completed_work();
   if (mode_ == SwapMode::dry) {
-    std::lock_guard<std::mutex> lock(mu_);
-    dry_read_ += bytes;
-    return completed_work();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      dry_read_ += bytes;
+    }
+    return dry_request(false, bytes);
   }
   return engine_->submit(false, offset, dst, bytes);
 }

@@ -1,4 +1,5 @@
-// defines: kAioAlignment, SwapMode, SwapFile — one rank's swap file of the NVMe tier (ZeRO-Infinity),
+// defines: kAioAlignment, SwapMode, SwapObserver, set_dry_swap_observer, SwapFile — one rank's swap
+//          file of the NVMe tier (ZeRO-Infinity),
 //          read and written asynchronously through io_uring (liburing) with O_DIRECT.
 //
 // The file is <dir>/zt-swap-rank<R>.bin. The engine (zero/offload*.h) reserves one region per swapped
@@ -39,6 +40,18 @@ class AioEngine;  // zero/aio_engine.h: the ring, the IO thread and its request 
 // disk: the real file and its IO. dry: the bookkeeping only (the dry run's NVMe tier).
 enum class SwapMode { disk, dry };
 
+// What a dry run's swap files tell the step simulator (train/step_time.h): each read or write as it
+// is issued (its id returned), and each wait on one — the engine's own order of swap IO, with no IO.
+class SwapObserver {
+ public:
+  virtual ~SwapObserver() = default;
+  virtual int64_t swap_issued(bool write, int64_t bytes) { return 0; }
+  virtual void swap_waited(int64_t /*id*/) {}
+};
+// The observer of every dry swap file's requests (null: nobody). The dry run sets it for its
+// duration (train/dry_run.cpp; one dry run at a time in a process).
+void set_dry_swap_observer(SwapObserver* o);
+
 // One rank's swap file of the NVMe tier: <dir>/zt-swap-rank<R>.bin, opened O_DIRECT, read and written
 // asynchronously through io_uring by one IO thread per file. Thread-safe: any thread may reserve,
 // submit IO and wait; requests are served in submission order (their pieces may complete in any order).
@@ -75,7 +88,8 @@ class SwapFile {
   // offset, length and strerror (ENOSPC: "no space left on the device"; EFBIG too), also for short
   // reads/writes that cannot progress (end of file). The buffer must stay alive until wait()
   // returns. wait() may be called more than once (rethrows each time). bytes == 0: already done.
-  // Dry: the same checks, then already done; the buffer is not read or written.
+  // Dry: the same checks, then already done (or, with a dry swap observer, done when the observer
+  // says: its wait() is reported); the buffer is not read or written.
   WorkPtr write_async(int64_t offset, const void* src, int64_t bytes);
   WorkPtr read_async(int64_t offset, void* dst, int64_t bytes);
 
