@@ -1,5 +1,5 @@
 // defines: main (bench_capacity); helpers: Tier, tier_by_name, split, family_member, block_params,
-//          engine_config, dry_run_json and 4 more
+//          engine_config, trial_request, dry_run_json and 4 more
 //
 // bench_capacity — ZeRO-Offload's headline on this machine (Ren et al. 2021, "ZeRO-Offload:
 // Democratizing Billion-Scale Model Training", section 6 / Figure 7: the largest model one device
@@ -74,7 +74,9 @@
 #include "formats/token_data.h"      // defines: load_tokens, DataLoader
 #include "models/init.h"             // defines: make_model, ModelInit
 #include "models/model_config.h"     // defines: ModelConfig, from_json
+#include "train/device_profile.h"    // defines: read_device_profile
 #include "train/dry_run.h"           // defines: dry_run, DryRunRequest
+#include "train/step_time.h"         // defines: simulate_step_time
 #include "train/train_report.h"      // defines: memory_stats_json
 #include "zero/engine.h"             // defines: Engine, initialize, MemoryReport
 
@@ -156,7 +158,7 @@ EngineConfig engine_config(const Tier& t, const FamilyShape& sh, const std::stri
 // device, which has allocators of its own (the real ones' stats are not touched). Its peaks per
 // category and tier, over the last (steady) step and over the whole run with the construction, and
 // the swap files' reserved bytes ("current": reserved at setup, never freed).
-nlohmann::json dry_run_json(const ModelConfig& mc, const EngineConfig& ec, int64_t seq_len, int world_size, int rank,
+DryRunRequest trial_request(const ModelConfig& mc, const EngineConfig& ec, int64_t seq_len, int world_size, int rank,
                             int threads, int steps) {
   DryRunRequest req;
   req.model = mc;  // built as the trial builds it: laid out without bytes, partitioned construction
@@ -167,6 +169,12 @@ nlohmann::json dry_run_json(const ModelConfig& mc, const EngineConfig& ec, int64
   req.rank = rank;
   req.threads = threads;
   req.steps = std::max(steps, 2);  // the dry run needs the recording step and a steady one
+  return req;
+}
+
+nlohmann::json dry_run_json(const ModelConfig& mc, const EngineConfig& ec, int64_t seq_len, int world_size, int rank,
+                            int threads, int steps) {
+  const DryRunRequest req = trial_request(mc, ec, seq_len, world_size, rank, threads, steps);
   const auto t0 = Clock::now();
   const DryRun d = dry_run(req);
   return {{"rank", rank},
@@ -190,7 +198,8 @@ int64_t peak_rss_bytes() {  // this process's peak resident set (Linux: ru_maxrs
 }
 
 int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap, int64_t host_cap, int steps,
-              const std::string& data, const std::string& nvme_dir, int threads, const std::string& result_path) {
+              const std::string& data, const std::string& nvme_dir, int threads, const std::string& result_path,
+              const std::string& profile_path) {
   ProcessGroup& g = init_process_group();
   set_num_threads(threads);
   nlohmann::json r = {{"kind", "trial"}, {"tier", t.name}, {"layers", layers}, {"cap_bytes", cap},
@@ -261,6 +270,13 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
     // allocators'; the meta device's are not capped).
     phase = "dry_run";
     r["dry_run"] = dry_run_json(mc, ec, sh.seq_len, g.size(), g.rank(), threads, steps);
+    if (!profile_path.empty()) {  // and its step simulated on a profile (zt-profile's, of this machine)
+      const StepTime st = simulate_step_time(trial_request(mc, ec, sh.seq_len, g.size(), g.rank(), threads, steps),
+                                             read_device_profile(profile_path));
+      r["predicted_step_ms"] = st.step_s * 1e3;
+      r["predicted_nvme_ms"] = (st.nvme_s[0] + st.nvme_s[1]) * 1e3;
+      r["predicted_exposed_nvme_ms"] = st.exposed_nvme_s * 1e3;
+    }
     write(r);
     finalize_process_group();
     return 0;
@@ -447,10 +463,16 @@ int main(int argc, char** argv) {
   app.add_option("--cap-bytes", cap_bytes, "(internal) the trial's cap in bytes");
   app.add_option("--host-cap-bytes", host_cap_bytes, "(internal) the trial's host cap in bytes");
   app.add_option("--result", result, "(internal) where the trial writes its JSON");
+  std::string profile;
+  app.add_option("--profile", profile,
+                 "(with --trial) also the trial's step simulated on this device profile (train/step_time.h): "
+                 "predicted_step_ms beside the measured");
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (trial) return run_trial(tier_by_name(tier), sh, layers, cap_bytes, host_cap_bytes, steps, data, nvme_dir, threads, result);
+    if (trial)
+      return run_trial(tier_by_name(tier), sh, layers, cap_bytes, host_cap_bytes, steps, data, nvme_dir, threads,
+                       result, profile);
 
     Runner run;
     run.exe = self_exe();

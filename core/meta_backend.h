@@ -79,7 +79,9 @@ struct MetaOpRecord {
 class MetaOpObserver {
  public:
   virtual ~MetaOpObserver() = default;
-  virtual void on_op(const MetaOpRecord& op) = 0;  // called before the row runs
+  // Called before the row runs, on the thread that runs it: the training thread, and the worker
+  // that copies activation checkpoints to the host (an observer that keeps state locks it).
+  virtual void on_op(const MetaOpRecord& op) = 0;
 };
 
 // Counts like the allocator it stands for (core/memory.h's Allocator: per category, peaks, the

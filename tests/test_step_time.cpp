@@ -373,3 +373,18 @@ TEST_CASE("the NVMe tier: the swap files' reads and writes on an IO queue of the
   CHECK(slow.compute_total() == Approx(fast.compute_total()));  // the ops do not change
   CHECK(slow.step_s >= slow.compute_total() + slow.exposed_nvme_s - 1e-12);
 }
+
+TEST_CASE("activation checkpoints copied to the host on their worker thread are timed too", "[step_time]") {
+  // cpu_checkpointing: the checkpoints go to the host tier from a worker thread of their own
+  // (zero/activation_offload.h), whose copies the timeline is told of from that thread.
+  DryRunRequest r = nano(1, 3);
+  r.run.engine.activation_checkpointing = true;
+  r.run.engine.cpu_checkpointing = true;
+  r.run.engine.zero.offload_optimizer.device = OffloadDevice::cpu;
+  const StepTime with = simulate_step_time(r, simple_profile());
+  r.run.engine.cpu_checkpointing = false;
+  const StepTime without = simulate_step_time(r, simple_profile());
+  const int transfer = static_cast<int>(OpClass::transfer);
+  CHECK(with.compute_s[transfer] > without.compute_s[transfer]);
+  CHECK(with.forward_s + with.backward_s + with.optimizer_s == Approx(with.compute_total() + with.exposed_total()));
+}

@@ -38,6 +38,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -68,15 +69,20 @@ double median(std::vector<double> v) {
 class OpCollector final : public DryRunObserver {
  public:
   explicit OpCollector(int timed_step) : timed_(timed_step) {}
-  void on_op(const MetaOpRecord& op) override {
+  void on_op(const MetaOpRecord& op) override {  // also from the activation checkpoints' worker thread
+    std::lock_guard<std::mutex> lock(mu_);
     if (on_) seq.push_back(op);
   }
   int64_t issued(const SimulatedCollective&) override { return 0; }
   void waited(int64_t) override {}
-  void phase(int step, Phase p) override { on_ = step == timed_ && p != Phase::end; }
+  void phase(int step, Phase p) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    on_ = step == timed_ && p != Phase::end;
+  }
   std::vector<MetaOpRecord> seq;
 
  private:
+  std::mutex mu_;
   int timed_;
   bool on_ = false;
 };

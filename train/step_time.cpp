@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <mutex>
 #include <numeric>
 
 #include "core/check.h"
@@ -61,6 +62,7 @@ class Timeline final : public DryRunObserver {
       : p_(p), world_(world), nodes_(nodes), timed_(timed_step) {}
 
   void on_op(const MetaOpRecord& op) override {
+    std::lock_guard<std::mutex> lock(mu_);
     if (!on_) return;
     const double work = p_.op_seconds(op), t0 = t_;
     compute(work);
@@ -70,6 +72,7 @@ class Timeline final : public DryRunObserver {
   }
 
   int64_t issued(const SimulatedCollective& c) override {
+    std::lock_guard<std::mutex> lock(mu_);
     if (!on_) return -1;  // issued before the timed step: already done by then
     issued_.push_back({c.name, c.kind, c.group_nodes > 1, t_, collective_seconds(c, p_, world_, nodes_, false),
                        collective_seconds(c, p_, world_, nodes_, true)});
@@ -77,6 +80,7 @@ class Timeline final : public DryRunObserver {
   }
 
   void waited(int64_t id) override {
+    std::lock_guard<std::mutex> lock(mu_);
     if (!on_ || id < 0) return;
     const size_t k = static_cast<size_t>(id);
     while (head_ <= k) run_comm(kForever, /*loaded=*/false);
@@ -92,6 +96,7 @@ class Timeline final : public DryRunObserver {
   // profile's alpha + bytes / rate, beside compute and communication (disks and their DMA are
   // resources of their own).
   int64_t swap_issued(bool write, int64_t bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
     if (!on_) return -1;  // issued before the timed step: done by then
     const NvmeCost& n = p_.nvme_cost();
     const double start = std::max(io_t_, t_);
@@ -103,6 +108,7 @@ class Timeline final : public DryRunObserver {
   }
 
   void swap_waited(int64_t id) override {
+    std::lock_guard<std::mutex> lock(mu_);
     if (!on_ || id < 0) return;
     const double done = io_done_.at(static_cast<size_t>(id));
     if (done <= t_) return;
@@ -112,6 +118,7 @@ class Timeline final : public DryRunObserver {
   }
 
   void phase(int step, Phase p) override {
+    std::lock_guard<std::mutex> lock(mu_);
     if (step != timed_) return;
     if (on_) phase_time() += t_ - phase_start_;  // the phase that just ended
     if (p == Phase::end) {
@@ -125,7 +132,10 @@ class Timeline final : public DryRunObserver {
     phase_start_ = t_;
   }
 
-  StepTime take() { return std::move(out_); }
+  StepTime take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::move(out_);
+  }
 
  private:
   static constexpr double kForever = 1e300;
@@ -199,6 +209,10 @@ class Timeline final : public DryRunObserver {
     if (t1 > t0) out_.spans.push_back({track, name, t0, t1});
   }
 
+  // The observer is told from more than one thread: the activation checkpoints' copies to the host
+  // run on their own worker (zero/activation_offload.h). Their ops go on the compute clock in the
+  // order they arrive, as every host-device copy does here.
+  std::mutex mu_;
   const DeviceProfile& p_;
   int world_, nodes_, timed_;
   bool on_ = false;
