@@ -105,11 +105,11 @@ vendor "70B, 8 x H100 80GB, stage 3" llama2-70b h100-sxm 1 8 3 74 2200
 vendor "70B, 8 x H100 80GB, stage 3, CPU offload" llama2-70b h100-sxm 1 8 3 58 950 --config "$tmp/offload.json"
 vendor "70B, 32 x H100 80GB, stage 3" llama2-70b h100-sxm 4 8 3 48 2400
 vendor "175B, 64 x H100 80GB, stage 3" gpt3-175b h100-sxm 8 8 3 70 1400
-# NVMe: the simulator does not time the swap files yet; the dry run's memory only (buffer_size
-# raised to hold a unit's shard: 2.3e8 elements of a 175B block's on 8 ranks)
+# NVMe (buffer_size raised to hold a unit's shard: 2.3e8 elements of a 175B block's on 8 ranks; the
+# profile's NVMe rates are the drive class's, not measured)
 run vendor "175B, 8 x H100 80GB, stage 3, NVMe" h100-sxm '{"claimed_gb": 75, "claimed_tokens_per_s": 180}' \
   --model "$MOD/gpt3-175b.json" --stage 3 --nodes 1 --gpus-per-node 8 -b 1 -t 4096 --activation-checkpointing \
-  --overlap-comm --config "$tmp/nvme.json"
+  --overlap-comm --config "$tmp/nvme.json" --time "$DEV/h100-sxm.json"
 
 # ---- 3. the budget table: every ZeRO choice on one 8-GPU node and on four, hours and price ----
 # (zt-estimate --compare: 1e11 tokens at 2.00 a GPU-hour; the price is an example, not a quote)
@@ -171,7 +171,7 @@ for r in rows:
     need = r["claimed_tokens_per_s"] * 6 * r["psi"] / peak
     dev = r["device_peak"] / GiB
     fits = dev <= capacity[r["profile"]]
-    sim = f"{r['tokens_per_s_per_gpu']:,.0f}" if "step_s" in r else "not simulated (NVMe)"
+    sim = f"{r['tokens_per_s_per_gpu']:,.0f}" if "step_s" in r else "not simulated"
     p = pre.get(r["name"])
     simp = f"{p['tokens_per_s_per_gpu']:,.0f}" if p and "step_s" in p else ""
     ceil = f"{r['tokens_per_s_per_rank_at_peak']:,.0f}" if "step_s" in r else ""
