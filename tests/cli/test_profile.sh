@@ -2,7 +2,8 @@
 # zt-profile and zt-estimate --time, as a user runs them:
 #  1. zt-profile under mpirun (2 ranks) writes a profile: every op of the model's step timed (its
 #     key, a time > 0), each class's rate (the host tier's apart, with --offload), the intra-node
-#     link's alpha and beta, compute_pace in [0, 1], and where the numbers come from;
+#     link's alpha and beta, compute_pace in [0, 1], the NVMe tier's rates (--nvme-path), and where
+#     the numbers come from;
 #  2. zt-estimate --time on it prints the simulated step (its parts add up), --json carries the
 #     same, --trace writes both ranks' compute and comm tracks; --cluster on a bundled datasheet
 #     profile with --nodes x --gpus-per-node; --compare (every ZeRO choice, fastest first, held
@@ -11,7 +12,8 @@
 #     offload to nvme, --trace without --time, --time without --model, a bad --stages.
 source "$(dirname "$0")/common.sh"
 
-"${MPI[@]}" -np 2 "$B/zt-profile" --model gpt2-nano -b 2 -t 16 --threads 1 --repeats 2 --offload -o "$TMP/p2.json" 2>"$TMP/prof.err" ||
+"${MPI[@]}" -np 2 "$B/zt-profile" --model gpt2-nano -b 2 -t 16 --threads 1 --repeats 2 --offload \
+  --nvme-path "$TMP/nvme" -o "$TMP/p2.json" 2>"$TMP/prof.err" ||
   { echo "FAIL: zt-profile on 2 ranks:"; cat "$TMP/prof.err"; exit 1; }
 python3 - "$TMP/p2.json" <<'PY' || exit 1
 import json, sys
@@ -27,11 +29,28 @@ assert "zt-profile --model gpt2-nano" in p["source"] and "2 rank(s)" in p["sourc
 # --offload: the optimizer's step on the host tier, timed and fitted apart
 assert any(k.startswith("host adamw_step ") for k in p["ops"]), "no host AdamW among the ops"
 assert p["host_classes"]["optimizer"]["bytes_per_s"] > 0, p["host_classes"]
+# --nvme-path: the swap files' rates, measured (and the files removed after)
+n = p["nvme"]
+assert n["read_bytes_per_s"] > 0 and n["write_bytes_per_s"] > 0 and n["alpha_s"] >= 0, n
 print(f"ok: zt-profile on 2 ranks: {len(p['ops'])} ops timed, gemm {p['classes']['gemm']['flops_per_s'] / 1e9:.1f} GFLOP/s, "
       f"intra-node {l['bytes_per_s'] / 1e9:.2f} GB/s after {l['alpha_s'] * 1e6:.0f} us, compute_pace {p['compute_pace']:.2f}")
 PY
 
+ls "$TMP/nvme"/zt-swap-rank*.bin >/dev/null 2>&1 && { echo "FAIL: zt-profile left its swap files in $TMP/nvme"; exit 1; }
 E=(--model gpt2-nano -b 2 -t 16 --nd 2 --threads 1)
+# ZeRO-Infinity's tier on that profile: the swap files' reads and writes on the IO queue
+sed "s|\"nvme_path\": \"[^\"]*\"|\"nvme_path\": \"$TMP/nvme\"|g" "$S/configs/zero3-nvme.json" >"$TMP/nvme.json"
+"$B/zt-estimate" "${E[@]}" --config "$TMP/nvme.json" --time "$TMP/p2.json" --json >"$TMP/nvme-est.json"
+python3 - "$TMP/nvme-est.json" <<'PY' || exit 1
+import json, sys
+t = json.load(open(sys.argv[1]))[0]["time"]
+assert t["nvme_read_s"] > 0 and t["nvme_write_s"] > 0 and t["exposed_nvme_s"] >= 0, t
+parts = t["forward_s"] + t["backward_s"] + t["optimizer_s"]
+busy = sum(t["compute_s"].values()) + t["exposed_intra_node_s"] + t["exposed_inter_node_s"] + t["exposed_nvme_s"]
+assert abs(parts - busy) <= 1e-9 * t["step_s"], (parts, busy)
+print(f"ok: zt-estimate --time with offload to nvme: reads {t['nvme_read_s'] * 1e3:.2f} ms, writes "
+      f"{t['nvme_write_s'] * 1e3:.2f} ms, compute waited {t['exposed_nvme_s'] * 1e3:.2f} ms")
+PY
 "$B/zt-estimate" "${E[@]}" --stage 3 --time "$TMP/p2.json" --trace "$TMP/sim.json" >"$TMP/est.txt"
 for line in "step time, simulated on the profile 'zt-profile on" "forward (waits included)" "backward (waits included)" \
   "optimizer step (waits included)" "communication (busy)" "exposed (compute waited)"; do
@@ -110,8 +129,8 @@ expect_fail "a profile file that is not there" "profile '$TMP/none.json'" \
   "$B/zt-estimate" "${E[@]}" --time "$TMP/none.json"
 expect_fail "a one-rank profile asked about 2 ranks" "has no intra-node link" \
   "$B/zt-estimate" "${E[@]}" --time "$TMP/p1.json"
-expect_fail "offload to nvme" "offload to nvme is not simulated yet" \
-  "$B/zt-estimate" "${E[@]}" --config "$S/configs/zero3-nvme.json" --time "$TMP/p2.json"
+expect_fail "offload to nvme on a profile without the NVMe tier" "has no nvme costs (the swap files' reads and writes" \
+  "$B/zt-estimate" "${E[@]}" --config "$S/configs/zero3-nvme.json" --time "$TMP/p1.json"
 expect_fail "--trace without --time" "--trace writes the simulated step: it needs --time" \
   "$B/zt-estimate" "${E[@]}" --trace "$TMP/t.json"
 expect_fail "--time without --model" "--time needs --model" "$B/zt-estimate" --params 1M --time "$TMP/p2.json"
