@@ -1,8 +1,8 @@
 // defines: collective_name, CommCounters (total), CommTimes (busy_total, wait_total), ProcessGroup
 //          (set_collective_timeout, count, times, record_run, issue, split, split_members and 6 more),
-//          completed_work, intra_node_group, inter_node_group, node_block_group, sub_topology,
+//          completed_work, reported_work, intra_node_group, inter_node_group, node_block_group, sub_topology,
 //          SingleProcessGroup (topology, do_reduce_scatter, do_all_gather, abort), init_process_group,
-//          finalize_process_group (dist/process_group.h); file-local: DoneWork, Adds, check_buffer,
+//          finalize_process_group (dist/process_group.h); file-local: DoneWork, ReportedWork, Adds, check_buffer,
 //          copy_whole, global_group
 #include "dist/process_group.h"
 
@@ -94,6 +94,21 @@ void check_buffer(const Tensor& t, const char* what, const char* op, Adds adds) 
 }  // namespace
 
 WorkPtr completed_work() { return std::make_shared<DoneWork>(); }
+
+namespace {
+
+class ReportedWork final : public Work {
+ public:
+  explicit ReportedWork(std::function<void()> on_wait) : on_wait_(std::move(on_wait)) {}
+  void wait() override { on_wait_(); }
+
+ private:
+  std::function<void()> on_wait_;
+};
+
+}  // namespace
+
+WorkPtr reported_work(std::function<void()> on_wait) { return std::make_shared<ReportedWork>(std::move(on_wait)); }
 
 void ProcessGroup::count(Collective c, int64_t ring_bytes) {
   counters_.bytes[static_cast<int>(c)] += ring_bytes;

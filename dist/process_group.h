@@ -44,6 +44,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -110,6 +111,9 @@ class Work {
 };
 using WorkPtr = std::shared_ptr<Work>;
 WorkPtr completed_work();  // a Work that is already done
+// A Work that is already done and reports each wait(): how a dry run's simulated group and swap
+// files tell the step simulator where the engine waits (train/step_time.h).
+WorkPtr reported_work(std::function<void()> on_wait);
 
 class ProcessGroup {
  public:

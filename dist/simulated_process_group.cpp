@@ -1,6 +1,6 @@
 // defines: SimulatedProcessGroup (constructor, abort, split, do_all_reduce, do_reduce_scatter,
 //          do_all_gather, do_all_to_all, do_split, observed) (dist/simulated_process_group.h);
-//          file-local: on_cpu, scaled_into, copy_into, ObservedWork
+//          file-local: on_cpu, scaled_into, copy_into
 #include "dist/simulated_process_group.h"
 
 #include <algorithm>
@@ -33,16 +33,6 @@ void copy_into(const Tensor& dst, const Tensor& src) {
 }
 
 // A collective the observer was told of: waiting for it tells the observer too.
-class ObservedWork final : public Work {
- public:
-  ObservedWork(CommObserver* o, int64_t id) : observer_(o), id_(id) {}
-  void wait() override { observer_->waited(id_); }
-
- private:
-  CommObserver* observer_;
-  int64_t id_;
-};
-
 }  // namespace
 
 WorkPtr SimulatedProcessGroup::observed() {
@@ -54,7 +44,9 @@ WorkPtr SimulatedProcessGroup::observed() {
   c.group_size = size();
   c.group_nodes = topology_.num_nodes();
   c.name = label().empty() ? collective_name(c.kind) : std::string(collective_name(c.kind)) + " " + label();
-  return std::make_shared<ObservedWork>(observer_, observer_->issued(c));
+  CommObserver* o = observer_;
+  const int64_t id = o->issued(c);
+  return reported_work([o, id] { o->waited(id); });
 }
 
 SimulatedProcessGroup::SimulatedProcessGroup(int rank, Topology topology) : topology_(std::move(topology)) {

@@ -1,5 +1,5 @@
 // defines: SwapFile (zero/aio.h): reserve, allocate, read_async / write_async, stats; stale-file cleanup;
-//          the dry mode, set_dry_swap_observer; file-local: g_dry_swap_observer, ObservedSwap, dry_request
+//          the dry mode, set_dry_swap_observer; file-local: g_dry_swap_observer, dry_request
 //
 // The NVMe tier's swap file (zero/aio.h): one file per rank, regions reserved, allocated at once, read
 // and written asynchronously through its io_uring engine (zero/aio_engine.h).
@@ -232,21 +232,12 @@ namespace {
 
 std::atomic<SwapObserver*> g_dry_swap_observer{nullptr};
 
-// A dry request's Work when someone watches: its wait() is reported.
-class ObservedSwap final : public Work {
- public:
-  ObservedSwap(SwapObserver* o, int64_t id) : observer_(o), id_(id) {}
-  void wait() override { observer_->swap_waited(id_); }
-
- private:
-  SwapObserver* observer_;
-  int64_t id_;
-};
-
+// A dry request's Work: done at once, its wait() reported when someone watches.
 WorkPtr dry_request(bool write, int64_t bytes) {
   SwapObserver* o = g_dry_swap_observer.load();
   if (!o) return completed_work();
-  return std::make_shared<ObservedSwap>(o, o->swap_issued(write, bytes));
+  const int64_t id = o->swap_issued(write, bytes);
+  return reported_work([o, id] { o->swap_waited(id); });
 }
 
 }  // namespace
