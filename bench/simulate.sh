@@ -28,6 +28,7 @@ while (($#)); do case "$1" in
   --links) LINKS=$2; shift 2;; --variants) VARIANTS=$2; shift 2;; --batch) BATCH=$2; shift 2;;
   --seq) SEQ=$2; shift 2;; --repeats) REPEATS=$2; shift 2;; --json) JSON=$2; shift 2;;
   *) echo "bench/simulate.sh: unknown flag $1" >&2; exit 2;; esac; done
+source "$ROOT/bench/zero_variant.sh"  # defines: zero_variant_config
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 [ -n "$JSON" ] && : >"$JSON"
 : >"$tmp/errors"
@@ -46,27 +47,10 @@ for layout in $LAYOUTS; do
     [ "$rc" = 77 ] && { cat "$tmp/profile.err" >&2; exit 77; }
     [ "$rc" = 0 ] || { echo "bench/simulate.sh: zt-profile on $layout $link failed ($rc):" >&2; tail -20 "$tmp/profile.err" >&2; exit 1; }
     for v in $VARIANTS; do
-      stage=3 qw=false hpz=1 qg=false opt=none par=none
-      case "$v" in
-        s0|s1|s2|s3) stage=${v#s};;
-        s2off) stage=2 opt=cpu;;
-        s3off) opt=cpu par=cpu;;
-        qwZ) qw=true;;
-        hpZ) hpz=$ranks;;
-        qgZ) qg=true;;
-        all) qw=true hpz=$ranks qg=true;;
-        *) echo "bench/simulate.sh: unknown variant $v (s0 s1 s2 s3 qwZ hpZ qgZ all)" >&2; exit 2;;
-      esac
       # hpZ needs several ranks per node, qgZ's second hop several nodes
       { [ "$N" = 1 ] && [ "$v" != s0 ] && [ "$v" != s2off ] && [ "$v" != s3off ]; } && continue
       { [ "$v" = hpZ ] && [ "$ranks" = 1 ]; } && continue
-      { [ "$v" = all ] && [ "$ranks" = 1 ]; } && hpz=1
-      cat >"$tmp/config.json" <<EOF
-{"train_micro_batch_size_per_gpu": $BATCH,
- "zero_optimization": {"stage": $stage, "zero_quantized_weights": $qw, "zero_hpz_partition_size": $hpz,
-                       "zero_quantized_gradients": $qg,
-                       "offload_optimizer": {"device": "$opt"}, "offload_param": {"device": "$par"}}}
-EOF
+      zero_variant_config "$v" "$ranks" "$BATCH" >"$tmp/config.json" || exit 2
       rc=0
       OMP_NUM_THREADS=1 "${box[@]}" -- "$BUILD/zt-train" --model "$MODEL" --train "$ROOT/data/corpus/train.txt" \
         --config "$tmp/config.json" -t "$SEQ" --steps "$STEPS" --dist mpi --threads 1 --seed 1 \

@@ -10,7 +10,8 @@
 #      the host's cores): 1 / beta = a / B + c, and alpha = a' / B + c' (at least 0), a and c
 #      solved from the two measured profiles, idle and loaded apart; the rest is the first
 #      profile's (the ops do not depend on the link);
-#   3. zt-estimate --time for each variant at each bandwidth (the configs bench/simulate.sh runs);
+#   3. zt-estimate --time for each variant at each bandwidth (bench/zero_variant.sh's configs, as
+#      bench/simulate.sh runs them);
 #   4. gnuplot: one line per variant, predicted; the measured steps of the same layout and variants
 #      at 1 Gbit/s and 100 Mbit/s from --measured (bench/simulate.sh's JSON) as points.
 #
@@ -32,6 +33,7 @@ while (($#)); do case "$1" in
 command -v gnuplot >/dev/null || { echo "bench/simulate_bandwidth.sh: gnuplot not found (scripts/install-deps.sh installs gnuplot-nox)" >&2; exit 1; }
 nodes=${LAYOUT%x*} ranks=${LAYOUT#*x}; N=$((nodes * ranks))
 [ "$nodes" -ge 2 ] && [ "$ranks" -ge 2 ] || { echo "bench/simulate_bandwidth.sh: --layout $LAYOUT: ZeRO++ needs 2 nodes or more of 2 ranks or more" >&2; exit 2; }
+source "$ROOT/bench/zero_variant.sh"  # defines: zero_variant_config
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 # 1. The profiles, measured in the box at each of the two --links.
@@ -79,9 +81,7 @@ PY
 # 3. Each variant at each bandwidth.
 : >"$tmp/rows.jsonl"
 for v in s0 s1 s2 s3 all; do
-  stage=3 qw=false hpz=1 qg=false
-  case "$v" in s0|s1|s2|s3) stage=${v#s};; all) qw=true hpz=$ranks qg=true;; esac
-  cat >"$tmp/config.json" <<EOF
+  zero_variant_config "$v" "$ranks" "$BATCH" >"$tmp/config.json"
 {"train_micro_batch_size_per_gpu": $BATCH,
  "zero_optimization": {"stage": $stage, "zero_quantized_weights": $qw, "zero_hpz_partition_size": $hpz,
                        "zero_quantized_gradients": $qg}}

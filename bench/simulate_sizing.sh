@@ -13,12 +13,10 @@
 #      the peak is the MFU the claim needs; over 100% it is impossible at any efficiency. The
 #      simulator's own bound (every flop of the step, recomputation and attention included, at the
 #      peak) is the ceiling column.
-#   3. the budget table: zt-estimate --compare --tokens on one 8-GPU H100 node (Llama 2 13B) and on
-#      four (Llama 2 70B): every ZeRO choice, fastest first, with the hours and the price of 1e11
-#      tokens;
-#   4. the ZeRO++ paper's communication volume (3M -> 0.75M a GPU) from the dry run's counters.
+# (The budget tables on the same profiles: bench/simulate_budget.sh; the ZeRO++ paper's volume:
+# bench/zeropp_volume.sh.)
 #
-# Usage: bench/simulate_sizing.sh [--json FILE]   (prints markdown; about a minute on one core)
+# Usage: bench/simulate_sizing.sh [--json FILE]   (prints markdown; under a minute on one core)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$(cd "${BUILD_DIR:-$ROOT/build}" && pwd)"
@@ -111,28 +109,6 @@ run vendor "175B, 8 x H100 80GB, stage 3, NVMe" h100-sxm '{"claimed_gb": 75, "cl
   --model "$MOD/gpt3-175b.json" --stage 3 --nodes 1 --gpus-per-node 8 -b 1 -t 4096 --activation-checkpointing \
   --overlap-comm --config "$tmp/nvme.json" --time "$DEV/h100-sxm.json"
 
-# ---- 3. the budget table: every ZeRO choice on one 8-GPU node and on four, hours and price ----
-# (zt-estimate --compare: 1e11 tokens at 2.00 a GPU-hour; the price is an example, not a quote)
-for job in "llama2-13b 1" "llama2-70b 4"; do
-  set -- $job
-  "$EST" --model "$MOD/$1.json" --nodes "$2" --gpus-per-node 8 -b 1 -t 4096 --activation-checkpointing \
-    --precision bf16 --compute-dtype bf16 --threads 1 --cluster "$DEV/h100-sxm.json" --compare --tokens 1e11 \
-    --price-per-gpu-hour 2 >"$tmp/compare-$1.txt"
-done
-
-# ---- 4. the ZeRO++ paper's volume: 3M -> 0.75M a GPU across nodes (M: the bf16 model's bytes) ----
-# Llama 2 70B on 4 nodes x 8 (the paper's argument does not depend on the model): each rank's bytes
-# by collective and by link (CommCounters' ring convention), stage 3 against stage 3 + ZeRO++.
-# (qwZ alone gives its all-gather's bytes: forward and backward both quantized, the forward's half)
-for v in s3 qwz zpp; do
-  z='"stage": 3'
-  [ "$v" = qwz ] && z='"stage": 3, "zero_quantized_weights": true'
-  [ "$v" = zpp ] && z='"stage": 3, "zero_quantized_weights": true, "zero_hpz_partition_size": 8, "zero_quantized_gradients": true'
-  echo "{\"zero_optimization\": {$z}}" >"$tmp/$v.json"
-  "$EST" --model "$MOD/llama2-70b.json" --config "$tmp/$v.json" --nodes 4 --gpus-per-node 8 -b 1 -t 4096 \
-    --activation-checkpointing --precision bf16 --compute-dtype bf16 --threads 1 --json >"$tmp/vol-$v.json"
-done
-
 [ -n "$JSON" ] && cp "$tmp/rows.jsonl" "$JSON"
 python3 - "$tmp/rows.jsonl" "$DEV" <<'PY'
 import json, sys
@@ -192,21 +168,3 @@ for r in rows:
 slow = max(rows, key=lambda r: r["seconds"])
 print(f"\nThe slowest row took {slow['seconds']:.2f} s (the dry runs of two ranks and the simulated step): {slow['name']}.")
 PY
-python3 - "$tmp/vol-s3.json" "$tmp/vol-qwz.json" "$tmp/vol-zpp.json" <<'PY'
-import json, sys
-s3, qwz, zpp = (json.load(open(f))[-1] for f in sys.argv[1:4])  # the last rank: its ring successor is on the next node
-M = 2 * s3["psi"]  # the bf16 model's bytes
-c3, cq, cz = s3["comm_per_step"], qwz["comm_per_step"], zpp["comm_per_step"]
-base = (c3["all_gather"] + c3["reduce_scatter"]) / M
-crossing = (cq["all_gather"] / 2 + cz["all_to_all"]) / M  # qwZ's forward all-gather + qgZ's two hops
-print("\n### The ZeRO++ paper's communication volume (Llama 2 70B, 4 nodes x 8, bf16)\n")
-print("| | ZeRO++ paper | ours (dry run, a GPU's bytes a step) |\n|---|---:|---:|")
-print(f"| stage 3: all-gather x 2 + reduce-scatter | 3M | {base:.3f}M |")
-print(f"| ZeRO++: qwZ's all-gather + qgZ's all-to-all (hpZ's gather stays in the node) | 0.75M | {crossing:.3f}M |")
-print(f"| reduction | 4x | {base / crossing:.2f}x |")
-print(f"| the bytes on the inter-node link itself (the last rank) | | {c3['inter_node'] / M:.3f}M -> "
-      f"{cz['inter_node'] / M:.3f}M ({c3['inter_node'] / cz['inter_node']:.2f}x) |")
-PY
-echo
-echo "### Every ZeRO choice on H100s, with hours and price (\`zt-estimate --compare --tokens 1e11 --price-per-gpu-hour 2\`)"
-for f in "$tmp"/compare-*.txt; do echo; echo '```'; cat "$f"; echo '```'; done

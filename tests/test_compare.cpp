@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "models/model_config.h"
+#include "tests/step_time_fixtures.h"  // defines: zt::test::simple_profile, zt::test::nano_request
 #include "train/compare.h"
 #include "zero/engine_config.h"
 
@@ -13,25 +13,7 @@ using namespace zt;
 
 namespace {
 
-DeviceProfile flat_profile() {  // every class at 1 GFLOP/s or 1 GB/s, both links, host as device
-  DeviceProfile p;
-  p.name = "flat";
-  for (int c = 0; c < kNumOpClasses; ++c) p.classes[c] = p.host_classes[c] = ClassRate{1e9, 1e9, 0};
-  p.intra_node = LinkCost{1e-5, 1e9};
-  p.inter_node = LinkCost{1e-4, 1e8};
-  return p;
-}
-
-DryRunRequest nano(int world, int nodes) {
-  DryRunRequest r;
-  r.model = model_config("gpt2-nano");
-  r.run.model = "gpt2-nano";
-  r.run.engine.train_micro_batch_size_per_gpu = 2;
-  r.run.seq_len = 16;
-  r.world_size = world;
-  r.nodes = nodes;
-  return r;
-}
+DryRunRequest nano(int world, int nodes) { return test::nano_request(world, 0, nodes); }
 
 }  // namespace
 
@@ -55,7 +37,7 @@ TEST_CASE("the ZeRO choices of a job: ZeRO++ only across nodes with several rank
 
 TEST_CASE("compare: each choice's peaks are its own dry run's, fastest first, what does not fit last", "[compare]") {
   const DryRunRequest base = nano(4, 2);
-  const DeviceProfile p = flat_profile();
+  const DeviceProfile p = test::simple_profile();
   // No limit: everything fits, ordered by step time.
   const std::vector<ChoiceResult> all = compare_choices(base, p, Capacity{});
   REQUIRE(all.size() == 8);

@@ -15,7 +15,8 @@
 #include "core/backend.h"
 #include "core/meta_backend.h"
 #include "models/model_config.h"
-#include "tests/temp_dir.h"  // defines: zt::test::TempDir
+#include "tests/step_time_fixtures.h"  // defines: zt::test::simple_profile, zt::test::nano_request
+#include "tests/temp_dir.h"            // defines: zt::test::TempDir
 #include "train/device_profile.h"
 #include "train/dry_run.h"
 #include "train/step_time.h"
@@ -34,31 +35,8 @@ Tensor meta(const Shape& s, DType dt = DType::f32) {
   return Tensor::empty(s, dt, Category::activations, meta_backend().allocator());
 }
 
-// A profile where every class costs flops at 1 GFLOP/s or bytes at 1 GB/s, with both links; compute
-// at `pace` beside a collective.
-DeviceProfile simple_profile(double pace = 1.0) {
-  DeviceProfile p;
-  p.name = "test";
-  for (int c = 0; c < kNumOpClasses; ++c) p.classes[c] = p.host_classes[c] = ClassRate{1e9, 1e9, 0};
-  p.intra_node = LinkCost{1e-5, 1e9};
-  p.inter_node = LinkCost{1e-4, 1e8};
-  p.compute_pace = pace;
-  return p;
-}
-
-DryRunRequest nano(int world, int stage, int nodes = 1) {
-  DryRunRequest r;
-  r.model = model_config("gpt2-nano");
-  r.run.model = "gpt2-nano";
-  r.run.engine.zero.stage = stage;
-  r.run.engine.zero.overlap_comm = default_overlap_comm(stage);
-  r.run.engine.train_micro_batch_size_per_gpu = 2;
-  r.run.seq_len = 16;
-  r.world_size = world;
-  r.nodes = nodes;
-  r.threads = 1;
-  return r;
-}
+DryRunRequest nano(int world, int stage, int nodes = 1) { return test::nano_request(world, stage, nodes); }
+using test::simple_profile;
 
 }  // namespace
 

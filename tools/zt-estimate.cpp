@@ -82,7 +82,7 @@ void print_dry_runs(const std::string& what, DryRunRequest req, bool json, const
       j["comm_per_step"]["intra_node"] = s.comm.link[0];
       j["comm_per_step"]["inter_node"] = s.comm.link[1];
       if (profile) j["time"] = step_time_json(time, *profile, world);
-      if (profile && pr.asked()) j["cost"] = cost_json(pr, j["time"]["tokens_per_s"].get<double>(), world);
+      if (profile && pr.asked()) j["cost"] = cost_json(pr, time, world);
       all.push_back(j);
       continue;
     }
@@ -122,8 +122,7 @@ void print_dry_runs(const std::string& what, DryRunRequest req, bool json, const
                 format_bytes(s.comm.link[0]).c_str(), static_cast<long long>(s.comm.link[1]),
                 format_bytes(s.comm.link[1]).c_str());
     if (profile) print_step_time(time, *profile, world);
-    if (profile && pr.asked())
-      print_cost(pr, time.step_s > 0 ? static_cast<double>(time.tokens) * world / time.step_s : 0, world);
+    if (profile && pr.asked()) print_cost(pr, time, world);
   }
   if (json) std::cout << all.dump(2) << std::endl;
   if (!trace_path.empty()) {
@@ -219,8 +218,7 @@ void print_fit(const std::string& what, const DryRunRequest& req, FitAxis axis, 
     j["does_not_fit"] = trial_json(r.next);
     if (time) {
       j["fits"]["time"] = step_time_json(*time, *profile, req.world_size);
-      if (pr.asked())
-        j["fits"]["cost"] = cost_json(pr, j["fits"]["time"]["tokens_per_s"].get<double>(), req.world_size);
+      if (pr.asked()) j["fits"]["cost"] = cost_json(pr, *time, req.world_size);
     }
     if (axis == FitAxis::layers)  // the configs themselves, ready for zt-train --model / zt-estimate --model
       for (auto [key, t] : {std::pair{"fits", &r.best}, std::pair{"does_not_fit", &r.next}})
@@ -250,7 +248,7 @@ void print_fit(const std::string& what, const DryRunRequest& req, FitAxis axis, 
   if (time) {
     std::printf("\nat %s %lld: ", axis_name(axis), static_cast<long long>(r.best.size));
     print_step_time(*time, *profile, req.world_size);
-    if (pr.asked()) print_cost(pr, static_cast<double>(time->tokens) * req.world_size / time->step_s, req.world_size);
+    if (pr.asked()) print_cost(pr, *time, req.world_size);
   }
 }
 

@@ -69,7 +69,7 @@ DeviceProfile device_profile_from_json(const nlohmann::json& j, const std::strin
   p.compute_pace = j.contains("compute_pace") ? number(j, "compute_pace", what) : 1.0;
   if (p.compute_pace <= 0 || p.compute_pace > 1)
     ZT_THROW(what, ": 'compute_pace' is ", p.compute_pace, " (expected a pace in (0, 1])");
-  for (const char* field : {"classes", "host_classes"}) {
+  for (auto [field, rates] : {std::pair{"classes", &p.classes}, std::pair{"host_classes", &p.host_classes}}) {
     if (!j.contains(field)) continue;
     const nlohmann::json& cs = j.at(field);
     if (!cs.is_object()) ZT_THROW(what, ": '", field, "' is ", cs.dump(), " (expected an object of op classes)");
@@ -87,7 +87,7 @@ DeviceProfile device_profile_from_json(const nlohmann::json& j, const std::strin
                   number(it.value(), "overhead_s", where, false)};
       if (!(r.flops_per_s > 0 || r.bytes_per_s > 0))
         ZT_THROW(where, ": neither 'flops_per_s' nor 'bytes_per_s' is > 0 (an op of this class would take no time)");
-      (field == std::string("classes") ? p.classes : p.host_classes)[k] = r;
+      (*rates)[k] = r;
     }
   }
   if (j.contains("links")) {
@@ -160,10 +160,10 @@ nlohmann::json device_profile_json(const DeviceProfile& p) {
                       {"compute_pace", p.compute_pace}};
   if (p.device_memory_bytes > 0) j["device_memory_bytes"] = p.device_memory_bytes;
   if (p.host_memory_bytes > 0) j["host_memory_bytes"] = p.host_memory_bytes;
-  for (const char* field : {"classes", "host_classes"}) {
+  for (auto [field, rates] : {std::pair{"classes", &p.classes}, std::pair{"host_classes", &p.host_classes}}) {
     j[field] = nlohmann::json::object();
     for (int k = 0; k < kNumOpClasses; ++k)
-      if (const auto& c = (field == std::string("classes") ? p.classes : p.host_classes)[k])
+      if (const auto& c = (*rates)[k])
         j[field][op_class_name(static_cast<OpClass>(k))] = {
             {"flops_per_s", c->flops_per_s}, {"bytes_per_s", c->bytes_per_s}, {"overhead_s", c->overhead_s}};
   }

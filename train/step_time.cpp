@@ -149,7 +149,6 @@ class Timeline final : public DryRunObserver {
   };
   // Compute waits (for the disk) until `until`: the comm queue runs at its idle pace meanwhile.
   void compute_idle(double until) {
-    if (head_ < issued_.size()) comm_t_ = std::max(comm_t_, t_);  // the head has run beside compute up to t_
     run_comm(until, /*loaded=*/false);
     t_ = until;
   }

@@ -85,6 +85,8 @@ struct StepTime {
   double flops = 0;                               // the step's arithmetic on this rank (recomputation included)
   int64_t tokens = 0;                             // this rank's tokens per step (micro-batch x sequence x accumulation)
   std::vector<SimSpan> spans;
+  // The job's tokens per second: this rank's tokens a step on each of `world` ranks.
+  double tokens_per_s(int world) const { return step_s > 0 ? static_cast<double>(tokens) * world / step_s : 0; }
   double compute_total() const;
   double comm_total() const;
   double exposed_total() const { return exposed_s[0] + exposed_s[1]; }

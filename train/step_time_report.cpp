@@ -1,5 +1,5 @@
-// defines: step_time_json, print_step_time, Pricing::at, cost_json, print_cost, compare_json,
-//          print_compare (train/step_time_report.h)
+// defines: step_time_json, print_step_time, cost_json, print_cost, compare_json, print_compare
+//          (train/step_time_report.h); file-local: cost_of
 #include "train/step_time_report.h"
 
 #include <cstdio>
@@ -13,7 +13,7 @@ nlohmann::json step_time_json(const StepTime& t, const DeviceProfile& p, int wor
                       {"forward_s", t.forward_s},
                       {"backward_s", t.backward_s},
                       {"optimizer_s", t.optimizer_s},
-                      {"tokens_per_s", t.step_s > 0 ? static_cast<double>(t.tokens) * world / t.step_s : 0},
+                      {"tokens_per_s", t.tokens_per_s(world)},
                       {"flops_per_s", t.step_s > 0 ? t.flops / t.step_s : 0},
                       {"exposed_intra_node_s", t.exposed_s[0]},
                       {"exposed_inter_node_s", t.exposed_s[1]},
@@ -37,8 +37,8 @@ nlohmann::json step_time_json(const StepTime& t, const DeviceProfile& p, int wor
 void print_step_time(const StepTime& t, const DeviceProfile& p, int world) {
   auto ms = [](double s) { return s * 1e3; };
   std::printf("step time, simulated on the profile '%s'\n  (%s)\n", p.name.c_str(), p.source.c_str());
-  std::printf("  %-34s %10.2f ms   %.0f tokens/s over %d rank%s\n", "step", ms(t.step_s),
-              t.step_s > 0 ? static_cast<double>(t.tokens) * world / t.step_s : 0.0, world, world == 1 ? "" : "s");
+  std::printf("  %-34s %10.2f ms   %.0f tokens/s over %d rank%s\n", "step", ms(t.step_s), t.tokens_per_s(world), world,
+              world == 1 ? "" : "s");
   std::printf("  %-34s %10.2f ms\n  %-34s %10.2f ms\n  %-34s %10.2f ms\n", "forward (waits included)", ms(t.forward_s),
               "backward (waits included)", ms(t.backward_s), "optimizer step (waits included)", ms(t.optimizer_s));
   std::printf("  %-34s %10.2f ms:", "compute (the ops)", ms(t.compute_total()));
@@ -63,12 +63,16 @@ void print_step_time(const StepTime& t, const DeviceProfile& p, int world) {
   std::printf("\n\n");
 }
 
-TrainingCost Pricing::at(double job_tokens_per_s, int gpus) const {
-  return training_cost(tokens, job_tokens_per_s, gpus, price_per_gpu_hour);
+namespace {
+
+TrainingCost cost_of(const Pricing& pr, const StepTime& t, int world) {
+  return training_cost(pr.tokens, t.tokens_per_s(world), world, pr.price_per_gpu_hour);
 }
 
-nlohmann::json cost_json(const Pricing& pr, double job_tokens_per_s, int gpus) {
-  const TrainingCost c = pr.at(job_tokens_per_s, gpus);
+}  // namespace
+
+nlohmann::json cost_json(const Pricing& pr, const StepTime& t, int world) {
+  const TrainingCost c = cost_of(pr, t, world);
   return {{"tokens", pr.tokens},
           {"price_per_gpu_hour", pr.price_per_gpu_hour},
           {"hours", c.hours},
@@ -76,21 +80,13 @@ nlohmann::json cost_json(const Pricing& pr, double job_tokens_per_s, int gpus) {
           {"price", c.price}};
 }
 
-void print_cost(const Pricing& pr, double job_tokens_per_s, int gpus) {
-  const TrainingCost c = pr.at(job_tokens_per_s, gpus);
-  std::printf("  %-34s %10.1f hours on %d GPU%s (%.0f GPU-hours)", "training on the tokens asked", c.hours, gpus,
-              gpus == 1 ? "" : "s", c.gpu_hours);
+void print_cost(const Pricing& pr, const StepTime& t, int world) {
+  const TrainingCost c = cost_of(pr, t, world);
+  std::printf("  %-34s %10.1f hours on %d GPU%s (%.0f GPU-hours)", "training on the tokens asked", c.hours, world,
+              world == 1 ? "" : "s", c.gpu_hours);
   if (pr.price_per_gpu_hour > 0) std::printf(", %.0f at %.2f a GPU-hour", c.price, pr.price_per_gpu_hour);
   std::printf(" (%.3g tokens)\n\n", pr.tokens);
 }
-
-namespace {
-
-double job_tokens_per_s(const StepTime& t, int world) {
-  return t.step_s > 0 ? static_cast<double>(t.tokens) * world / t.step_s : 0;
-}
-
-}  // namespace
 
 nlohmann::json compare_json(const std::vector<ChoiceResult>& rs, const DeviceProfile& p, const Capacity& cap, int world,
                             const Pricing& pr) {
@@ -108,7 +104,7 @@ nlohmann::json compare_json(const std::vector<ChoiceResult>& rs, const DevicePro
                         {"fits", r.fits}};
     if (!r.fits) c["overflow"] = r.overflow;
     c["time"] = step_time_json(r.time, p, world);  // for a choice that does not fit: what it would take
-    if (r.fits && pr.asked()) c["cost"] = cost_json(pr, job_tokens_per_s(r.time, world), world);
+    if (r.fits && pr.asked()) c["cost"] = cost_json(pr, r.time, world);
     j["choices"].push_back(c);
   }
   return j;
@@ -133,10 +129,10 @@ void print_compare(const std::string& what, const std::vector<ChoiceResult>& rs,
       continue;
     }
     const double mfu = p.peak_flops_per_s > 0 ? r.time.flops / r.time.step_s / p.peak_flops_per_s : 0;
-    std::printf(" %10.1f %13.0f %5.1f%% %12.1f", r.time.step_s * 1e3, job_tokens_per_s(r.time, world) / world,
-                100 * mfu, r.time.exposed_total() * 1e3);
+    std::printf(" %10.1f %13.0f %5.1f%% %12.1f", r.time.step_s * 1e3, r.time.tokens_per_s(world) / world, 100 * mfu,
+                r.time.exposed_total() * 1e3);
     if (pr.asked()) {
-      const TrainingCost c = pr.at(job_tokens_per_s(r.time, world), world);
+      const TrainingCost c = cost_of(pr, r.time, world);
       std::printf(" %10.1f %12.0f", c.hours, pr.price_per_gpu_hour > 0 ? c.price : c.gpu_hours);
     }
     std::printf("\n");

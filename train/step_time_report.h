@@ -20,15 +20,14 @@ namespace zt {
 nlohmann::json step_time_json(const StepTime& t, const DeviceProfile& p, int world);
 void print_step_time(const StepTime& t, const DeviceProfile& p, int world);
 
-// --tokens N --price-per-gpu-hour P: what training N tokens costs at a throughput (none when
-// tokens is 0).
+// --tokens N --price-per-gpu-hour P: what training N tokens costs at the step's throughput on
+// `world` GPUs (nothing asked when tokens is 0).
 struct Pricing {
   double tokens = 0, price_per_gpu_hour = 0;
   bool asked() const { return tokens > 0; }
-  TrainingCost at(double job_tokens_per_s, int gpus) const;
 };
-nlohmann::json cost_json(const Pricing& pr, double job_tokens_per_s, int gpus);
-void print_cost(const Pricing& pr, double job_tokens_per_s, int gpus);
+nlohmann::json cost_json(const Pricing& pr, const StepTime& t, int world);
+void print_cost(const Pricing& pr, const StepTime& t, int world);
 
 // --compare: the table of choices, fastest first (train/compare.h), with the capacities they were
 // held against and, when asked, each one's hours and price.
