@@ -82,10 +82,6 @@ PY
 : >"$tmp/rows.jsonl"
 for v in s0 s1 s2 s3 all; do
   zero_variant_config "$v" "$ranks" "$BATCH" >"$tmp/config.json"
-{"train_micro_batch_size_per_gpu": $BATCH,
- "zero_optimization": {"stage": $stage, "zero_quantized_weights": $qw, "zero_hpz_partition_size": $hpz,
-                       "zero_quantized_gradients": $qg}}
-EOF
   for mbit in $SWEEP; do
     "$BUILD/zt-estimate" --model "$MODEL" --config "$tmp/config.json" -t "$SEQ" --nd "$N" --nodes "$nodes" \
       --threads 1 --time "$tmp/profile_$mbit.json" --json >"$tmp/est.json"
