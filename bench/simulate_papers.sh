@@ -167,10 +167,8 @@ python3 - "$tmp" "$ROOT/bench" <<'PY'
 import json, sys
 out = sys.argv[1]
 sys.path.insert(0, sys.argv[2])
-from simulate_papers_table import megatron_flops
-cal = json.loads(open(f"{out}/rows.jsonl").readline())
-k = cal["paper_tflops"] * 1e12 / (megatron_flops(cal) / cal["step_s"])
-json.dump({"k": k}, open(f"{out}/pace.json", "w"))
+from simulate_papers_table import pace
+k = pace(json.loads(open(f"{out}/rows.jsonl").readline()))
 for name in ("datasheet", "datasheet_1gpu", "datasheet_100g"):
     p = json.load(open(f"{out}/{name}.json"))
     for cls, c in p["classes"].items():
@@ -182,4 +180,4 @@ PY
 rows _2019
 
 [ -n "$JSON" ] && cp "$tmp/rows.jsonl" "$JSON"
-python3 "$ROOT/bench/simulate_papers_table.py" "$tmp/rows.jsonl" "$tmp/pace.json"
+python3 "$ROOT/bench/simulate_papers_table.py" "$tmp/rows.jsonl"
