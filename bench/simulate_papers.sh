@@ -38,9 +38,8 @@
 #   2019 pace  the same with every on-device compute class's rate scaled by one factor, the one
 #              that puts the calibration row on Megatron-LM's published 39 TFLOP/s (the links,
 #              PCIe and the host's rates are not scaled).
-# A node with one GPU (offload-1, calibration) gives that rank the whole host: the profile's host
-# rates, a 16-rank DGX-2's per-rank share, are multiplied by 16 (the host's memory bandwidth is the
-# node's; DeepSpeed's CPU Adam uses every core).
+# A node with one GPU (offload-1, calibration) gives that rank the whole host: the profile's host is
+# shared (host_shared), so zt-estimate splits it among the ranks on a node (docs/step-time.md).
 # fp16 runs as bf16: the same bytes a value; the V100 profile's peak is its fp16 tensor-core peak.
 #
 # Usage: bench/simulate_papers.sh [--json FILE]   (prints markdown; about a minute on one core)
@@ -80,21 +79,13 @@ zero_variant_config s3off 16 8 >"$tmp/s3off.json"
 zero_variant_config s3 16 1 >"$tmp/s3.json"
 zero_variant_config all 16 1 >"$tmp/zpp.json"
 
-# The profiles: datasheet; one GPU with the whole host; the inter-node link at 100 Gb/s (ZeRO++'s
-# low-bandwidth cluster: one 100 Gb/s InfiniBand link a node, at the datasheet profile's 0.9 of it).
+# The profiles: datasheet; the inter-node link at 100 Gb/s (ZeRO++'s low-bandwidth cluster: one
+# 100 Gb/s InfiniBand link a node, at the datasheet profile's 0.9 of it).
 python3 - "$ROOT/configs/devices/v100-dgx2.json" "$tmp" <<'PY'
 import json, sys
 src, out = sys.argv[1:]
 p = json.load(open(src))
 json.dump(p, open(f"{out}/datasheet.json", "w"))
-one = json.loads(json.dumps(p))
-n = one["ranks_per_node"]
-for c in one["host_classes"].values():
-    c["bytes_per_s"] *= n
-one["host_memory_bytes"] *= n
-one["ranks_per_node"] = 1
-one["name"] += ", one GPU with the whole host"
-json.dump(one, open(f"{out}/datasheet_1gpu.json", "w"))
 slow = json.loads(json.dumps(p))
 slow["links"]["inter_node"]["bytes_per_s"] = 100e9 / 8 * 0.9
 slow["name"] += ", 100 Gb/s between nodes"
@@ -129,12 +120,12 @@ print(json.dumps(out))
 PY
 }
 
-# All rows on one profile (datasheet or 2019 pace); the single-GPU rows on its one-GPU variant.
+# All rows on one profile (datasheet or 2019 pace).
 rows() {
   local sfx=$1
-  run calibration "datasheet_1gpu$sfx" megatron-1.2b '{"paper_tflops": 39, "B": 8}' \
+  run calibration "datasheet$sfx" megatron-1.2b '{"paper_tflops": 39, "B": 8}' \
     --stage 0 -b 8 -t 1024 --activation-checkpointing
-  run offload-1 "datasheet_1gpu$sfx" offload-10b '{"paper_tflops": 40, "B": 10}' \
+  run offload-1 "datasheet$sfx" offload-10b '{"paper_tflops": 40, "B": 10}' \
     --stage 2 --config "$tmp/s2off.json" -b 10 -t 1024 --activation-checkpointing --cpu-checkpointing
   for nodes in 1 8; do
     run offload-$((nodes * 16)) "datasheet$sfx" offload-10b '{"B": 10}' \
@@ -169,7 +160,7 @@ out = sys.argv[1]
 sys.path.insert(0, sys.argv[2])
 from simulate_papers_table import pace
 k = pace(json.loads(open(f"{out}/rows.jsonl").readline()))
-for name in ("datasheet", "datasheet_1gpu", "datasheet_100g"):
+for name in ("datasheet", "datasheet_100g"):
     p = json.load(open(f"{out}/{name}.json"))
     for cls, c in p["classes"].items():
         if cls != "transfer":  # PCIe is not the software's

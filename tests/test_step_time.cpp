@@ -297,6 +297,44 @@ TEST_CASE("the offloaded optimizer's ops are the host's: costed at the profile's
   CHECK(slow.compute_s[static_cast<int>(OpClass::gemm)] == Approx(same.compute_s[static_cast<int>(OpClass::gemm)]));
 }
 
+TEST_CASE("a shared host is split among the ranks on the node: fewer ranks, a larger share each", "[step_time]") {
+  const int opt = static_cast<int>(OpClass::optimizer), gemm = static_cast<int>(OpClass::gemm);
+  DeviceProfile p = simple_profile();
+  p.ranks_per_node = 8;
+  p.host_memory_bytes = int64_t{8} << 30;
+  p.host_shared = true;
+  const DeviceProfile alone = p.for_ranks_per_node(1), crowded = p.for_ranks_per_node(16);
+  CHECK(alone.ranks_per_node == 1);
+  CHECK(alone.host_memory_bytes == int64_t{64} << 30);
+  CHECK(alone.host_classes[opt]->bytes_per_s == Approx(8e9));
+  CHECK(crowded.host_memory_bytes == int64_t{4} << 30);
+  CHECK(crowded.host_classes[opt]->bytes_per_s == Approx(0.5e9));
+  CHECK(alone.classes[opt]->bytes_per_s == Approx(1e9));  // the device's own rates stay
+  CHECK(p.for_ranks_per_node(8).host_classes[opt]->bytes_per_s == Approx(1e9));
+  DeviceProfile own = p;  // a host each rank has its own share of (zt-profile's): as it is
+  own.host_shared = false;
+  CHECK(own.for_ranks_per_node(1).host_classes[opt]->bytes_per_s == Approx(1e9));
+  CHECK(own.for_ranks_per_node(1).host_memory_bytes == p.host_memory_bytes);
+
+  // ZeRO-Offload on one GPU of an 8-GPU node: the host's AdamW 8x faster than with 8 ranks on it.
+  DryRunRequest r = nano(1, 2);
+  r.run.engine.zero.offload_optimizer.device = OffloadDevice::cpu;
+  const StepTime shared = simulate_step_time(r, p), whole = simulate_step_time(r, alone);
+  CHECK(shared.compute_s[opt] > 0);
+  CHECK(whole.compute_s[opt] == Approx(shared.compute_s[opt] / 8).epsilon(1e-9));
+  CHECK(whole.compute_s[gemm] == Approx(shared.compute_s[gemm]));
+
+  // Written and read back; a value that is not a boolean named.
+  test::TempDir dir("zt_profile_shared");
+  const std::string path = dir.file("p.json");
+  std::ofstream(path) << device_profile_json(p).dump();
+  CHECK(read_device_profile(path).host_shared);
+  nlohmann::json j = device_profile_json(p);
+  j["host_shared"] = "yes";
+  std::ofstream(path) << j.dump();
+  CHECK_THROWS_WITH(read_device_profile(path), Contains("'host_shared' is \"yes\" (expected true or false)"));
+}
+
 TEST_CASE("the bundled device profiles read, and say where every number comes from", "[step_time]") {
   for (const char* name : {"v100-dgx2", "a100-sxm-80gb", "h100-sxm", "h200-sxm"}) {
     INFO(name);
@@ -304,6 +342,7 @@ TEST_CASE("the bundled device profiles read, and say where every number comes fr
     CHECK(p.peak_flops_per_s > 0);
     CHECK(p.device_memory_bytes > 0);
     CHECK(p.host_memory_bytes > 0);
+    CHECK(p.host_shared);  // a DGX's host, split among the ranks a job puts on it
     CHECK(p.intra_node);
     CHECK(p.inter_node);
     CHECK(p.nvme);
@@ -316,7 +355,7 @@ TEST_CASE("the bundled device profiles read, and say where every number comes fr
     for (const char* key :
          {"peak_flops_per_s", "classes.gemm", "classes.attention", "classes.norm, loss, elementwise, optimizer",
           "classes.transfer", "host_classes", "links.intra_node", "links.inter_node", "nvme", "overhead_s",
-          "compute_pace", "device_memory_bytes", "host_memory_bytes"})
+          "compute_pace", "device_memory_bytes", "host_memory_bytes", "host_shared"})
       CHECK(p.sources.count(key) == 1);
     CHECK(!p.source.empty());
   }
@@ -352,13 +391,17 @@ TEST_CASE("the NVMe tier: the swap files' reads and writes on an IO queue of the
   CHECK(slow.step_s >= slow.compute_total() + slow.exposed_nvme_s - 1e-12);
 }
 
-TEST_CASE("activation checkpoints copied to the host on their worker thread are timed too", "[step_time]") {
-  // cpu_checkpointing: the checkpoints go to the host tier from a worker thread of their own
-  // (zero/activation_offload.h), whose copies the timeline is told of from that thread.
+TEST_CASE("activation checkpoints copied to the host are timed too, and their peaks are the same every run",
+          "[step_time]") {
+  // cpu_checkpointing: in a real run the checkpoints go to the host tier on a worker thread of
+  // their own (zero/activation_offload.h); in the dry run each copy runs at once on the caller's
+  // thread, so the device's peak does not depend on how far a thread lagged.
   DryRunRequest r = nano(1, 3);
   r.run.engine.activation_checkpointing = true;
   r.run.engine.cpu_checkpointing = true;
   r.run.engine.zero.offload_optimizer.device = OffloadDevice::cpu;
+  const int64_t peak = dry_run(r).device.peak_total;
+  for (int i = 0; i < 5; ++i) CHECK(dry_run(r).device.peak_total == peak);
   const StepTime with = simulate_step_time(r, simple_profile());
   r.run.engine.cpu_checkpointing = false;
   const StepTime without = simulate_step_time(r, simple_profile());

@@ -432,7 +432,9 @@ int main(int argc, char** argv) {
       req.nodes = static_cast<int>(nodes);
       req.threads = static_cast<int>(threads);
       std::optional<DeviceProfile> profile;
-      if (!time_profile.empty()) profile = read_device_profile(time_profile);
+      // The profile as this job's ranks see it: N / K on a node (a shared host split among them).
+      if (!time_profile.empty())
+        profile = read_device_profile(time_profile).for_ranks_per_node(req.world_size / req.nodes);
       if (!trace_path.empty() && !profile) ZT_THROW("--trace writes the simulated step: it needs --time PROFILE");
       if ((compare || pricing.asked()) && !profile)
         ZT_THROW(compare ? "--compare" : "--tokens", " needs --time PROFILE (or --cluster PROFILE): a step to time");

@@ -1,4 +1,4 @@
-// defines: DeviceProfile (op_seconds, link, nvme_cost), read_device_profile, device_profile_json,
+// defines: DeviceProfile (op_seconds, link, nvme_cost, for_ranks_per_node), read_device_profile, device_profile_json,
 //          device_profile_from_json (train/device_profile.h); file-local: number
 #include "train/device_profile.h"
 
@@ -39,6 +39,18 @@ const NvmeCost& DeviceProfile::nvme_cost() const {
   return *nvme;
 }
 
+DeviceProfile DeviceProfile::for_ranks_per_node(int ranks) const {
+  ZT_CHECK(ranks >= 1, "for_ranks_per_node: ", ranks, " ranks on a node");
+  DeviceProfile p = *this;
+  if (!host_shared || ranks == ranks_per_node) return p;
+  const double share = static_cast<double>(ranks_per_node) / ranks;
+  p.host_memory_bytes = static_cast<int64_t>(static_cast<double>(host_memory_bytes) * share);
+  for (std::optional<ClassRate>& c : p.host_classes)
+    if (c) c->flops_per_s *= share, c->bytes_per_s *= share;
+  p.ranks_per_node = ranks;
+  return p;
+}
+
 namespace {
 
 double number(const nlohmann::json& j, const char* key, const std::string& where, bool required = true) {
@@ -66,6 +78,11 @@ DeviceProfile device_profile_from_json(const nlohmann::json& j, const std::strin
   p.peak_flops_per_s = number(j, "peak_flops_per_s", what, false);
   p.device_memory_bytes = static_cast<int64_t>(number(j, "device_memory_bytes", what, false));
   p.host_memory_bytes = static_cast<int64_t>(number(j, "host_memory_bytes", what, false));
+  if (j.contains("host_shared")) {
+    if (!j.at("host_shared").is_boolean())
+      ZT_THROW(what, ": 'host_shared' is ", j.at("host_shared").dump(), " (expected true or false)");
+    p.host_shared = j.at("host_shared").get<bool>();
+  }
   p.compute_pace = j.contains("compute_pace") ? number(j, "compute_pace", what) : 1.0;
   if (p.compute_pace <= 0 || p.compute_pace > 1)
     ZT_THROW(what, ": 'compute_pace' is ", p.compute_pace, " (expected a pace in (0, 1])");
@@ -160,6 +177,7 @@ nlohmann::json device_profile_json(const DeviceProfile& p) {
                       {"compute_pace", p.compute_pace}};
   if (p.device_memory_bytes > 0) j["device_memory_bytes"] = p.device_memory_bytes;
   if (p.host_memory_bytes > 0) j["host_memory_bytes"] = p.host_memory_bytes;
+  if (p.host_shared) j["host_shared"] = true;
   for (auto [field, rates] : {std::pair{"classes", &p.classes}, std::pair{"host_classes", &p.host_classes}}) {
     j[field] = nlohmann::json::object();
     for (int k = 0; k < kNumOpClasses; ++k)

@@ -31,7 +31,7 @@
 // The JSON file (zt-profile writes it; the keys are these fields' names):
 //   {"name": "...", "source": "...", "threads": 1, "ranks_per_node": 4, "nodes": 1,
 //    "peak_flops_per_s": 1.2e11, "compute_pace": 0.2,
-//    "device_memory_bytes": 85520809984, "host_memory_bytes": 274877906944,
+//    "device_memory_bytes": 85520809984, "host_memory_bytes": 274877906944, "host_shared": true,
 //    "classes": {"gemm": {"flops_per_s": 3.1e10, "bytes_per_s": 0, "overhead_s": 0}, ...},
 //    "links": {"intra_node": {"alpha_s": 2e-5, "bytes_per_s": 2e9,
 //                             "loaded": {"alpha_s": 4e-3, "bytes_per_s": 1e9}}, "inter_node": {...}},
@@ -87,6 +87,13 @@ struct DeviceProfile {
   // total), and the host's memory shared by the node's ranks_per_node ranks. zt-estimate --compare
   // holds each choice's peaks against them unless --device-mib / --host-mib say otherwise.
   int64_t device_memory_bytes = 0, host_memory_bytes = 0;
+  // Whether the host is the node's, shared evenly by the ranks on it: its memory and its classes'
+  // rates (host_classes) are then one rank's share with ranks_per_node ranks on the node, and a job
+  // with another count gets its own share (for_ranks_per_node). A datasheet profile's host (a
+  // DGX's sockets and memory channels, DeepSpeed's CPU Adam using every core it is given) is
+  // shared; zt-profile's is not (each rank timed with its fixed `threads`: a rank alone on the box
+  // gets no more cores).
+  bool host_shared = false;
   // The compute clock's pace while a collective runs beside it, in (0, 1]: 1 where communication
   // has resources of its own (a GPU's copy engines and NCCL's few SMs), less where it takes the
   // cores the kernels run on (a CPU rank whose MPI progress thread spins on them). zt-profile
@@ -106,6 +113,10 @@ struct DeviceProfile {
   const LinkCost& link(int inter) const;
   // The NVMe tier's costs; throws naming the profile when it has none.
   const NvmeCost& nvme_cost() const;
+  // The profile as one rank sees it in a job with `ranks` ranks on its node: where the host is
+  // shared, its memory and its host_classes' rates times ranks_per_node / ranks (a ZeRO-Offload run
+  // on one GPU of a DGX gets the whole host); otherwise the profile as it is.
+  DeviceProfile for_ranks_per_node(int ranks) const;
 };
 
 // Reads and checks a profile file: every rate positive or zero, a class with neither rate refused,

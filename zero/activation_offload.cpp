@@ -56,8 +56,22 @@ class ActivationOffload::Worker {
     cv_.notify_all();
     thread_.join();  // the queue is run to its end first
   }
-  WorkPtr submit(std::function<void()> job) {
+  // Queues `job` behind every job before it; `now`: runs it on the caller's thread instead. The
+  // meta device's dry run copies no bytes, and a copy landed at once keeps its peaks the same from
+  // run to run (a worker's lag would be the scheduler's: the dry run's forward outruns any thread).
+  WorkPtr submit(std::function<void()> job, bool now = false) {
     auto w = std::make_shared<CopyWork>();
+    if (now) {
+      std::exception_ptr error;
+      try {
+        job();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      job = nullptr;
+      w->finish(error);
+      return w;
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       jobs_.push_back({std::move(job), w});
@@ -140,12 +154,14 @@ std::shared_ptr<CheckpointStore::Stashed> ActivationOffload::stash(const Tensor&
   Tensor h = Tensor::empty(x.shape(), x.dtype(), Category::activations, host_);
   auto e = std::make_shared<Entry>(*this, x, h, name);
   Tracer* t = cx_.active_tracer();
-  e->to_host = worker_->submit([x, h, name, t] {
-    TraceScope io(t, TraceTrack::io, "checkpoint to host " + name, "offload", {{"bytes", x.nbytes()}});
-    if (x.device().is_cpu()) Tensor(h).copy_(x);
-    else backend_of(x).copy_to_host_async(h, x)->wait();  // a GPU: on its to-host stream
-    x.storage()->release();  // the device's `activations` fall by x's bytes
-  });
+  e->to_host = worker_->submit(
+      [x, h, name, t] {
+        TraceScope io(t, TraceTrack::io, "checkpoint to host " + name, "offload", {{"bytes", x.nbytes()}});
+        if (x.device().is_cpu()) Tensor(h).copy_(x);
+        else backend_of(x).copy_to_host_async(h, x)->wait();  // a GPU: on its to-host stream
+        x.storage()->release();                               // the device's `activations` fall by x's bytes
+      },
+      x.device().is_meta());
   prune();  // a forward whose graph was dropped unused leaves expired entries behind
   live_.push_back(e);
   return e;
@@ -155,12 +171,14 @@ void ActivationOffload::fetch(Entry& e) {
   Tracer* t = cx_.active_tracer();
   // The request, on the caller's thread (the copy's span below starts when the worker gets to it).
   if (t) t->instant(TraceTrack::io, "fetch checkpoint " + e.name, "offload");
-  e.to_device = worker_->submit([x = e.device, h = e.host, name = e.name, t] {
-    TraceScope io(t, TraceTrack::io, "checkpoint to device " + name, "offload", {{"bytes", x.nbytes()}});
-    x.storage()->materialize();  // a device cap fails here, rethrown by the restore's wait
-    if (x.device().is_cpu()) Tensor(x).copy_(h);
-    else backend_of(x).copy_from_host_async(x, h)->wait();  // a GPU: on its to-device stream
-  });
+  e.to_device = worker_->submit(
+      [x = e.device, h = e.host, name = e.name, t] {
+        TraceScope io(t, TraceTrack::io, "checkpoint to device " + name, "offload", {{"bytes", x.nbytes()}});
+        x.storage()->materialize();  // a device cap fails here, rethrown by the restore's wait
+        if (x.device().is_cpu()) Tensor(x).copy_(h);
+        else backend_of(x).copy_from_host_async(x, h)->wait();  // a GPU: on its to-device stream
+      },
+      e.device.device().is_meta());
 }
 
 // Checkpoints restored, or freed with a graph that never ran backward, leave the list.

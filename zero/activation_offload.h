@@ -28,6 +28,8 @@
 // it starts (the checkpoint's producer; a materialized block's earlier users), so they overlap
 // the kernels queued after them; the worker waits for each copy's event, not for the device.
 // From pageable memory they are the synchronous copies, in the compute stream's order.
+// On the meta device (a dry run, train/dry_run.h) each copy runs at once on the caller's thread:
+// the dry run's peaks are those of copies that keep pace with compute, the same from run to run.
 #pragma once
 #include <memory>
 #include <string>
