@@ -89,6 +89,22 @@ assert t["tokens_per_s_per_rank_at_peak"] > t["tokens_per_s"] / 4 > 0 and 0 < t[
 print(f"ok: zt-estimate --cluster h100-sxm.json on 2 x 2: {t['tokens_per_s'] / 4:.0f} tokens/s a GPU simulated, "
       f"ceiling {t['tokens_per_s_per_rank_at_peak']:.0f}")
 PY
+# The datasheet profile's host is shared by the node's ranks (host_shared): ZeRO-Offload on one GPU
+# alone gets the whole host, so its full optimizer takes about what an eighth of it takes with 8
+# ranks on the node, each with an eighth of the host (8x as long were the host not split; the
+# per-op overheads differ).
+echo '{"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}' >"$TMP/offload.json"
+O=(--model gpt2-124m -b 1 -t 16 --threads 1 --stage 2 --config "$TMP/offload.json" --precision bf16
+   --compute-dtype bf16 --cluster "$S/configs/devices/h100-sxm.json" --json)
+"$B/zt-estimate" "${O[@]}" --nodes 1 --gpus-per-node 1 >"$TMP/alone.json"
+"$B/zt-estimate" "${O[@]}" --nodes 1 --gpus-per-node 8 >"$TMP/eight.json"
+python3 - "$TMP/alone.json" "$TMP/eight.json" <<'PY' || exit 1
+import json, sys
+alone, eight = (json.load(open(f))[0]["time"]["compute_s"]["optimizer"] for f in sys.argv[1:])
+assert alone > 0 and 0.5 < alone / eight < 2, (alone, eight)
+print(f"ok: a shared host: the offloaded optimizer {alone * 1e3:.2f} ms alone on the node, {eight * 1e3:.2f} ms "
+      "with 8 ranks on it (an eighth of the model each, an eighth of the host)")
+PY
 # --compare: every ZeRO choice on that cluster, fastest first, its cost with --tokens; --fit with --time
 H=(--model gpt2-nano -b 2 -t 16 --threads 1 --nodes 2 --gpus-per-node 2 --precision bf16 --compute-dtype bf16
    --cluster "$S/configs/devices/h100-sxm.json")
