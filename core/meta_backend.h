@@ -70,9 +70,10 @@ struct MetaOpRecord {
   // The row's signature: its name, every tensor's dtype and shape, every scalar that changes the
   // work. Two records with the same key do the same work.
   std::string key;
-  // The same row on a real backend: makes zero-filled contiguous tensors of the same shapes and
-  // dtypes on `be`'s device and returns a call that runs the row on them with the same scalars, as
-  // often as it is called (zt-profile times the real kernels on the shapes of a real step).
+  // The same row on a real backend: makes contiguous tensors of the same shapes and dtypes (filled
+  // as core/meta_op_record.h's replay_fill_value says) on `be`'s device and returns a call that runs
+  // the row on them with the same scalars, as often as it is called (zt-profile times the real
+  // kernels on the shapes of a real step).
   std::function<std::function<void()>(Backend& be)> prepare;
 };
 

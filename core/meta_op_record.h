@@ -1,8 +1,8 @@
-// defines: MetaOp, Row, op_class, TensorSpec, spec, make, key_part, numel_of, flops_of,
+// defines: MetaOp, Row, op_class, TensorSpec, spec, replay_fill_value, make, key_part, numel_of, flops_of,
 //          causal_attention, record_of — what each row of the meta device is, for the step
 //          simulator (train/step_time.h): its class, its arithmetic, its bytes, its key, and its
 //          replay on a real backend (core/meta_backend.h's MetaOpRecord). Included by
-//          core/meta_backend.cpp only, which reports the outermost row of each op.
+//          core/meta_backend.cpp, which reports the outermost row of each op (and its test).
 #pragma once
 #include <algorithm>
 #include <functional>
@@ -65,12 +65,19 @@ struct TensorSpec {
 template <class A> A spec(const A& a) { return a; }
 inline TensorSpec spec(const Tensor& t) { return t.defined() ? TensorSpec{true, t.shape(), t.dtype()} : TensorSpec{}; }
 template <class A> const A& make(Backend&, const A& a) { return a; }
+// The values it is filled with: 0.5 in a floating-point tensor, so that a kernel whose work depends
+// on its data takes its general path (a block of zeros quantizes without dividing or rounding: a
+// replay on zeros timed ZeRO++'s quantization at a quarter of its cost in training); 0 in an
+// integer one, which is a valid index, token or code for every row.
+inline double replay_fill_value(DType t) {
+  return t == DType::f32 || t == DType::f64 || t == DType::bf16 || t == DType::f16 ? 0.5 : 0.0;
+}
 inline Tensor make(Backend& be, const TensorSpec& s) {
   if (!s.defined) return Tensor();
   Tensor t = Tensor::empty(s.shape, s.dtype, Category::workspace, s.host ? be.host_allocator(true) : be.allocator());
   if (t.numel() == 0) return t;
-  if (s.host) t.zero_();  // host memory: written by the CPU
-  else be.fill(t, 0.0);
+  if (s.host) t.fill_(replay_fill_value(s.dtype));  // host memory: written by the CPU
+  else be.fill(t, replay_fill_value(s.dtype));
   return t;
 }
 

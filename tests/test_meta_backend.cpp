@@ -1,6 +1,7 @@
 // defines: the meta device's tests — its allocator counts and holds nothing, its rows check their
 //          arguments, and each row's scratch equals the CPU backend's measured scratch (per op,
-//          per category, to the byte; float32 and bfloat16's stand-ins).
+//          per category, to the byte; float32 and bfloat16's stand-ins), and the tensors a replay
+//          makes hold values every kernel takes its general path on.
 #include <catch2/catch.hpp>
 
 #include <sys/mman.h>
@@ -11,6 +12,7 @@
 
 #include "core/backend.h"
 #include "core/meta_backend.h"
+#include "core/meta_op_record.h"  // defines: meta::make, meta::TensorSpec (the replay's tensors)
 #include "core/tensor.h"
 
 using namespace zt;
@@ -225,4 +227,19 @@ TEST_CASE("the scratch rules are exercised: some rows allocate inside the op", "
     INFO(c.name);
     CHECK(p.above[static_cast<int>(Category::workspace)] + p.above[static_cast<int>(Category::activations)] > 0);
   }
+}
+
+TEST_CASE("the replay fills floating-point tensors with 0.5 and integer ones with 0", "[meta]") {
+  // A kernel whose work depends on its data must take its general path when zt-profile times it: a
+  // block of zeros quantizes without dividing or rounding (scale 0), at a quarter of its real cost.
+  Backend& be = backend(Device::cpu());
+  for (DType t : {DType::f32, DType::bf16, DType::f64}) {
+    const Tensor x = meta::make(be, meta::TensorSpec{true, {3, 5}, t});
+    for (double v : x.to_vector()) CHECK(v == 0.5);
+  }
+  for (DType t : {DType::i32, DType::i64, DType::u8}) {
+    const Tensor x = meta::make(be, meta::TensorSpec{true, {7}, t});
+    for (double v : x.to_vector()) CHECK(v == 0);
+  }
+  CHECK(!meta::make(be, meta::TensorSpec{}).defined());
 }

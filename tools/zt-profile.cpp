@@ -9,7 +9,8 @@
 //          stage in --stages (and with ZeRO++'s quantization with --zeropp, offloaded to the host
 //          with --offload), on this rank of this
 //          job; every distinct op (core/meta_backend.h's MetaOpRecord: row, shapes, dtypes) is run
-//          on the real backend (--device) on zero-filled tensors of its shapes, once to warm up
+//          on the real backend (--device) on tensors of its shapes (filled as core/meta_op_record.h's
+//          replay_fill_value says: 0.5, or 0 in an integer one), once to warm up
 //          and --repeats times timed; the median is the op's time. Every rank of the job times
 //          its ops at the same moment (a barrier first), so the times include what ranks sharing
 //          a machine cost each other, as they do in training. Each class's roofline rate is
