@@ -432,7 +432,8 @@ int main(int argc, char** argv) {
       req.nodes = static_cast<int>(nodes);
       req.threads = static_cast<int>(threads);
       std::optional<DeviceProfile> profile;
-      // The profile as this job's ranks see it: N / K on a node (a shared host split among them).
+      // The profile as this job's ranks see it, N / K on a node: the host memory --compare holds
+      // each choice against is a rank's share (simulate_step_time splits the rates the same way).
       if (!time_profile.empty())
         profile = read_device_profile(time_profile).for_ranks_per_node(req.world_size / req.nodes);
       if (!trace_path.empty() && !profile) ZT_THROW("--trace writes the simulated step: it needs --time PROFILE");

@@ -230,7 +230,9 @@ class Timeline final : public DryRunObserver {
 
 StepTime simulate_step_time(const DryRunRequest& req, const DeviceProfile& p, DryRun* run) {
   if (req.steps < 2) ZT_THROW("step time: steps = ", req.steps, " (expected >= 2: the recording step and a timed one)");
-  Timeline tl(p, req.world_size, req.nodes, req.steps - 1);
+  // The profile as the job's ranks see it: a shared host split among the ranks on a node.
+  const DeviceProfile job = p.for_ranks_per_node(req.world_size / req.nodes);
+  Timeline tl(job, req.world_size, req.nodes, req.steps - 1);
   DryRunRequest r = req;
   r.observer = &tl;
   DryRun d = dry_run(r);

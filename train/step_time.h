@@ -98,7 +98,9 @@ double collective_seconds(const SimulatedCollective& c, const DeviceProfile& p, 
                           bool loaded = false);
 
 // The request's dry run with the timeline watching its last step (req.steps >= 2; the first
-// records stage 3's order). `run`, when given, receives the dry run itself (memory and bytes).
+// records stage 3's order), on `p` as the job's ranks see it (DeviceProfile::for_ranks_per_node
+// with the request's ranks per node). `run`, when given, receives the dry run itself (memory and
+// bytes).
 StepTime simulate_step_time(const DryRunRequest& req, const DeviceProfile& p, DryRun* run = nullptr);
 
 // The simulated step as a Chrome trace: a Tracer's events (core/trace.h; pid = rank) on simulated

@@ -1,4 +1,5 @@
-// defines: ActivationOffload (zero/activation_offload.h): stash, prefetch, restore, fetch, prune, wait_idle.
+// defines: ActivationOffload (zero/activation_offload.h): stash, prefetch, restore, fetch, prune, wait_idle;
+//          file-local: CopyWork, run_job, ActivationOffload::Worker.
 //
 // Activation checkpoints in the host tier (zero/activation_offload.h): the stash, the prefetch
 // one recompute ahead, and the worker thread that does the copies in order.
@@ -43,6 +44,19 @@ struct CopyWork final : Work {
   std::exception_ptr error;
 };
 
+// Runs a job and says it is done: its exception, if any, kept for the waiter; its captures (the
+// tensors) released before the Work says done.
+void run_job(std::function<void()>& job, CopyWork& w) {
+  std::exception_ptr error;
+  try {
+    job();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  job = nullptr;
+  w.finish(error);
+}
+
 }  // namespace
 
 class ActivationOffload::Worker {
@@ -62,14 +76,7 @@ class ActivationOffload::Worker {
   WorkPtr submit(std::function<void()> job, bool now = false) {
     auto w = std::make_shared<CopyWork>();
     if (now) {
-      std::exception_ptr error;
-      try {
-        job();
-      } catch (...) {
-        error = std::current_exception();
-      }
-      job = nullptr;
-      w->finish(error);
+      run_job(job, *w);
       return w;
     }
     {
@@ -100,14 +107,7 @@ class ActivationOffload::Worker {
         job = std::move(jobs_.front());
         jobs_.pop_front();
       }
-      std::exception_ptr error;
-      try {
-        job.first();
-      } catch (...) {
-        error = std::current_exception();
-      }
-      job.first = nullptr;  // the job's tensors go before its Work says done
-      job.second->finish(error);
+      run_job(job.first, *job.second);
     }
   }
   std::mutex mu_;
