@@ -273,8 +273,12 @@ part zero3_memory 300 env OMP_NUM_THREADS=4 mpirun -np 2 --oversubscribe --allow
 # dry run's device workspace is the CPU backend's kernels' (the meta device models those, not the
 # CUDA kernels): the device's measured / predicted ratio shows the difference. Its own call:
 # minutes of host initialization and CPU AdamW on billions of parameters.
+# ZT_LADDER_TIERS picks tiers (default all four); the ladder's own budget is what the check has left,
+# so it stops between trials and writes its report instead of being killed in one.
+ladder_budget=$((DEADLINE - SECONDS - 45)); ((ladder_budget > 560)) && ladder_budget=560
 part offload_ladder 580 env OMP_WAIT_POLICY=PASSIVE python3 "$PACK/bench/offload_ladder.py" --bin "$PACK/bin" \
-  --device cuda:0 --nvme-dir /tmp/zt-ladder-nvme --out "$PARTS/ladder" --budget-s 560 --trial-timeout 300
+  --device cuda:0 --nvme-dir /tmp/zt-ladder-nvme --out "$PARTS/ladder" --budget-s "$ladder_budget" --trial-timeout 300 \
+  --tiers "${ZT_LADDER_TIERS:-gpu,opt-cpu,cpu,nvme}"
 
 # Where the step's GPU time goes: Nsight Compute's duration of every kernel of one GPT-2 124M bf16
 # step (B 16 x T 1024, no warmup: the kernels are the same, fewer of them), clocks and caches left
