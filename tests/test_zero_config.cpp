@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "tests/temp_dir.h"
 #include "zero/engine_config.h"
+#include "zero/zeropp.h"  // defines: qgz_runs, qgz_summary
 
 using namespace zt;
 using nlohmann::json;
@@ -84,6 +85,7 @@ TEST_CASE("ready configs parse with the expected fields", "[config]") {
       CHECK(z.zero.zero_quantization_block_size == 4096);
       CHECK(z.zero.zeropp());
       CHECK(!b.zero.zeropp());
+      CHECK_FALSE(z.zero.zero_quantized_gradients_one_node);  // DeepSpeed's: qgZ across nodes only
     }
     const EngineConfig h = engine_config_from_file(cfg_path("zero2-fp16.json"), world, kCallerKeys);
     CHECK(h.precision == Precision::f16);
@@ -123,6 +125,19 @@ TEST_CASE("defaults are DeepSpeed's", "[config]") {
   CHECK(parse(R"({"optimizer": {"type": "adam"}})").optimizer.type == OptimizerType::adam);
   CHECK(parse(R"({"optimizer": {"type": "ADAMW"}})").optimizer.type == OptimizerType::adamw);
   CHECK(parse(R"({"optimizer": {"type": "SGD"}})").optimizer.momentum == 0);  // torch.optim.SGD's default
+  // ZeRO++ as DeepSpeed reads it: hpZ 0 is off like 1; qgZ at stage 3 across nodes only
+  CHECK_FALSE(parse(R"({"zero_optimization": {"stage": 3, "zero_hpz_partition_size": 0}})").zero.zeropp());
+  CHECK(parse(R"({"zero_optimization": {"stage": 3, "zero_quantized_nontrainable_weights": true}})")
+            .zero.zero_quantized_nontrainable_weights);
+  ZeroOptimization q = parse(R"({"zero_optimization": {"stage": 3, "zero_quantized_gradients": true}})").zero;
+  CHECK_FALSE(qgz_runs(q, 1));
+  CHECK(qgz_runs(q, 2));
+  CHECK(qgz_summary(q, 1).find("qgZ off on one node") == 0);
+  CHECK(qgz_summary(q, 2) == "qgZ int4 across 2 nodes");
+  q.zero_quantized_gradients_one_node = true;
+  CHECK(qgz_runs(q, 1));
+  q.stage = 2;  // a config made in code: still never below stage 3
+  CHECK_FALSE(qgz_runs(q, 2));
 }
 
 TEST_CASE("batch sizes: any two of three determine the third", "[config]") {
@@ -333,10 +348,16 @@ TEST_CASE("invalid configs are errors naming the key and the allowed values", "[
       {R"({"zero_optimization": {"stage": 3, "zero_hpz_partition_size": 3}})",
        {"zero_optimization.zero_hpz_partition_size = 3 does not divide the world size 4"},
        4},
-      {R"({"zero_optimization": {"stage": 3, "zero_hpz_partition_size": 0}})",
-       {"zero_optimization.zero_hpz_partition_size = 0 is invalid"}},
+      {R"({"zero_optimization": {"stage": 3, "zero_hpz_partition_size": -1}})",
+       {"zero_optimization.zero_hpz_partition_size = -1 is invalid"}},
       {R"({"zero_optimization": {"stage": 1, "zero_quantized_gradients": true}})",
-       {"zero_optimization.zero_quantized_gradients = true requires zero_optimization.stage 2 or 3", "stage is 1"}},
+       {"zero_optimization.zero_quantized_gradients = true requires zero_optimization.stage = 3", "stage is 1",
+        "DeepSpeed reads it at stage 3 only"}},
+      {R"({"zero_optimization": {"stage": 2, "zero_quantized_gradients": true}})",
+       {"zero_optimization.zero_quantized_gradients = true requires zero_optimization.stage = 3", "stage is 2"}},
+      {R"({"zero_optimization": {"stage": 3, "zero_quantized_gradients_one_node": true}})",
+       {"zero_optimization.zero_quantized_gradients_one_node = true needs "
+        "zero_optimization.zero_quantized_gradients = true"}},
       {R"({"zero_optimization": {"stage": 3, "zero_quantized_gradients": true, "zero_quantized_gradients_bits": 6}})",
        {"zero_optimization.zero_quantized_gradients_bits = 6 is invalid: expected 4 or 8"}},
       {R"({"zero_optimization": {"stage": 3, "zero_quantization_block_size": 0}})",

@@ -376,6 +376,8 @@ int main(int argc, char** argv) {
         if (v == 1) {
           run.engine.zero.zero_quantized_weights = true;
           run.engine.zero.zero_quantized_gradients = true;
+          // the costs of qgZ's ops, wherever the profile is measured: on one node too
+          run.engine.zero.zero_quantized_gradients_one_node = true;
         }
         if (v == 2) {
           run.engine.zero.offload_optimizer.device = OffloadDevice::cpu;

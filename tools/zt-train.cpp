@@ -42,6 +42,7 @@
 #include "train/train_report.h"  // defines: memory_stats_json, flops_per_token, peak_flops, print_*_table, print_run_summary
 #include "train/trainer.h"       // defines: Trainer, StepStats
 #include "train/wall_clock_breakdown.h"  // defines: PhaseTimes
+#include "zero/zeropp.h"                 // defines: qgz_summary (the banner)
 
 using namespace zt;
 
@@ -224,6 +225,15 @@ void TrainingRun::print_banner() {
     std::fprintf(stderr, "zt-train: %s (found by %s)\n", group_.topology().summary().c_str(),
                  group_.topology().source.c_str());
   const ZeroOptimization& z = c.engine.zero;
+  if (z.zeropp()) {
+    std::string parts;
+    auto add = [&parts](const std::string& s) { parts += (parts.empty() ? "" : ", ") + s; };
+    if (z.zero_quantized_weights) add("qwZ int8");
+    if (z.zero_hpz_partition_size > 1) add("hpZ over " + std::to_string(z.zero_hpz_partition_size) + " ranks");
+    if (z.zero_quantized_gradients) add(qgz_summary(z, group_.topology().num_nodes()));
+    std::fprintf(stderr, "zt-train: ZeRO++: %s; blocks of %lld elements\n", parts.c_str(),
+                 static_cast<long long>(z.zero_quantization_block_size));
+  }
   if (z.offload_optimizer.enabled()) {
     auto where = [](const OffloadConfig& o) {
       return o.nvme() ? "nvme (" + o.nvme_path + ")" : std::string(offload_device_name(o.device));

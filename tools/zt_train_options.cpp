@@ -36,10 +36,13 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
                "ZeRO++ qwZ: stage 3's parameter all-gathers sent as int8 blocks");
   app.add_option("--zero-hpz-partition-size", e.zero.zero_hpz_partition_size,
                  "ZeRO++ hpZ: a secondary shard over this many ranks of a node serves the backward's all-gather "
-                 "(1 = off; usually the ranks per node)")
+                 "(0 or 1 = off; usually the ranks per node)")
       ->capture_default_str();
   app.add_flag("--zero-quantized-gradients", e.zero.zero_quantized_gradients,
-               "ZeRO++ qgZ: the gradient reduce-scatter as a hierarchical all-to-all of quantized blocks");
+               "ZeRO++ qgZ: stage 3's gradient reduce-scatter as a hierarchical all-to-all of quantized blocks, "
+               "across nodes only (as DeepSpeed)");
+  app.add_flag("--zero-quantized-gradients-one-node", e.zero.zero_quantized_gradients_one_node,
+               "qgZ on one node too: its intra-node hop quantized (DeepSpeed reduces exactly there)");
   app.add_option("--zero-quantized-gradients-bits", e.zero.zero_quantized_gradients_bits, "qgZ's code width: 4 or 8")
       ->capture_default_str();
   app.add_option("--zero-quantization-block-size", e.zero.zero_quantization_block_size,
@@ -202,6 +205,7 @@ RunConfig resolve_run_config(const TrainOptions& o, int world_size, bool* comput
                              "--zero-quantized-weights",
                              "--zero-hpz-partition-size",
                              "--zero-quantized-gradients",
+                             "--zero-quantized-gradients-one-node",
                              "--zero-quantized-gradients-bits",
                              "--zero-quantization-block-size"})
       if (given(flag))

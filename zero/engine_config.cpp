@@ -69,7 +69,9 @@ ZeroOptimization parse_zero(const Reader& r, const json& o) {
                 "zero_quantized_weights",
                 "zero_hpz_partition_size",
                 "zero_quantized_gradients",
+                "zero_quantized_gradients_one_node",
                 "zero_quantized_gradients_bits",
+                "zero_quantized_nontrainable_weights",
                 "zero_quantization_block_size"});
   ZeroOptimization z;
   z.stage = static_cast<int>(r.integer(o, p, "stage", 0, 0, 3, "0, 1, 2 or 3"));
@@ -107,8 +109,11 @@ ZeroOptimization parse_zero(const Reader& r, const json& o) {
   // ZeRO++ (zero/zeropp.h). Whether the hpZ size fits the nodes is known only once the ranks are
   // placed: the engine checks it against the topology.
   z.zero_quantized_weights = r.boolean(o, p, "zero_quantized_weights", false);
-  z.zero_hpz_partition_size = r.integer(o, p, "zero_hpz_partition_size", 1, 1, 1 << 20, kIntPos);
+  // DeepSpeed: 0 and 1 both mean no secondary shard (every use tests > 1).
+  z.zero_hpz_partition_size = r.integer(o, p, "zero_hpz_partition_size", 1, 0, 1 << 20, kIntNonNeg);
   z.zero_quantized_gradients = r.boolean(o, p, "zero_quantized_gradients", false);
+  z.zero_quantized_gradients_one_node = r.boolean(o, p, "zero_quantized_gradients_one_node", false);
+  z.zero_quantized_nontrainable_weights = r.boolean(o, p, "zero_quantized_nontrainable_weights", false);
   z.zero_quantized_gradients_bits = static_cast<int>(
       r.integer(o, p, "zero_quantized_gradients_bits", 4, 4, 8, "4 or 8"));
   z.zero_quantization_block_size = r.integer(o, p, "zero_quantization_block_size", z.zero_quantization_block_size, 1,
@@ -344,17 +349,19 @@ std::string zeropp_problem(const ZeroOptimization& z, int world_size) {
     m << p << "zero_quantized_gradients_bits = " << z.zero_quantized_gradients_bits << " is invalid: expected 4 or 8";
   else if (z.zero_quantization_block_size < 1)
     m << p << "zero_quantization_block_size = " << z.zero_quantization_block_size << " is invalid: expected >= 1";
-  else if (z.zero_hpz_partition_size < 1)
-    m << p << "zero_hpz_partition_size = " << z.zero_hpz_partition_size << " is invalid: expected >= 1 (1 = off)";
+  else if (z.zero_hpz_partition_size < 0)
+    m << p << "zero_hpz_partition_size = " << z.zero_hpz_partition_size << " is invalid: expected >= 0 (0 or 1 = off)";
   else if (z.zero_quantized_weights && z.stage != 3)
     m << p << "zero_quantized_weights = true requires " << p << "stage = 3 (stage is " << z.stage
       << "; only stage 3 all-gathers the parameters before every use)";
   else if (z.zero_hpz_partition_size > 1 && z.stage != 3)
     m << p << "zero_hpz_partition_size = " << z.zero_hpz_partition_size << " requires " << p << "stage = 3 (stage is "
       << z.stage << "; the secondary shards are of partitioned parameters)";
-  else if (z.zero_quantized_gradients && z.stage < 2)
-    m << p << "zero_quantized_gradients = true requires " << p << "stage 2 or 3 (stage is " << z.stage
-      << "; only from stage 2 on are the gradients reduce-scattered after every backward)";
+  else if (z.zero_quantized_gradients && z.stage != 3)
+    m << p << "zero_quantized_gradients = true requires " << p << "stage = 3 (stage is " << z.stage
+      << "; DeepSpeed reads it at stage 3 only and reduces exactly below: remove the key for the same run)";
+  else if (z.zero_quantized_gradients_one_node && !z.zero_quantized_gradients)
+    m << p << "zero_quantized_gradients_one_node = true needs " << p << "zero_quantized_gradients = true";
   else if (z.zero_hpz_partition_size > 1 && world_size % z.zero_hpz_partition_size != 0)
     m << p << "zero_hpz_partition_size = " << z.zero_hpz_partition_size << " does not divide the world size "
       << world_size << " (expected a divisor of the ranks per node)";

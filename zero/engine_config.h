@@ -77,9 +77,13 @@ struct ZeroOptimization {
   // ZeRO++ (Wang et al. 2023; zero/zeropp.h): DeepSpeed's three keys, and two of ours for its wire format.
   bool zero_quantized_weights = false;          // qwZ: stage 3's parameter all-gathers as int8 blocks
   int64_t zero_hpz_partition_size = 1;          // hpZ: > 1, a secondary shard over this many ranks of a
-                                                // node serves the backward's all-gather
+                                                // node serves the backward's all-gather (0, 1: off)
   bool zero_quantized_gradients = false;        // qgZ: the gradient reduce-scatter as a hierarchical
-                                                // all-to-all of int4 (or int8) blocks
+                                                // all-to-all of int4 (or int8) blocks; as DeepSpeed's,
+                                                // at stage 3 across nodes only (qgz_runs, zero/zeropp.h)
+  bool zero_quantized_gradients_one_node = false;    // ours: qgZ on one node too (its intra-node hop, lossy)
+  bool zero_quantized_nontrainable_weights = false;  // DeepSpeed's: keep frozen parameters quantized; every
+                                                     // parameter here trains, so it changes nothing
   int zero_quantized_gradients_bits = 4;        // ours: qgZ's code width, 4 (DeepSpeed's) or 8
   int64_t zero_quantization_block_size = 4096;  // ours: elements per quantization block (one scale each)
   bool zeropp() const { return zero_quantized_weights || zero_hpz_partition_size > 1 || zero_quantized_gradients; }

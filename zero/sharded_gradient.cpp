@@ -16,7 +16,8 @@ namespace zt {
 
 ShardedGradient::ShardedGradient(ZeroContext& cx, PrecisionPolicy& precision, ShardOptimizer& opt, Units& units)
     : GradientPolicy(cx, precision, opt, units, /*optimizer_sharded=*/true) {
-  if (cx.cfg.zero.zero_quantized_gradients) qgz_ = std::make_unique<QuantizedReduceScatter>(cx.cfg.zero, cx.group);
+  if (qgz_runs(cx.cfg.zero, cx.group.topology().num_nodes()))
+    qgz_ = std::make_unique<QuantizedReduceScatter>(cx.cfg.zero, cx.group);
 }
 
 // The gradient shard is its own buffer, where the optimizer wants it (offload: the host's,

@@ -21,7 +21,7 @@ std::unique_ptr<ZeroStage> make_stage(ZeroContext& cx, PrecisionPolicy& precisio
   const StageKeeps k = stage_keeps(cx.cfg.zero.stage);
   // ZeRO++ changes the collectives of stages 2-3 (zero/zeropp.h); its keys were checked against
   // the world size when parsed, and again here for a config made in code.
-  if (k.grads_sharded && cx.cfg.zero.zeropp())
+  if (cx.cfg.zero.zeropp())
     if (const std::string bad = zeropp_problem(cx.cfg.zero, cx.N); !bad.empty()) ZT_THROW("config: ", bad);
   // The parameters first: hpZ's group is split before qgZ's (both collective over the world).
   std::unique_ptr<ParameterPolicy> p;

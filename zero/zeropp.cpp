@@ -93,6 +93,19 @@ std::unique_ptr<ProcessGroup> hpz_secondary_group(const ZeroOptimization& z, Pro
   return node_block_group(world, H);
 }
 
+bool qgz_runs(const ZeroOptimization& z, int num_nodes) {
+  return z.zero_quantized_gradients && z.stage == 3 && (num_nodes > 1 || z.zero_quantized_gradients_one_node);
+}
+
+std::string qgz_summary(const ZeroOptimization& z, int num_nodes) {
+  if (!z.zero_quantized_gradients) return "";
+  const std::string f = "int" + std::to_string(z.zero_quantized_gradients_bits);
+  if (!qgz_runs(z, num_nodes))
+    return "qgZ off on one node (exact reduce-scatter, as DeepSpeed; zero_quantized_gradients_one_node quantizes)";
+  return num_nodes > 1 ? "qgZ " + f + " across " + std::to_string(num_nodes) + " nodes"
+                       : "qgZ " + f + " on one node (zero_quantized_gradients_one_node)";
+}
+
 QuantizedReduceScatter::QuantizedReduceScatter(const ZeroOptimization& z, ProcessGroup& world) : z_(z), world_(world) {
   const Topology& t = world.topology();
   const std::vector<std::vector<int>> nodes = ranks_by_node(t);

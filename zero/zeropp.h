@@ -1,5 +1,5 @@
-// defines: QuantFormat, quantized_bytes, quantized_all_gather, hpz_secondary_group,
-//          QuantizedReduceScatter — ZeRO++'s three communication changes to stages 2-3 (Wang et al. 2023, "ZeRO++: Extremely Efficient Collective
+// defines: QuantFormat, quantized_bytes, quantized_all_gather, hpz_secondary_group, qgz_runs,
+//          qgz_summary, QuantizedReduceScatter — ZeRO++'s three communication changes to stages 2-3 (Wang et al. 2023, "ZeRO++: Extremely Efficient Collective
 //          Communication for Giant Model Training"; DeepSpeed's zero_quantized_weights,
 //          zero_hpz_partition_size, zero_quantized_gradients).
 //
@@ -32,6 +32,7 @@
 // w(k', l) summed over node k, which hop 2 sends to node k' (inter-node rank k'): what lands is
 // shard w(k, l), summed over every rank — this rank's shard, as a reduce-scatter gives it.
 // A hop over one rank (one node; one rank per node) is skipped rather than quantized for nothing.
+// On one node DeepSpeed does not run qgZ at all (qgz_runs): the plain reduce-scatter is exact.
 //
 // Non-finite values survive: a quantization block holding a NaN or an infinity dequantizes to
 // NaN, so fp16's loss scaler still sees an overflow.
@@ -69,6 +70,14 @@ void quantized_all_gather(ProcessGroup& g, const Tensor& src, const Tensor& dst,
 // Collective over `world`; an error names the key and the nodes unless H divides every node's
 // rank count.
 std::unique_ptr<ProcessGroup> hpz_secondary_group(const ZeroOptimization& z, ProcessGroup& world);
+
+// Whether qgZ quantizes this job's gradient reduce-scatter, as DeepSpeed decides it: at stage 3
+// (zeropp_problem refuses the key below), across nodes only (`num_nodes > 1` in DeepSpeed's
+// stage3.py); on one node the reduce-scatter stays exact, unless zero_quantized_gradients_one_node
+// (ours) asks for the intra-node hop anyway, to study it on one machine.
+bool qgz_runs(const ZeroOptimization& z, int num_nodes);
+// What qgZ does in this job, one phrase for the banner ("" when the key is off).
+std::string qgz_summary(const ZeroOptimization& z, int num_nodes);
 
 // qgZ: the gradient reduce-scatter of ShardedGradient (zero/stage.h) as the hierarchical
 // all-to-all above.

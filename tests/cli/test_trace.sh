@@ -25,6 +25,8 @@ for name in ["zero3.json", "zero3-nvme.json", "zero3-zeropp.json"]:
     z["stage3_param_persistence_threshold"] = 0
     z["stage3_prefetch_bucket_size"] = 20000
     z["stage3_max_reuse_distance"] = 0
+    if z.get("zero_quantized_gradients"):
+        z["zero_quantized_gradients_one_node"] = True  # qgZ's intra-node hop on this one node too
     for k in ["offload_optimizer", "offload_param"]:
         if z.get(k, {}).get("device") == "nvme": z[k]["nvme_path"] = f"{tmp}/nvme"
     json.dump(c, open(f"{tmp}/{name}", "w"))

@@ -184,12 +184,16 @@ TEST_CASE("dry run equals the real run: offload, ZeRO++, checkpointing, accumula
        }},
       {"stage 3 qwZ", [&](RunConfig& c) { c.engine.zero.zero_quantized_weights = true; }},
       {"stage 3 qgZ bf16",
-       [&](RunConfig& c) { c.engine.precision = Precision::bf16, c.engine.zero.zero_quantized_gradients = true; }},
+       [&](RunConfig& c) {
+         c.engine.precision = Precision::bf16;
+         c.engine.zero.zero_quantized_gradients = c.engine.zero.zero_quantized_gradients_one_node = true;
+       }},
       {"stage 3 hpZ",
        [&](RunConfig& c) { c.engine.zero.zero_hpz_partition_size = g.topology().local_size() % 2 == 0 ? 2 : 1; }},
       {"stage 3 qwZ + hpZ + qgZ",
        [&](RunConfig& c) {
          c.engine.zero.zero_quantized_weights = c.engine.zero.zero_quantized_gradients = true;
+         c.engine.zero.zero_quantized_gradients_one_node = true;
          c.engine.zero.zero_hpz_partition_size = g.topology().local_size() % 2 == 0 ? 2 : 1;
        }},
       {"stage 3, activation checkpointing", [&](RunConfig& c) { c.engine.activation_checkpointing = true; }},
