@@ -355,6 +355,9 @@ TEST_CASE("invalid configs are errors naming the key and the allowed values", "[
         "DeepSpeed reads it at stage 3 only"}},
       {R"({"zero_optimization": {"stage": 2, "zero_quantized_gradients": true}})",
        {"zero_optimization.zero_quantized_gradients = true requires zero_optimization.stage = 3", "stage is 2"}},
+      {R"({"zero_optimization": {"stage": 3, "zero_quantized_weights": true, "zero_hpz_secondary_exact": true}})",
+       {"zero_optimization.zero_hpz_secondary_exact = true needs zero_optimization.zero_quantized_weights = true and "
+        "zero_optimization.zero_hpz_partition_size > 1"}},
       {R"({"zero_optimization": {"stage": 3, "zero_quantized_gradients_one_node": true}})",
        {"zero_optimization.zero_quantized_gradients_one_node = true needs "
         "zero_optimization.zero_quantized_gradients = true"}},

@@ -38,6 +38,8 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
                  "ZeRO++ hpZ: a secondary shard over this many ranks of a node serves the backward's all-gather "
                  "(0 or 1 = off; usually the ranks per node)")
       ->capture_default_str();
+  app.add_flag("--zero-hpz-secondary-exact", e.zero.zero_hpz_secondary_exact,
+               "under qwZ, hpZ's secondary gather at full precision (DeepSpeed quantizes it too)");
   app.add_flag("--zero-quantized-gradients", e.zero.zero_quantized_gradients,
                "ZeRO++ qgZ: stage 3's gradient reduce-scatter as a hierarchical all-to-all of quantized blocks, "
                "across nodes only (as DeepSpeed)");
@@ -204,6 +206,7 @@ RunConfig resolve_run_config(const TrainOptions& o, int world_size, bool* comput
                              "--zero-stage",
                              "--zero-quantized-weights",
                              "--zero-hpz-partition-size",
+                             "--zero-hpz-secondary-exact",
                              "--zero-quantized-gradients",
                              "--zero-quantized-gradients-one-node",
                              "--zero-quantized-gradients-bits",

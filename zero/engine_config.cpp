@@ -68,6 +68,7 @@ ZeroOptimization parse_zero(const Reader& r, const json& o) {
                 "round_robin_gradients",
                 "zero_quantized_weights",
                 "zero_hpz_partition_size",
+                "zero_hpz_secondary_exact",
                 "zero_quantized_gradients",
                 "zero_quantized_gradients_one_node",
                 "zero_quantized_gradients_bits",
@@ -111,6 +112,7 @@ ZeroOptimization parse_zero(const Reader& r, const json& o) {
   z.zero_quantized_weights = r.boolean(o, p, "zero_quantized_weights", false);
   // DeepSpeed: 0 and 1 both mean no secondary shard (every use tests > 1).
   z.zero_hpz_partition_size = r.integer(o, p, "zero_hpz_partition_size", 1, 0, 1 << 20, kIntNonNeg);
+  z.zero_hpz_secondary_exact = r.boolean(o, p, "zero_hpz_secondary_exact", false);
   z.zero_quantized_gradients = r.boolean(o, p, "zero_quantized_gradients", false);
   z.zero_quantized_gradients_one_node = r.boolean(o, p, "zero_quantized_gradients_one_node", false);
   z.zero_quantized_nontrainable_weights = r.boolean(o, p, "zero_quantized_nontrainable_weights", false);
@@ -360,6 +362,9 @@ std::string zeropp_problem(const ZeroOptimization& z, int world_size) {
   else if (z.zero_quantized_gradients && z.stage != 3)
     m << p << "zero_quantized_gradients = true requires " << p << "stage = 3 (stage is " << z.stage
       << "; DeepSpeed reads it at stage 3 only and reduces exactly below: remove the key for the same run)";
+  else if (z.zero_hpz_secondary_exact && !(z.zero_quantized_weights && z.zero_hpz_partition_size > 1))
+    m << p << "zero_hpz_secondary_exact = true needs " << p << "zero_quantized_weights = true and " << p
+      << "zero_hpz_partition_size > 1 (it keeps hpZ's gather exact under qwZ)";
   else if (z.zero_quantized_gradients_one_node && !z.zero_quantized_gradients)
     m << p << "zero_quantized_gradients_one_node = true needs " << p << "zero_quantized_gradients = true";
   else if (z.zero_hpz_partition_size > 1 && world_size % z.zero_hpz_partition_size != 0)

@@ -78,6 +78,8 @@ struct ZeroOptimization {
   bool zero_quantized_weights = false;          // qwZ: stage 3's parameter all-gathers as int8 blocks
   int64_t zero_hpz_partition_size = 1;          // hpZ: > 1, a secondary shard over this many ranks of a
                                                 // node serves the backward's all-gather (0, 1: off)
+  bool zero_hpz_secondary_exact = false;        // ours: under qwZ, hpZ's secondary gather at full
+                                                // precision (DeepSpeed quantizes it too)
   bool zero_quantized_gradients = false;        // qgZ: the gradient reduce-scatter as a hierarchical
                                                 // all-to-all of int4 (or int8) blocks; as DeepSpeed's,
                                                 // at stage 3 across nodes only (qgz_runs, zero/zeropp.h)

@@ -84,6 +84,7 @@ void to_json(json& j, const EngineConfig& c) {
         {"offload_param", offload(z.offload_param)},
         {"zero_quantized_weights", z.zero_quantized_weights},
         {"zero_hpz_partition_size", z.zero_hpz_partition_size},
+        {"zero_hpz_secondary_exact", z.zero_hpz_secondary_exact},
         {"zero_quantized_gradients", z.zero_quantized_gradients},
         {"zero_quantized_gradients_one_node", z.zero_quantized_gradients_one_node},
         {"zero_quantized_nontrainable_weights", z.zero_quantized_nontrainable_weights},

@@ -21,7 +21,7 @@
 // gather once the shard is there); a shard on the device is gathered from where it is.
 //
 // ZeRO++ (zero/zeropp.h) changes what a gather is, not when: with qwZ the world all-gather is
-// quantized; with hpZ a training forward's release keeps this rank's secondary shard of the
+// quantized (but a persistent unit's refresh after the step, exact as DeepSpeed's); with hpZ a training forward's release keeps this rank's secondary shard of the
 // gathered parameters (1/H of them, Category::secondary) before freeing the rest, and every
 // gather of that unit until its backward opens its gradient (a recompute's, the backward's) is an
 // all-gather of the secondary shards inside the node; then the secondary is freed.
@@ -128,17 +128,18 @@ bool ShardedParameters::may_prefetch() const {
   return in_flight < limit;
 }
 
-void ShardedParameters::fill(ShardedUnit& s, std::deque<Pending>& q) {
-  if (!params_.offloaded()) return gather(s, params_.shard(s), q);
-  params_.fetch(s, q, [this](ShardedUnit& u, const Tensor& src, std::deque<Pending>& out) { gather(u, src, out); });
+void ShardedParameters::fill(ShardedUnit& s, std::deque<Pending>& q, bool exact) {
+  if (!params_.offloaded()) return gather(s, params_.shard(s), q, exact);
+  params_.fetch(
+      s, q, [this, exact](ShardedUnit& u, const Tensor& src, std::deque<Pending>& out) { gather(u, src, out, exact); });
 }
 
 // The gathered parameters land in the precision's target: the unit's compute parameters
 // themselves, or a transient 2-byte buffer converted into them once the gather has landed.
-void ShardedParameters::gather(ShardedUnit& s, const Tensor& src, std::deque<Pending>& q) {
+void ShardedParameters::gather(ShardedUnit& s, const Tensor& src, std::deque<Pending>& q, bool exact) {
   const Tensor dst = precision_.gather_target(s);
   const ZeroOptimization& z = cx_.cfg.zero;
-  if (quantized_weights_ && cx_.N > 1)  // qwZ; one rank sends nothing: nothing to quantize
+  if (quantized_weights_ && !exact && cx_.N > 1)  // qwZ; one rank sends nothing: nothing to quantize
     quantized_all_gather(cx_.group, src, dst, z.allgather_bucket_size, {8, z.zero_quantization_block_size}, q);
   else all_gather_chunked(cx_.group, src, dst, z.allgather_bucket_size, q);
   precision_.gathered(s, dst, q);
@@ -147,8 +148,12 @@ void ShardedParameters::gather(ShardedUnit& s, const Tensor& src, std::deque<Pen
 void ShardedParameters::gather_from_secondary(ShardedUnit& s, std::deque<Pending>& q) {
   const Tensor dst = precision_.gather_target(s);
   {
+    const ZeroOptimization& z = cx_.cfg.zero;
     CommLabel label(*hpz_group_, cx_.group.label() + " (hpZ secondary)");
-    all_gather_chunked(*hpz_group_, secondary_[s.index], dst, cx_.cfg.zero.allgather_bucket_size, q);
+    if (quantized_weights_ && !z.zero_hpz_secondary_exact)  // as DeepSpeed: qwZ quantizes this gather too
+      quantized_all_gather(*hpz_group_, secondary_[s.index], dst, z.allgather_bucket_size,
+                           {8, z.zero_quantization_block_size}, q);
+    else all_gather_chunked(*hpz_group_, secondary_[s.index], dst, z.allgather_bucket_size, q);
   }
   precision_.gathered(s, dst, q);
 }
@@ -157,10 +162,12 @@ void ShardedParameters::gather_from_secondary(ShardedUnit& s, std::deque<Pending
 // After the step
 
 // The update changed the shards: the gathered copies are stale. Persistent units are refreshed,
+// exactly even under qwZ (DeepSpeed's stage3.py re-gathers them unquantized after every step and
+// checkpoint load: they stay gathered, so a quantized copy would be used until the next step);
 // the others freed (their next acquire gathers the new parameters).
 void ShardedParameters::refresh(ShardedUnit& s, std::deque<Pending>& q) {
   secondary_[s.index] = Tensor();  // stale (hpZ)
-  if (schedule_.persistent(s.index)) fill(s, q);
+  if (schedule_.persistent(s.index)) fill(s, q, /*exact=*/true);
   else schedule_.free_unit(s.index);
 }
 

@@ -264,11 +264,13 @@ class ShardedParameters final : public ParameterPolicy, private GatherSchedule::
   void refresh(ShardedUnit& s, std::deque<Pending>& q);
   // Issues what makes the unit's compute parameters current: the shard brought to the device
   // from its tier where it is offloaded, then gather().
-  void fill(ShardedUnit& s, std::deque<Pending>& q);
+  void fill(ShardedUnit& s, std::deque<Pending>& q, bool exact = false);
   // The all-gather of `src` (this rank's shard on the device) into the unit's compute parameters
-  // (qwZ: quantized), converted by the precision where it keeps a compute copy.
-  void gather(ShardedUnit& s, const Tensor& src, std::deque<Pending>& q);
-  // hpZ: the same from the unit's secondary shard, inside its node (kept until backward_opens).
+  // (qwZ: quantized, unless `exact`: a persistent unit's refresh after the step, as DeepSpeed's),
+  // converted by the precision where it keeps a compute copy.
+  void gather(ShardedUnit& s, const Tensor& src, std::deque<Pending>& q, bool exact = false);
+  // hpZ: the same from the unit's secondary shard, inside its node (kept until backward_opens);
+  // with qwZ quantized too, as DeepSpeed's (zero_hpz_secondary_exact, ours: not).
   void gather_from_secondary(ShardedUnit& s, std::deque<Pending>& q);
 
   GatherSchedule schedule_;

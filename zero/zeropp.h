@@ -9,8 +9,9 @@
 // changes (zero/stage.h): qwZ and hpZ by ShardedParameters (zero/sharded_parameters.cpp), qgZ by
 // ShardedGradient (zero/sharded_gradient.cpp). This file holds the collectives themselves:
 //
-//   qwZ (section 3.1)  the forward's all-gather sends int8 blocks (one float32 scale per block,
-//                      core/kernels/quantize.h) and dequantizes into the gathered buffer:
+//   qwZ (section 3.1)  the parameters' all-gathers send int8 blocks (one float32 scale per block,
+//                      core/kernels/quantize.h; hpZ's secondary gather too, as DeepSpeed's; a
+//                      persistent unit's refresh after the step not) and dequantize into the gathered buffer:
 //                      Psi -> about Psi / 2 of 2-byte weights (Psi / 4 of float32 ones).
 //   hpZ (section 3.2)  when the forward frees a unit, each rank keeps a secondary shard of it,
 //                      1/H of the gathered (dequantized) parameters, H = zero_hpz_partition_size
