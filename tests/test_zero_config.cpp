@@ -138,6 +138,11 @@ TEST_CASE("defaults are DeepSpeed's", "[config]") {
   CHECK(qgz_runs(q, 1));
   q.stage = 2;  // a config made in code: still never below stage 3
   CHECK_FALSE(qgz_runs(q, 2));
+  // DeepSpeed's exact tensors: 1-D ones, and sizes not a multiple of 2 x world
+  const std::vector<ParamInfo> ps = {
+      {"w", {8, 6}, 0, 48}, {"b", {8}, 48, 8}, {"odd", {5, 3}, 56, 15}, {"w2", {4, 4}, 71, 16}};
+  CHECK(qgz_exact_ranges(ps, 4) == ExactRanges{{48, 56}, {56, 71}});            // 48, 16: multiples of 8
+  CHECK(qgz_exact_ranges(ps, 3) == ExactRanges{{48, 56}, {56, 71}, {71, 87}});  // 16 is not a multiple of 6
 }
 
 TEST_CASE("batch sizes: any two of three determine the third", "[config]") {

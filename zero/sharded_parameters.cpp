@@ -22,7 +22,8 @@
 //
 // ZeRO++ (zero/zeropp.h) changes what a gather is, not when: with qwZ the world all-gather is
 // quantized (but a persistent unit's refresh after the step, exact as DeepSpeed's); with hpZ a training forward's release keeps this rank's secondary shard of the
-// gathered parameters (1/H of them, Category::secondary) before freeing the rest, and every
+// gathered parameters (1/H of them, Category::secondary; on the host tier when offload_param
+// keeps the shards there, as DeepSpeed's) before freeing the rest, and every
 // gather of that unit until its backward opens its gradient (a recompute's, the backward's) is an
 // all-gather of the secondary shards inside the node; then the secondary is freed.
 #include "core/kernels/cast.h"  // defines: cast_
@@ -109,8 +110,15 @@ void ShardedParameters::drop(int i) {
   drain(gathers_[i]);                                 // a prefetch nobody used: let it land before freeing its buffer
   if (keep_secondary_ && !secondary_[i].defined()) {  // hpZ: this rank's 1/H of what the forward used
     const int64_t m = s.P / cx_.cfg.zero.zero_hpz_partition_size;
-    Tensor sec = Tensor::empty({m}, precision_.working(), Category::secondary);
-    cast_(sec, range(s.ps->flat(), hpz_group_->rank() * m, m));  // exact: the values came from `working`
+    const Tensor mine = range(s.ps->flat(), hpz_group_->rank() * m, m);
+    Tensor sec;
+    if (params_.offloaded()) {  // where offload_param keeps the shards (the host tier), as DeepSpeed's
+      sec = Tensor::empty({m}, precision_.working(), Category::secondary, params_.shard_memory());
+      sec.copy_(mine);  // exact: the values came from `working`
+    } else {
+      sec = Tensor::empty({m}, precision_.working(), Category::secondary);
+      cast_(sec, mine);  // exact: the values came from `working`
+    }
     secondary_[i] = sec;
   }
   s.ps->flat().storage()->release();
@@ -147,14 +155,20 @@ void ShardedParameters::gather(ShardedUnit& s, const Tensor& src, std::deque<Pen
 
 void ShardedParameters::gather_from_secondary(ShardedUnit& s, std::deque<Pending>& q) {
   const Tensor dst = precision_.gather_target(s);
+  Tensor src = secondary_[s.index];
+  if (params_.offloaded()) {  // kept on the host tier: to the device first, alive until the gather landed
+    Tensor dev = Tensor::empty({src.numel()}, src.dtype(), Category::secondary);
+    dev.copy_(src);
+    src = dev;
+  }
   {
     const ZeroOptimization& z = cx_.cfg.zero;
     CommLabel label(*hpz_group_, cx_.group.label() + " (hpZ secondary)");
     if (quantized_weights_ && !z.zero_hpz_secondary_exact)  // as DeepSpeed: qwZ quantizes this gather too
-      quantized_all_gather(*hpz_group_, secondary_[s.index], dst, z.allgather_bucket_size,
-                           {8, z.zero_quantization_block_size}, q);
-    else all_gather_chunked(*hpz_group_, secondary_[s.index], dst, z.allgather_bucket_size, q);
+      quantized_all_gather(*hpz_group_, src, dst, z.allgather_bucket_size, {8, z.zero_quantization_block_size}, q);
+    else all_gather_chunked(*hpz_group_, src, dst, z.allgather_bucket_size, q);
   }
+  if (params_.offloaded()) q.push_back({completed_work(), [src] {}});
   precision_.gathered(s, dst, q);
 }
 

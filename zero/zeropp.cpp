@@ -1,5 +1,5 @@
-// defines: quantized_bytes, quantized_all_gather, hpz_secondary_group, QuantizedReduceScatter
-//          (zero/zeropp.h); file-local: ranks_by_node,
+// defines: quantized_bytes, quantized_all_gather, hpz_secondary_group, qgz_runs, qgz_summary,
+//          qgz_exact_ranges, QuantizedReduceScatter (zero/zeropp.h); file-local: ranks_by_node,
 //          quantize_any, dequantize_into, sum_dequantized
 #include "zero/zeropp.h"
 
@@ -125,23 +125,76 @@ QuantizedReduceScatter::QuantizedReduceScatter(const ZeroOptimization& z, Proces
            ", ", inter_->rank(), ") are not this rank's local rank and node (", l, ", ", t.node(), ")");
 }
 
-void QuantizedReduceScatter::reduce_scatter(const Tensor& grad, int64_t S, int64_t chunk, const Land& land,
-                                            std::deque<Pending>& out) const {
-  const int M = intra_->size(), K = inter_->size();
+ExactRanges qgz_exact_ranges(const std::vector<ParamInfo>& params, int world_size) {
+  ExactRanges r;
+  for (const ParamInfo& p : params)
+    if (p.shape.size() < 2 || p.numel % (2 * static_cast<int64_t>(world_size)) != 0)
+      r.emplace_back(p.offset, p.offset + p.numel);
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+void QuantizedReduceScatter::reduce_scatter(const Tensor& grad, int64_t S, int64_t chunk, const ExactRanges& exact,
+                                            const Land& land, std::deque<Pending>& out) const {
+  const int M = intra_->size(), K = inter_->size(), N = M * K, me = world_.rank();
   const QuantFormat f{z_.zero_quantized_gradients_bits, z_.zero_quantization_block_size};
   ZT_CHECK(grad.numel() == static_cast<int64_t>(M) * K * S, "ZeRO++ qgZ: gradient ", grad.str(), " is not ", M * K,
            " x ", S);
   for (int64_t a = 0; a < S; a += chunk) {
     const int64_t n = std::min(chunk, S - a);
+    // The exact elements of this chunk, shard by shard: spans[w] = [j0, j1) offsets in the chunk
+    // of shard w; E, the most any shard has, is each shard's block in a plain reduce-scatter.
+    std::vector<ExactRanges> spans(static_cast<size_t>(N));
+    int64_t E = 0;
+    for (int w = 0; w < N; ++w) {
+      const int64_t lo = w * S + a, hi = lo + n;
+      int64_t e = 0;
+      for (const auto& [b, c] : exact)
+        if (std::max(b, lo) < std::min(c, hi)) {
+          spans[static_cast<size_t>(w)].emplace_back(std::max(b, lo) - lo, std::min(c, hi) - lo);
+          e += std::min(c, hi) - std::max(b, lo);
+        }
+      E = std::max(E, e);
+    }
+    Tensor exact_sum;  // (E): this rank's shard's exact elements, summed over every rank, in order
+    WorkPtr exact_work;
+    if (E > 0) {
+      Tensor packed = Tensor::zeros({N * E}, DType::f32, Category::comm);
+      for (int w = 0; w < N; ++w) {
+        int64_t p = w * E;
+        for (const auto& [j0, j1] : spans[static_cast<size_t>(w)]) {
+          range(packed, p, j1 - j0).copy_(range(grad, w * S + a + j0, j1 - j0));
+          p += j1 - j0;
+        }
+      }
+      exact_sum = Tensor::empty({E}, DType::f32, Category::comm);
+      CommLabel label(world_, world_.label() + " (qgZ: exact tensors)");
+      exact_work = world_.reduce_scatter_async(packed, exact_sum);
+      out.push_back({exact_work, [packed] { (void)packed; }});  // alive until the collective is done
+    }
+    // Writes the exact sums into this rank's landed chunk, over the quantized path's zeros.
+    const ExactRanges mine = spans[static_cast<size_t>(me)];
+    auto put_exact = [mine, exact_sum, exact_work](const Tensor& sum) {
+      if (!exact_work) return;
+      exact_work->wait();
+      int64_t p = 0;
+      for (const auto& [j0, j1] : mine) {
+        range(sum, j0, j1 - j0).copy_(range(exact_sum, p, j1 - j0));
+        p += j1 - j0;
+      }
+    };
     // Hop 1, inside the node: block l' = [slice of shard w(k', l') for k' = 0..K-1] (K n values).
     // node[k' n + i]: this node's sum of shard w(k', l)'s element a + i.
     Tensor node;
     {
       Tensor send = Tensor::empty({static_cast<int64_t>(M) * K * n}, DType::f32, Category::comm);
       for (int lp = 0; lp < M; ++lp)
-        for (int kp = 0; kp < K; ++kp)
-          range(send, (static_cast<int64_t>(lp) * K + kp) * n, n)
-              .copy_(range(grad, world_rank_[static_cast<size_t>(kp * M + lp)] * S + a, n));
+        for (int kp = 0; kp < K; ++kp) {
+          const int w = world_rank_[static_cast<size_t>(kp * M + lp)];
+          const int64_t at = (static_cast<int64_t>(lp) * K + kp) * n;
+          range(send, at, n).copy_(range(grad, w * S + a, n));
+          for (const auto& [j0, j1] : spans[static_cast<size_t>(w)]) range(send, at + j0, j1 - j0).zero_();
+        }
       if (M == 1) {
         node = send;
       } else {
@@ -162,6 +215,7 @@ void QuantizedReduceScatter::reduce_scatter(const Tensor& grad, int64_t S, int64
     }
     // Hop 2, across the nodes: block k' = node[k' n, (k'+1) n) goes to node k' (inter rank k').
     if (K == 1) {
+      put_exact(node);
       land(a, node);
       continue;
     }
@@ -176,7 +230,9 @@ void QuantizedReduceScatter::reduce_scatter(const Tensor& grad, int64_t S, int64
     out.push_back({inter_->all_to_all_async(codes, got_codes), nullptr});
     out.push_back({inter_->all_to_all_async(scales, got_scales), [=] {
                      (void)codes, (void)scales;  // alive until both collectives are done
-                     land(a, sum_dequantized(got_codes, got_scales, K, n, f));
+                     const Tensor sum = sum_dequantized(got_codes, got_scales, K, n, f);
+                     put_exact(sum);
+                     land(a, sum);
                    }});
   }
 }

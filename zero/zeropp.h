@@ -1,5 +1,5 @@
 // defines: QuantFormat, quantized_bytes, quantized_all_gather, hpz_secondary_group, qgz_runs,
-//          qgz_summary, QuantizedReduceScatter — ZeRO++'s three communication changes to stages 2-3 (Wang et al. 2023, "ZeRO++: Extremely Efficient Collective
+//          qgz_summary, ExactRanges, qgz_exact_ranges, QuantizedReduceScatter — ZeRO++'s three communication changes to stages 2-3 (Wang et al. 2023, "ZeRO++: Extremely Efficient Collective
 //          Communication for Giant Model Training"; DeepSpeed's zero_quantized_weights,
 //          zero_hpz_partition_size, zero_quantized_gradients).
 //
@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/param_set.h"  // defines: ParamInfo
 #include "zero/engine_config.h"
 #include "zero/pending.h"
 
@@ -80,6 +81,12 @@ bool qgz_runs(const ZeroOptimization& z, int num_nodes);
 // What qgZ does in this job, one phrase for the banner ("" when the key is off).
 std::string qgz_summary(const ZeroOptimization& z, int num_nodes);
 
+// The flat ranges [begin, end) of a unit's gradient that qgZ reduces exactly, tensor by tensor as
+// DeepSpeed's all_to_all_quant_reduce does: 1-D tensors (biases, norm gains) and tensors whose size
+// is not a multiple of 2 x world (its int4 codes pack two to a byte per rank's slice). Sorted.
+using ExactRanges = std::vector<std::pair<int64_t, int64_t>>;
+ExactRanges qgz_exact_ranges(const std::vector<ParamInfo>& params, int world_size);
+
 // qgZ: the gradient reduce-scatter of ShardedGradient (zero/stage.h) as the hierarchical
 // all-to-all above.
 class QuantizedReduceScatter {
@@ -93,8 +100,12 @@ class QuantizedReduceScatter {
   using Land = std::function<void(int64_t a, const Tensor& sum)>;
   // The hierarchical reduce-scatter of grad (N * S, any float dtype) in chunks of at most
   // `chunk` elements of the shard. The intra-node hop is waited for here; the inter-node hop is
-  // left in flight in `out`, its chunk landed when it finishes.
-  void reduce_scatter(const Tensor& grad, int64_t S, int64_t chunk, const Land& land, std::deque<Pending>& out) const;
+  // left in flight in `out`, its chunk landed when it finishes. The elements inside `exact`
+  // (flat ranges of grad, sorted) go through a plain reduce-scatter of their own, packed shard
+  // by shard, and are zeros in the quantized hops (a zero quantizes to zero exactly, and leaves
+  // its block's scale to the other elements).
+  void reduce_scatter(const Tensor& grad, int64_t S, int64_t chunk, const ExactRanges& exact, const Land& land,
+                      std::deque<Pending>& out) const;
 
  private:
   const ZeroOptimization& z_;
