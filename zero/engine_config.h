@@ -74,7 +74,8 @@ struct ZeroOptimization {
   int64_t stage3_max_reuse_distance = 1000000000;       // keep a unit gathered if reused this soon
   int64_t sub_group_size = 1000000000;  // offload: the CPU optimizer steps in chunks of this many elements
   OffloadConfig offload_optimizer, offload_param;
-  // ZeRO++ (Wang et al. 2023; zero/zeropp.h): DeepSpeed's three keys, and two of ours for its wire format.
+  // ZeRO++ (Wang et al. 2023; zero/zeropp.h): DeepSpeed's four keys, and four of ours (the wire format,
+  // hpZ's exact secondary gather, qgZ on one node); docs/zero.md compares the two.
   bool zero_quantized_weights = false;          // qwZ: stage 3's parameter all-gathers as int8 blocks
   int64_t zero_hpz_partition_size = 1;          // hpZ: > 1, a secondary shard over this many ranks of a
                                                 // node serves the backward's all-gather (0, 1: off)

@@ -21,11 +21,12 @@
 // gather once the shard is there); a shard on the device is gathered from where it is.
 //
 // ZeRO++ (zero/zeropp.h) changes what a gather is, not when: with qwZ the world all-gather is
-// quantized (but a persistent unit's refresh after the step, exact as DeepSpeed's); with hpZ a training forward's release keeps this rank's secondary shard of the
-// gathered parameters (1/H of them, Category::secondary; on the host tier when offload_param
-// keeps the shards there, as DeepSpeed's) before freeing the rest, and every
-// gather of that unit until its backward opens its gradient (a recompute's, the backward's) is an
-// all-gather of the secondary shards inside the node; then the secondary is freed.
+// quantized (but a persistent unit's refresh after the step, exact as DeepSpeed's); with hpZ a
+// training forward's release keeps this rank's secondary shard of the gathered parameters (1/H of
+// them, Category::secondary; on the host tier when offload_param keeps the shards there, as
+// DeepSpeed's) before freeing the rest, and every gather of that unit until its backward opens its
+// gradient (a recompute's, the backward's) is an all-gather of the secondary shards inside the
+// node (under qwZ quantized too, as DeepSpeed's); then the secondary is freed.
 #include "core/kernels/cast.h"  // defines: cast_
 #include "zero/stage.h"
 
