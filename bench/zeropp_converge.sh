@@ -6,30 +6,38 @@
 # last one (target: within 1%), and both curves (training and validation loss) drawn side by side.
 #
 # --seed N (default 1) sets the initialization and the data order of both runs: several seeds
-# show how far two stage-3-like runs wander apart on their own.
+# show how far two stage-3-like runs wander apart on their own. --precision bf16 trains in bf16
+# (the precision of ZeRO++'s speed claim; default fp32). --baseline deepspeed runs both at
+# DeepSpeed's defaults (units stay gathered from forward to backward); 3psi (the default) with
+# stage3_max_reuse_distance 0 (every unit gathered again for its backward: hpZ's secondary serves
+# it, quantized under qwZ).
 #
-# Usage: bench/zeropp_converge.sh [--steps 300] [--eval-interval 50] [--model gpt-mini] [--seed 1] OUT.png
+# Usage: bench/zeropp_converge.sh [--steps 300] [--eval-interval 50] [--model gpt-mini] [--seed 1]
+#                                 [--precision fp32|bf16] [--baseline 3psi|deepspeed] OUT.png
 # Needs root (network namespaces) and gnuplot; exits 77 where the box cannot be built.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${BUILD_DIR:-$ROOT/build}"
-STEPS=300 EVAL=50 MODEL=gpt-mini SEED=1 OUT=""
+STEPS=300 EVAL=50 MODEL=gpt-mini SEED=1 OUT="" PREC=fp32 BASELINE=3psi
 while (($#)); do case "$1" in
   --steps) STEPS=$2; shift 2;; --eval-interval) EVAL=$2; shift 2;; --model) MODEL=$2; shift 2;;
-  --seed) SEED=$2; shift 2;;
+  --seed) SEED=$2; shift 2;; --precision) PREC=$2; shift 2;; --baseline) BASELINE=$2; shift 2;;
   -*) echo "bench/zeropp_converge.sh: unknown flag $1" >&2; exit 2;;
   *) OUT=$1; shift;; esac; done
 [ -n "$OUT" ] || { echo "usage: bench/zeropp_converge.sh [--steps N] [--eval-interval N] [--model M] [--seed N] OUT.png" >&2; exit 2; }
 command -v gnuplot >/dev/null || { echo "bench/zeropp_converge.sh: gnuplot not found (scripts/install-deps.sh installs gnuplot-nox)" >&2; exit 1; }
+case "$PREC" in fp32) bf16=false;; bf16) bf16=true;; *) echo "bench/zeropp_converge.sh: --precision $PREC: expected fp32 or bf16" >&2; exit 2;; esac
+case "$BASELINE" in 3psi) reuse='"stage3_max_reuse_distance": 0, ';; deepspeed) reuse="";;
+  *) echo "bench/zeropp_converge.sh: --baseline $BASELINE: expected 3psi or deepspeed" >&2; exit 2;; esac
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 for v in stage3 zeropp; do
   zpp=false hpz=1; [ "$v" = zeropp ] && zpp=true hpz=2
   cat >"$tmp/$v.json" <<EOF
-{"train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0,
+{"train_micro_batch_size_per_gpu": 4, "gradient_clipping": 1.0, "bf16": {"enabled": $bf16},
  "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "betas": [0.9, 0.95], "weight_decay": 0.1}},
  "scheduler": {"type": "cosine", "params": {"warmup_num_steps": 20, "cos_min_ratio": 0.1}},
- "zero_optimization": {"stage": 3, "stage3_max_reuse_distance": 0, "zero_quantized_weights": $zpp,
+ "zero_optimization": {"stage": 3, ${reuse}"zero_quantized_weights": $zpp,
                        "zero_hpz_partition_size": $hpz, "zero_quantized_gradients": $zpp}}
 EOF
   rc=0
@@ -65,7 +73,7 @@ PY
 gnuplot <<EOF
 set terminal pngcairo size 1100,440 font ",11"
 set output "$OUT"
-set multiplot layout 1,2 title "$MODEL on the cluster in a box (2 nodes x 2 ranks, seed $SEED): stage 3 and ZeRO++ (qwZ + hpZ + qgZ int4)"
+set multiplot layout 1,2 title "$MODEL $PREC on the cluster in a box (2 nodes x 2 ranks, seed $SEED, baseline $BASELINE): stage 3 and ZeRO++ (qwZ + hpZ + qgZ int4)"
 set xlabel "step"; set ylabel "loss"; set grid; set key top right
 set title "training loss"
 plot "$tmp/stage3.train" w l lw 1.5 t "stage 3", "$tmp/zeropp.train" w l lw 1.5 t "ZeRO++"
