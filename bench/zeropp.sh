@@ -21,9 +21,13 @@
 #              for its backward, as in a model too large to stay gathered (the ZeRO++ paper's
 #              regime, its 18B+ models): stage 3 moves 3 Psi.
 #
+# qgZ's wire format: DeepSpeed's by default (variants qgZ, all); qgZ-blocks and all-blocks run
+# ours (zero_quantized_gradients_format "blocks": fixed blocks, float32 sums) on the same box.
+#
 # Usage: bench/zeropp.sh [--model gpt-mini] [--steps 6] [--layouts "2x2"] [--links "1gbit 100mbit"]
 #                        [--variants "stage3 qwZ hpZ qgZ all"] [--precision fp32|bf16] [--batch 4]
 #                        [--seq 128] [--baselines "deepspeed 3psi"] [--json FILE]
+#        (variants also qgZ-blocks, all-blocks)
 # Needs root (network namespaces); exits 77 where the box cannot be built.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,20 +55,22 @@ for layout in $LAYOUTS; do
     shaping=(); [ "$link" != none ] && shaping=(--link "$link")
     rm -f "$tmp/base.json"
     for v in $VARIANTS; do
-      qw=false hpz=1 qg=false
+      qw=false hpz=1 qg=false fmt=deepspeed
       case "$v" in
         stage3) ;;
         qwZ) qw=true;;
         hpZ) hpz=$ranks;;
         qgZ) qg=true;;
+        qgZ-blocks) qg=true fmt=blocks;;
         all) qw=true hpz=$ranks qg=true;;
-        *) echo "bench/zeropp.sh: unknown variant $v (stage3, qwZ, hpZ, qgZ, all)" >&2; exit 2;;
+        all-blocks) qw=true hpz=$ranks qg=true fmt=blocks;;
+        *) echo "bench/zeropp.sh: unknown variant $v (stage3, qwZ, hpZ, qgZ, qgZ-blocks, all, all-blocks)" >&2; exit 2;;
       esac
       cat >"$tmp/config.json" <<EOF
 {"train_micro_batch_size_per_gpu": $BATCH, "gradient_clipping": 1.0, "bf16": {"enabled": $bf16},
  "zero_optimization": {"stage": 3, ${reuse}
                        "zero_quantized_weights": $qw, "zero_hpz_partition_size": $hpz,
-                       "zero_quantized_gradients": $qg}}
+                       "zero_quantized_gradients": $qg, "zero_quantized_gradients_format": "$fmt"}}
 EOF
       rc=0
       OMP_NUM_THREADS=1 bash "$ROOT/scripts/cluster.sh" box --name zpp --subnet 10.77.0 --nodes "$nodes" \

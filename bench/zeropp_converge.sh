@@ -10,18 +10,21 @@
 # (the precision of ZeRO++'s speed claim; default fp32). --baseline deepspeed runs both at
 # DeepSpeed's defaults (units stay gathered from forward to backward); 3psi (the default) with
 # stage3_max_reuse_distance 0 (every unit gathered again for its backward: hpZ's secondary serves
-# it, quantized under qwZ).
+# it, quantized under qwZ). --qgz-format blocks runs qgZ in our wire format (fixed blocks,
+# float32 sums) instead of DeepSpeed's (the default).
 #
 # Usage: bench/zeropp_converge.sh [--steps 300] [--eval-interval 50] [--model gpt-mini] [--seed 1]
-#                                 [--precision fp32|bf16] [--baseline 3psi|deepspeed] OUT.png
+#                                 [--precision fp32|bf16] [--baseline 3psi|deepspeed]
+#                                 [--qgz-format deepspeed|blocks] OUT.png
 # Needs root (network namespaces) and gnuplot; exits 77 where the box cannot be built.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${BUILD_DIR:-$ROOT/build}"
-STEPS=300 EVAL=50 MODEL=gpt-mini SEED=1 OUT="" PREC=fp32 BASELINE=3psi
+STEPS=300 EVAL=50 MODEL=gpt-mini SEED=1 OUT="" PREC=fp32 BASELINE=3psi FMT=deepspeed
 while (($#)); do case "$1" in
   --steps) STEPS=$2; shift 2;; --eval-interval) EVAL=$2; shift 2;; --model) MODEL=$2; shift 2;;
   --seed) SEED=$2; shift 2;; --precision) PREC=$2; shift 2;; --baseline) BASELINE=$2; shift 2;;
+  --qgz-format) FMT=$2; shift 2;;
   -*) echo "bench/zeropp_converge.sh: unknown flag $1" >&2; exit 2;;
   *) OUT=$1; shift;; esac; done
 [ -n "$OUT" ] || { echo "usage: bench/zeropp_converge.sh [--steps N] [--eval-interval N] [--model M] [--seed N] OUT.png" >&2; exit 2; }
@@ -29,6 +32,7 @@ command -v gnuplot >/dev/null || { echo "bench/zeropp_converge.sh: gnuplot not f
 case "$PREC" in fp32) bf16=false;; bf16) bf16=true;; *) echo "bench/zeropp_converge.sh: --precision $PREC: expected fp32 or bf16" >&2; exit 2;; esac
 case "$BASELINE" in 3psi) reuse='"stage3_max_reuse_distance": 0, ';; deepspeed) reuse="";;
   *) echo "bench/zeropp_converge.sh: --baseline $BASELINE: expected 3psi or deepspeed" >&2; exit 2;; esac
+case "$FMT" in deepspeed|blocks) ;; *) echo "bench/zeropp_converge.sh: --qgz-format $FMT: expected deepspeed or blocks" >&2; exit 2;; esac
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 for v in stage3 zeropp; do
@@ -38,7 +42,8 @@ for v in stage3 zeropp; do
  "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "betas": [0.9, 0.95], "weight_decay": 0.1}},
  "scheduler": {"type": "cosine", "params": {"warmup_num_steps": 20, "cos_min_ratio": 0.1}},
  "zero_optimization": {"stage": 3, ${reuse}"zero_quantized_weights": $zpp,
-                       "zero_hpz_partition_size": $hpz, "zero_quantized_gradients": $zpp}}
+                       "zero_hpz_partition_size": $hpz, "zero_quantized_gradients": $zpp,
+                       "zero_quantized_gradients_format": "$FMT"}}
 EOF
   rc=0
   OMP_NUM_THREADS=1 bash "$ROOT/scripts/cluster.sh" box --name zcv --subnet 10.75.0 --nodes 2 --ranks 2 -- \

@@ -44,6 +44,13 @@ namespace zt {
 
 enum class BinaryOp : uint8_t { add, sub, mul };
 
+// How ZeRO++'s quantize rounds a block of values to b-bit codes (core/kernels/quantize.h has both
+// formulas and their error bounds): symmetric = codes in [-(2^(b-1) - 1), 2^(b-1) - 1], scale
+// max / (2^(b-1) - 1), half away from zero (ours; qwZ, and qgZ's "blocks" format); deepspeed =
+// DeepSpeed's symmetric quantizer (csrc/quantization): codes in [-2^(b-1), 2^(b-1) - 1], scale
+// max / 2^(b-1), half to even (qgZ's default "deepspeed" format).
+enum class QuantScheme : uint8_t { symmetric, deepspeed };
+
 // How float32 GEMMs (gemm, linear, linear_backward) may compute, with PyTorch's names
 // (torch.set_float32_matmul_precision): highest = IEEE float32 products and sums (every backend's
 // default); high = TF32 tensor cores (inputs rounded to 10 mantissa bits, ~1e-3 relative; float32

@@ -104,9 +104,10 @@ double CpuBackend::sum_of_squares(const Tensor& t) {
   }
 }
 
-void CpuBackend::quantize(const Tensor& codes, const Tensor& scales, const Tensor& x, int bits, int64_t block) {
+void CpuBackend::quantize(const Tensor& codes, const Tensor& scales, const Tensor& x, int bits, int64_t block,
+                          QuantScheme scheme) {
   need_cpu(x, "quantize");
-  zt::quantize_(codes, scales, x, bits, block);
+  zt::quantize_(codes, scales, x, bits, block, scheme);
 }
 
 void CpuBackend::dequantize(const Tensor& out, const Tensor& codes, const Tensor& scales, int bits, int64_t block) {

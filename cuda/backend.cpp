@@ -341,7 +341,8 @@ double CudaBackend::sum_of_squares(const Tensor& t) {
 
 // ---- ZeRO++'s block quantization -------------------------------------------------------------
 
-void CudaBackend::quantize(const Tensor& codes, const Tensor& scales, const Tensor& x, int bits, int64_t block) {
+void CudaBackend::quantize(const Tensor& codes, const Tensor& scales, const Tensor& x, int bits, int64_t block,
+                           QuantScheme scheme) {
   const Tensor* ts[] = {&codes, &scales, &x};
   for (const Tensor* t : ts) {
     need_here(*this, *t, "quantize", "codes, scales and x");
@@ -349,7 +350,7 @@ void CudaBackend::quantize(const Tensor& codes, const Tensor& scales, const Tens
   }
   DeviceGuard g(index_);
   cuda_kernels::quantize_blocks(x.data<float>(), x.numel(), bits, block, codes.data<uint8_t>(), scales.data<float>(),
-                                stream());
+                                scheme == QuantScheme::deepspeed, stream());
 }
 
 void CudaBackend::dequantize(const Tensor& out, const Tensor& codes, const Tensor& scales, int bits, int64_t block) {

@@ -4,7 +4,8 @@
 // |x - x'| <= s_b / 2 + 2^-23 max|x|_block, the scale the block's max over qmax, codes in range,
 // exact values (multiples of the scale) round-tripping exactly, zero blocks, a short last block,
 // an odd count of 4-bit codes, odd block sizes, thread counts giving the same bytes, and the
-// errors (bits, block, NaN / infinity named by element).
+// errors (bits, block, NaN / infinity named by element); DeepSpeed's scheme (its scale, range
+// and rounding) beside the symmetric one.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -29,14 +30,16 @@ std::vector<float> data(int64_t n, uint32_t seed, double spread) {
   return x;
 }
 
-// Every element within the bound; the scales are the blocks' max |x| / qmax (float64 reference).
-void bound_ok(const std::vector<float>& x, int bits, int64_t block) {
+// Every element within the bound; the scales are the blocks' max |x| / qmax (symmetric) or
+// max |x| / 2^(bits-1) (deepspeed), against a float64 reference.
+void bound_ok(const std::vector<float>& x, int bits, int64_t block, QuantScheme scheme = QuantScheme::symmetric) {
   const int64_t n = static_cast<int64_t>(x.size());
   std::vector<uint8_t> codes(static_cast<size_t>(quantized_code_bytes(n, bits)));
   std::vector<float> scales(static_cast<size_t>(quantized_blocks(n, block))), back(x.size());
-  quantize_blocks(x.data(), n, bits, block, codes.data(), scales.data());
+  quantize_blocks(x.data(), n, bits, block, codes.data(), scales.data(), scheme);
   dequantize_blocks(codes.data(), scales.data(), n, bits, block, back.data());
-  const double qmax = bits == 8 ? 127.0 : 7.0;
+  const bool ds = scheme == QuantScheme::deepspeed;
+  const double qmax = ds ? (bits == 8 ? 128.0 : 8.0) : (bits == 8 ? 127.0 : 7.0);
   int64_t worst = -1;
   double worst_ratio = 0;
   for (int64_t b = 0; b < static_cast<int64_t>(scales.size()); ++b) {
@@ -45,15 +48,16 @@ void bound_ok(const std::vector<float>& x, int bits, int64_t block) {
     for (int64_t i = i0; i < i1; ++i) amax = std::max(amax, std::fabs(static_cast<double>(x[static_cast<size_t>(i)])));
     REQUIRE(scales[static_cast<size_t>(b)] == static_cast<float>(amax / qmax));
     const double s = scales[static_cast<size_t>(b)];
-    const double bound = s / 2 + std::ldexp(amax, -23);
+    // deepspeed: +max's code 2^(bits-1) clamps one step down, a whole scale off
+    const double bound = (ds ? s : s / 2) + std::ldexp(amax, -23);
     for (int64_t i = i0; i < i1; ++i) {
       const double err = std::fabs(static_cast<double>(x[static_cast<size_t>(i)]) - back[static_cast<size_t>(i)]);
       if (bound > 0 && err / bound > worst_ratio) worst_ratio = err / bound, worst = i;
       if (bound == 0) REQUIRE(back[static_cast<size_t>(i)] == 0.0f);
     }
   }
-  INFO("bits " << bits << ", block " << block << ", n " << n << ": worst element " << worst << " at " << worst_ratio
-               << " of its bound");
+  INFO((ds ? "deepspeed" : "symmetric") << ", bits " << bits << ", block " << block << ", n " << n << ": worst element "
+                                        << worst << " at " << worst_ratio << " of its bound");
   CHECK(worst_ratio <= 1.0);
 }
 
@@ -66,6 +70,27 @@ TEST_CASE("quantize: every element within s/2 of its value against a float64 ref
   // values across 30 orders of magnitude in one block: the small ones round to 0, within the bound
   bound_ok(data(5000, 8, 10.0), 8, 512);
   bound_ok(data(5000, 9, 10.0), 4, 512);
+}
+
+TEST_CASE("quantize, DeepSpeed's scheme: within a scale, codes in [-2^(b-1), 2^(b-1) - 1], half to even",
+          "[quantize]") {
+  for (int bits : {8, 4})
+    for (int64_t block : {int64_t(1), int64_t(7), int64_t(64), kQuantBlockDefault})
+      for (int64_t n : {int64_t(1), int64_t(63), int64_t(1000), int64_t(20001)})
+        bound_ok(data(n, 11, 1.0), bits, block, QuantScheme::deepspeed);
+  bound_ok(data(5000, 12, 10.0), 4, 512, QuantScheme::deepspeed);
+  // one 4-bit block with max 8: s = 1; -8 is a code, +8 clamps to 7, halves go to the even code
+  const std::vector<float> x = {-8.0f, 8.0f, 0.5f, 1.5f, 2.5f, -2.5f, -7.5f, 7.5f};
+  std::vector<uint8_t> codes(4);
+  std::vector<float> scale(1), back(x.size());
+  quantize_blocks(x.data(), 8, 4, 8, codes.data(), scale.data(), QuantScheme::deepspeed);
+  dequantize_blocks(codes.data(), scale.data(), 8, 4, 8, back.data());
+  CHECK(scale[0] == 1.0f);
+  CHECK(back == std::vector<float>{-8, 7, 0, 2, 2, -2, -8, 7});
+  // the same block in the symmetric scheme: s = 8/7, half away from zero, never -8
+  quantize_blocks(x.data(), 8, 4, 8, codes.data(), scale.data(), QuantScheme::symmetric);
+  dequantize_blocks(codes.data(), scale.data(), 8, 4, 8, back.data());
+  CHECK(back[0] == -7 * scale[0]);
 }
 
 TEST_CASE("quantize: multiples of the scale round-trip exactly and zeros stay zeros", "[quantize]") {

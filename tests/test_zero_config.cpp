@@ -83,6 +83,7 @@ TEST_CASE("ready configs parse with the expected fields", "[config]") {
       CHECK(z.zero.zero_quantized_gradients);
       CHECK(z.zero.zero_quantized_gradients_bits == 4);  // DeepSpeed's int4
       CHECK(z.zero.zero_quantization_block_size == 4096);
+      CHECK(z.zero.zero_quantized_gradients_format == "deepspeed");
       CHECK(z.zero.zeropp());
       CHECK(!b.zero.zeropp());
       CHECK_FALSE(z.zero.zero_quantized_gradients_one_node);  // DeepSpeed's: qgZ across nodes only
@@ -133,16 +134,24 @@ TEST_CASE("defaults are DeepSpeed's", "[config]") {
   CHECK_FALSE(qgz_runs(q, 1));
   CHECK(qgz_runs(q, 2));
   CHECK(qgz_summary(q, 1).find("qgZ off on one node") == 0);
-  CHECK(qgz_summary(q, 2) == "qgZ int4 across 2 nodes");
+  CHECK(qgz_summary(q, 2) == "qgZ int4 (DeepSpeed's groups, fp16 sums) across 2 nodes");
   q.zero_quantized_gradients_one_node = true;
   CHECK(qgz_runs(q, 1));
   q.stage = 2;  // a config made in code: still never below stage 3
   CHECK_FALSE(qgz_runs(q, 2));
-  // DeepSpeed's exact tensors: 1-D ones, and sizes not a multiple of 2 x world
+  // DeepSpeed's exact tensors: 1-D ones, and sizes not a multiple of 2 x world; the others in
+  // max(d0, d1, world) groups
   const std::vector<ParamInfo> ps = {
       {"w", {8, 6}, 0, 48}, {"b", {8}, 48, 8}, {"odd", {5, 3}, 56, 15}, {"w2", {4, 4}, 71, 16}};
-  CHECK(qgz_exact_ranges(ps, 4) == ExactRanges{{48, 56}, {56, 71}});            // 48, 16: multiples of 8
-  CHECK(qgz_exact_ranges(ps, 3) == ExactRanges{{48, 56}, {56, 71}, {71, 87}});  // 16 is not a multiple of 6
+  const QgzLayout four = qgz_layout(ps, 4), three = qgz_layout(ps, 3);
+  CHECK(four.exact == ExactRanges{{48, 56}, {56, 71}});  // 48, 16: multiples of 8
+  CHECK(four.quantized == std::vector<QgzLayout::Run>{{0, 48, 6}, {71, 87, 4}});
+  CHECK(three.exact == ExactRanges{{48, 56}, {56, 71}, {71, 87}});  // 16 is not a multiple of 6
+  CHECK(three.quantized == std::vector<QgzLayout::Run>{{0, 48, 6}});
+  CHECK(qgz_layout({{"w", {2, 3, 8}, 0, 48}}, 12).quantized == std::vector<QgzLayout::Run>{{0, 48, 4}});  // world
+  q.stage = 3;
+  q.zero_quantized_gradients_format = "blocks";
+  CHECK(qgz_summary(q, 2) == "qgZ int4 (blocks of 4096, float32 sums) across 2 nodes");
 }
 
 TEST_CASE("batch sizes: any two of three determine the third", "[config]") {
@@ -208,7 +217,8 @@ TEST_CASE("to_json then parse gives the same config", "[config]") {
                                 "stage3_max_live_parameters": 100, "stage3_max_reuse_distance": 3,
                                 "offload_param": {"device": "none"}, "offload_optimizer": {"device": "none"},
                                 "zero_quantized_weights": true, "zero_quantized_gradients": true,
-                                "zero_quantized_gradients_bits": 8, "zero_quantization_block_size": 512}})",
+                                "zero_quantized_gradients_bits": 8, "zero_quantization_block_size": 512,
+                                "zero_quantized_gradients_format": "blocks"}})",
       R"({"bf16": {"enabled": true}, "aio": {"block_size": 262144, "queue_depth": 32},
           "zero_optimization": {"stage": 3, "sub_group_size": 5000,
                                 "offload_param": {"device": "cpu", "pin_memory": true},
@@ -241,6 +251,7 @@ TEST_CASE("to_json then parse gives the same config", "[config]") {
   CHECK(e.zero.zero_quantized_weights);
   CHECK(e.zero.zero_quantized_gradients_bits == 8);
   CHECK(e.zero.zero_quantization_block_size == 512);
+  CHECK(e.zero.zero_quantized_gradients_format == "blocks");
   const EngineConfig d = parse(texts[3], 2);
   CHECK(d.aio.block_size == 262144);
   CHECK(d.aio.queue_depth == 32);
@@ -368,6 +379,8 @@ TEST_CASE("invalid configs are errors naming the key and the allowed values", "[
         "zero_optimization.zero_quantized_gradients = true"}},
       {R"({"zero_optimization": {"stage": 3, "zero_quantized_gradients": true, "zero_quantized_gradients_bits": 6}})",
        {"zero_optimization.zero_quantized_gradients_bits = 6 is invalid: expected 4 or 8"}},
+      {R"({"zero_optimization": {"stage": 3, "zero_quantized_gradients_format": "fp8"}})",
+       {"zero_optimization.zero_quantized_gradients_format", "fp8", "deepspeed", "blocks"}},
       {R"({"zero_optimization": {"stage": 3, "zero_quantization_block_size": 0}})",
        {"zero_optimization.zero_quantization_block_size = 0 is invalid"}},
       {R"({"zero_optimization": {"stage": 3, "zero_quantized_weights": 1}})",

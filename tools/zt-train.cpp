@@ -228,11 +228,11 @@ void TrainingRun::print_banner() {
   if (z.zeropp()) {
     std::string parts;
     auto add = [&parts](const std::string& s) { parts += (parts.empty() ? "" : ", ") + s; };
-    if (z.zero_quantized_weights) add("qwZ int8");
+    const std::string blocks = "blocks of " + std::to_string(z.zero_quantization_block_size);
+    if (z.zero_quantized_weights) add("qwZ int8 (" + blocks + ")");
     if (z.zero_hpz_partition_size > 1) add("hpZ over " + std::to_string(z.zero_hpz_partition_size) + " ranks");
     if (z.zero_quantized_gradients) add(qgz_summary(z, group_.topology().num_nodes()));
-    std::fprintf(stderr, "zt-train: ZeRO++: %s; blocks of %lld elements\n", parts.c_str(),
-                 static_cast<long long>(z.zero_quantization_block_size));
+    std::fprintf(stderr, "zt-train: ZeRO++: %s\n", parts.c_str());
   }
   if (z.offload_optimizer.enabled()) {
     auto where = [](const OffloadConfig& o) {

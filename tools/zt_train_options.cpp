@@ -47,6 +47,10 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
                "qgZ on one node too: its intra-node hop quantized (DeepSpeed reduces exactly there)");
   app.add_option("--zero-quantized-gradients-bits", e.zero.zero_quantized_gradients_bits, "qgZ's code width: 4 or 8")
       ->capture_default_str();
+  app.add_option("--zero-quantized-gradients-format", e.zero.zero_quantized_gradients_format,
+                 "qgZ's wire format: deepspeed (DeepSpeed's groups of about a row, rounding and fp16 sums) or blocks "
+                 "(fixed blocks of --zero-quantization-block-size, float32 sums)")
+      ->capture_default_str();
   app.add_option("--zero-quantization-block-size", e.zero.zero_quantization_block_size,
                  "ZeRO++: elements per quantization block (one float32 scale each)")
       ->capture_default_str();
@@ -210,6 +214,7 @@ RunConfig resolve_run_config(const TrainOptions& o, int world_size, bool* comput
                              "--zero-quantized-gradients",
                              "--zero-quantized-gradients-one-node",
                              "--zero-quantized-gradients-bits",
+                             "--zero-quantized-gradients-format",
                              "--zero-quantization-block-size"})
       if (given(flag))
         ZT_THROW(flag, " cannot be combined with --config '", config_path, "': set it in the config file");

@@ -72,6 +72,7 @@ ZeroOptimization parse_zero(const Reader& r, const json& o) {
                 "zero_quantized_gradients",
                 "zero_quantized_gradients_one_node",
                 "zero_quantized_gradients_bits",
+                "zero_quantized_gradients_format",
                 "zero_quantized_nontrainable_weights",
                 "zero_quantization_block_size"});
   ZeroOptimization z;
@@ -118,6 +119,8 @@ ZeroOptimization parse_zero(const Reader& r, const json& o) {
   z.zero_quantized_nontrainable_weights = r.boolean(o, p, "zero_quantized_nontrainable_weights", false);
   z.zero_quantized_gradients_bits = static_cast<int>(
       r.integer(o, p, "zero_quantized_gradients_bits", 4, 4, 8, "4 or 8"));
+  z.zero_quantized_gradients_format = r.choice(o, p, "zero_quantized_gradients_format", "deepspeed",
+                                               {"deepspeed", "blocks"});
   z.zero_quantization_block_size = r.integer(o, p, "zero_quantization_block_size", z.zero_quantization_block_size, 1,
                                              1 << 24, kIntPos);
   return z;
@@ -351,6 +354,9 @@ std::string zeropp_problem(const ZeroOptimization& z, int world_size) {
     m << p << "zero_quantized_gradients_bits = " << z.zero_quantized_gradients_bits << " is invalid: expected 4 or 8";
   else if (z.zero_quantization_block_size < 1)
     m << p << "zero_quantization_block_size = " << z.zero_quantization_block_size << " is invalid: expected >= 1";
+  else if (z.zero_quantized_gradients_format != "deepspeed" && z.zero_quantized_gradients_format != "blocks")
+    m << p << "zero_quantized_gradients_format = \"" << z.zero_quantized_gradients_format
+      << "\" is invalid: expected \"deepspeed\" or \"blocks\"";
   else if (z.zero_hpz_partition_size < 0)
     m << p << "zero_hpz_partition_size = " << z.zero_hpz_partition_size << " is invalid: expected >= 0 (0 or 1 = off)";
   else if (z.zero_quantized_weights && z.stage != 3)

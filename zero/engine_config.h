@@ -74,7 +74,7 @@ struct ZeroOptimization {
   int64_t stage3_max_reuse_distance = 1000000000;       // keep a unit gathered if reused this soon
   int64_t sub_group_size = 1000000000;  // offload: the CPU optimizer steps in chunks of this many elements
   OffloadConfig offload_optimizer, offload_param;
-  // ZeRO++ (Wang et al. 2023; zero/zeropp.h): DeepSpeed's four keys, and four of ours (the wire format,
+  // ZeRO++ (Wang et al. 2023; zero/zeropp.h): DeepSpeed's four keys, and five of ours (the wire formats,
   // hpZ's exact secondary gather, qgZ on one node); docs/zero.md compares the two.
   bool zero_quantized_weights = false;          // qwZ: stage 3's parameter all-gathers as int8 blocks
   int64_t zero_hpz_partition_size = 1;          // hpZ: > 1, a secondary shard over this many ranks of a
@@ -88,6 +88,9 @@ struct ZeroOptimization {
   bool zero_quantized_nontrainable_weights = false;  // DeepSpeed's: keep frozen parameters quantized; every
                                                      // parameter here trains, so it changes nothing
   int zero_quantized_gradients_bits = 4;        // ours: qgZ's code width, 4 (DeepSpeed's) or 8
+  // ours: qgZ's wire format, "deepspeed" (its groups of about a row, its rounding, fp16 sums) or
+  // "blocks" (ours: fixed blocks, float32 sums); zero/zeropp.h
+  std::string zero_quantized_gradients_format = "deepspeed";
   int64_t zero_quantization_block_size = 4096;  // ours: elements per quantization block (one scale each)
   bool zeropp() const { return zero_quantized_weights || zero_hpz_partition_size > 1 || zero_quantized_gradients; }
   bool operator==(const ZeroOptimization&) const = default;

@@ -89,6 +89,7 @@ void to_json(json& j, const EngineConfig& c) {
         {"zero_quantized_gradients_one_node", z.zero_quantized_gradients_one_node},
         {"zero_quantized_nontrainable_weights", z.zero_quantized_nontrainable_weights},
         {"zero_quantized_gradients_bits", z.zero_quantized_gradients_bits},
+        {"zero_quantized_gradients_format", z.zero_quantized_gradients_format},
         {"zero_quantization_block_size", z.zero_quantization_block_size}}},
       {"aio", {{"block_size", c.aio.block_size}, {"queue_depth", c.aio.queue_depth}}},
       {"activation_checkpointing",

@@ -9,7 +9,7 @@
 //
 // ZeRO++'s qgZ (zero/zeropp.h's QuantizedReduceScatter) replaces the reduce-scatter with a
 // quantized hierarchical all-to-all that gives each rank the same shard; the unit's 1-D and
-// odd-sized tensors stay exact (qgz_exact_ranges, as DeepSpeed's).
+// odd-sized tensors stay exact (qgz_layout, as DeepSpeed's).
 #include "zero/gradient_landing.h"  // defines: land_now, HowToLand
 #include "zero/stage.h"
 
@@ -41,7 +41,7 @@ void ShardedGradient::issue_reduction(ShardedUnit& s, const Tensor& grad, int64_
     const HowToLand how{&precision_, accumulate, precision_.reduction_scale(cx_.N)};
     ZeroContext* cx = &cx_;
     qgz_->reduce_scatter(
-        grad, s.S, std::max<int64_t>(1, cx_.cfg.zero.reduce_bucket_size), qgz_exact_ranges(s.ps->infos(), cx_.N),
+        grad, s.S, std::max<int64_t>(1, cx_.cfg.zero.reduce_bucket_size), qgz_layout(s.ps->infos(), cx_.N),
         [cx, shard, how, unit = s.unit->name()](int64_t a, const Tensor& sum) {
           land_now(*cx, range(shard, a, sum.numel()), sum, how, unit);
         },

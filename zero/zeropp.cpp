@@ -1,6 +1,7 @@
 // defines: quantized_bytes, quantized_all_gather, hpz_secondary_group, qgz_runs, qgz_summary,
-//          qgz_exact_ranges, QuantizedReduceScatter (zero/zeropp.h); file-local: ranks_by_node,
-//          quantize_any, dequantize_into, sum_dequantized
+//          qgz_layout, QuantizedReduceScatter (zero/zeropp.h); file-local: ranks_by_node,
+//          quantize_any, dequantize_into, Piece, SlicePlan, plan_slice, quantize_slice,
+//          round_to_fp16, add_dequantized
 #include "zero/zeropp.h"
 
 #include <algorithm>
@@ -28,7 +29,7 @@ void quantize_any(const Tensor& codes, const Tensor& scales, const Tensor& x, Qu
     x32 = Tensor::empty({x.numel()}, DType::f32, Category::comm);
     cast_(x32, x);
   }
-  quantize_(codes, scales, x32, f.bits, f.block);
+  quantize_(codes, scales, x32, f.bits, f.block, f.scheme);
 }
 
 // codes, scales -> dst (n, any float dtype).
@@ -39,17 +40,72 @@ void dequantize_into(const Tensor& dst, const Tensor& codes, const Tensor& scale
   cast_(dst, tmp);
 }
 
-// The sum over `count` received payloads of n values each (payload j: codes [j cb, (j+1) cb),
-// scales [j nb, (j+1) nb)), dequantized and added in float32 in payload order.
-Tensor sum_dequantized(const Tensor& codes, const Tensor& scales, int count, int64_t n, QuantFormat f) {
-  const int64_t cb = quantized_code_bytes(n, f.bits), nb = quantized_blocks(n, f.block);
-  Tensor sum = Tensor::zeros({n}, DType::f32, Category::comm);
-  Tensor part = Tensor::empty({n}, DType::f32, Category::comm);
-  for (int j = 0; j < count; ++j) {
-    dequantize_(part, range(codes, j * cb, cb), range(scales, j * nb, nb), f.bits, f.block);
-    accumulate_(sum, part, 1.0);
+// qgZ's payload for one slice of n gradient values (one shard's chunk), as runs quantized with
+// one group size each: elements [at, at + len) of the slice in groups of `group` (the last one
+// shorter), their codes from byte code_at of the slice's payload, their scales from scale_at.
+struct Piece {
+  int64_t at, len, group, code_at, scale_at;
+};
+struct SlicePlan {
+  std::vector<Piece> pieces;
+  int64_t code_bytes = 0, scales = 0;  // the slice's payload
+};
+
+// The plan of flat elements [lo, lo + n): blocks, one run of fixed blocks over the whole slice;
+// deepspeed, the quantized tensors' elements in their groups (zero/zeropp.h), the rest not sent.
+SlicePlan plan_slice(const QgzLayout& layout, int64_t lo, int64_t n, bool deepspeed, QuantFormat f) {
+  SlicePlan p;
+  auto add = [&p, f](int64_t at, int64_t len, int64_t group) {
+    p.pieces.push_back({at, len, group, p.code_bytes, p.scales});
+    p.code_bytes += quantized_code_bytes(len, f.bits);
+    p.scales += quantized_blocks(len, group);
+  };
+  if (!deepspeed) {
+    add(0, n, f.block);
+    return p;
   }
-  return sum;
+  for (const QgzLayout::Run& r : layout.quantized) {
+    const int64_t b = std::max(r.begin, lo), e = std::min(r.end, lo + n);
+    if (b >= e) continue;
+    int64_t at = b;
+    if (const int64_t into = (b - r.begin) % r.group; into != 0) {  // the slice starts inside a group
+      const int64_t len = std::min(r.group - into, e - b);
+      add(at - lo, len, len);
+      at += len;
+    }
+    if (at < e) add(at - lo, e - at, r.group);
+  }
+  return p;
+}
+
+// x (the slice's n values, float32) -> codes, scales (the slice's payload, as planned).
+void quantize_slice(const Tensor& codes, const Tensor& scales, const Tensor& x, const SlicePlan& plan, QuantFormat f) {
+  for (const Piece& c : plan.pieces)
+    quantize_any(range(codes, c.code_at, quantized_code_bytes(c.len, f.bits)),
+                 range(scales, c.scale_at, quantized_blocks(c.len, c.group)), range(x, c.at, c.len),
+                 {f.bits, c.group, f.scheme});
+}
+
+// t (float32) rounded to fp16's nearest value, in place.
+void round_to_fp16(const Tensor& t) {
+  Tensor h = Tensor::empty({t.numel()}, DType::f16, Category::comm);
+  cast_(h, t);
+  cast_(t, h);
+}
+
+// sum (the slice's n values, float32) += one received payload of the slice, dequantized; with
+// fp16 sums each dequantized value and each sum rounded to fp16, as DeepSpeed's __half adds.
+void add_dequantized(const Tensor& sum, const Tensor& codes, const Tensor& scales, const SlicePlan& plan, QuantFormat f,
+                     bool fp16) {
+  for (const Piece& c : plan.pieces) {
+    Tensor part = Tensor::empty({c.len}, DType::f32, Category::comm);
+    dequantize_(part, range(codes, c.code_at, quantized_code_bytes(c.len, f.bits)),
+                range(scales, c.scale_at, quantized_blocks(c.len, c.group)), f.bits, c.group);
+    Tensor into = range(sum, c.at, c.len);
+    if (fp16) round_to_fp16(part);
+    accumulate_(into, part, 1.0);
+    if (fp16) round_to_fp16(into);
+  }
 }
 
 }  // namespace
@@ -99,7 +155,11 @@ bool qgz_runs(const ZeroOptimization& z, int num_nodes) {
 
 std::string qgz_summary(const ZeroOptimization& z, int num_nodes) {
   if (!z.zero_quantized_gradients) return "";
-  const std::string f = "int" + std::to_string(z.zero_quantized_gradients_bits);
+  const std::string f = "int" + std::to_string(z.zero_quantized_gradients_bits) + " (" +
+                        (z.zero_quantized_gradients_format == "blocks"
+                             ? "blocks of " + std::to_string(z.zero_quantization_block_size) + ", float32 sums"
+                             : "DeepSpeed's groups, fp16 sums") +
+                        ")";
   if (!qgz_runs(z, num_nodes))
     return "qgZ off on one node (exact reduce-scatter, as DeepSpeed; zero_quantized_gradients_one_node quantizes)";
   return num_nodes > 1 ? "qgZ " + f + " across " + std::to_string(num_nodes) + " nodes"
@@ -119,29 +179,45 @@ QuantizedReduceScatter::QuantizedReduceScatter(const ZeroOptimization& z, Proces
           "all-to-all pairs rank l of each node): node ",
           k, " has ", nodes[k].size(), ", node ", t.node(), " has ", M, " (", t.summary(), ")");
   for (const auto& node : nodes) world_rank_.insert(world_rank_.end(), node.begin(), node.end());
+  deepspeed_ = z.zero_quantized_gradients_format != "blocks";
   intra_ = intra_node_group(world);
   inter_ = inter_node_group(world);
   ZT_CHECK(intra_->rank() == l && inter_->rank() == t.node(), "ZeRO++ qgZ: the node groups' ranks (", intra_->rank(),
            ", ", inter_->rank(), ") are not this rank's local rank and node (", l, ", ", t.node(), ")");
 }
 
-ExactRanges qgz_exact_ranges(const std::vector<ParamInfo>& params, int world_size) {
-  ExactRanges r;
-  for (const ParamInfo& p : params)
-    if (p.shape.size() < 2 || p.numel % (2 * static_cast<int64_t>(world_size)) != 0)
-      r.emplace_back(p.offset, p.offset + p.numel);
-  std::sort(r.begin(), r.end());
-  return r;
+QgzLayout qgz_layout(const std::vector<ParamInfo>& params, int world_size) {
+  QgzLayout l;
+  for (const ParamInfo& p : params) {
+    if (p.shape.size() < 2 || p.numel % (2 * static_cast<int64_t>(world_size)) != 0) {
+      l.exact.emplace_back(p.offset, p.offset + p.numel);
+      continue;
+    }
+    // DeepSpeed's intra_quant_group: the number of groups; max(d0, d1) divides numel, and so does
+    // the world (numel is a multiple of 2 x world)
+    const int64_t groups = std::max({p.shape[0], p.shape[1], static_cast<int64_t>(world_size)});
+    l.quantized.push_back({p.offset, p.offset + p.numel, p.numel / groups});
+  }
+  std::sort(l.exact.begin(), l.exact.end());
+  std::sort(l.quantized.begin(), l.quantized.end(),
+            [](const QgzLayout::Run& x, const QgzLayout::Run& y) { return x.begin < y.begin; });
+  return l;
 }
 
-void QuantizedReduceScatter::reduce_scatter(const Tensor& grad, int64_t S, int64_t chunk, const ExactRanges& exact,
+void QuantizedReduceScatter::reduce_scatter(const Tensor& grad, int64_t S, int64_t chunk, const QgzLayout& layout,
                                             const Land& land, std::deque<Pending>& out) const {
-  const int M = intra_->size(), K = inter_->size(), N = M * K, me = world_.rank();
-  const QuantFormat f{z_.zero_quantized_gradients_bits, z_.zero_quantization_block_size};
+  const int M = intra_->size(), K = inter_->size(), N = M * K, me = world_.rank(), l = intra_->rank();
+  const QuantFormat f{z_.zero_quantized_gradients_bits, z_.zero_quantization_block_size,
+                      deepspeed_ ? QuantScheme::deepspeed : QuantScheme::symmetric};
+  const bool fp16 = deepspeed_;
+  const ExactRanges& exact = layout.exact;
   ZT_CHECK(grad.numel() == static_cast<int64_t>(M) * K * S, "ZeRO++ qgZ: gradient ", grad.str(), " is not ", M * K,
            " x ", S);
   for (int64_t a = 0; a < S; a += chunk) {
     const int64_t n = std::min(chunk, S - a);
+    // Every shard's slice of this chunk: plans[w], its quantized payload.
+    std::vector<SlicePlan> plans;
+    for (int w = 0; w < N; ++w) plans.push_back(plan_slice(layout, w * S + a, n, deepspeed_, f));
     // The exact elements of this chunk, shard by shard: spans[w] = [j0, j1) offsets in the chunk
     // of shard w; E, the most any shard has, is each shard's block in a plain reduce-scatter.
     std::vector<ExactRanges> spans(static_cast<size_t>(N));
@@ -195,14 +271,31 @@ void QuantizedReduceScatter::reduce_scatter(const Tensor& grad, int64_t S, int64
           range(send, at, n).copy_(range(grad, w * S + a, n));
           for (const auto& [j0, j1] : spans[static_cast<size_t>(w)]) range(send, at + j0, j1 - j0).zero_();
         }
+      // Payload lp: the K slices of shards w(0, lp), ..., w(K-1, lp), each as planned, padded
+      // to the longest payload (an all-to-all's blocks are one size).
+      auto w_of = [this, M](int kp, int lp) { return world_rank_[static_cast<size_t>(kp * M + lp)]; };
+      int64_t cb = 0, nb = 0;
+      for (int lp = 0; lp < M; ++lp) {
+        int64_t c = 0, s = 0;
+        for (int kp = 0; kp < K; ++kp) c += plans[w_of(kp, lp)].code_bytes, s += plans[w_of(kp, lp)].scales;
+        cb = std::max(cb, c), nb = std::max(nb, s);
+      }
       if (M == 1) {
         node = send;
+      } else if (cb == 0) {  // deepspeed: nothing of this chunk is quantized (all exact tensors)
+        node = Tensor::zeros({K * n}, DType::f32, Category::comm);
       } else {
-        const int64_t cb = quantized_code_bytes(K * n, f.bits), nb = quantized_blocks(K * n, f.block);
-        Tensor codes = Tensor::empty({M * cb}, DType::u8, Category::comm);
-        Tensor scales = Tensor::empty({M * nb}, DType::f32, Category::comm);
-        for (int lp = 0; lp < M; ++lp)
-          quantize_any(range(codes, lp * cb, cb), range(scales, lp * nb, nb), range(send, lp * K * n, K * n), f);
+        Tensor codes = Tensor::zeros({M * cb}, DType::u8, Category::comm);
+        Tensor scales = Tensor::zeros({M * nb}, DType::f32, Category::comm);
+        for (int lp = 0; lp < M; ++lp) {
+          int64_t c = lp * cb, s = lp * nb;
+          for (int kp = 0; kp < K; ++kp) {
+            const SlicePlan& p = plans[w_of(kp, lp)];
+            quantize_slice(range(codes, c, p.code_bytes), range(scales, s, p.scales),
+                           range(send, (static_cast<int64_t>(lp) * K + kp) * n, n), p, f);
+            c += p.code_bytes, s += p.scales;
+          }
+        }
         Tensor got_codes = Tensor::empty({M * cb}, DType::u8, Category::comm);
         Tensor got_scales = Tensor::empty({M * nb}, DType::f32, Category::comm);
         CommLabel label(*intra_, world_.label() + " (qgZ " + f.name() + ", in the node)");
@@ -210,27 +303,49 @@ void QuantizedReduceScatter::reduce_scatter(const Tensor& grad, int64_t S, int64
         WorkPtr ws = intra_->all_to_all_async(scales, got_scales);
         wc->wait();
         ws->wait();
-        node = sum_dequantized(got_codes, got_scales, M, K * n, f);
+        // What peer j sent: this rank's K slices (shards w(k', l)), in peer order.
+        node = Tensor::zeros({K * n}, DType::f32, Category::comm);
+        for (int j = 0; j < M; ++j) {
+          int64_t c = j * cb, s = j * nb;
+          for (int kp = 0; kp < K; ++kp) {
+            const SlicePlan& p = plans[w_of(kp, l)];
+            add_dequantized(range(node, kp * n, n), range(got_codes, c, p.code_bytes), range(got_scales, s, p.scales),
+                            p, f, fp16);
+            c += p.code_bytes, s += p.scales;
+          }
+        }
       }
     }
     // Hop 2, across the nodes: block k' = node[k' n, (k'+1) n) goes to node k' (inter rank k').
-    if (K == 1) {
-      put_exact(node);
-      land(a, node);
+    // Block k' is the slice of shard w(k', l); what lands from every node is shard `me`'s.
+    int64_t cb = 0, nb = 0;
+    for (int kp = 0; kp < K; ++kp) {
+      const SlicePlan& p = plans[world_rank_[static_cast<size_t>(kp * M + l)]];
+      cb = std::max(cb, p.code_bytes), nb = std::max(nb, p.scales);
+    }
+    if (K == 1 || cb == 0) {  // one node; or (deepspeed) nothing of this chunk quantized: its exact sums
+      const Tensor sum = K == 1 ? node : Tensor::zeros({n}, DType::f32, Category::comm);
+      put_exact(sum);
+      land(a, sum);
       continue;
     }
-    const int64_t cb = quantized_code_bytes(n, f.bits), nb = quantized_blocks(n, f.block);
-    Tensor codes = Tensor::empty({K * cb}, DType::u8, Category::comm);
-    Tensor scales = Tensor::empty({K * nb}, DType::f32, Category::comm);
-    for (int kp = 0; kp < K; ++kp)
-      quantize_any(range(codes, kp * cb, cb), range(scales, kp * nb, nb), range(node, kp * n, n), f);
+    Tensor codes = Tensor::zeros({K * cb}, DType::u8, Category::comm);
+    Tensor scales = Tensor::zeros({K * nb}, DType::f32, Category::comm);
+    for (int kp = 0; kp < K; ++kp) {
+      const SlicePlan& p = plans[world_rank_[static_cast<size_t>(kp * M + l)]];
+      quantize_slice(range(codes, kp * cb, p.code_bytes), range(scales, kp * nb, p.scales), range(node, kp * n, n), p,
+                     f);
+    }
     Tensor got_codes = Tensor::empty({K * cb}, DType::u8, Category::comm);
     Tensor got_scales = Tensor::empty({K * nb}, DType::f32, Category::comm);
     CommLabel label(*inter_, world_.label() + " (qgZ " + f.name() + ", across nodes)");
     out.push_back({inter_->all_to_all_async(codes, got_codes), nullptr});
-    out.push_back({inter_->all_to_all_async(scales, got_scales), [=] {
+    out.push_back({inter_->all_to_all_async(scales, got_scales), [=, plan = plans[static_cast<size_t>(me)]] {
                      (void)codes, (void)scales;  // alive until both collectives are done
-                     const Tensor sum = sum_dequantized(got_codes, got_scales, K, n, f);
+                     Tensor sum = Tensor::zeros({n}, DType::f32, Category::comm);
+                     for (int j = 0; j < K; ++j)
+                       add_dequantized(sum, range(got_codes, j * cb, plan.code_bytes),
+                                       range(got_scales, j * nb, plan.scales), plan, f, fp16);
                      put_exact(sum);
                      land(a, sum);
                    }});

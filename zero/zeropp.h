@@ -1,6 +1,7 @@
 // defines: QuantFormat, quantized_bytes, quantized_all_gather, hpz_secondary_group, qgz_runs,
-//          qgz_summary, ExactRanges, qgz_exact_ranges, QuantizedReduceScatter — ZeRO++'s three communication changes to stages 2-3 (Wang et al. 2023, "ZeRO++: Extremely Efficient Collective
-//          Communication for Giant Model Training"; DeepSpeed's zero_quantized_weights,
+//          qgz_summary, ExactRanges, QgzLayout, qgz_layout, QuantizedReduceScatter — ZeRO++'s three
+//          communication changes to stage 3 (Wang et al. 2023, "ZeRO++: Extremely Efficient
+//          Collective Communication for Giant Model Training"; DeepSpeed's zero_quantized_weights,
 //          zero_hpz_partition_size, zero_quantized_gradients).
 //
 // Stage 3 moves 3 Psi per rank per step (zero/stage.h): the forward's all-gather, the
@@ -20,10 +21,30 @@
 //                      forward and its backward (Category::secondary).
 //   qgZ (section 3.3)  the gradient reduce-scatter becomes a hierarchical all-to-all: the
 //                      gradient is quantized (int4 by default), exchanged within the node and
-//                      summed in float32, the node sums quantized again, exchanged across nodes
-//                      (one rank per node: the ranks with the same local rank) and summed: one
+//                      summed, the node sums quantized again, exchanged across nodes (one rank
+//                      per node: the ranks with the same local rank) and summed: one
 //                      quantization per hop, never a ring of re-quantizations, and each rank's
 //                      inter-node traffic is its 1/M of the node's gradient, M = ranks per node.
+//
+// qgZ's wire format (zero_quantized_gradients_format):
+//   deepspeed (default) DeepSpeed's all_to_all_quant_reduce: a tensor of shape (d0, d1, ...) is
+//                      quantized in max(d0, d1, world) groups of numel / that elements (about
+//                      one row of a weight matrix; the same group size in both hops), with
+//                      QuantScheme::deepspeed (codes [-8, 7], scale max / 8 at 4 bits, half to
+//                      even), and each hop's sums are fp16 (DeepSpeed adds the dequantized
+//                      payloads in __half; here float32 adds rounded to fp16 after each add).
+//                      Groups start at the tensor's first element; where a slice boundary cuts
+//                      a group, each side is a group of its own (DeepSpeed's slices fall on
+//                      group boundaries when the group count is a multiple of the world size).
+//                      Elements of no quantized tensor (exact tensors, padding) are not sent.
+//   blocks (ours)      every slice in zero_quantization_block_size-element blocks,
+//                      QuantScheme::symmetric (codes [-7, 7], scale max / 7), float32 sums: a
+//                      smaller error per element for the same bytes on large groups, no fp16
+//                      range limit (bench/results/zeropp.md measures both).
+// Either way the result is the sum over ranks, as the plain reduce-scatter's; the engine then
+// scales it by 1 / world (the mean). DeepSpeed's qgZ divides by the number of nodes only (its
+// all_to_all_quant_reduce), where its plain path divides by the world: its qgZ gradient is M
+// times its exact one. Ours keeps the mean either way (docs/zero.md).
 //
 // qgZ's slice order (the paper's "tensor slice reordering"). World rank w(k, l) is node k's l-th
 // rank (K nodes of M ranks, ranks of a node ordered by rank, nodes by their lowest rank, as the
@@ -44,6 +65,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend.h"  // defines: QuantScheme
 #include "nn/param_set.h"  // defines: ParamInfo
 #include "zero/engine_config.h"
 #include "zero/pending.h"
@@ -53,6 +75,7 @@ namespace zt {
 struct QuantFormat {
   int bits = 8;
   int64_t block = 4096;  // elements per float32 scale
+  QuantScheme scheme = QuantScheme::symmetric;
   std::string name() const { return "int" + std::to_string(bits); }
 };
 
@@ -81,11 +104,22 @@ bool qgz_runs(const ZeroOptimization& z, int num_nodes);
 // What qgZ does in this job, one phrase for the banner ("" when the key is off).
 std::string qgz_summary(const ZeroOptimization& z, int num_nodes);
 
-// The flat ranges [begin, end) of a unit's gradient that qgZ reduces exactly, tensor by tensor as
-// DeepSpeed's all_to_all_quant_reduce does: 1-D tensors (biases, norm gains) and tensors whose size
-// is not a multiple of 2 x world (its int4 codes pack two to a byte per rank's slice). Sorted.
+// A unit's gradient as qgZ sends it, tensor by tensor as DeepSpeed's all_to_all_quant_reduce:
+//   exact      the flat ranges [begin, end) reduced exactly: 1-D tensors (biases, norm gains) and
+//              tensors whose size is not a multiple of 2 x world (its int4 codes pack two to a byte
+//              per rank's slice). Sorted.
+//   quantized  every other tensor's flat range and its group size in the deepspeed format,
+//              numel / max(d0, d1, world). Sorted.
 using ExactRanges = std::vector<std::pair<int64_t, int64_t>>;
-ExactRanges qgz_exact_ranges(const std::vector<ParamInfo>& params, int world_size);
+struct QgzLayout {
+  struct Run {
+    int64_t begin, end, group;
+    bool operator==(const Run&) const = default;
+  };
+  ExactRanges exact;
+  std::vector<Run> quantized;
+};
+QgzLayout qgz_layout(const std::vector<ParamInfo>& params, int world_size);
 
 // qgZ: the gradient reduce-scatter of ShardedGradient (zero/stage.h) as the hierarchical
 // all-to-all above.
@@ -100,11 +134,11 @@ class QuantizedReduceScatter {
   using Land = std::function<void(int64_t a, const Tensor& sum)>;
   // The hierarchical reduce-scatter of grad (N * S, any float dtype) in chunks of at most
   // `chunk` elements of the shard. The intra-node hop is waited for here; the inter-node hop is
-  // left in flight in `out`, its chunk landed when it finishes. The elements inside `exact`
-  // (flat ranges of grad, sorted) go through a plain reduce-scatter of their own, packed shard
-  // by shard, and are zeros in the quantized hops (a zero quantizes to zero exactly, and leaves
-  // its block's scale to the other elements).
-  void reduce_scatter(const Tensor& grad, int64_t S, int64_t chunk, const ExactRanges& exact, const Land& land,
+  // left in flight in `out`, its chunk landed when it finishes. The elements inside
+  // layout.exact (flat ranges of grad) go through a plain reduce-scatter of their own, packed
+  // shard by shard; in the quantized hops they are zeros (blocks: a zero quantizes to zero
+  // exactly, and leaves its block's scale to the other elements) or not sent (deepspeed).
+  void reduce_scatter(const Tensor& grad, int64_t S, int64_t chunk, const QgzLayout& layout, const Land& land,
                       std::deque<Pending>& out) const;
 
  private:
@@ -112,6 +146,7 @@ class QuantizedReduceScatter {
   ProcessGroup& world_;
   std::unique_ptr<ProcessGroup> intra_, inter_;  // this node's M ranks; one rank per node (K)
   std::vector<int> world_rank_;                  // [k * M + l] = w(k, l)
+  bool deepspeed_ = true;                        // the wire format: deepspeed, or blocks
 };
 
 }  // namespace zt

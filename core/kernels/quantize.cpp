@@ -1,5 +1,5 @@
 // defines: quantized_code_bytes, quantized_blocks, quantize_blocks, dequantize_blocks, quantize_,
-//          dequantize_ (core/kernels/quantize.h); file-local: check_format, qmax_of, code_of,
+//          dequantize_ (core/kernels/quantize.h); file-local: check_format, qmax_of, scale_of, code_of,
 //          put_code, get_code, check_tensors
 #include "core/kernels/quantize.h"
 
@@ -20,12 +20,21 @@ void check_format(const char* who, int64_t n, int bits, int64_t block) {
 
 int qmax_of(int bits) { return (1 << (bits - 1)) - 1; }
 
-// round(x / s) to the nearest integer, half away from zero, clamped to [-qmax, qmax]; in double,
-// so that the only rounding before the integer is the division's (2^-53 relative).
-int code_of(float x, float s, int qmax) {
+// The block's scale from its max |x| (quantize.h's two schemes): in double for symmetric; m / 2^(bits-1) is exact.
+float scale_of(float amax, int bits, QuantScheme scheme) {
+  return scheme == QuantScheme::deepspeed ? std::ldexp(amax, -(bits - 1))
+                                          : static_cast<float>(static_cast<double>(amax) / qmax_of(bits));
+}
+
+// x / s to an integer, in double so that the only rounding before the integer is the division's
+// (2^-53 relative): symmetric rounds half away from zero into [-qmax, qmax]; deepspeed half to
+// even (nearbyint in the default rounding mode) into [-qmax - 1, qmax].
+int code_of(float x, float s, int bits, QuantScheme scheme) {
   if (s == 0.0f) return 0;
-  const double q = std::round(static_cast<double>(x) / static_cast<double>(s));
-  return static_cast<int>(q > qmax ? qmax : q < -qmax ? -qmax : q);
+  const int hi = qmax_of(bits), lo = scheme == QuantScheme::deepspeed ? -hi - 1 : -hi;
+  const double r = static_cast<double>(x) / static_cast<double>(s);
+  const double q = scheme == QuantScheme::deepspeed ? std::nearbyint(r) : std::round(r);
+  return static_cast<int>(q > hi ? hi : q < lo ? lo : q);
 }
 
 void put_code(uint8_t* codes, int bits, int64_t i, int q) {
@@ -57,11 +66,11 @@ int64_t quantized_blocks(int64_t n, int64_t block) {
   return (n + block - 1) / block;
 }
 
-void quantize_blocks(const float* x, int64_t n, int bits, int64_t block, uint8_t* codes, float* scales) {
+void quantize_blocks(const float* x, int64_t n, int bits, int64_t block, uint8_t* codes, float* scales,
+                     QuantScheme scheme) {
   check_format("quantize_blocks", n, bits, block);
   if (n == 0) return;
   ZT_CHECK(x && codes && scales, "quantize_blocks: a null buffer for n = ", n);
-  const int qmax = qmax_of(bits);
   const int64_t nb = quantized_blocks(n, block);
   // Threads over blocks. With 4 bits and an odd block size two blocks share a byte: one thread.
   const bool parallel = bits == 8 || block % 2 == 0;
@@ -76,9 +85,9 @@ void quantize_blocks(const float* x, int64_t n, int bits, int64_t block, uint8_t
     }
     // A NaN or an infinity: the block's scale is NaN and its codes 0 (never converted: a NaN's
     // integer is undefined), so every element of it dequantizes to NaN.
-    const float s = finite ? static_cast<float>(static_cast<double>(amax) / qmax) : std::nanf("");
+    const float s = finite ? scale_of(amax, bits, scheme) : std::nanf("");
     scales[b] = s;
-    for (int64_t i = i0; i < i1; ++i) put_code(codes, bits, i, finite ? code_of(x[i], s, qmax) : 0);
+    for (int64_t i = i0; i < i1; ++i) put_code(codes, bits, i, finite ? code_of(x[i], s, bits, scheme) : 0);
   }
 }
 
@@ -108,10 +117,11 @@ void check_tensors(const char* who, const Tensor& values, const Tensor& codes, c
 }
 }  // namespace
 
-void quantize_(const Tensor& codes, const Tensor& scales, const Tensor& x, int bits, int64_t block) {
+void quantize_(const Tensor& codes, const Tensor& scales, const Tensor& x, int bits, int64_t block,
+               QuantScheme scheme) {
   check_tensors("quantize_", x, codes, scales, bits, block);
-  if (!x.device().is_cpu()) return backend_of(x).quantize(codes, scales, x, bits, block);
-  quantize_blocks(x.data<float>(), x.numel(), bits, block, codes.data<uint8_t>(), scales.data<float>());
+  if (!x.device().is_cpu()) return backend_of(x).quantize(codes, scales, x, bits, block, scheme);
+  quantize_blocks(x.data<float>(), x.numel(), bits, block, codes.data<uint8_t>(), scales.data<float>(), scheme);
 }
 
 void dequantize_(const Tensor& out, const Tensor& codes, const Tensor& scales, int bits, int64_t block) {

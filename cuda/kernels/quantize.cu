@@ -17,12 +17,15 @@ constexpr int kThreads = 256;
 
 __host__ __device__ int qmax_of(int bits) { return (1 << (bits - 1)) - 1; }
 
-// The CPU's code_of (core/kernels/quantize.cpp): round half away from zero in double, clamped; a
-// zero or NaN scale gives 0.
-__device__ int code_of(float x, float s, int qmax) {
+// The CPU's code_of (core/kernels/quantize.cpp): x / s in double, rounded half away from zero
+// into [-qmax, qmax] (symmetric) or half to even into [-qmax - 1, qmax] (ds: deepspeed); a zero or
+// NaN scale gives 0.
+__device__ int code_of(float x, float s, int bits, bool ds) {
   if (s == 0.0f || isnan(s)) return 0;
-  const double q = round(static_cast<double>(x) / static_cast<double>(s));
-  return static_cast<int>(q > qmax ? qmax : q < -qmax ? -qmax : q);
+  const int hi = qmax_of(bits), lo = ds ? -hi - 1 : -hi;
+  const double r = static_cast<double>(x) / static_cast<double>(s);
+  const double q = ds ? rint(r) : round(r);
+  return static_cast<int>(q > hi ? hi : q < lo ? lo : q);
 }
 
 __device__ int get_code(const uint8_t* codes, int bits, int64_t i) {
@@ -32,7 +35,7 @@ __device__ int get_code(const uint8_t* codes, int bits, int64_t i) {
 }
 
 // One thread block per quantization block: its max |x| and whether every element is finite.
-__global__ void scales_kernel(const float* __restrict__ x, int64_t n, int64_t block, int qmax,
+__global__ void scales_kernel(const float* __restrict__ x, int64_t n, int64_t block, int bits, bool ds,
                               float* __restrict__ scales) {
   __shared__ float smax[kThreads / 32];
   __shared__ int sbad[kThreads / 32];
@@ -53,22 +56,25 @@ __global__ void scales_kernel(const float* __restrict__ x, int64_t n, int64_t bl
   __syncthreads();
   if (threadIdx.x == 0) {
     for (int w = 1; w < kThreads / 32; ++w) amax = fmaxf(amax, smax[w]), bad |= sbad[w];
-    scales[b] = bad ? __int_as_float(0x7fc00000) : static_cast<float>(static_cast<double>(amax) / qmax);
+    // the CPU's scale_of: m / qmax in double, or m / 2^(bits-1) (exact)
+    scales[b] = bad  ? __int_as_float(0x7fc00000)
+                : ds ? ldexpf(amax, -(bits - 1))
+                     : static_cast<float>(static_cast<double>(amax) / qmax_of(bits));
   }
 }
 
 // One thread per code byte.
-__global__ void codes_kernel(const float* __restrict__ x, int64_t n, int bits, int64_t block, int qmax,
+__global__ void codes_kernel(const float* __restrict__ x, int64_t n, int bits, int64_t block, bool ds,
                              const float* __restrict__ scales, uint8_t* __restrict__ codes, int64_t nbytes) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < nbytes; j += stride) {
     if (bits == 8) {
-      codes[j] = static_cast<uint8_t>(static_cast<int8_t>(code_of(x[j], scales[j / block], qmax)));
+      codes[j] = static_cast<uint8_t>(static_cast<int8_t>(code_of(x[j], scales[j / block], bits, ds)));
       continue;
     }
     const int64_t a = 2 * j, c = a + 1;
-    const int lo = code_of(x[a], scales[a / block], qmax);
-    const int hi = c < n ? code_of(x[c], scales[c / block], qmax) : 0;
+    const int lo = code_of(x[a], scales[a / block], bits, ds);
+    const int hi = c < n ? code_of(x[c], scales[c / block], bits, ds) : 0;
     codes[j] = static_cast<uint8_t>((lo & 0xf) | ((hi & 0xf) << 4));
   }
 }
@@ -88,17 +94,16 @@ void check_format(const char* who, int64_t n, int bits, int64_t block) {
 
 }  // namespace
 
-void quantize_blocks(const float* x, int64_t n, int bits, int64_t block, uint8_t* codes, float* scales,
+void quantize_blocks(const float* x, int64_t n, int bits, int64_t block, uint8_t* codes, float* scales, bool ds,
                      cudaStream_t s) {
   check_format("quantize_blocks", n, bits, block);
   if (n == 0) return;
   const int64_t nb = (n + block - 1) / block;
   ZT_CHECK(nb <= INT32_MAX, "cuda_kernels::quantize_blocks: ", nb, " blocks, at most 2^31 - 1");
-  scales_kernel<<<static_cast<unsigned>(nb), kThreads, 0, s>>>(x, n, block, qmax_of(bits), scales);
+  scales_kernel<<<static_cast<unsigned>(nb), kThreads, 0, s>>>(x, n, block, bits, ds, scales);
   ZT_CUDA_CHECK(cudaGetLastError());
   const int64_t nbytes = bits == 8 ? n : (n + 1) / 2;
-  codes_kernel<<<dev::grid_for(nbytes, kThreads), kThreads, 0, s>>>(x, n, bits, block, qmax_of(bits), scales, codes,
-                                                                    nbytes);
+  codes_kernel<<<dev::grid_for(nbytes, kThreads), kThreads, 0, s>>>(x, n, bits, block, ds, scales, codes, nbytes);
   ZT_CUDA_CHECK(cudaGetLastError());
 }
 

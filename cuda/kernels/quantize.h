@@ -1,9 +1,10 @@
 // defines: cuda_kernels::quantize_blocks, cuda_kernels::dequantize_blocks — ZeRO++'s block-wise
 //          symmetric quantization on the GPU, the same bytes as the CPU's (core/kernels/quantize.h).
 //
-// Same format, same arithmetic: per block s = float(double(max |x|) / qmax) (a block with a NaN
-// or an infinity: s = NaN, codes 0), q_i = round(double(x_i) / double(s)) half away from zero,
-// clamped; x'_i = float(q_i) * s. IEEE double division and float multiplication are correctly
+// Same format, same arithmetic, both schemes: per block s = float(double(max |x|) / qmax) or
+// max |x| / 2^(bits-1) (a block with a NaN or an infinity: s = NaN, codes 0),
+// q_i = double(x_i) / double(s) rounded half away from zero or half to even, clamped;
+// x'_i = float(q_i) * s. IEEE double division and float multiplication are correctly
 // rounded on the GPU as on the CPU, so the codes and scales are bitwise the CPU's
 // (tests/gpu/test_cuda_quantize.cpp checks it).
 //
@@ -18,8 +19,10 @@
 
 namespace zt::cuda_kernels {
 
-// x (n float32, device) -> codes (quantized_code_bytes(n, bits)), scales (quantized_blocks(n, block)).
-void quantize_blocks(const float* x, int64_t n, int bits, int64_t block, uint8_t* codes, float* scales, cudaStream_t s);
+// x (n float32, device) -> codes (quantized_code_bytes(n, bits)), scales (quantized_blocks(n, block));
+// QuantScheme::deepspeed's rounding when `deepspeed`, else symmetric's.
+void quantize_blocks(const float* x, int64_t n, int bits, int64_t block, uint8_t* codes, float* scales, bool deepspeed,
+                     cudaStream_t s);
 // codes, scales -> out (n float32).
 void dequantize_blocks(const uint8_t* codes, const float* scales, int64_t n, int bits, int64_t block, float* out,
                        cudaStream_t s);
