@@ -24,25 +24,41 @@ Var GPT2Embed::forward(const Tensor& idx, int64_t pos0) const {
   return add(wte.forward(idx), wpe.forward(pos));  // (B, T, C)
 }
 
-GPT2Block::GPT2Block(int64_t i, const ModelConfig& c, DType dt)
+GPT2Block::GPT2Block(int64_t i, const ModelConfig& c, DType dt, const TensorParallel& tp_)
     : Unit("h." + std::to_string(i), dt),
+      tp(tp_),
       ln_1(params_, "ln_1", c.n_embd, c.norm_eps),
       attn(params_, "attn",
            AttentionConfig{.n_embd = c.n_embd,
-                           .n_head = c.n_head,
-                           .n_kv_head = c.n_head,
+                           .n_head = tp_share(c.n_head, tp_, "n_head"),
+                           .n_kv_head = tp_share(c.n_head, tp_, "n_head"),
                            .fused_qkv = true,
                            .bias = true,
                            .use_rope = false,
-                           .rope = {}}),
+                           .rope = {},
+                           .head_dim = c.head_dim(),
+                           .defer_out_bias = tp_.on()}),
       ln_2(params_, "ln_2", c.n_embd, c.norm_eps),
-      mlp(params_, "mlp", c.n_embd, c.ffn_hidden) {}
+      mlp(params_, "mlp", c.n_embd, tp_share(c.ffn_hidden, tp_, "ffn_hidden"), tp_.on()) {
+  if (!tp.on()) return;
+  params_.set_slice(attn.c_attn_w, column_slice(tp, 3));  // q; k; v, each cut by heads
+  params_.set_slice(attn.c_attn_b, column_slice(tp, 3));
+  params_.set_slice(attn.c_proj_w, row_slice(tp));
+  params_.set_slice(mlp.c_fc.weight, column_slice(tp));
+  params_.set_slice(mlp.c_fc.bias, column_slice(tp));
+  params_.set_slice(mlp.c_proj.weight, row_slice(tp));
+}
 
 // h = x + attn(ln_1(x)) and ln_2(h) in one pass (residual_layernorm); the block's output add
-// stays a plain add (the next block is another unit: no fusing across the boundary).
+// stays a plain add (the next block is another unit: no fusing across the boundary). Under tensor
+// parallelism each sub-layer runs between f (tp_copy) and g (row_parallel_output); without it
+// both are the identity.
 Var GPT2Block::forward(const Var& x) const {
-  auto [h, n] = ln_2.forward_residual(x, attn.forward(ln_1.forward(x)));  // (B, T, C) each
-  return add(h, mlp.forward(n));
+  const Var attn_bias = attn.cfg.defer_out_bias ? params_.var(attn.c_proj_b) : Var();
+  const Var mlp_bias = mlp.defer_out_bias ? params_.var(mlp.c_proj.bias) : Var();
+  const Var a = row_parallel_output(attn.forward(tp_copy(ln_1.forward(x), tp)), attn_bias, tp);
+  auto [h, n] = ln_2.forward_residual(x, a);  // (B, T, C) each
+  return add(h, row_parallel_output(mlp.forward(tp_copy(n, tp)), mlp_bias, tp));
 }
 
 Var GPT2Block::forward_cached(const Var& x, KVCache& cache, int64_t layer) const {

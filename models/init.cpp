@@ -33,11 +33,15 @@ ModelInit::ModelInit(Model& m, Rng& rng) : start_(rng.state()) {
       p.offset = info.offset;
       p.numel = info.numel;
       p.rule = rule_of(m, info.name);
+      p.shape = info.shape;
+      p.slice = info.slice;
       if (p.rule.kind == InitRule::normal) {
-        const int64_t R = info.shape.empty() ? 1 : info.shape[0];
+        // Drawn as the whole tensor is (a tensor-parallel slice takes its elements' own draws).
+        const Shape full = info.slice.full_shape(info.shape);
+        const int64_t R = full.empty() ? 1 : full[0];
         const int64_t rows = p.rule.rows < 0 ? R : p.rule.rows;
-        ZT_CHECK(rows <= R, "ModelInit: ", rows, " rows of '", info.name, "' ", shape_str(info.shape));
-        p.drawn = rows * (R == 0 ? 0 : info.numel / R);
+        ZT_CHECK(rows <= R, "ModelInit: ", rows, " rows of '", info.name, "' ", shape_str(full));
+        p.drawn = rows * (R == 0 ? 0 : shape_numel(full) / R);
         p.draw0 = draws;
         draws += 2 * static_cast<uint64_t>((p.drawn + 1) / 2);  // Box-Muller: two draws per pair
       }
@@ -49,9 +53,31 @@ ModelInit::ModelInit(Model& m, Rng& rng) : start_(rng.state()) {
   rng.jump(draws);
 }
 
+// Elements [g0, g1) of parameter p's whole tensor (normal rule) into out[0, g1 - g0): element g is
+// the cos (g even) or sin (g odd) sample of pair g / 2, whose two draws are at p.draw0 + 2 (g / 2)
+// of the stream; elements past p.drawn (rows past the real vocabulary) are zero.
+void ModelInit::draw_normal(const Param& p, int64_t g0, int64_t g1, double* out) const {
+  const int64_t k1 = std::min(g1, p.drawn);
+  Rng rng;
+  rng.set_state(start_);
+  rng.jump(p.draw0 + 2 * static_cast<uint64_t>(g0 / 2));
+  const double mean = 0.0, std = p.rule.value;
+  double r = 0, u2 = 0;
+  for (int64_t k = g0; k < k1; ++k) {
+    if (k == g0 || k % 2 == 0) {  // the pair's draws, as Rng::fill_normal makes them
+      const double u1 = (static_cast<double>(rng.next_u32() >> 8) + 1.0) / 16777217.0;
+      u2 = static_cast<double>(rng.next_u32() >> 8) / 16777216.0;
+      r = std::sqrt(-2.0 * std::log(u1));
+    }
+    out[k - g0] = k % 2 == 0 ? mean + std * r * std::cos(2.0 * M_PI * u2) : mean + std * r * std::sin(2.0 * M_PI * u2);
+  }
+  for (int64_t k = std::max(g0, k1); k < g1; ++k) out[k - g0] = 0.0;
+}
+
 // Elements [a, b) of unit `unit` as float64 into out[0, b - a): a function of the positions alone
 // (each normal pair's two draws reached by a jump from draw 0), so pieces can be drawn in any
-// order and on any thread with the same values.
+// order and on any thread with the same values. A tensor-parallel slice's elements are drawn at
+// their places in the whole tensor, in runs that are consecutive in both.
 void ModelInit::draw(int unit, int64_t a_, int64_t b_, double* out) const {
   int64_t pos = a_;
   for (const Param& p : units_[unit]) {
@@ -61,25 +87,13 @@ void ModelInit::draw(int unit, int64_t a_, int64_t b_, double* out) const {
       for (; pos < b; ++pos) out[pos - a_] = p.rule.value;
       continue;
     }
-    // normal: element k of the parameter is the cos (k even) or sin (k odd) sample of pair k / 2,
-    // whose two draws are at p.draw0 + 2 * (k / 2) of the stream.
-    const int64_t k0 = a - p.offset, k1 = std::min(b - p.offset, p.drawn);
-    Rng rng;
-    rng.set_state(start_);
-    rng.jump(p.draw0 + 2 * static_cast<uint64_t>(k0 / 2));
-    const double mean = 0.0, std = p.rule.value;
-    double r = 0, u2 = 0;
-    for (int64_t k = k0; k < k1; ++k) {
-      if (k == k0 || k % 2 == 0) {  // the pair's draws, as Rng::fill_normal makes them
-        const double u1 = (static_cast<double>(rng.next_u32() >> 8) + 1.0) / 16777217.0;
-        u2 = static_cast<double>(rng.next_u32() >> 8) / 16777216.0;
-        r = std::sqrt(-2.0 * std::log(u1));
-      }
-      out[p.offset + k - a_] = k % 2 == 0 ? mean + std * r * std::cos(2.0 * M_PI * u2)
-                                          : mean + std * r * std::sin(2.0 * M_PI * u2);
+    for (int64_t k = a - p.offset; k < b - p.offset;) {
+      const int64_t len = std::min(p.slice.run_length(p.shape, k), b - p.offset - k);
+      const int64_t g = p.slice.full_index(p.shape, k);
+      draw_normal(p, g, g + len, out + (p.offset + k - a_));
+      k += len;
     }
-    pos = p.offset + std::max(k0, k1);
-    for (; pos < b; ++pos) out[pos - a_] = 0.0;  // rows past the real vocabulary
+    pos = b;
   }
   for (; pos < b_; ++pos) out[pos - a_] = 0.0;  // the unit's padding
 }

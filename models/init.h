@@ -8,7 +8,9 @@
 // known from the layout alone, and Rng::jump() reaches them without drawing: rank r of N creates
 // elements [r*S, (r+1)*S) of each unit with the values a whole-model initialization would give
 // them, bit for bit (tests/test_partitioned_init.cpp). That is ZeRO's partitioned construction
-// (DeepSpeed's zero.Init): no rank ever holds the whole model.
+// (DeepSpeed's zero.Init): no rank ever holds the whole model. A tensor-parallel model's slices
+// (nn/param_set.h's TensorSlice) take the values of their places in the whole tensors, with the
+// same jumps: a model split over tp ranks starts from the one-rank model's values.
 #pragma once
 #include <memory>
 #include <vector>
@@ -37,14 +39,16 @@ class ModelInit final : public ParamSource {
   static constexpr int64_t kFillChunk = int64_t{1} << 14;
 
  private:
-  void draw(int unit, int64_t a, int64_t b, double* out) const;  // elements [a, b) of a unit, in float64
-
   struct Param {
     int64_t offset = 0, numel = 0;  // in the unit's flat buffer
+    Shape shape;                    // this rank's; a slice of the whole tensor under tensor parallelism
+    TensorSlice slice;
     int64_t drawn = 0;              // normal: elements drawn (the first rows); the rest are zero
     InitRule rule;
     uint64_t draw0 = 0;             // next_u32() calls of the stream before this parameter's first
   };
+  void draw(int unit, int64_t a, int64_t b, double* out) const;  // elements [a, b) of a unit, in float64
+  void draw_normal(const Param& p, int64_t g0, int64_t g1, double* out) const;
   std::vector<std::vector<Param>> units_;
   std::vector<int64_t> padded_;  // each unit's padded flat size
   uint64_t start_ = 0;           // the Rng state at draw 0

@@ -15,20 +15,33 @@ LlamaEmbed::LlamaEmbed(const ModelConfig& c, DType dt)
 
 Var LlamaEmbed::forward(const Tensor& idx, int64_t) const { return embed_tokens.forward(idx); }  // (B, T, C)
 
-LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt)
+LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt, const TensorParallel& tp_)
     : Unit("layers." + std::to_string(i), dt),
+      tp(tp_),
       input_layernorm(params_, "input_layernorm", c.n_embd, c.norm_eps),
       self_attn(params_, "self_attn",
-                AttentionConfig{.n_embd = c.n_embd, .n_head = c.n_head, .n_kv_head = c.n_kv_head,
-                                .fused_qkv = false, .bias = false, .use_rope = true, .rope = c.rope()}),
+                AttentionConfig{.n_embd = c.n_embd,
+                                .n_head = tp_share(c.n_head, tp_, "n_head"),
+                                .n_kv_head = tp_share(c.n_kv_head, tp_, "n_kv_head"),
+                                .fused_qkv = false,
+                                .bias = false,
+                                .use_rope = true,
+                                .rope = c.rope(),
+                                .head_dim = c.head_dim()}),
       post_attention_layernorm(params_, "post_attention_layernorm", c.n_embd, c.norm_eps),
-      mlp(params_, "mlp", c.n_embd, c.ffn_hidden) {}
+      mlp(params_, "mlp", c.n_embd, tp_share(c.ffn_hidden, tp_, "ffn_hidden")) {
+  if (!tp.on()) return;
+  for (int w : {self_attn.q_w, self_attn.k_w, self_attn.v_w, mlp.gate_proj.weight, mlp.up_proj.weight})
+    params_.set_slice(w, column_slice(tp));
+  for (int w : {self_attn.o_w, mlp.down_proj.weight}) params_.set_slice(w, row_slice(tp));
+}
 
-// h = x + self_attn(input_layernorm(x)) and post_attention_layernorm(h) in one pass
-// (residual_rmsnorm); the layer's output add stays a plain add (unit boundary).
+// Each sub-layer between f (tp_copy) and g (row_parallel_output): the identity both, without
+// tensor parallelism.
 Var LlamaLayer::forward(const Var& x) const {
-  auto [h, n] = post_attention_layernorm.forward_residual(x, self_attn.forward(input_layernorm.forward(x)));
-  return add(h, mlp.forward(n));  // (B, T, C)
+  const Var a = row_parallel_output(self_attn.forward(tp_copy(input_layernorm.forward(x), tp)), Var(), tp);
+  auto [h, n] = post_attention_layernorm.forward_residual(x, a);
+  return add(h, row_parallel_output(mlp.forward(tp_copy(n, tp)), Var(), tp));  // (B, T, C)
 }
 
 Var LlamaLayer::forward_cached(const Var& x, KVCache& cache, int64_t layer) const {

@@ -37,11 +37,15 @@ struct LlamaEmbed : Unit {
   Var forward(const Tensor& idx, int64_t pos0 = 0) const;
   Embedding embed_tokens;
 };
+// Under tensor parallelism (tp.on()) the layer holds its rank's share: q_proj's, k_proj's and
+// v_proj's heads, gate_proj's and up_proj's hidden units (column-parallel), o_proj's and
+// down_proj's columns (row-parallel); n_kv_head must be divisible by the degree.
 struct LlamaLayer : Unit {
-  LlamaLayer(int64_t i, const ModelConfig& c, DType dt);
+  LlamaLayer(int64_t i, const ModelConfig& c, DType dt, const TensorParallel& tp = {});
   Var forward(const Var& x) const;  // (B, T, C) -> (B, T, C)
   // The same with the KV cache (nn/kv_cache.h): x holds positions [p, p + T) of layer `layer`.
   Var forward_cached(const Var& x, KVCache& cache, int64_t layer) const;
+  TensorParallel tp;
   RMSNorm input_layernorm;
   CausalSelfAttention self_attn;
   RMSNorm post_attention_layernorm;

@@ -21,6 +21,8 @@
 
 namespace zt {
 
+class ProcessGroup;
+
 struct ModelConfig {
   std::string family = "gpt2";  // "gpt2" | "llama"
   int64_t n_layer = 0;
@@ -69,6 +71,9 @@ struct ModelOptions {
   // filled from a ParamSource (nn/param_source.h) such as models/init.h's ModelInit. Such a
   // model runs only inside an engine.
   bool materialize = true;
+  // The group each block is split over (Megatron's tensor parallelism, parallel/tensor_parallel.h):
+  // every unit then holds this rank's slice of the blocks' weights (ParamInfo::slice). Null: whole.
+  ProcessGroup* tensor_parallel = nullptr;
 };
 
 // The MLP width a family uses when a config does not give one: GPT-2 4C; Llama

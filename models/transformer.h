@@ -9,7 +9,8 @@
 // the (B, T, Vp) logits exist once, and hold their own gradient from the forward on.
 //
 // A family supplies the three unit types: Embed(cfg, dtype) with forward(idx, pos0 = 0) (the
-// tokens at positions [pos0, pos0 + T)), Block(i, cfg, dtype) with forward(x) and, for cached
+// tokens at positions [pos0, pos0 + T)), Block(i, cfg, dtype, tp) with forward(x) (tp: the
+// tensor-parallel group its sub-layers are split over, parallel/tensor_parallel.h) and, for cached
 // inference, forward_cached(x, cache, i) (nn/kv_cache.h; what differs for decode is written in
 // the family's file), Head(cfg, dtype) with forward(x, const Embed&) and loss(x, const Embed&,
 // targets, V).
@@ -27,6 +28,7 @@
 #include "autograd/ops.h"
 #include "models/model_config.h"
 #include "nn/model.h"
+#include "parallel/tensor_parallel.h"
 
 namespace zt {
 
@@ -58,6 +60,9 @@ class TransformerLM : public Model {
     return run_head(forward_hidden(idx), [h, e, targets, V](const Var& in) { return h->loss(in, *e, targets, V); });
   }
   KVCache make_kv_cache() const override {
+    if (tp_.on())
+      ZT_THROW(name_, ": cached inference with tensor parallelism is not built (each rank holds ",
+               cfg_.n_head / tp_.size(), " of ", cfg_.n_head, " heads): generate on one rank");
     return KVCache(cfg_.n_layer, cfg_.n_kv_head, cfg_.n_embd / cfg_.n_head, cfg_.max_seq_len);
   }
   Var logits_cached(const Tensor& idx, KVCache& cache) override {
@@ -103,12 +108,14 @@ class TransformerLM : public Model {
     cfg_.validate();
     if (cfg_.family != family) ZT_THROW(name_, ": config family is \"", cfg_.family, "\", expected \"", family, "\"");
     embed_ = std::make_unique<Embed>(cfg_, opt.dtype);
-    for (int64_t i = 0; i < cfg_.n_layer; ++i) blocks_.push_back(std::make_unique<Block>(i, cfg_, opt.dtype));
+    tp_ = TensorParallel{opt.tensor_parallel};
+    for (int64_t i = 0; i < cfg_.n_layer; ++i) blocks_.push_back(std::make_unique<Block>(i, cfg_, opt.dtype, tp_));
     head_ = std::make_unique<Head>(cfg_, opt.dtype);
     if (opt.allocate) finalize_params(opt.world_size, opt.alignment, opt.materialize);
   }
 
   ModelConfig cfg_;
+  TensorParallel tp_;
   std::unique_ptr<Embed> embed_;
   std::vector<std::unique_ptr<Block>> blocks_;
   std::unique_ptr<Head> head_;

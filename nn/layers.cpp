@@ -48,34 +48,34 @@ std::pair<Var, Var> RMSNorm::forward_residual(const Var& x, const Var& y) const 
 CausalSelfAttention::CausalSelfAttention(ParamSet& ps, const std::string& prefix, const AttentionConfig& c)
     : Module(ps, prefix), cfg(c) {
   if (cfg.n_kv_head == 0) cfg.n_kv_head = cfg.n_head;
-  ZT_CHECK(cfg.n_head > 0 && cfg.n_embd % cfg.n_head == 0, "attention '", prefix, "': n_embd ", cfg.n_embd,
-           " is not divisible by n_head ", cfg.n_head);
+  ZT_CHECK(cfg.n_head > 0 && (cfg.head_dim > 0 || cfg.n_embd % cfg.n_head == 0), "attention '", prefix, "': n_embd ",
+           cfg.n_embd, " is not divisible by n_head ", cfg.n_head);
   ZT_CHECK(cfg.n_head % cfg.n_kv_head == 0, "attention '", prefix, "': n_head ", cfg.n_head,
            " is not a multiple of n_kv_head ", cfg.n_kv_head);
   // RoPE goes with Llama's separate projections (their Hugging Face names); GPT-2's c_attn has none.
   ZT_CHECK(!(cfg.fused_qkv && cfg.use_rope), "attention '", prefix,
            "': RoPE needs separate q/k/v projections (fused_qkv = false)");
-  head_dim = cfg.n_embd / cfg.n_head;
-  const int64_t C = cfg.n_embd, kv = cfg.n_kv_head * head_dim;
+  head_dim = cfg.head_dim > 0 ? cfg.head_dim : cfg.n_embd / cfg.n_head;
+  const int64_t C = cfg.n_embd, q = cfg.n_head * head_dim, kv = cfg.n_kv_head * head_dim;
   if (cfg.fused_qkv) {
-    c_attn_w = add_param("c_attn.weight", {C + 2 * kv, C}, true);
-    if (cfg.bias) c_attn_b = add_param("c_attn.bias", {C + 2 * kv}, false);
-    c_proj_w = add_param("c_proj.weight", {C, C}, true);
+    c_attn_w = add_param("c_attn.weight", {q + 2 * kv, C}, true);
+    if (cfg.bias) c_attn_b = add_param("c_attn.bias", {q + 2 * kv}, false);
+    c_proj_w = add_param("c_proj.weight", {C, q}, true);
     if (cfg.bias) c_proj_b = add_param("c_proj.bias", {C}, false);
   } else {
-    q_w = add_param("q_proj.weight", {C, C}, true);
+    q_w = add_param("q_proj.weight", {q, C}, true);
     k_w = add_param("k_proj.weight", {kv, C}, true);
     v_w = add_param("v_proj.weight", {kv, C}, true);
-    o_w = add_param("o_proj.weight", {C, C}, true);
+    o_w = add_param("o_proj.weight", {C, q}, true);
   }
 }
 
 // q (B, T, Hq, D), k and v (B, T, Hkv, D): the three projections of x (B, T, C), before RoPE.
 // Inference only (forward_cached): the packed projection's column blocks [q (C) | k (kv) | v (kv)].
 void CausalSelfAttention::project_qkv(const Var& x, Var& q, Var& k, Var& v) const {
-  const int64_t B = x.size(0), T = x.size(1), C = cfg.n_embd, D = head_dim;
-  const int64_t Hq = cfg.n_head, Hkv = cfg.n_kv_head, kv = Hkv * D;
-  const Tensor qkv = fused_qkv(x).value();  // (B, T, C + 2 kv)
+  const int64_t B = x.size(0), T = x.size(1), D = head_dim;
+  const int64_t Hq = cfg.n_head, Hkv = cfg.n_kv_head, C = Hq * D, kv = Hkv * D;
+  const Tensor qkv = fused_qkv(x).value();  // (B, T, C + 2 kv), C = Hq D
   q = Var(qkv.slice(2, 0, C).contiguous().view({B, T, Hq, D}));
   k = Var(qkv.slice(2, C, C + kv).contiguous().view({B, T, Hkv, D}));
   v = Var(qkv.slice(2, C + kv, C + 2 * kv).contiguous().view({B, T, Hkv, D}));
@@ -83,8 +83,8 @@ void CausalSelfAttention::project_qkv(const Var& x, Var& q, Var& k, Var& v) cons
 
 // y (B, T, Hq, D) -> (B, T, C) through c_proj / o_proj.
 Var CausalSelfAttention::project_out(const Var& y) const {
-  Var yc = reshape(y, {y.size(0), y.size(1), cfg.n_embd});  // (B, T, C)
-  if (cfg.fused_qkv) return linear(yc, p(c_proj_w), c_proj_b >= 0 ? p(c_proj_b) : Var());
+  Var yc = reshape(y, {y.size(0), y.size(1), cfg.n_head * head_dim});  // (B, T, Hq D)
+  if (cfg.fused_qkv) return linear(yc, p(c_proj_w), c_proj_b >= 0 && !cfg.defer_out_bias ? p(c_proj_b) : Var());
   return linear(yc, p(o_w), Var());
 }
 
@@ -118,14 +118,18 @@ Var CausalSelfAttention::forward_cached(const Var& x, KVCache& cache, int64_t la
   return project_out(Var(attend_cached(qt, kt, vt, cache, layer)));
 }
 
-GeluMLP::GeluMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden)
-    : Module(ps, prefix), c_fc(ps, join(prefix, "c_fc"), dim, hidden, true), c_proj(ps, join(prefix, "c_proj"), hidden, dim, true) {}
+GeluMLP::GeluMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden, bool defer)
+    : Module(ps, prefix),
+      c_fc(ps, join(prefix, "c_fc"), dim, hidden, true),
+      c_proj(ps, join(prefix, "c_proj"), hidden, dim, true),
+      defer_out_bias(defer) {}
 
 // One op (autograd/ops.h's gelu_mlp): the GELU rides on c_fc's GEMM, and its derivative and c_fc's
 // bias gradient are one pass over c_proj's input gradient, in place.
 // Both layers' parameters live in this module's ParamSet (the one they were built on): p() reads them.
 Var GeluMLP::forward(const Var& x) const {
-  return gelu_mlp(x, p(c_fc.weight), p(c_fc.bias), p(c_proj.weight), c_proj.bias >= 0 ? p(c_proj.bias) : Var());
+  return gelu_mlp(x, p(c_fc.weight), p(c_fc.bias), p(c_proj.weight),
+                  c_proj.bias >= 0 && !defer_out_bias ? p(c_proj.bias) : Var());
 }
 
 SwiGLUMLP::SwiGLUMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden)

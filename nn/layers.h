@@ -51,6 +51,13 @@ struct AttentionConfig {
   bool bias = true;        // GPT-2 has biases, Llama none
   bool use_rope = false;  // needs fused_qkv = false (the constructor refuses both)
   RopeParams rope;        // base theta and frequency scaling (core/rope.h)
+  // Tensor parallelism (parallel/tensor_parallel.h) builds a rank's share of the heads: n_head and
+  // n_kv_head are this rank's, head_dim the model's (0: n_embd / n_head), so q is n_head * head_dim
+  // wide and c_proj / o_proj is (n_embd, n_head * head_dim): Megatron's row-parallel slice.
+  int64_t head_dim = 0;
+  // c_proj.bias is still this layer's parameter (same name, same place in the layout) but forward
+  // leaves it out: the caller adds it once after summing the ranks' partial outputs.
+  bool defer_out_bias = false;
 };
 
 // Multi-head causal self-attention: x (B, T, C) -> (B, T, C).
@@ -75,12 +82,15 @@ class CausalSelfAttention : public Module {
 };
 
 // GPT-2 MLP: c_proj(gelu(c_fc(x))), hidden 4C, as one op (gelu_mlp: the GELU in the GEMMs'
-// epilogues on a GPU); the parameters, their names and layout are c_fc's and c_proj's.
+// epilogues on a GPU); the parameters, their names and layout are c_fc's and c_proj's. With
+// defer_out_bias forward leaves c_proj.bias out, as CausalSelfAttention's (tensor parallelism:
+// hidden is this rank's share).
 class GeluMLP : public Module {
  public:
-  GeluMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden);
+  GeluMLP(ParamSet& ps, const std::string& prefix, int64_t dim, int64_t hidden, bool defer_out_bias = false);
   Var forward(const Var& x) const;
   Linear c_fc, c_proj;
+  bool defer_out_bias;
 };
 
 // Llama MLP: down_proj(silu(gate_proj(x)) * up_proj(x)), no biases.

@@ -21,6 +21,52 @@ int ParamSet::add(const std::string& name, const Shape& shape, bool decay) {
   return static_cast<int>(infos_.size()) - 1;
 }
 
+void ParamSet::set_slice(int i, const TensorSlice& t) {
+  ZT_CHECK(!finalized(), "ParamSet '", unit_name_, "': set_slice after finalize()");
+  ZT_CHECK(i >= 0 && i < size(), "ParamSet '", unit_name_, "': no parameter ", i);
+  const ParamInfo& p = infos_[static_cast<size_t>(i)];
+  ZT_CHECK(t.whole() || (t.dim < static_cast<int>(p.shape.size()) && t.groups >= 1 && t.parts >= 1 && t.part >= 0 &&
+                         t.part < t.parts && p.shape[static_cast<size_t>(t.dim)] % t.groups == 0),
+           "ParamSet '", unit_name_, "': '", p.name, "' ", shape_str(p.shape), " cannot be piece ", t.part, " of ",
+           t.parts, " of ", t.groups, " block(s) along dim ", t.dim);
+  infos_[static_cast<size_t>(i)].slice = t;
+}
+
+Shape TensorSlice::full_shape(const Shape& local) const {
+  Shape s = local;
+  if (!whole()) s[static_cast<size_t>(dim)] *= parts;
+  return s;
+}
+
+namespace {
+// local viewed as (outer, L, inner) around dim d, L = groups * Lb.
+struct SliceDims {
+  int64_t L = 1, Lb = 1, inner = 1;
+};
+SliceDims slice_dims(const TensorSlice& t, const Shape& local) {
+  SliceDims s;
+  s.L = local[static_cast<size_t>(t.dim)];
+  s.Lb = s.L / t.groups;
+  for (size_t d = static_cast<size_t>(t.dim) + 1; d < local.size(); ++d) s.inner *= local[d];
+  return s;
+}
+}  // namespace
+
+int64_t TensorSlice::full_index(const Shape& local, int64_t k) const {
+  if (whole()) return k;
+  const SliceDims s = slice_dims(*this, local);
+  const int64_t c = k % s.inner, j = (k / s.inner) % s.L, a = k / (s.inner * s.L);
+  const int64_t jf = (j / s.Lb) * s.Lb * parts + part * s.Lb + j % s.Lb;
+  return (a * s.L * parts + jf) * s.inner + c;
+}
+
+int64_t TensorSlice::run_length(const Shape& local, int64_t k) const {
+  if (whole()) return shape_numel(local) - k;
+  const SliceDims s = slice_dims(*this, local);
+  const int64_t seg = s.Lb * s.inner;  // one block's piece of one outer index: consecutive in both
+  return seg - k % seg;
+}
+
 void ParamSet::finalize(int64_t world_size, int64_t alignment, bool materialize) {
   ZT_CHECK(!finalized(), "ParamSet '", unit_name_, "': finalize() twice");
   ZT_CHECK(world_size >= 1 && alignment >= 1, "ParamSet::finalize: world_size and alignment must be >= 1");

@@ -1,4 +1,4 @@
-// defines: ParamInfo, ParamSet — one unit's parameters in one flat buffer (the ZeRO spine).
+// defines: TensorSlice, ParamInfo, ParamSet — one unit's parameters in one flat buffer (the ZeRO spine).
 //
 // Layout (fixed by the order of add()):
 //
@@ -20,12 +20,36 @@
 
 namespace zt {
 
+// Which part of the model's full tensor a parameter holds. Under tensor parallelism
+// (parallel/tensor_parallel.h) a rank builds each layer with its own slice: Megatron's
+// column-parallel weights (out, in) are cut along dim 0, row-parallel ones along dim 1. The full
+// dimension is `groups` equal blocks (GPT-2's c_attn stacks q; k; v: 3 blocks, each cut apart),
+// each cut into `parts` equal pieces; this parameter holds piece `part` of every block, in block
+// order. dim -1: the whole tensor (every tensor-parallel rank holds the same copy).
+//
+//   full dim d:   [ block 0: p0 | p1 | ... ][ block 1: p0 | p1 | ... ] ...
+//   local dim d:  [ block 0: p_part ][ block 1: p_part ] ...            (groups * full / (groups * parts))
+struct TensorSlice {
+  int dim = -1;
+  int64_t groups = 1;
+  int64_t part = 0, parts = 1;
+
+  bool whole() const { return dim < 0; }
+  Shape full_shape(const Shape& local) const;  // local's dim d times parts
+  // The row-major index in the full tensor of element k (row-major) of the local one.
+  int64_t full_index(const Shape& local, int64_t k) const;
+  // How many elements from local element k on are consecutive in the full tensor too (>= 1).
+  int64_t run_length(const Shape& local, int64_t k) const;
+  bool operator==(const TensorSlice&) const = default;
+};
+
 struct ParamInfo {
   std::string name;  // Hugging Face style within the unit: "attn.c_attn.weight"
-  Shape shape;
+  Shape shape;       // this rank's (a slice's shape under tensor parallelism)
   int64_t offset = 0;  // in elements, into the flat buffers
   int64_t numel = 0;
   bool decay = true;  // AdamW weight decay applies (2-D weights), not to biases and norm gains
+  TensorSlice slice;  // which part of the full tensor it is (whole unless tensor-parallel)
 };
 
 class ParamSet {
@@ -36,6 +60,8 @@ class ParamSet {
 
   // ---- building: add() every parameter, then finalize() once ----
   int add(const std::string& name, const Shape& shape, bool decay);  // returns the index
+  // Marks parameter i as a slice of a full tensor (before finalize; checked against its shape).
+  void set_slice(int i, const TensorSlice& slice);
   // Lays out both flat buffers, padded to a multiple of world_size * alignment. materialize:
   // allocated and zero-filled; otherwise they hold no bytes (Tensor::released) until the ZeRO
   // engine materializes what its stage keeps (partitioned construction: zero/engine.h), and the

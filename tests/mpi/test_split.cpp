@@ -1,4 +1,4 @@
-// defines: 6 Catch2 test cases tagged [split]; helpers: val, filled
+// defines: 7 Catch2 test cases tagged [split]; helpers: val, filled
 //
 // ProcessGroup::split and all_to_all on the MPI backend (dist/process_group.h), against values
 // every rank can compute by itself and against the flat collectives of the world group: a
@@ -11,6 +11,7 @@
 #include <functional>
 #include <vector>
 
+#include "dist/process_grid.h"
 #include "dist/process_group.h"
 
 using namespace zt;
@@ -186,4 +187,48 @@ TEST_CASE("uint8 bytes move through all_gather and broadcast and all_to_all and 
   for (int64_t i = 0; i < n; ++i) REQUIRE(b.to_vector()[static_cast<size_t>(i)] == byte(N - 1, i));
   CHECK_THROWS_WITH(g.all_reduce(b), Catch::Contains("all_reduce: x must be float32, float64, bfloat16 or float16") &&
                                          Catch::Contains("uint8"));
+}
+
+TEST_CASE("process grid: tensor fastest, then sequence, then data; each group's ranks and sums", "[split]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size(), w = g.rank();
+  for (int tp : {1, 2, 4})
+    for (int sp : {1, 2}) {
+      if (N % (tp * sp) != 0) {
+        CHECK_THROWS_WITH(make_process_grid(g, tp, sp),
+                          Catch::Contains("does not divide the " + std::to_string(N) + " rank"));
+        continue;
+      }
+      ProcessGrid pg = make_process_grid(g, tp, sp);
+      INFO("tp " << tp << " sp " << sp << ": " << pg.describe());
+      CHECK(pg.dp == N / (tp * sp));
+      CHECK(w == (pg.dp_rank * sp + pg.sp_rank) * tp + pg.tp_rank);
+      CHECK(pg.tensor->size() == tp);
+      CHECK(pg.tensor->rank() == pg.tp_rank);
+      CHECK(pg.sequence->size() == sp);
+      CHECK(pg.sequence->rank() == pg.sp_rank);
+      CHECK(pg.data->size() == pg.dp);
+      CHECK(pg.data->rank() == pg.dp_rank);
+      CHECK(pg.replica->size() == pg.dp * sp);
+      // each group sums exactly its members' world ranks
+      auto members_sum = [&](ProcessGroup& grp) { return grp.all_reduce_sum(static_cast<double>(w)); };
+      double want_t = 0, want_s = 0, want_d = 0, want_r = 0;
+      for (int q = 0; q < N; ++q) {
+        const int qt = q % tp, qs = (q / tp) % sp, qd = q / (tp * sp);
+        if (qd == pg.dp_rank && qs == pg.sp_rank) want_t += q;
+        if (qd == pg.dp_rank && qt == pg.tp_rank) want_s += q;
+        if (qs == pg.sp_rank && qt == pg.tp_rank) want_d += q;
+        if (qt == pg.tp_rank) want_r += q;
+      }
+      CHECK(members_sum(*pg.tensor) == want_t);
+      CHECK(members_sum(*pg.sequence) == want_s);
+      CHECK(members_sum(*pg.data) == want_d);
+      CHECK(members_sum(*pg.replica) == want_r);
+      // inside a node exactly when every tensor x sequence block's ranks share a node
+      bool inside = true;
+      for (int q = 0; q < N; ++q) inside = inside && g.topology().same_node(q, q / (tp * sp) * (tp * sp));
+      CHECK(pg.inside_node == inside);
+    }
+  CHECK_THROWS_WITH(make_process_grid(g, 0, 1), Catch::Contains("tensor_parallel_size 0: expected 1 or more"));
+  CHECK_THROWS_WITH(make_process_grid(g, 1, -1), Catch::Contains("sequence_parallel_size -1: expected 1 or more"));
 }
