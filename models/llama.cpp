@@ -36,8 +36,10 @@ LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt, const TensorPa
   for (int w : {self_attn.o_w, mlp.down_proj.weight}) params_.set_slice(w, row_slice(tp));
 }
 
-// Each sub-layer between f (tp_copy) and g (row_parallel_output): the identity both, without
-// tensor parallelism.
+// h = x + self_attn(input_layernorm(x)) and post_attention_layernorm(h) in one pass
+// (residual_rmsnorm); the layer's output add stays a plain add (unit boundary). Each sub-layer
+// runs between f (tp_copy) and g (row_parallel_output): both the identity without tensor
+// parallelism.
 Var LlamaLayer::forward(const Var& x) const {
   const Var a = row_parallel_output(self_attn.forward(tp_copy(input_layernorm.forward(x), tp)), Var(), tp);
   auto [h, n] = post_attention_layernorm.forward_residual(x, a);

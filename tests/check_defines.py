@@ -12,7 +12,7 @@ import sys
 
 EXT = (".h", ".cpp", ".cu")
 # The project's source folders: the layers (layers.txt) and the programs above them.
-FOLDERS = ("core", "cuda", "autograd", "nn", "optim", "dist", "zero", "models", "formats", "train",
+FOLDERS = ("core", "cuda", "autograd", "nn", "optim", "dist", "zero", "parallel", "models", "formats", "train",
            "tools", "tests", "bench", "examples")
 # Shown verbatim as README.md's C++ example (docs.readme_example): its first line is the README's.
 EXEMPT = {"examples/readme/main.cpp"}
