@@ -117,10 +117,23 @@ RunDevice start_device(const TrainOptions& o, RunConfig& c, bool compute_dtype_a
 class TrainingRun {
  public:
   TrainingRun(const TrainOptions& o, const RunConfig& c, const RunDevice& run, ProcessGroup& group, int threads)
-      : o_(o), c_(c), run_(run), group_(group), nt_(threads), lead_(group.rank() == 0), tr_(c, *run.group) {}
+      : o_(o),
+        c_(c),
+        run_(run),
+        group_(group),
+        nt_(threads),
+        lead_(group.rank() == 0),
+        tr_(checked(o, c), *run.group) {}
 
   // Before the first step: the trace's clock, the MFU's peak, the log file, the banner.
   void prepare();
+  // c, after the options a tensor-parallel run cannot take yet are refused (before any training).
+  static const RunConfig& checked(const TrainOptions& o, const RunConfig& c) {
+    if (c.tensor_parallel_size > 1 && (!o.save_hf.empty() || !o.save_llmc.empty()))
+      ZT_THROW(o.save_hf.empty() ? "--save-llmc" : "--save-hf", " with tensor_parallel_size ", c.tensor_parallel_size,
+               ": the whole model from its slices is not built yet (docs/parallel.md)");
+    return c;
+  }
   void train();
   // After the last step: --save-llmc, --save-hf, where the checkpoint is.
   void save_models();
@@ -224,6 +237,9 @@ void TrainingRun::print_banner() {
   if (group_.size() > 1)
     std::fprintf(stderr, "zt-train: %s (found by %s)\n", group_.topology().summary().c_str(),
                  group_.topology().source.c_str());
+  if (const ProcessGrid* g = tr_.grid())
+    std::fprintf(stderr, "zt-train: process grid %s: each block split over %d ranks, ZeRO over the %d of each slice\n",
+                 g->describe().c_str(), g->tp, g->replica->size());
   const ZeroOptimization& z = c.engine.zero;
   if (z.zeropp()) {
     std::string parts;
@@ -357,17 +373,22 @@ void TrainingRun::report() {
   const RunConfig& c = c_;
   // This rank's training step run on the meta device (train/dry_run.h): the prediction beside the
   // measurement (the Trainer's own, made at setup under a host cap).
-  const DryRun& est = tr_.own_dry_run();
-  if (est.nodes != group_.topology().num_nodes() && lead_)
-    std::fprintf(stderr, "\n(the dry run below simulates one node: this job's %s is not node-major over equal nodes)\n",
-                 group_.topology().summary().c_str());
-  if (lead_)
-    std::fprintf(stderr,
-                 "\nsetup (rank 0): partitioned construction (each unit created as the stage keeps it, "
-                 "under --memory-limit-mib): peak %s\n",
-                 format_bytes(setup_.peak_total).c_str());
-  print_memory_table(group_, run_peaks_.peaks, est);
-  if (c.engine.zero.offload_optimizer.enabled()) print_offload_table(group_, tr_.engine().memory_report(), est);
+  if (tr_.grid()) {
+    if (lead_) std::fprintf(stderr, "\n(memory tables: the dry run of a tensor-parallel run is not built yet)\n");
+  } else {
+    const DryRun& est = tr_.own_dry_run();
+    if (est.nodes != group_.topology().num_nodes() && lead_)
+      std::fprintf(stderr,
+                   "\n(the dry run below simulates one node: this job's %s is not node-major over equal nodes)\n",
+                   group_.topology().summary().c_str());
+    if (lead_)
+      std::fprintf(stderr,
+                   "\nsetup (rank 0): partitioned construction (each unit created as the stage keeps it, "
+                   "under --memory-limit-mib): peak %s\n",
+                   format_bytes(setup_.peak_total).c_str());
+    print_memory_table(group_, run_peaks_.peaks, est);
+    if (c.engine.zero.offload_optimizer.enabled()) print_offload_table(group_, tr_.engine().memory_report(), est);
+  }
   if (c.engine.cpu_checkpointing && lead_) {  // the checkpoints' round trip (zero/activation_offload.h)
     const MemoryReport m = tr_.engine().memory_report();
     std::fprintf(stderr,

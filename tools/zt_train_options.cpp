@@ -123,6 +123,12 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
                  "start (MiB; 0 = none; config key host_memory_limit_mib)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--tensor-parallel-size", c.tensor_parallel_size,
+                 "split each block over this many ranks (Megatron's tensor parallelism; docs/parallel.md; config "
+                 "key tensor_parallel_size)");
+  app.add_option("--sequence-parallel-size", c.sequence_parallel_size,
+                 "split each sequence over this many ranks (Ulysses: not built yet, only 1; config key "
+                 "sequence_parallel_size)");
   app.add_option("--collective-timeout-s", c.collective_timeout_s,
                  "abort the job when one collective waits longer than this, naming the ranks it waits for "
                  "(seconds; 0 = never; config key collective_timeout_s)")
@@ -219,8 +225,14 @@ RunConfig resolve_run_config(const TrainOptions& o, int world_size, bool* comput
       if (given(flag))
         ZT_THROW(flag, " cannot be combined with --config '", config_path, "': set it in the config file");
     RunConfig from_file = c;
-    run_config_from_json(config_path, world_size, from_file);
     const nlohmann::json file = read_json_file(config_path, "config '" + config_path + "'");
+    // The grid's degrees: from either place, not both (the batch keys are checked against them).
+    for (const auto& [flag, key] : {std::pair{"--tensor-parallel-size", "tensor_parallel_size"},
+                                    std::pair{"--sequence-parallel-size", "sequence_parallel_size"}})
+      if (given(flag) && file.contains(key))
+        ZT_THROW(flag, " cannot be combined with --config '", config_path, "', which sets ", key,
+                 ": give it in one place");
+    run_config_from_json(config_path, world_size, from_file);
     // The host cap is a run setting either place may give, but not both (which would win is a guess).
     if (given("--host-memory-limit-mib") && file.contains("host_memory_limit_mib"))
       ZT_THROW("--host-memory-limit-mib cannot be combined with --config '", config_path,
@@ -263,7 +275,8 @@ RunConfig resolve_run_config(const TrainOptions& o, int world_size, bool* comput
     if (s.uses("warmup_max_lr")) s.warmup_max_lr = e.optimizer.lr;  // --lr is the peak of the warmup
     e.scheduler = s;
     e.zero.overlap_comm = default_overlap_comm(e.zero.stage);  // DeepSpeed's, as the config's
-    e.train_batch_size = e.train_micro_batch_size_per_gpu * e.gradient_accumulation_steps * world_size;
+    e.train_batch_size = e.train_micro_batch_size_per_gpu * e.gradient_accumulation_steps *
+                         data_parallel_size(world_size, c, "--tensor-parallel-size / --sequence-parallel-size: ");
   }
   c.memory_limit = static_cast<int64_t>(o.memory_limit_mib * 1024 * 1024);
   if (config_path.empty()) c.host_memory_limit = static_cast<int64_t>(o.host_memory_limit_mib * 1024 * 1024);

@@ -1,4 +1,4 @@
-// defines: RunConfig::validate, run_config_from_json, run_config_keys, to_json, compute_dtype_from_name,
+// defines: RunConfig::validate, data_parallel_size, run_config_from_json, run_config_keys, to_json, compute_dtype_from_name,
 //          compute_dtype_name (train/run_config.h)
 //
 // RunConfig (train/run_config.h): validation, and the run keys read beside the engine keys of a
@@ -51,6 +51,9 @@ void RunConfig::validate() const {
   need(!e.cpu_checkpointing || e.activation_checkpointing, "activation_checkpointing.cpu_checkpointing", "true",
        "activation_checkpointing.enabled too (zt-train: --cpu-checkpointing needs --activation-checkpointing: it "
        "moves the checkpoints that activation checkpointing keeps to host memory)");
+  need(tensor_parallel_size >= 1, "tensor_parallel_size", tensor_parallel_size, ">= 1 (1: no tensor parallelism)");
+  need(sequence_parallel_size == 1, "sequence_parallel_size", sequence_parallel_size,
+       "1: sequence parallelism (Ulysses) is not built yet (docs/parallel.md)");
   need(e.zero.stage >= 0 && e.zero.stage <= 3, "zero_optimization.stage", e.zero.stage, "0, 1, 2 or 3");
   need(compute_dtype == DType::f32 || compute_dtype == DType::bf16, "compute_dtype", dtype_name(compute_dtype),
        "f32 or bf16");
@@ -72,13 +75,23 @@ const std::set<std::string>& run_config_keys() {
                                              "compute_dtype",
                                              "host_memory_limit_mib",
                                              "collective_timeout_s",
-                                             "tokenizer"};
+                                             "tokenizer",
+                                             "tensor_parallel_size",
+                                             "sequence_parallel_size"};
   return keys;
 }
 
+int data_parallel_size(int world_size, const RunConfig& c, const std::string& where) {
+  const int64_t grid = c.grid_size();
+  if (c.tensor_parallel_size < 1 || c.sequence_parallel_size < 1 || world_size % grid != 0)
+    ZT_THROW(where, "tensor_parallel_size ", c.tensor_parallel_size, " x sequence_parallel_size ",
+             c.sequence_parallel_size, " does not divide the ", world_size,
+             " rank(s) of the job: each degree >= 1, their product a divisor of the ranks");
+  return static_cast<int>(world_size / grid);
+}
+
 void run_config_from_json(const std::string& path, int world_size, RunConfig& c) {
-  c.engine = engine_config_from_file(path, world_size, run_config_keys());
-  const nlohmann::json j = read_json_file(path, "config '" + path + "'");  // parsed once already
+  const nlohmann::json j = read_json_file(path, "config '" + path + "'");
   auto run = [&](const char* key, auto& field) {
     if (!j.contains(key)) return;
     using T = std::decay_t<decltype(field)>;
@@ -92,6 +105,11 @@ void run_config_from_json(const std::string& path, int world_size, RunConfig& c)
       ZT_THROW("config '", path, "': ", key, " has the wrong type: ", j.at(key).dump());
     }
   };
+  // The grid first: the engine's batch keys count per data-parallel rank.
+  run("tensor_parallel_size", c.tensor_parallel_size);
+  run("sequence_parallel_size", c.sequence_parallel_size);
+  c.engine = engine_config_from_file(path, data_parallel_size(world_size, c, "config '" + path + "': "),
+                                     run_config_keys());
   run("model", c.model);
   run("train_data", c.train_data);
   run("val_data", c.val_data);
@@ -134,6 +152,8 @@ void to_json(nlohmann::json& j, const RunConfig& c) {
        {"host_memory_limit", c.host_memory_limit},
        {"collective_timeout_s", c.collective_timeout_s},
        {"compute_dtype", compute_dtype_name(c.compute_dtype)},
+       {"tensor_parallel_size", c.tensor_parallel_size},
+       {"sequence_parallel_size", c.sequence_parallel_size},
        {"config_file", c.config_file},
        {"engine", c.engine}};
 }

@@ -1,4 +1,4 @@
-// defines: RunConfig, run_config_from_json, run_config_keys, to_json(RunConfig), compute_dtype_from_name,
+// defines: RunConfig, run_config_from_json, data_parallel_size, run_config_keys, to_json(RunConfig), compute_dtype_from_name,
 //          compute_dtype_name — the settings of one training run
 //          (zt-train's flags and JSON config): the model, the data, the schedule and the engine's
 //          settings beside them. Layer train/.
@@ -49,6 +49,14 @@ struct RunConfig {
   // then keeps no float32 copies besides the master: zero/engine.h). JSON: "compute_dtype",
   // "f32" | "bf16"; zt-train's "auto" picks bf16 on a GPU with bf16 precision, else f32.
   DType compute_dtype = DType::f32;
+  // The process grid (dist/process_grid.h, docs/parallel.md): each block split over
+  // tensor_parallel_size ranks (Megatron's tensor parallelism), each sequence over
+  // sequence_parallel_size ranks (not built yet: refused above 1); the rest of the world is data
+  // parallel, and the batch keys count per data-parallel rank (DeepSpeed's train_batch_size =
+  // micro-batch x accumulation x the data-parallel degree). JSON: top-level
+  // "tensor_parallel_size", "sequence_parallel_size"; zt-train --tensor-parallel-size, ...
+  int64_t tensor_parallel_size = 1, sequence_parallel_size = 1;
+  int64_t grid_size() const { return tensor_parallel_size * sequence_parallel_size; }
   std::string config_file;  // the JSON config these settings came from, if any (for the record)
 
   // ---- the engine: every DeepSpeed key (batch, accumulation, clipping, optimizer, scheduler,
@@ -69,9 +77,13 @@ const char* compute_dtype_name(DType t);
 // Reads a DeepSpeed-style JSON config (zero/engine_config.h; docs/config.md) into `c`: the engine
 // keys into c.engine, and the run keys beside them ("model", "train_data", "val_data", "tokenizer", "seq_len",
 // "steps", "seed", "eval_interval", "eval_batches", "compute_dtype", "host_memory_limit_mib",
-// "collective_timeout_s").
+// "collective_timeout_s", "tensor_parallel_size", "sequence_parallel_size"). world_size: the job's
+// ranks; the batch keys are checked against its data-parallel part (world / the grid's degrees).
 // Errors name the file and the key.
 void run_config_from_json(const std::string& path, int world_size, RunConfig& c);
+// world_size / (tensor_parallel_size x sequence_parallel_size): the ranks that see different
+// batches. Throws (starting with `where`) when the degrees do not divide the world.
+int data_parallel_size(int world_size, const RunConfig& c, const std::string& where = "");
 // Those run keys: the top-level keys a config file may hold beside the engine's (zt-estimate
 // reads the same files).
 const std::set<std::string>& run_config_keys();

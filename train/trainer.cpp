@@ -17,9 +17,34 @@
 
 namespace zt {
 
+namespace {
+// What a tensor-parallel run cannot do yet (docs/parallel.md), refused by the key that asks for it.
+void refuse_with_tensor_parallelism(const RunConfig& c) {
+  auto refuse = [&](bool asked, const char* what) {
+    if (asked)
+      ZT_THROW("tensor_parallel_size ", c.tensor_parallel_size, ": ", what,
+               " is not built yet with tensor parallelism (docs/parallel.md)");
+  };
+  refuse(!c.init_from.empty(), "init_from (pretrained weights cut into slices)");
+  refuse(!c.ckpt_dir.empty(), "ckpt_dir (checkpoints sharded by tensor and data rank)");
+  refuse(c.host_memory_limit > 0, "host_memory_limit (the dry run of a grid)");
+}
+}  // namespace
+
 Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(group), rng_(cfg.seed) {
   cfg_.validate();
-  const int N = group_.size(), rank = group_.rank();
+  // Tensor parallelism: the grid's groups, and ZeRO over the replica group (the ranks holding the
+  // same slices); N and rank below are this rank's data-parallel degree and index.
+  ProcessGroup* zero_group = &group_;
+  ProcessGroup* tensor_group = nullptr;
+  if (cfg_.grid_size() > 1) {
+    refuse_with_tensor_parallelism(cfg_);
+    grid_ = std::make_unique<ProcessGrid>(make_process_grid(group_, static_cast<int>(cfg_.tensor_parallel_size),
+                                                            static_cast<int>(cfg_.sequence_parallel_size)));
+    zero_group = grid_->replica.get();
+    tensor_group = grid_->tensor.get();
+  }
+  const int N = grid_ ? grid_->dp : group_.size(), rank = grid_ ? grid_->dp_rank : group_.rank();
   // Before anything is built, the caps that hold from the first byte (train/memory_caps.h): the
   // device's (construction, training, evaluation, checkpoints) and the host tier's.
   caps_ = std::make_unique<MemoryCaps>(cfg_, default_device());
@@ -47,7 +72,8 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   if (cfg_.seq_len > mcfg_.max_seq_len)
     ZT_THROW("seq_len ", cfg_.seq_len, " exceeds the model's context length ", mcfg_.max_seq_len);
   ModelOptions opt;
-  opt.world_size = N;
+  opt.world_size = zero_group->size();
+  opt.tensor_parallel = tensor_group;
   opt.alignment = kShardAlignment;
   opt.dtype = cfg_.compute_dtype;
   opt.materialize = false;
@@ -79,7 +105,7 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
     caps_->check_host_need(host_need);
   }
   try {
-    engine_ = initialize(*model_, cfg_.engine, group_, initial.get());
+    engine_ = initialize(*model_, cfg_.engine, *zero_group, initial.get(), tensor_group);
   } catch (const OutOfMemory& e) {
     caps_->rethrow_setup_failure(e, host_need);
   }
@@ -92,6 +118,7 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
 Trainer::~Trainer() = default;
 
 const DryRun& Trainer::own_dry_run() {
+  if (grid_) ZT_THROW("the dry run of a tensor-parallel run is not built yet (docs/parallel.md)");
   if (!dry_) dry_ = std::make_unique<DryRun>(dry_run(dry_run_of_rank(cfg_, mcfg_, group_, omp_get_max_threads())));
   return *dry_;
 }
@@ -143,7 +170,7 @@ StepStats Trainer::step(const std::function<void(const StepStats&)>& report) {
   s.loss_scale = r.loss_scale;
   s.skipped = r.skipped;
   s.step_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  const int64_t tokens = cfg_.batch() * cfg_.seq_len * cfg_.grad_accum() * group_.size();  // global
+  const int64_t tokens = cfg_.batch() * cfg_.seq_len * cfg_.grad_accum() * data_parallel_size();  // global
   s.tokens_per_s = static_cast<double>(tokens) / (s.step_ms / 1000.0);
   if (val_ && cfg_.eval_interval > 0 && (step_ % cfg_.eval_interval == 0 || step_ == cfg_.steps)) {
     TraceScope eval(engine_->tracer(), TraceTrack::compute, "evaluate", "eval");

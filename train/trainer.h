@@ -7,7 +7,10 @@
 //   engine.backward(loss) (scaled by 1/grad_accum; reductions start as units finish)
 //   -> engine.step(lr): global L2 norm across shards, clipped to grad_clip, AdamW on the shards.
 // Each rank reads its own slice of the global batch (llm.c's loader with process_rank), so N ranks
-// with batch B see the same tokens as one rank with batch N*B.
+// with batch B see the same tokens as one rank with batch N*B. With tensor_parallel_size tp the N
+// ranks form a grid (dist/process_grid.h): the tp ranks of a tensor group read the same sequences
+// and each computes its slice of every block (docs/parallel.md), so N / tp data-parallel ranks
+// with batch B see the same tokens as one rank with batch (N / tp) * B.
 // Deterministic: the same config, seed, data and world size give bitwise the same losses, and a
 // run resumed from a checkpoint continues bitwise identically (the checkpoint holds parameters,
 // optimizer state, step, RNG and data position). Resuming on another world size reshards.
@@ -18,6 +21,7 @@
 #include <string>
 
 #include "core/rng.h"
+#include "dist/process_grid.h"
 #include "formats/token_data.h"
 #include "formats/tokenizer.h"
 #include "models/model_config.h"
@@ -60,6 +64,11 @@ class Trainer {
   Model& model() { return *model_; }
   Engine& engine() { return *engine_; }
   ProcessGroup& group() { return group_; }
+  // The process grid when tensor_parallel_size > 1 (dist/process_grid.h; null otherwise): the
+  // engine then runs over its replica group, and the data is read by its data index.
+  const ProcessGrid* grid() const { return grid_.get(); }
+  // The ranks that see different batches: the grid's data degree, else the whole group.
+  int data_parallel_size() const { return grid_ ? grid_->dp : group_.size(); }
   const ModelConfig& model_config() const { return mcfg_; }
   const RunConfig& config() const { return cfg_; }
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }  // null: text is read as bytes
@@ -74,6 +83,7 @@ class Trainer {
 
   RunConfig cfg_;
   ProcessGroup& group_;
+  std::unique_ptr<ProcessGrid> grid_;  // tensor parallelism's groups (null without it)
   ModelConfig mcfg_;
   std::unique_ptr<MemoryCaps> caps_;  // first built, last gone: the caps hold for the Trainer's life
   std::unique_ptr<DryRun> dry_;       // own_dry_run(), once made

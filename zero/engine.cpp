@@ -4,6 +4,7 @@
 // zero/shard_optimizer.h); here is only when.
 #include "zero/engine.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/backend.h"         // defines: default_device
@@ -20,8 +21,9 @@ namespace zt {
 // ---------------------------------------------------------------------------------------------
 // Setup: the policies, then every unit placed as its stage says
 
-Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, ParamSource* initial)
-    : model_(model), cfg_(cfg), cx_(cfg_, group) {
+Engine::Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, ParamSource* initial,
+               ProcessGroup* tensor_parallel)
+    : model_(model), cfg_(cfg), cx_(cfg_, group), tensor_parallel_(tensor_parallel) {
   const std::vector<Unit*>& units = model_.units();
   const DType model_dtype = units.empty() ? DType::f32 : units.front()->params().dtype();
   const Device device = units.empty() ? default_device() : units.front()->params().flat().device();
@@ -76,8 +78,9 @@ Engine::~Engine() {
   model_.set_residency(local_residency());
 }
 
-std::unique_ptr<Engine> initialize(Model& model, const EngineConfig& cfg, ProcessGroup& group, ParamSource* initial) {
-  return std::make_unique<Engine>(model, cfg, group, initial);
+std::unique_ptr<Engine> initialize(Model& model, const EngineConfig& cfg, ProcessGroup& group, ParamSource* initial,
+                                   ProcessGroup* tensor_parallel) {
+  return std::make_unique<Engine>(model, cfg, group, initial, tensor_parallel);
 }
 
 // Partitioned construction (DeepSpeed's zero.Init): the unit's initial values come from `source`,
@@ -224,7 +227,7 @@ StepResult Engine::step_inner(double lr) {
     grads.push_back(stage_->gradients().for_update(*s));
     params.push_back(stage_->parameters().for_update(*s));
   }
-  const double sq = stage_->global_sum_of_squares(grads);
+  const double sq = tensor_parallel_ ? tensor_parallel_sum_of_squares(grads) : stage_->global_sum_of_squares(grads);
   const double unscale = 1.0 / res.loss_scale;
   res.grad_norm = std::sqrt(sq) * unscale;
 
@@ -243,6 +246,20 @@ StepResult Engine::step_inner(double lr) {
   }
   zero_gradients();
   return res;
+}
+
+double Engine::tensor_parallel_sum_of_squares(const std::vector<Tensor>& grads) {
+  std::vector<Tensor> sliced, whole;  // the parameters' pieces within each unit's optimizer range [lo, hi)
+  for (size_t i = 0; i < units_.size(); ++i) {
+    const auto [lo, hi] = stage_->optimizer_range(*units_[i]);
+    for (const ParamInfo& p : units_[i]->ps->infos()) {
+      const int64_t a = std::max(lo, p.offset), b = std::min(hi, p.offset + p.numel);
+      if (a < b) (p.slice.whole() ? whole : sliced).push_back(grads[i].flat_view(a - lo, {b - a}));
+    }
+  }
+  const double sliced_sq = stage_->global_sum_of_squares(sliced);  // over the replica group, when sharded
+  const double whole_sq = stage_->global_sum_of_squares(whole);
+  return tensor_parallel_->all_reduce_sum(sliced_sq) + whole_sq;
 }
 
 void Engine::zero_gradients() {

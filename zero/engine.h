@@ -92,7 +92,12 @@ class Engine final : public Residency {
   // bytes (ModelOptions{materialize = false}: partitioned construction, load_initial in
   // zero/engine.cpp); null when the model was built and filled in memory. Given a source, the
   // engine takes the values from it, whatever the model's buffers hold.
-  Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, ParamSource* initial = nullptr);
+  // `tensor_parallel`: the group the model's blocks are split over (parallel/tensor_parallel.h;
+  // null: none). `group` is then the replica group of dist/process_grid.h (the ranks that hold the
+  // same slices), over which the engine shards and averages as always; the tensor group enters
+  // only the gradient norm (tensor_parallel_sum_of_squares).
+  Engine(Model& model, const EngineConfig& cfg, ProcessGroup& group, ParamSource* initial = nullptr,
+         ProcessGroup* tensor_parallel = nullptr);
   ~Engine() override;
 
   // Micro-step: the loss of this rank's micro-batch (mean over its B*T tokens), graph attached.
@@ -148,11 +153,16 @@ class Engine final : public Residency {
   void finish_reductions();  // wait for every pending reduction
   void zero_gradients();
   StepResult step_inner(double lr);
+  // The squared norm of the whole model's gradient when each rank holds a tensor-parallel slice:
+  // the sliced parameters' squares summed over the tensor group as well, the whole ones (the same
+  // on every rank of the tensor group) counted once. grads: for_update of every unit.
+  double tensor_parallel_sum_of_squares(const std::vector<Tensor>& grads);
   void trace_memory();  // one sample of each tier's memory counters
 
   Model& model_;
   EngineConfig cfg_;
   ZeroContext cx_;  // cfg_, the group, N, r, the tracer, the times: what the policies share
+  ProcessGroup* tensor_parallel_ = nullptr;  // null: the model is whole on every rank
   std::vector<std::unique_ptr<ShardedUnit>> units_;
   std::unique_ptr<PrecisionPolicy> precision_;
   std::unique_ptr<StorageTiers> tiers_;
@@ -179,6 +189,6 @@ class Engine final : public Residency {
 // ModelOptions{world_size = group.size()} so its flat buffers shard evenly; with materialize =
 // false (partitioned construction) `initial` supplies the values (models/init.h's ModelInit).
 std::unique_ptr<Engine> initialize(Model& model, const EngineConfig& cfg, ProcessGroup& group,
-                                   ParamSource* initial = nullptr);
+                                   ParamSource* initial = nullptr, ProcessGroup* tensor_parallel = nullptr);
 
 }  // namespace zt
