@@ -67,6 +67,16 @@ int64_t TensorSlice::run_length(const Shape& local, int64_t k) const {
   return seg - k % seg;
 }
 
+TensorSlice::Place TensorSlice::locate(const Shape& local, int64_t g) const {
+  if (whole()) return {0, g, shape_numel(local) - g};
+  const SliceDims s = slice_dims(*this, local);
+  const int64_t Lf = s.L * parts;  // the full dim
+  const int64_t c = g % s.inner, jf = (g / s.inner) % Lf, a = g / (s.inner * Lf);
+  const int64_t block = jf / (s.Lb * parts), within = jf % (s.Lb * parts);
+  const int64_t o = within % s.Lb, j = block * s.Lb + o;
+  return {within / s.Lb, (a * s.L + j) * s.inner + c, (s.Lb - o) * s.inner - c};
+}
+
 void ParamSet::finalize(int64_t world_size, int64_t alignment, bool materialize) {
   ZT_CHECK(!finalized(), "ParamSet '", unit_name_, "': finalize() twice");
   ZT_CHECK(world_size >= 1 && alignment >= 1, "ParamSet::finalize: world_size and alignment must be >= 1");

@@ -40,6 +40,13 @@ struct TensorSlice {
   int64_t full_index(const Shape& local, int64_t k) const;
   // How many elements from local element k on are consecutive in the full tensor too (>= 1).
   int64_t run_length(const Shape& local, int64_t k) const;
+  // The other way, over every part of this cut (each of shape `local`): element g of the full
+  // tensor is element `index` of part `part`, and the `run` elements from g on (>= 1) are
+  // consecutive in both. The whole tensor (dim -1) is part 0.
+  struct Place {
+    int64_t part = 0, index = 0, run = 1;
+  };
+  Place locate(const Shape& local, int64_t g) const;
   bool operator==(const TensorSlice&) const = default;
 };
 

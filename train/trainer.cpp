@@ -26,7 +26,6 @@ void refuse_with_tensor_parallelism(const RunConfig& c) {
                " is not built yet with tensor parallelism (docs/parallel.md)");
   };
   refuse(!c.init_from.empty(), "init_from (pretrained weights cut into slices)");
-  refuse(!c.ckpt_dir.empty(), "ckpt_dir (checkpoints sharded by tensor and data rank)");
   refuse(c.host_memory_limit > 0, "host_memory_limit (the dry run of a grid)");
 }
 }  // namespace
@@ -207,11 +206,12 @@ std::string Trainer::save() {
   meta["rng_state"] = std::to_string(rng_.state());
   meta["data_position"] = train_->position();  // batch index: the same on every rank
   meta["optimizer_steps"] = engine_->optimizer_steps();
-  meta["global_batch"] = cfg_.batch() * group_.size();
+  meta["global_batch"] = cfg_.batch() * data_parallel_size();
   meta["zero_stage"] = cfg_.engine.zero.stage;
   meta["units"] = units_meta(*model_);
   meta["engine"] = engine_->state_meta();  // the fp16 loss scaler
-  const std::string saved = save_sharded_checkpoint(group_, cfg_.ckpt_dir, step_, meta, engine_->shards());
+  const std::string saved = save_sharded_checkpoint(group_, cfg_.ckpt_dir, step_, meta, engine_->shards(),
+                                                    static_cast<int>(cfg_.tensor_parallel_size));
   if (cfg_.keep_last > 0 && group_.rank() == 0) prune_checkpoints(cfg_.ckpt_dir, cfg_.keep_last);
   return saved;
 }
@@ -238,7 +238,9 @@ std::unique_ptr<Model> load_trained_model(const std::string& path) {
 
 void Trainer::resume_from(const std::string& dir) {
   std::vector<CheckpointShard> shards = engine_->shards();
-  const nlohmann::json meta = load_sharded_checkpoint(group_, dir, shards);
+  // Each rank its data shard of its own slice, whatever grid the checkpoint was saved on.
+  const nlohmann::json meta = grid_ ? load_sharded_checkpoint(group_, dir, shards, grid_->dp_rank, grid_->dp)
+                                    : load_sharded_checkpoint(group_, dir, shards);
   try {
     ModelConfig saved = meta.at("model").get<ModelConfig>();
     if (!(saved == mcfg_))
@@ -247,8 +249,8 @@ void Trainer::resume_from(const std::string& dir) {
     // Everything that shapes the trajectory must match, or the "continuation" would silently be
     // another run: the data position counts global batches, the schedule depends on steps, etc.
     // (Where the run writes checkpoints, logs or evaluates, activation checkpointing, which
-    // recomputes bitwise the same values, the ZeRO stage and the world size may change: the
-    // checkpoint's shards are resharded. The global batch N x B must stay.)
+    // recomputes bitwise the same values, the ZeRO stage, the world size and the grid may change:
+    // the checkpoint's shards are resharded, its slices recut. The global batch dp x B must stay.)
     const nlohmann::json saved_tr = meta.at("training"), now_tr = cfg_;
     // compute_dtype: checkpoints written before it existed computed in float32; tokenizer: before
     // it existed every run read text as bytes (""). The engine's keys: as DeepSpeed writes them.
@@ -271,13 +273,13 @@ void Trainer::resume_from(const std::string& dir) {
     // No scheduler is written as no "scheduler" key (DeepSpeed's spelling of a constant lr).
     const nlohmann::json none = "none";
     same(saved_engine.value("scheduler", none), now_engine.value("scheduler", none), "scheduler");
-    const int64_t global_batch = cfg_.batch() * group_.size();
+    const int64_t global_batch = cfg_.batch() * data_parallel_size();
     const std::string where = "checkpoint in '" + dir + "': meta.json";
     const int64_t saved_batch = json_integer(meta.at("global_batch"), where + " global_batch", 1);
     if (saved_batch != global_batch)
       ZT_THROW("checkpoint in '", dir, "' was trained with a global batch of ", saved_batch,
-               " sequences (batch x world size), this run has ", cfg_.batch(), " x ", group_.size(), " = ",
-               global_batch, ": choose --batch so that the global batch stays the same");
+               " sequences (batch x data-parallel ranks), this run has ", cfg_.batch(), " x ", data_parallel_size(),
+               " = ", global_batch, ": choose --batch so that the global batch stays the same");
     engine_->shards_loaded(shards);
     step_ = json_integer(meta.at("step"), where + " step", 0);
     engine_->set_optimizer_steps(json_integer(meta.at("optimizer_steps"), where + " optimizer_steps", 0));

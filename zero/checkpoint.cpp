@@ -75,8 +75,11 @@ nlohmann::json units_meta(Model& m) {
   for (Unit* u : m.units()) {
     const ParamSet& ps = u->params();
     nlohmann::json params = nlohmann::json::array();
-    for (const ParamInfo& p : ps.infos())
+    for (const ParamInfo& p : ps.infos()) {
       params.push_back({{"name", p.name}, {"shape", p.shape}, {"offset", p.offset}, {"decay", p.decay}});
+      if (!p.slice.whole())  // a tensor-parallel slice: how the whole tensor is cut (the part is the file's)
+        params.back()["slice"] = {{"dim", p.slice.dim}, {"groups", p.slice.groups}, {"parts", p.slice.parts}};
+    }
     units.push_back({{"name", ps.unit_name()}, {"numel", ps.numel()}, {"padded_numel", ps.padded_numel()},
                      {"params", params}});
   }
@@ -104,15 +107,19 @@ uint64_t checkpoint_file_hash(const std::string& file) {
 }
 
 std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int64_t step,
-                                    const nlohmann::json& caller_meta, const std::vector<CheckpointShard>& shards) {
-  const int N = g.size(), r = g.rank();
+                                    const nlohmann::json& caller_meta, const std::vector<CheckpointShard>& shards,
+                                    int tensor_parallel_size) {
+  const int W = g.size(), r = g.rank(), tp = tensor_parallel_size;
+  ZT_CHECK(tp >= 1 && W % tp == 0, "save_sharded_checkpoint: tensor_parallel_size ", tp, " does not divide the ", W,
+           " ranks");
+  const int N = W / tp;  // data shards per slice
   const std::string name = step_name(step);
   const fs::path root(dir), final_dir = root / name, tmp_dir = root / (name + ".tmp");
   const std::string what = "checkpoint save '" + final_dir.string() + "'";
 
   FileLayout L;
   on_every_rank(g, what, [&] {
-    L = layout_of(shards, N, "save_sharded_checkpoint");
+    L = layout_of(shards, N, tp, "save_sharded_checkpoint");
     if (r != 0) return;
     if (!caller_meta.is_object() && !caller_meta.is_null())
       ZT_THROW(what, ": the caller's meta must be a JSON object, got ", caller_meta.type_name());
@@ -136,7 +143,7 @@ std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int
   Tensor mine = Tensor::from_vector({static_cast<double>(L.file_bytes), static_cast<double>(hash >> 32),
                                      static_cast<double>(hash & 0xffffffffull)},
                                     {3}, DType::f64, Category::workspace);
-  Tensor all = Tensor::empty({3 * N}, DType::f64, Category::workspace);
+  Tensor all = Tensor::empty({3 * W}, DType::f64, Category::workspace);
   g.all_gather(mine, all);
   const Tensor all_host = all.to(Device::cpu(), Category::workspace);
   const double* a = all_host.data<double>();
@@ -163,7 +170,7 @@ std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int
     }
     nlohmann::json dtypes = nlohmann::json::object(), files = nlohmann::json::array();
     for (size_t t = 0; t < L.tensors.size(); ++t) dtypes[L.tensors[t]] = dtype_name(L.dtypes[t]);
-    for (int q = 0; q < N; ++q) {
+    for (int q = 0; q < W; ++q) {
       if (static_cast<int64_t>(a[3 * q]) != L.file_bytes)
         ZT_THROW(what, ": rank ", q, " wrote ", static_cast<int64_t>(a[3 * q]), " bytes, rank 0 expected ",
                  L.file_bytes, " (the ranks' unit layouts differ)");
@@ -172,7 +179,8 @@ std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int
     }
     meta["format"] = kShardedCheckpointFormat;
     meta["version"] = kShardedCheckpointVersion;
-    meta["world_size"] = N;
+    meta["world_size"] = W;
+    if (tp > 1) meta["tensor_parallel_size"] = tp;
     meta["step"] = step;
     meta["units"] = units;
     meta["tensors"] = L.tensors;

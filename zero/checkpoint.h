@@ -43,7 +43,8 @@ inline constexpr const char* kShardedCheckpointFormat = "zerotensor-zero-checkpo
 inline constexpr int kShardedCheckpointVersion = 1;
 
 // The unit layout of a model for meta.json: [{"name", "numel", "padded_numel",
-// "params": [{"name", "shape", "offset", "decay"}]}]. Pass it as caller_meta["units"] so that
+// "params": [{"name", "shape", "offset", "decay", "slice"?}]}] ("slice": {"dim", "groups",
+// "parts"} for a tensor-parallel cut, nn/param_set.h's TensorSlice). Pass it as caller_meta["units"] so that
 // consolidation can name and shape every parameter.
 nlohmann::json units_meta(Model& m);
 
@@ -52,8 +53,13 @@ nlohmann::json units_meta(Model& m);
 // any fields (model, config, training, rng, data position...); the format fields are added, and
 // a caller "units" array (same units, same order) contributes each unit's "params". An error on
 // any rank throws on every rank (none is left waiting in a collective).
+// tensor_parallel_size tp > 1: the model is cut in tp slices (parallel/tensor_parallel.h), g's
+// rank d * tp + t holding data shard d of slice t (dist/process_grid.h's order); meta.json records
+// "tensor_parallel_size" and each parameter's cut (units_meta), and the load reassembles any
+// other cut, or the whole model, from them.
 std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int64_t step,
-                                    const nlohmann::json& caller_meta, const std::vector<CheckpointShard>& shards);
+                                    const nlohmann::json& caller_meta, const std::vector<CheckpointShard>& shards,
+                                    int tensor_parallel_size = 1);
 
 // Collective. path: a step directory or a root holding `latest`. Copies this rank's part
 // (g.rank() of g.size()) of every tensor of every unit into `shards` (the engine's views: their
@@ -62,7 +68,11 @@ std::string save_sharded_checkpoint(ProcessGroup& g, const std::string& dir, int
 // unit or tensor for: no meta.json, another format or version, a missing or truncated rank file,
 // a checksum mismatch, a unit that differs from the model's (another model), a missing tensor.
 // A failure on any rank throws on every rank.
-nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path, std::vector<CheckpointShard>& shards);
+// shard / shards: which part of each unit this rank loads (default: g.rank() of g.size()); under
+// tensor parallelism its data index and degree, each unit in its own slice's layout
+// (CheckpointShard::params), whatever cut the checkpoint was saved with.
+nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path, std::vector<CheckpointShard>& shards,
+                                       int shard = -1, int shards_count = -1);
 
 // The step directory `path` denotes (itself, or what its `latest` names) and its checked
 // meta.json (format, version, consistent units/tensors/files). Single process.

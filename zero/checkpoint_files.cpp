@@ -82,14 +82,15 @@ int FileLayout::tensor_index(const std::string& n) const {
   return -1;
 }
 
-FileLayout layout_of(const std::vector<CheckpointShard>& shards, int N, const char* what) {
+FileLayout layout_of(const std::vector<CheckpointShard>& shards, int N, int tp, const char* what) {
   FileLayout L;
   L.N = N;
+  L.tp = tp;
   for (size_t i = 0; i < shards.size(); ++i) {
     const CheckpointShard& s = shards[i];
     ZT_CHECK(s.padded_numel % N == 0 && s.numel <= s.padded_numel && s.numel >= 0, what, ": unit '", s.unit,
              "' has numel ", s.numel, " and padded_numel ", s.padded_numel, ", not a multiple of the world size ", N);
-    L.units.push_back({s.unit, s.numel, s.padded_numel, s.padded_numel / N});
+    L.units.push_back({s.unit, s.numel, s.padded_numel, s.padded_numel / N, s.params});
     if (i == 0) {
       for (const auto& [name, t] : s.tensors) {
         ZT_CHECK(L.tensor_index(name) < 0, what, ": unit '", s.unit, "' lists tensor '", name, "' twice");
@@ -115,7 +116,7 @@ FileLayout layout_of(const std::vector<CheckpointShard>& shards, int N, const ch
 
 // ---- RankFiles ----
 
-RankFiles::RankFiles(const ShardedMeta& m, const FileLayout& L) : m_(m), L_(L), fds_(L.N, -1) {}
+RankFiles::RankFiles(const ShardedMeta& m, const FileLayout& L) : m_(m), L_(L), fds_(L.files(), -1) {}
 
 RankFiles::~RankFiles() {
   for (int fd : fds_)
@@ -145,7 +146,7 @@ int RankFiles::open(int q) {
   if (fds_[q] >= 0) return fds_[q];
   const std::string p = path(q);
   const nlohmann::json& f = m_.meta.at("files").at(q);
-  if (!fs::exists(p)) ZT_THROW("checkpoint: rank file '", p, "' is missing (rank ", q, " of ", L_.N, ")");
+  if (!fs::exists(p)) ZT_THROW("checkpoint: rank file '", p, "' is missing (rank ", q, " of ", L_.files(), ")");
   const auto size = static_cast<int64_t>(fs::file_size(p));
   if (size != L_.file_bytes)
     ZT_THROW("checkpoint: rank file '", p, "' holds ", size, " bytes, meta.json says ", L_.file_bytes,
@@ -161,28 +162,113 @@ int RankFiles::open(int q) {
 
 // ---- Reading ----
 
-void read_elements(RankFiles& files, const FileLayout& L, size_t u, size_t t, int64_t begin, int64_t count, void* dst) {
+void read_elements(RankFiles& files, const FileLayout& L, size_t u, size_t t, int64_t begin, int64_t count, void* dst,
+                   int slice) {
   const FileLayout::U& U = L.units[u];
   const auto es = static_cast<int64_t>(dtype_size(L.dtypes[t]));
   char* out = static_cast<char*>(dst);
   const int64_t real_end = std::min(begin + count, U.numel);
   int64_t e = begin;
   while (e < real_end) {
-    const int q = static_cast<int>(e / U.S);  // the old rank holding element e
-    const int64_t upto = std::min(real_end, (q + 1) * U.S);
-    files.read(q, L.offset(u, t, e - q * U.S), out + (e - begin) * es, (upto - e) * es);
+    const int d = static_cast<int>(e / U.S);  // the old data shard holding element e
+    const int64_t upto = std::min(real_end, (d + 1) * U.S);
+    files.read(d * L.tp + slice, L.offset(u, t, e - d * U.S), out + (e - begin) * es, (upto - e) * es);
     e = upto;
   }
   const int64_t filled = std::max<int64_t>(0, real_end - begin);
   std::memset(out + filled * es, 0, static_cast<size_t>((count - filled) * es));
 }
 
+void read_elements_as(RankFiles& files, const FileLayout& L, size_t u, size_t t, const std::vector<ParamInfo>& target,
+                      int64_t begin, int64_t count, void* dst) {
+  const std::vector<ParamInfo>& src = L.units[u].params;
+  const auto es = static_cast<int64_t>(dtype_size(L.dtypes[t]));
+  char* out = static_cast<char*>(dst);
+  std::memset(out, 0, static_cast<size_t>(count * es));
+  const int64_t end = begin + count;
+  for (size_t i = 0; i < target.size(); ++i) {
+    const ParamInfo &p = target[i], &q = src[i];
+    for (int64_t k = std::max(begin, p.offset) - p.offset, k1 = std::min(end, p.offset + p.numel) - p.offset; k < k1;) {
+      // element k of the target's part -> its place g in the whole tensor -> where the checkpoint keeps g
+      const int64_t g = p.slice.full_index(p.shape, k);
+      const TensorSlice::Place at = q.slice.locate(q.shape, g);
+      const int64_t len = std::min({k1 - k, p.slice.run_length(p.shape, k), at.run});
+      read_elements(files, L, u, t, q.offset + at.index, len, out + (p.offset + k - begin) * es,
+                    static_cast<int>(at.part));
+      k += len;
+    }
+  }
+}
+
+std::string same_parameters(const FileLayout& L, size_t u, const std::vector<ParamInfo>& target) {
+  const std::vector<ParamInfo>& src = L.units[u].params;
+  if (src.size() != target.size())
+    return "unit '" + L.units[u].name + "' holds " + std::to_string(src.size()) + " parameters, the model's " +
+           std::to_string(target.size());
+  for (size_t i = 0; i < src.size(); ++i) {
+    const Shape a = src[i].slice.full_shape(src[i].shape), b = target[i].slice.full_shape(target[i].shape);
+    if (src[i].name != target[i].name || a != b)
+      return "parameter " + std::to_string(i) + " of unit '" + L.units[u].name + "' is '" + src[i].name + "' " +
+             shape_str(a) + ", the model's '" + target[i].name + "' " + shape_str(b);
+  }
+  return "";
+}
+
+std::vector<ParamInfo> whole_parameters(const std::vector<ParamInfo>& params) {
+  std::vector<ParamInfo> out;
+  int64_t offset = 0;
+  for (const ParamInfo& p : params) {
+    ParamInfo w = p;
+    w.shape = p.slice.full_shape(p.shape);
+    w.numel = shape_numel(w.shape);
+    w.offset = offset;
+    w.slice = {};
+    offset += w.numel;
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+namespace {
+// A unit's "params" from meta.json: name, shape, offset, decay, and for a tensor-parallel slice
+// {"dim", "groups", "parts"} (which part a rank file holds is its place in the grid).
+std::vector<ParamInfo> params_of(const nlohmann::json& ps, const std::string& where) {
+  std::vector<ParamInfo> out;
+  for (const nlohmann::json& p : ps) {
+    ParamInfo info;
+    info.name = p.at("name").get<std::string>();
+    const std::string pw = where + " parameter '" + info.name + "'";
+    info.shape = json_shape(p.at("shape"), pw + " shape");
+    info.numel = shape_numel(info.shape);
+    info.offset = json_integer(p.at("offset"), pw + " offset", 0);
+    info.decay = p.value("decay", true);
+    if (p.contains("slice")) {
+      const nlohmann::json& t = p.at("slice");
+      info.slice.dim = static_cast<int>(
+          json_integer(t.at("dim"), pw + " slice.dim", 0, int64_t(info.shape.size()) - 1));
+      info.slice.groups = json_integer(t.at("groups"), pw + " slice.groups", 1);
+      info.slice.parts = json_integer(t.at("parts"), pw + " slice.parts", 1);
+      if (info.shape[static_cast<size_t>(info.slice.dim)] % info.slice.groups != 0)
+        ZT_THROW(pw, " slice: ", info.slice.groups, " blocks do not divide dim ", info.slice.dim, " of ",
+                 shape_str(info.shape));
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+}  // namespace
+
 FileLayout layout_of(const ShardedMeta& m) {
   const nlohmann::json& j = m.meta;
   const std::string where = "checkpoint '" + m.dir + "': meta.json";
   FileLayout L;
   // Every integer through json_integer (core/json.h): a float where an integer belongs is refused.
-  L.N = static_cast<int>(json_integer(j.at("world_size"), where + " world_size", 1, INT32_MAX));
+  const int W = static_cast<int>(json_integer(j.at("world_size"), where + " world_size", 1, INT32_MAX));
+  L.tp = j.contains("tensor_parallel_size")
+             ? static_cast<int>(json_integer(j.at("tensor_parallel_size"), where + " tensor_parallel_size", 1, W))
+             : 1;
+  if (W % L.tp != 0) ZT_THROW(where, " world_size ", W, " is not a multiple of tensor_parallel_size ", L.tp);
+  L.N = W / L.tp;
   for (const nlohmann::json& t : j.at("tensors")) {
     const std::string name = t.get<std::string>();
     if (!j.at("dtype").contains(name)) ZT_THROW(where, " gives no dtype for tensor '", name, "'");
@@ -198,13 +284,15 @@ FileLayout layout_of(const ShardedMeta& m) {
       ZT_THROW(where, " unit '", U.name, "' has numel ", U.numel, " and padded_numel ", U.padded, ", which world_size ",
                L.N, " cannot shard");
     U.S = U.padded / L.N;
+    if (u.contains("params")) U.params = params_of(u.at("params"), uw);
+    if (L.tp > 1 && U.params.empty())
+      ZT_THROW(uw, " gives no \"params\": a tensor-parallel checkpoint needs them to place its slices");
     L.units.push_back(U);
   }
   const nlohmann::json& files = j.at("files");
-  if (static_cast<int>(files.size()) != L.N)
-    ZT_THROW(where, " lists ", files.size(), " rank files for world_size ", L.N);
+  if (static_cast<int>(files.size()) != W) ZT_THROW(where, " lists ", files.size(), " rank files for world_size ", W);
   L.finish();
-  for (int q = 0; q < L.N; ++q) {
+  for (int q = 0; q < W; ++q) {
     const std::string name = files.at(q).at("name").get<std::string>();
     if (json_integer(files.at(q).at("rank"), where + " files[" + std::to_string(q) + "].rank") != q || name.empty() ||
         name.find('/') != std::string::npos)

@@ -45,8 +45,9 @@ ShardedMeta read_sharded_meta(const std::string& path) {
   return m;
 }
 
-nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path, std::vector<CheckpointShard>& shards) {
-  const int N = g.size(), r = g.rank();
+nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path, std::vector<CheckpointShard>& shards,
+                                       int shard, int shards_count) {
+  const int N = shards_count > 0 ? shards_count : g.size(), r = shard >= 0 ? shard : g.rank();
   ShardedMeta m;
   on_every_rank(g, "checkpoint load '" + path + "'", [&] {
     m = read_sharded_meta(path);
@@ -54,13 +55,25 @@ nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path,
     const std::string where = "checkpoint '" + m.dir + "'";
     if (L.units.size() != shards.size())
       ZT_THROW(where, " holds ", L.units.size(), " units, the model has ", shards.size());
+    // Each unit element by element as the checkpoint holds it, or, when either side is cut for
+    // tensor parallelism, each parameter's elements from their places in the whole tensors.
+    std::vector<bool> placed(shards.size(), false);
     for (size_t u = 0; u < shards.size(); ++u) {
       const CheckpointShard& s = shards[u];
-      if (L.units[u].name != s.unit || L.units[u].numel != s.numel)
+      bool cut = L.tp > 1;
+      for (const ParamInfo& p : s.params) cut = cut || !p.slice.whole();
+      placed[u] = cut;
+      if (L.units[u].name != s.unit || (!cut && L.units[u].numel != s.numel))
         ZT_THROW(where, " holds unit '", L.units[u].name, "' with ", L.units[u].numel, " parameters, the model has '",
                  s.unit, "' with ", s.numel, " (a checkpoint of another model?)");
+      if (cut) {
+        if (s.params.empty() || L.units[u].params.empty())
+          ZT_THROW(where, ": unit '", s.unit, "' is cut for tensor parallelism, and its parameter layout is missing");
+        const std::string differ = same_parameters(L, u, s.params);
+        if (!differ.empty()) ZT_THROW(where, ": ", differ, " (a checkpoint of another model?)");
+      }
       ZT_CHECK(s.padded_numel % N == 0, "load_sharded_checkpoint: unit '", s.unit, "' padded_numel ", s.padded_numel,
-               " is not a multiple of the world size ", N);
+               " is not a multiple of the ", N, " shards");
     }
     RankFiles files(m, L);
     for (size_t u = 0; u < shards.size(); ++u) {
@@ -79,7 +92,8 @@ nlohmann::json load_sharded_checkpoint(ProcessGroup& g, const std::string& path,
                  dst.str(), ", expected ", S, " elements");
         const bool direct = dst.is_contiguous() && dst.device().is_cpu();  // else through a host buffer
         Tensor buf = direct ? dst : Tensor::empty({S}, dst.dtype(), Category::workspace, cpu_allocator());
-        read_elements(files, L, u, static_cast<size_t>(t), r * S, S, buf.raw());
+        if (placed[u]) read_elements_as(files, L, u, static_cast<size_t>(t), shards[u].params, r * S, S, buf.raw());
+        else read_elements(files, L, u, static_cast<size_t>(t), r * S, S, buf.raw());
         if (!direct) {
           Tensor d = dst;
           d.copy_(buf.view(dst.shape()));

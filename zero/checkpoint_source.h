@@ -5,10 +5,14 @@
 // Consolidation streams through it (train/consolidate.h): a writer asks for one parameter at a
 // time (fill(unit, its offset, a buffer of its size)), so at most one parameter of the model is
 // in memory, never a whole unit list; load_trained_model fills a model unit by unit through it.
-// Each rank file is verified whole (size and FNV-1a 64 against meta.json) when first read.
+// Each rank file is verified whole (size and FNV-1a 64 against meta.json) when first read. A
+// tensor-parallel checkpoint (its slices in the rank files) is presented as the whole model: its
+// units, their sizes and meta()'s "units" as the one-rank model lays them out, each element read
+// from the slice that holds it.
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nn/param_source.h"
 #include "zero/checkpoint.h"
@@ -43,6 +47,9 @@ class CheckpointParams final : public ParamSource {
   std::unique_ptr<checkpoint_detail::FileLayout> layout_;
   std::unique_ptr<checkpoint_detail::RankFiles> files_;
   int tensor_ = -1;
+  // A tensor-parallel checkpoint's units as the whole model lays them out (empty otherwise).
+  std::vector<std::vector<ParamInfo>> whole_;
+  std::vector<int64_t> whole_numel_;
 };
 
 }  // namespace zt

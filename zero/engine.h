@@ -51,6 +51,9 @@ struct CheckpointShard {
   std::string unit;
   int64_t numel = 0, padded_numel = 0;
   std::vector<std::pair<std::string, Tensor>> tensors;  // "param", "exp_avg", ... -> S elements
+  // The unit's parameters as this rank lays them out (ParamSet::infos: a tensor-parallel slice's
+  // shapes and cut); empty: as the checkpoint's. A load places every element by it.
+  std::vector<ParamInfo> params;
 };
 
 struct StepResult {

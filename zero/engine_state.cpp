@@ -22,6 +22,7 @@ std::vector<CheckpointShard> Engine::shards() {
     us.numel = s->ps->numel();
     us.padded_numel = s->P;
     us.tensors = optimizer_->state(*s);
+    us.params = s->ps->infos();
     out.push_back(std::move(us));
   }
   return out;
