@@ -71,7 +71,8 @@ Var bias_gelu(const Var& x, const Var& b);
 Var gelu_mlp(const Var& x, const Var& w_fc, const Var& b_fc, const Var& w_proj, const Var& b_proj);
 
 // ---- embedding and loss ----
-// ids: int32 tensor of any shape (no gradient), values in [0, V); table (V, C) -> (ids..., C).
+// ids: int32 tensor of any shape (no gradient), values in [0, V) or -1 (a zero row and no
+// gradient: another rank's id under vocabulary parallelism); table (V, C) -> (ids..., C).
 Var embedding(const Tensor& ids, const Var& table);
 // Fused softmax + cross-entropy. logits (..., V), targets int32 (...) with values in [0, V) or
 // -1 (ignored). Returns the mean over non-ignored positions, shape (). Only the first

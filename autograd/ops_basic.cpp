@@ -448,7 +448,7 @@ Var embedding(const Tensor& ids, const Var& table) {
   const Indices I = indices_for(ids, be.device());  // checked on the host, used on the device
   const int32_t* pid = I.host.data<int32_t>();
   for (int64_t i = 0; i < n; ++i)
-    if (pid[i] < 0 || pid[i] >= V)
+    if ((pid[i] < 0 && pid[i] != -1) || pid[i] >= V)
       ZT_THROW("embedding: id ", pid[i], " at position ", i, " is out of range for a vocabulary of size ", V,
                " (table ", shape_str(table.shape()), ")");
   Shape out_shape = ids.shape();

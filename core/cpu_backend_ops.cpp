@@ -417,9 +417,9 @@ void CpuBackend::embedding_backward(const Tensor& dtable, const Tensor& dout, co
 }
 
 void CpuBackend::cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& targets,
-                               int64_t valid_vocab, int64_t count) {
+                               int64_t valid_vocab, int64_t count, int64_t v0) {
   if (Bf16StandIns f{&loss, &lse, &logits, &targets}; f.active()) {
-    cross_entropy(f(loss), f(lse), f(logits), f(targets), valid_vocab, count);
+    cross_entropy(f(loss), f(lse), f(logits), f(targets), valid_vocab, count, v0);
     return f.store({&loss, &lse});
   }
   need_contiguous("cross_entropy", {&loss, &lse, &logits, &targets});
@@ -431,17 +431,17 @@ void CpuBackend::cross_entropy(const Tensor& loss, const Tensor& lse, const Tens
   dispatch_float(logits.dtype(), "cpu backend ", "cross_entropy", [&](auto tag) {
     using T = decltype(tag);
     const double total = cross_entropy_forward(lse.data<T>(), logits.data<T>(), targets.data<int32_t>(), N, V,
-                                               valid_vocab);
+                                               valid_vocab, v0);
     // mean over non-ignored rows; with every row ignored the mean is 0/0 = NaN, as in PyTorch
     loss.data<T>()[0] = static_cast<T>(count ? total / static_cast<double>(count) : std::nan(""));
   });
 }
 
 void CpuBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& lse,
-                                        const Tensor& targets, const Tensor& dloss, int64_t valid_vocab,
-                                        int64_t count) {
+                                        const Tensor& targets, const Tensor& dloss, int64_t valid_vocab, int64_t count,
+                                        int64_t v0) {
   if (Bf16StandIns f{&dlogits, &logits, &lse, &targets, &dloss}; f.active()) {
-    cross_entropy_backward(f(dlogits), f(logits), f(lse), f(targets), f(dloss), valid_vocab, count);
+    cross_entropy_backward(f(dlogits), f(logits), f(lse), f(targets), f(dloss), valid_vocab, count, v0);
     return f.store({&dlogits});
   }
   need_contiguous("cross_entropy_backward", {&dlogits, &logits, &lse, &targets});
@@ -453,7 +453,7 @@ void CpuBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& log
   dispatch_float(logits.dtype(), "cpu backend ", "cross_entropy_backward", [&](auto tag) {
     using T = decltype(tag);
     zt::cross_entropy_backward(dlogits.data<T>(), logits.data<T>(), lse.data<T>(), targets.data<int32_t>(),
-                               static_cast<T>(scale), N, V, valid_vocab);
+                               static_cast<T>(scale), N, V, valid_vocab, v0);
   });
 }
 

@@ -375,7 +375,7 @@ void CudaBackend::embedding_backward(const Tensor& dtable, const Tensor& dout, c
 }
 
 void CudaBackend::cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& targets,
-                                int64_t valid_vocab, int64_t count) {
+                                int64_t valid_vocab, int64_t count, int64_t v0) {
   const Need n{*this, "cross_entropy"};
   const Rows r = ce_rows(n, logits, targets, valid_vocab, count);
   n.on(lse, "lse", stats_dtype(logits.dtype()));
@@ -387,14 +387,14 @@ void CudaBackend::cross_entropy(const Tensor& loss, const Tensor& lse, const Ten
   float* mean = static_cast<float*>(ws.raw());
   float* mean_out = loss.dtype() == DType::f32 ? loss.data<float>() : mean;
   cuda_kernels::cross_entropy_forward(logits.dtype(), mean_out, mean + 1, lse.data<float>(), logits.raw(),
-                                      targets.data<int32_t>(), r.R, r.N, valid_vocab, count, stream());
+                                      targets.data<int32_t>(), r.R, r.N, valid_vocab, count, v0, stream());
   if (loss.dtype() != DType::f32)
     cuda_kernels::cast(loss.dtype(), loss.raw(), DType::f32, mean, 1, 1.0f, stream());
 }
 
 void CudaBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& logits, const Tensor& lse,
-                                         const Tensor& targets, const Tensor& dloss, int64_t valid_vocab,
-                                         int64_t count) {
+                                         const Tensor& targets, const Tensor& dloss, int64_t valid_vocab, int64_t count,
+                                         int64_t v0) {
   const Need n{*this, "cross_entropy_backward"};
   const Rows r = ce_rows(n, logits, targets, valid_vocab, count);
   n.like(dlogits, "dlogits", logits);
@@ -404,7 +404,7 @@ void CudaBackend::cross_entropy_backward(const Tensor& dlogits, const Tensor& lo
   Tensor staged;
   const float* d = device_float(*this, n, dloss, "dloss", staged);
   cuda_kernels::cross_entropy_backward(logits.dtype(), dlogits.raw(), logits.raw(), lse.data<float>(),
-                                       targets.data<int32_t>(), d, count, r.R, r.N, valid_vocab, stream());
+                                       targets.data<int32_t>(), d, count, r.R, r.N, valid_vocab, v0, stream());
 }
 
 void CudaBackend::cross_entropy_and_grad(const Tensor& loss, const Tensor& logits, const Tensor& targets,

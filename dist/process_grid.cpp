@@ -1,6 +1,8 @@
 // defines: ProcessGrid::describe, make_process_grid (dist/process_grid.h)
 #include "dist/process_grid.h"
 
+#include <vector>
+
 #include "core/check.h"
 
 namespace zt {
@@ -22,17 +24,23 @@ ProcessGrid make_process_grid(ProcessGroup& world, int tp, int sp) {
   ProcessGrid g;
   g.tp = tp, g.sp = sp, g.dp = N / (tp * sp);
   g.tp_rank = w % tp, g.sp_rank = (w / tp) % sp, g.dp_rank = w / (tp * sp);
-  // Every rank makes the four groups in the same order (split is collective over the world).
-  g.tensor = world.split(g.dp_rank * sp + g.sp_rank, g.tp_rank);
-  g.sequence = world.split(g.dp_rank * tp + g.tp_rank, g.sp_rank);
-  g.data = world.split(g.sp_rank * tp + g.tp_rank, g.dp_rank);
-  g.replica = world.split(g.tp_rank, g.dp_rank * sp + g.sp_rank);
+  // Every rank makes the four groups in the same order (collective over the world, as split is).
+  // Every rank computes every group's members from the degrees, so none is gathered (as the node
+  // groups of dist/process_group.h): a simulated rank (dist/simulated_process_group.h) makes them too.
+  auto group = [&](int color, auto same) {
+    std::vector<int> members;  // in world order, which is each group's own index order
+    for (int q = 0; q < N; ++q)
+      if (same(q % tp, (q / tp) % sp, q / (tp * sp))) members.push_back(q);
+    return world.split_members(color, members);
+  };
+  g.tensor = group(g.dp_rank * sp + g.sp_rank, [&](int, int s, int d) { return d == g.dp_rank && s == g.sp_rank; });
+  g.sequence = group(g.dp_rank * tp + g.tp_rank, [&](int t, int, int d) { return d == g.dp_rank && t == g.tp_rank; });
+  g.data = group(g.sp_rank * tp + g.tp_rank, [&](int t, int s, int) { return s == g.sp_rank && t == g.tp_rank; });
+  g.replica = group(g.tp_rank, [&](int t, int, int) { return t == g.tp_rank; });
+  // Every tensor x sequence block (tp * sp consecutive ranks) on one node: from the topology,
+  // which every rank knows whole.
   const Topology& topo = world.topology();
-  const int block = tp * sp, first = w / block * block;  // this rank's tensor x sequence block
-  bool mine = true;
-  for (int q = first; q < first + block; ++q) mine = mine && topo.same_node(first, q);
-  // every rank's answer, so that all agree (one rank's block may span nodes while another's does not)
-  g.inside_node = world.all_reduce_sum(mine ? 0.0 : 1.0) == 0.0;
+  for (int q = 0; q < N; ++q) g.inside_node = g.inside_node && topo.same_node(q, q / (tp * sp) * (tp * sp));
   return g;
 }
 

@@ -1,6 +1,6 @@
 // defines: ProcessGrid, make_process_grid — the job's ranks as a data × sequence × tensor grid
-//          (Megatron's and DeepSpeed's parallel groups), each axis a group made by
-//          ProcessGroup::split.
+//          (Megatron's and DeepSpeed's parallel groups), each axis a sub-group of the world, made
+//          as ProcessGroup::split makes them but without its gather (every rank knows the grid).
 //
 // World rank w = (d * sp + s) * tp + t: the tensor index t varies fastest, then the sequence
 // index s, then the data index d (Megatron's order). The launchers place consecutive ranks on one

@@ -57,6 +57,8 @@
 
 namespace zt {
 
+struct ProcessGrid;  // dist/process_grid.h
+
 enum class Collective : uint8_t { all_reduce, reduce_scatter, all_gather, broadcast, barrier, all_to_all };
 inline constexpr int kNumCollectives = 6;
 const char* collective_name(Collective c);  // "all_reduce", ...
@@ -207,6 +209,7 @@ class ProcessGroup {
   friend std::unique_ptr<ProcessGroup> intra_node_group(ProcessGroup& g);
   friend std::unique_ptr<ProcessGroup> inter_node_group(ProcessGroup& g);
   friend std::unique_ptr<ProcessGroup> node_block_group(ProcessGroup& g, int block);
+  friend ProcessGrid make_process_grid(ProcessGroup& world, int tensor_parallel_size, int sequence_parallel_size);
 
  private:
   void count(Collective c, int64_t ring_bytes);

@@ -31,8 +31,8 @@
 //
 // Splits: ProcessGroup::split(color, key) gathers every rank's color and key, which one simulated
 // rank cannot know, so it is refused (a zt::Error that says so). intra_node_group,
-// inter_node_group and node_block_group (ZeRO++ hpZ's secondary group) compute their members from
-// the topology on every rank, so they work: their
+// inter_node_group, node_block_group (ZeRO++ hpZ's secondary group) and the process grid's groups
+// (dist/process_grid.h) compute their members on every rank, so they work: their
 // sub-groups are simulated groups over sub_topology(...), and count into this one as a real
 // sub-group counts into its parent (the world's counters hold every byte the rank moved).
 //

@@ -10,8 +10,13 @@ namespace zt {
 
 // ---- units ----------------------------------------------------------------------------------
 
-GPT2Embed::GPT2Embed(const ModelConfig& c, DType dt)
-    : Unit("embed", dt), wte(params_, "wte", c.padded_vocab_size, c.n_embd), wpe(params_, "wpe", c.max_seq_len, c.n_embd) {}
+GPT2Embed::GPT2Embed(const ModelConfig& c, DType dt, const TensorParallel& tp_)
+    : Unit("embed", dt),
+      tp(tp_),
+      wte(params_, "wte", tp_share(c.padded_vocab_size, tp_, "padded_vocab_size"), c.n_embd),
+      wpe(params_, "wpe", c.max_seq_len, c.n_embd) {
+  if (tp.on()) params_.set_slice(wte.weight, column_slice(tp));  // rows: the rank's vocabulary ids
+}
 
 Var GPT2Embed::forward(const Tensor& idx, int64_t pos0) const {
   const int64_t B = idx.size(0), T = idx.size(1);
@@ -21,7 +26,7 @@ Var GPT2Embed::forward(const Tensor& idx, int64_t pos0) const {
   int32_t* pp = pos.data<int32_t>();
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) pp[b * T + t] = static_cast<int32_t>(pos0 + t);
-  return add(wte.forward(idx), wpe.forward(pos));  // (B, T, C)
+  return add(vocab_parallel_embedding(idx, params_.var(wte.weight), tp), wpe.forward(pos));  // (B, T, C)
 }
 
 GPT2Block::GPT2Block(int64_t i, const ModelConfig& c, DType dt, const TensorParallel& tp_)
@@ -66,15 +71,19 @@ Var GPT2Block::forward_cached(const Var& x, KVCache& cache, int64_t layer) const
   return add(h, mlp.forward(n));
 }
 
-GPT2Head::GPT2Head(const ModelConfig& c, DType dt) : Unit("head", dt), ln_f(params_, "ln_f", c.n_embd, c.norm_eps) {}
+GPT2Head::GPT2Head(const ModelConfig& c, DType dt, const TensorParallel& tp_)
+    : Unit("head", dt), tp(tp_), ln_f(params_, "ln_f", c.n_embd, c.norm_eps) {}
 
 Var GPT2Head::forward(const Var& x, const GPT2Embed& e) const {
+  if (tp.on())
+    ZT_THROW("GPT2: logits of a tensor-parallel model are cut by vocabulary over ", tp.size(),
+             " ranks (the loss never gathers them): generate from the consolidated checkpoint on one rank");
   // Tied lm_head: logits (B, T, Vp) = ln_f(x) (B, T, C) @ wte^T, wte (Vp, C) read from the embed unit.
   return linear(ln_f.forward(x), e.params().var(e.wte.weight), Var());
 }
 
 Var GPT2Head::loss(const Var& x, const GPT2Embed& e, const Tensor& targets, int64_t vocab) const {
-  return linear_cross_entropy(ln_f.forward(x), e.params().var(e.wte.weight), targets, vocab);
+  return vocab_parallel_cross_entropy(ln_f.forward(x), e.params().var(e.wte.weight), targets, vocab, tp);
 }
 
 // ---- model ----------------------------------------------------------------------------------

@@ -22,17 +22,21 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "models/model_config.h"
-#include "nn/layers.h"
 #include "models/init_rule.h"
+#include "models/model_config.h"
 #include "models/transformer.h"
+#include "nn/layers.h"
+#include "parallel/vocab_parallel.h"
 
 namespace zt {
 
+// Under tensor parallelism wte holds the rank's rows of the vocabulary (Megatron's
+// vocabulary-parallel embedding, parallel/vocab_parallel.h); wpe is whole.
 struct GPT2Embed : Unit {
-  GPT2Embed(const ModelConfig& c, DType dt);
+  GPT2Embed(const ModelConfig& c, DType dt, const TensorParallel& tp = {});
   // int32 (B, T), the tokens at positions [pos0, pos0 + T) -> (B, T, C); wpe's rows pos0 + t.
   Var forward(const Tensor& idx, int64_t pos0 = 0) const;
+  TensorParallel tp;
   Embedding wte, wpe;
 };
 // Under tensor parallelism (tp.on()) the block holds its rank's share: c_attn's q, k and v heads
@@ -50,11 +54,14 @@ struct GPT2Block : Unit {
   GeluMLP mlp;
 };
 struct GPT2Head : Unit {
-  GPT2Head(const ModelConfig& c, DType dt);
-  Var forward(const Var& x, const GPT2Embed& e) const;  // (B, T, C) -> logits (B, T, Vp)
+  GPT2Head(const ModelConfig& c, DType dt, const TensorParallel& tp = {});
+  // (B, T, C) -> logits (B, T, Vp); refused under tensor parallelism (each rank holds Vp / tp columns).
+  Var forward(const Var& x, const GPT2Embed& e) const;
   // (B, T, C) -> the mean cross-entropy over the first `vocab` logits against targets (B, T):
-  // forward's classifier fused into the loss (linear_cross_entropy: the logits exist once).
+  // forward's classifier fused into the loss (linear_cross_entropy: the logits exist once; under
+  // tensor parallelism vocab_parallel_cross_entropy: each rank's columns only).
   Var loss(const Var& x, const GPT2Embed& e, const Tensor& targets, int64_t vocab) const;
+  TensorParallel tp;
   LayerNorm ln_f;
 };
 

@@ -10,10 +10,16 @@ namespace zt {
 
 // ---- units ----------------------------------------------------------------------------------
 
-LlamaEmbed::LlamaEmbed(const ModelConfig& c, DType dt)
-    : Unit("embed", dt), embed_tokens(params_, "embed_tokens", c.padded_vocab_size, c.n_embd) {}
+LlamaEmbed::LlamaEmbed(const ModelConfig& c, DType dt, const TensorParallel& tp_)
+    : Unit("embed", dt),
+      tp(tp_),
+      embed_tokens(params_, "embed_tokens", tp_share(c.padded_vocab_size, tp_, "padded_vocab_size"), c.n_embd) {
+  if (tp.on()) params_.set_slice(embed_tokens.weight, column_slice(tp));  // rows: the rank's vocabulary ids
+}
 
-Var LlamaEmbed::forward(const Tensor& idx, int64_t) const { return embed_tokens.forward(idx); }  // (B, T, C)
+Var LlamaEmbed::forward(const Tensor& idx, int64_t) const {
+  return vocab_parallel_embedding(idx, params_.var(embed_tokens.weight), tp);  // (B, T, C)
+}
 
 LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt, const TensorParallel& tp_)
     : Unit("layers." + std::to_string(i), dt),
@@ -52,8 +58,12 @@ Var LlamaLayer::forward_cached(const Var& x, KVCache& cache, int64_t layer) cons
   return add(h, mlp.forward(n));  // (B, T, C)
 }
 
-LlamaHead::LlamaHead(const ModelConfig& c, DType dt) : Unit("head", dt), norm(params_, "norm", c.n_embd, c.norm_eps) {
-  if (!c.tie_embeddings) lm_head = params_.add("lm_head.weight", {c.padded_vocab_size, c.n_embd}, /*decay=*/true);
+LlamaHead::LlamaHead(const ModelConfig& c, DType dt, const TensorParallel& tp_)
+    : Unit("head", dt), tp(tp_), norm(params_, "norm", c.n_embd, c.norm_eps) {
+  if (c.tie_embeddings) return;
+  lm_head = params_.add("lm_head.weight", {tp_share(c.padded_vocab_size, tp, "padded_vocab_size"), c.n_embd},
+                        /*decay=*/true);
+  if (tp.on()) params_.set_slice(lm_head, column_slice(tp));
 }
 
 const Var& LlamaHead::weight(const LlamaEmbed& e) const {
@@ -61,11 +71,14 @@ const Var& LlamaHead::weight(const LlamaEmbed& e) const {
 }
 
 Var LlamaHead::forward(const Var& x, const LlamaEmbed& e) const {
+  if (tp.on())
+    ZT_THROW("Llama: logits of a tensor-parallel model are cut by vocabulary over ", tp.size(),
+             " ranks (the loss never gathers them): generate from the consolidated checkpoint on one rank");
   return linear(norm.forward(x), weight(e), Var());  // (B, T, Vp)
 }
 
 Var LlamaHead::loss(const Var& x, const LlamaEmbed& e, const Tensor& targets, int64_t vocab) const {
-  return linear_cross_entropy(norm.forward(x), weight(e), targets, vocab);
+  return vocab_parallel_cross_entropy(norm.forward(x), weight(e), targets, vocab, tp);
 }
 
 // ---- model ----------------------------------------------------------------------------------

@@ -24,17 +24,21 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "models/model_config.h"
-#include "nn/layers.h"
 #include "models/init_rule.h"
+#include "models/model_config.h"
 #include "models/transformer.h"
+#include "nn/layers.h"
+#include "parallel/vocab_parallel.h"
 
 namespace zt {
 
+// Under tensor parallelism embed_tokens holds the rank's rows of the vocabulary (Megatron's
+// vocabulary-parallel embedding, parallel/vocab_parallel.h), and so does an untied lm_head.
 struct LlamaEmbed : Unit {
-  LlamaEmbed(const ModelConfig& c, DType dt);
+  LlamaEmbed(const ModelConfig& c, DType dt, const TensorParallel& tp = {});
   // int32 (B, T) -> (B, T, C). pos0 is unused: Llama's positions enter through RoPE.
   Var forward(const Tensor& idx, int64_t pos0 = 0) const;
+  TensorParallel tp;
   Embedding embed_tokens;
 };
 // Under tensor parallelism (tp.on()) the layer holds its rank's share: q_proj's, k_proj's and
@@ -52,13 +56,15 @@ struct LlamaLayer : Unit {
   SwiGLUMLP mlp;
 };
 struct LlamaHead : Unit {
-  LlamaHead(const ModelConfig& c, DType dt);
-  // (B, T, C) -> logits (B, T, Vp); `e` supplies the weight when the embeddings are tied.
+  LlamaHead(const ModelConfig& c, DType dt, const TensorParallel& tp = {});
+  // (B, T, C) -> logits (B, T, Vp); `e` supplies the weight when the embeddings are tied. Refused
+  // under tensor parallelism (each rank holds Vp / tp columns).
   Var forward(const Var& x, const LlamaEmbed& e) const;
   // (B, T, C) -> the mean cross-entropy over the first `vocab` logits against targets (B, T):
   // forward's classifier fused into the loss (linear_cross_entropy: the logits exist once).
   Var loss(const Var& x, const LlamaEmbed& e, const Tensor& targets, int64_t vocab) const;
   const Var& weight(const LlamaEmbed& e) const;  // lm_head.weight, or the tied embedding (Vp, C)
+  TensorParallel tp;
   RMSNorm norm;
   int lm_head = -1;  // parameter index of lm_head.weight; -1 when tied
 };

@@ -8,11 +8,11 @@
 // loss() runs the last two as one op inside the head unit (Head::loss, linear_cross_entropy):
 // the (B, T, Vp) logits exist once, and hold their own gradient from the forward on.
 //
-// A family supplies the three unit types: Embed(cfg, dtype) with forward(idx, pos0 = 0) (the
-// tokens at positions [pos0, pos0 + T)), Block(i, cfg, dtype, tp) with forward(x) (tp: the
-// tensor-parallel group its sub-layers are split over, parallel/tensor_parallel.h) and, for cached
+// A family supplies the three unit types, each built with tp, the tensor-parallel group it is split
+// over (parallel/tensor_parallel.h; none: whole): Embed(cfg, dtype, tp) with forward(idx, pos0 = 0)
+// (the tokens at positions [pos0, pos0 + T)), Block(i, cfg, dtype, tp) with forward(x) and, for cached
 // inference, forward_cached(x, cache, i) (nn/kv_cache.h; what differs for decode is written in
-// the family's file), Head(cfg, dtype) with forward(x, const Embed&) and loss(x, const Embed&,
+// the family's file), Head(cfg, dtype, tp) with forward(x, const Embed&) and loss(x, const Embed&,
 // targets, V).
 //
 // Cached inference (logits_cached) walks the same units in the same residency scopes:
@@ -107,10 +107,10 @@ class TransformerLM : public Model {
       : cfg_(cfg), name_(name) {
     cfg_.validate();
     if (cfg_.family != family) ZT_THROW(name_, ": config family is \"", cfg_.family, "\", expected \"", family, "\"");
-    embed_ = std::make_unique<Embed>(cfg_, opt.dtype);
     tp_ = TensorParallel{opt.tensor_parallel};
+    embed_ = std::make_unique<Embed>(cfg_, opt.dtype, tp_);
     for (int64_t i = 0; i < cfg_.n_layer; ++i) blocks_.push_back(std::make_unique<Block>(i, cfg_, opt.dtype, tp_));
-    head_ = std::make_unique<Head>(cfg_, opt.dtype);
+    head_ = std::make_unique<Head>(cfg_, opt.dtype, tp_);
     if (opt.allocate) finalize_params(opt.world_size, opt.alignment, opt.materialize);
   }
 

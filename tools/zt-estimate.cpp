@@ -259,6 +259,7 @@ int main(int argc, char** argv) {
       "zt-estimate: per-rank memory (params, grads, optim, activations, comm, workspace, secondary) of a "
       "ZeRO training run, or the ZeRO paper's Table 1 (--paper)"};
   std::string model_name, params_str, precision = "fp32", config_path, compute_dtype = "f32";
+  int64_t tp = 1;  // --tensor-parallel-size
   int stage = 0;
   int64_t world = 1, batch = 0, seq_len = 0, threads = omp_get_max_threads();
   bool ckpt = false, cpu_ckpt = false, paper = false, json = false, dry = false;
@@ -268,7 +269,10 @@ int main(int argc, char** argv) {
                  "for rank 0 and the last rank (train/dry_run.h), every byte and collective counted, none computed");
   app.add_option("--params", params_str, "a parameter count instead of a model: 124000000, 124M, 7.5B, 1T");
   app.add_option("--stage", stage, "ZeRO stage: 0, 1, 2 or 3");
-  app.add_option("--world-size,--nd", world, "data-parallel ranks N (the paper's Nd)");
+  app.add_option("--world-size,--nd", world,
+                 "ranks N (the paper's Nd; with --tensor-parallel-size, Nd x the tensor-parallel degree)");
+  app.add_option("--tensor-parallel-size", tp,
+                 "split each block over this many ranks (docs/parallel.md; config key tensor_parallel_size)");
   app.add_option("--precision", precision, "fp32 | bf16 | fp16 (bf16 / fp16: the paper's mixed precision, K = 12)");
   app.add_option("--compute-dtype", compute_dtype,
                  "f32 (the CPU's mixed precision: float32 copies, 4-byte activations) or bf16 (a GPU's with bf16: "
@@ -354,11 +358,16 @@ int main(int argc, char** argv) {
     EngineConfig run;  // the settings the estimate is for (the command line over --config's)
     bool overlap_set = app.count("--overlap-comm") > 0;  // else DeepSpeed's default: on at stage 3 only
     if (!config_path.empty()) {
-      // zt-train's own top-level keys (train/run_config.cpp) may sit in the same file
-      const EngineConfig ec = engine_config_from_file(config_path, static_cast<int>(world < 1 ? 1 : world),
+      // zt-train's own top-level keys (train/run_config.cpp) may sit in the same file; the batch keys
+      // count per data-parallel rank (world / tensor_parallel_size), as zt-train reads them
+      const nlohmann::json j = read_json_file(config_path, "config '" + config_path + "'");
+      if (!app.count("--tensor-parallel-size") && j.contains("tensor_parallel_size"))
+        tp = json_integer(j.at("tensor_parallel_size"), "config '" + config_path + "': tensor_parallel_size", 1);
+      if (tp < 1 || world % tp != 0)
+        ZT_THROW("tensor_parallel_size ", tp, " does not divide the ", world, " rank(s) of --world-size");
+      const EngineConfig ec = engine_config_from_file(config_path, static_cast<int>(world < 1 ? 1 : world / tp),
                                                       run_config_keys());
       run = ec;  // every key of the file (optimizer, fp16's scaler, aio, ...); the flags below win
-      const nlohmann::json j = read_json_file(config_path, "config '" + config_path + "'");
       if (!app.count("--compute-dtype") && j.contains("compute_dtype") && j.at("compute_dtype") == "bf16")
         compute_dtype = "bf16";  // zt-train's key; "auto" is the CPU's float32 here
       const nlohmann::json zo = j.value("zero_optimization", nlohmann::json::object());
@@ -419,8 +428,11 @@ int main(int argc, char** argv) {
     run.cpu_checkpointing = cpu_ckpt;
     if (!model_name.empty()) {  // a model: its training step run on the meta device
       if (nodes < 1 || world % nodes != 0) ZT_THROW("--nodes ", nodes, ": expected a divisor of --world-size ", world);
+      if (tp < 1 || world % tp != 0)
+        ZT_THROW("--tensor-parallel-size ", tp, " does not divide the ", world, " rank(s) of --world-size");
       RunConfig rc;
       rc.model = model_name;
+      rc.tensor_parallel_size = tp;
       rc.engine = run;
       rc.engine.gradient_accumulation_steps = accum < 1 ? 1 : accum;
       rc.seq_len = seq_len;
@@ -462,6 +474,7 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+    if (tp != 1) ZT_THROW("--tensor-parallel-size needs --model (a parameter count has no blocks to split)");
     if (!fit_axis.empty()) ZT_THROW("--fit needs --model (a step to run)");
     if (!time_profile.empty()) ZT_THROW("--time needs --model (a step to run)");
     if (compare || pricing.asked()) ZT_THROW("--compare / --tokens need --model and --time (a step to time)");

@@ -373,22 +373,17 @@ void TrainingRun::report() {
   const RunConfig& c = c_;
   // This rank's training step run on the meta device (train/dry_run.h): the prediction beside the
   // measurement (the Trainer's own, made at setup under a host cap).
-  if (tr_.grid()) {
-    if (lead_) std::fprintf(stderr, "\n(memory tables: the dry run of a tensor-parallel run is not built yet)\n");
-  } else {
-    const DryRun& est = tr_.own_dry_run();
-    if (est.nodes != group_.topology().num_nodes() && lead_)
-      std::fprintf(stderr,
-                   "\n(the dry run below simulates one node: this job's %s is not node-major over equal nodes)\n",
-                   group_.topology().summary().c_str());
-    if (lead_)
-      std::fprintf(stderr,
-                   "\nsetup (rank 0): partitioned construction (each unit created as the stage keeps it, "
-                   "under --memory-limit-mib): peak %s\n",
-                   format_bytes(setup_.peak_total).c_str());
-    print_memory_table(group_, run_peaks_.peaks, est);
-    if (c.engine.zero.offload_optimizer.enabled()) print_offload_table(group_, tr_.engine().memory_report(), est);
-  }
+  const DryRun& est = tr_.own_dry_run();
+  if (est.nodes != group_.topology().num_nodes() && lead_)
+    std::fprintf(stderr, "\n(the dry run below simulates one node: this job's %s is not node-major over equal nodes)\n",
+                 group_.topology().summary().c_str());
+  if (lead_)
+    std::fprintf(stderr,
+                 "\nsetup (rank 0): partitioned construction (each unit created as the stage keeps it, "
+                 "under --memory-limit-mib): peak %s\n",
+                 format_bytes(setup_.peak_total).c_str());
+  print_memory_table(group_, run_peaks_.peaks, est);
+  if (c.engine.zero.offload_optimizer.enabled()) print_offload_table(group_, tr_.engine().memory_report(), est);
   if (c.engine.cpu_checkpointing && lead_) {  // the checkpoints' round trip (zero/activation_offload.h)
     const MemoryReport m = tr_.engine().memory_report();
     std::fprintf(stderr,

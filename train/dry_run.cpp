@@ -5,6 +5,7 @@
 
 #include "core/backend.h"
 #include "core/meta_backend.h"
+#include "dist/process_grid.h"
 #include "dist/simulated_process_group.h"
 #include "models/init.h"  // defines: make_model
 #include "nn/param_source.h"
@@ -112,6 +113,16 @@ DryRun dry_run(const DryRunRequest& req) {
     if (req.observer) req.observer->phase(s, p);
   };
   {
+    // A tensor-parallel run's grid, as the Trainer makes it: the blocks cut over the tensor group,
+    // ZeRO over the replica group (docs/parallel.md).
+    std::unique_ptr<ProcessGrid> grid;
+    if (cfg.grid_size() > 1) {
+      ZT_CHECK(!req.build, "dry run: a model of your own with tensor_parallel_size ", cfg.tensor_parallel_size,
+               " (the grid is built for the bundled families)");
+      grid = std::make_unique<ProcessGrid>(make_process_grid(group, static_cast<int>(cfg.tensor_parallel_size),
+                                                             static_cast<int>(cfg.sequence_parallel_size)));
+    }
+    ProcessGroup& zero_group = grid ? *grid->replica : group;
     // Construction as the real program does it: zt-train's Trainer lays the model out without
     // bytes and the engine creates what this rank's stage keeps, unit by unit; a model of your
     // own is built by `build`.
@@ -121,7 +132,8 @@ DryRun dry_run(const DryRunRequest& req) {
       ZT_CHECK(model, "dry run: the model's build function returned no model");
     } else {
       ModelOptions opt;
-      opt.world_size = req.world_size;
+      opt.world_size = zero_group.size();
+      opt.tensor_parallel = grid ? grid->tensor.get() : nullptr;
       opt.alignment = kShardAlignment;
       opt.dtype = cfg.compute_dtype;
       opt.materialize = false;
@@ -134,7 +146,8 @@ DryRun dry_run(const DryRunRequest& req) {
     ZT_CHECK(!model->units().empty(), "dry run: the model has no units (nothing to train)");
     const Tensor& first = model->units().front()->params().flat();
     const bool holds_values = first.defined() && first.storage()->resident();
-    std::unique_ptr<Engine> engine = initialize(*model, cfg.engine, group, holds_values ? nullptr : &initial);
+    std::unique_ptr<Engine> engine = initialize(*model, cfg.engine, zero_group, holds_values ? nullptr : &initial,
+                                                grid ? grid->tensor.get() : nullptr);
     out.setup_device = meta.device();
     out.setup_host = meta.host();
     const MemoryReport rep = engine->memory_report();

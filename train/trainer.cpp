@@ -11,24 +11,12 @@
 #include "formats/hf_weights.h"       // defines: pretrained_config, pretrained_source (HF or llm.c)
 #include "models/init.h"              // defines: make_model, ModelInit
 #include "optim/schedule.h"           // defines: scheduled_lr
+#include "parallel/sliced_params.h"   // defines: SlicedParams
 #include "train/dry_run.h"            // defines: dry_run, dry_run_of_rank
 #include "zero/checkpoint.h"          // defines: save_sharded_checkpoint, load_sharded_checkpoint
 #include "zero/checkpoint_source.h"   // defines: CheckpointParams
 
 namespace zt {
-
-namespace {
-// What a tensor-parallel run cannot do yet (docs/parallel.md), refused by the key that asks for it.
-void refuse_with_tensor_parallelism(const RunConfig& c) {
-  auto refuse = [&](bool asked, const char* what) {
-    if (asked)
-      ZT_THROW("tensor_parallel_size ", c.tensor_parallel_size, ": ", what,
-               " is not built yet with tensor parallelism (docs/parallel.md)");
-  };
-  refuse(!c.init_from.empty(), "init_from (pretrained weights cut into slices)");
-  refuse(c.host_memory_limit > 0, "host_memory_limit (the dry run of a grid)");
-}
-}  // namespace
 
 Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(group), rng_(cfg.seed) {
   cfg_.validate();
@@ -37,7 +25,6 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   ProcessGroup* zero_group = &group_;
   ProcessGroup* tensor_group = nullptr;
   if (cfg_.grid_size() > 1) {
-    refuse_with_tensor_parallelism(cfg_);
     grid_ = std::make_unique<ProcessGrid>(make_process_grid(group_, static_cast<int>(cfg_.tensor_parallel_size),
                                                             static_cast<int>(cfg_.sequence_parallel_size)));
     zero_group = grid_->replica.get();
@@ -77,11 +64,23 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   opt.dtype = cfg_.compute_dtype;
   opt.materialize = false;
   model_ = make_model(mcfg_, opt);
+  std::unique_ptr<Model> whole_layout;  // the pretrained source's model under tensor parallelism
   std::unique_ptr<ParamSource> initial;
   if (cfg_.init_from.empty()) {
     initial = std::make_unique<ModelInit>(*model_, rng_);  // advances rng_ past the whole model's draws
   } else {
-    initial = pretrained_source(cfg_.init_from, *model_);  // an HF directory / .safetensors, or an llm.c .bin
+    // an HF directory / .safetensors, or an llm.c .bin; under tensor parallelism read for the
+    // whole model (its layout, no bytes) and cut into this rank's slices (parallel/sliced_params.h)
+    if (!grid_) {
+      initial = pretrained_source(cfg_.init_from, *model_);
+    } else {
+      ModelOptions whole = opt;
+      whole.tensor_parallel = nullptr;
+      whole.world_size = 1;
+      whole_layout = make_model(mcfg_, whole);
+      initial = std::make_unique<SlicedParams>(*model_, *whole_layout,
+                                               pretrained_source(cfg_.init_from, *whole_layout));
+    }
   }
 
   // Data: llm.c's loader, no shuffling; rank r reads its B rows of each global batch of N*B.
@@ -117,7 +116,6 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
 Trainer::~Trainer() = default;
 
 const DryRun& Trainer::own_dry_run() {
-  if (grid_) ZT_THROW("the dry run of a tensor-parallel run is not built yet (docs/parallel.md)");
   if (!dry_) dry_ = std::make_unique<DryRun>(dry_run(dry_run_of_rank(cfg_, mcfg_, group_, omp_get_max_threads())));
   return *dry_;
 }

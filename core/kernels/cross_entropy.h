@@ -10,15 +10,19 @@
 //   dlogits_ij = scale * (exp(x_ij - lse_i) - [j == t_i])   for j < Vv and t_i != -1
 //   dlogits_ij = 0                                          for j >= Vv or t_i == -1
 // with scale = dloss / count (count = number of non-ignored rows).
+// v0 (vocabulary parallelism): the columns are [v0, v0 + V) of a larger vocabulary, targets its
+// ids, the target's column t - v0; a row whose target lies outside [v0, v0 + Vv) has its lse
+// written, loss_i = 0, and no -1 in its gradient (another rank's columns hold it).
 #pragma once
 #include <cstdint>
 
 namespace zt {
 
 template <class T>
-double cross_entropy_forward(T* lse, const T* logits, const int32_t* targets, int64_t N, int64_t V, int64_t Vv);
+double cross_entropy_forward(T* lse, const T* logits, const int32_t* targets, int64_t N, int64_t V, int64_t Vv,
+                             int64_t v0 = 0);
 template <class T>
 void cross_entropy_backward(T* dlogits, const T* logits, const T* lse, const int32_t* targets, T scale, int64_t N,
-                            int64_t V, int64_t Vv);
+                            int64_t V, int64_t Vv, int64_t v0 = 0);
 
 }  // namespace zt

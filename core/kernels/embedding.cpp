@@ -10,8 +10,13 @@ namespace zt {
 template <class T>
 void embedding_forward(T* out, const int32_t* ids, const T* table, int64_t n, int64_t C) {
 #pragma omp parallel for schedule(static) if (n * C > kParallelMinElements)
-  for (int64_t i = 0; i < n; ++i)
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0) {  // -1: another rank's row (vocabulary parallelism)
+      std::memset(out + i * C, 0, static_cast<size_t>(C) * sizeof(T));
+      continue;
+    }
     std::memcpy(out + i * C, table + static_cast<int64_t>(ids[i]) * C, static_cast<size_t>(C) * sizeof(T));
+  }
 }
 
 template <class T>
@@ -22,6 +27,7 @@ void embedding_backward(T* dtable, const T* dout, const int32_t* ids, int64_t n,
   for (int64_t t = 0; t < nt; ++t) {
     const int64_t c0 = t * kCols, c1 = c0 + kCols < C ? c0 + kCols : C;
     for (int64_t i = 0; i < n; ++i) {
+      if (ids[i] < 0) continue;  // -1: another rank's row
       T* dst = dtable + static_cast<int64_t>(ids[i]) * C;
       const T* src = dout + i * C;
 #pragma omp simd

@@ -30,7 +30,7 @@ __global__ void emb_fwd_kernel(Tp<D>* __restrict__ out, const int32_t* __restric
                                const Tp<D>* __restrict__ table, int64_t n, int64_t V, int64_t C) {
   constexpr int64_t E = Vec ? 8 : 1;  // elements per item
   const int64_t per_row = C / E, items = n * per_row;
-  const Tp<D> nan = dev::Io<D>::store(NAN);
+  const Tp<D> nan = dev::Io<D>::store(NAN), zero = dev::Io<D>::store(0.0f);
   for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < items;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t i = k / per_row, c = (k % per_row) * E;
@@ -40,10 +40,10 @@ __global__ void emb_fwd_kernel(Tp<D>* __restrict__ out, const int32_t* __restric
       alignas(16) Tp<D> r[8];
       if (id >= 0 && id < V) dev::load8(r, table + id * C + c);
       else
-        for (int e = 0; e < 8; ++e) r[e] = nan;
+        for (int e = 0; e < 8; ++e) r[e] = id == -1 ? zero : nan;  // -1: another rank's row
       dev::store8(o, r);
     } else {
-      *o = (id >= 0 && id < V) ? table[id * C + c] : nan;
+      *o = (id >= 0 && id < V) ? table[id * C + c] : id == -1 ? zero : nan;
     }
   }
 }

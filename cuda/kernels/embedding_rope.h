@@ -5,8 +5,9 @@
 // Embedding — core/kernels/embedding.h's semantics: ids (n) int32 in [0, V), table (V, C),
 //   out[i, :] = table[ids[i], :];   backward: dtable[ids[i], :] += dout[i, :] for i = 0..n-1 in
 //   token order, accumulated into dtable (zero it first for a fresh gradient).
-//   Ids outside [0, V) are the caller's error (the autograd op checks them): the forward writes a
-//   NaN row for them and the backward ignores them; nothing is read or written out of bounds.
+//   An id of -1 gives a zero row and no gradient (another rank's id under vocabulary parallelism).
+//   Other ids outside [0, V) are the caller's error (the autograd op checks them): the forward
+//   writes a NaN row for them and the backward ignores them; nothing is read or written out of bounds.
 //   Backward, deterministic without atomics: the ids are sorted with their token indices (CUB's
 //   radix sort, stable, so equal ids keep token order), then one 256-thread block per run of
 //   equal ids v adds the run's dout rows into float32 accumulators that start from dtable[v, :];

@@ -106,7 +106,7 @@ __device__ __forceinline__ void stage_row(T* __restrict__ dst, const T* __restri
 template <DType D, bool Vec, bool Staged>
 __global__ void __launch_bounds__(kThreads)
     ce_fwd_kernel(float* __restrict__ loss, float* __restrict__ lse, const Tp<D>* __restrict__ logits,
-                  const int32_t* __restrict__ targets, int64_t N, int64_t V, int64_t Vv) {
+                  const int32_t* __restrict__ targets, int64_t N, int64_t V, int64_t Vv, int64_t v0) {
   __shared__ float sh[kWarps];
   extern __shared__ uint4 staged_row[];
   for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
@@ -125,7 +125,8 @@ __global__ void __launch_bounds__(kThreads)
     const float l = row_lse<D, Vec>(p, Vv, sh);
     if (threadIdx.x == 0) {
       lse[r] = l;
-      loss[r] = (t >= 0 && t < Vv) ? l - dev::Io<D>::load(p[0][t]) : NAN;
+      const int64_t tl = t - v0;  // the target's column here; outside [0, Vv): another rank's columns
+      loss[r] = (tl >= 0 && tl < Vv) ? l - dev::Io<D>::load(p[0][tl]) : 0.0f;
     }
     if constexpr (Staged) __syncthreads();  // thread 0's read of the row before the next row's copy
   }
@@ -167,18 +168,18 @@ template <DType D, bool Vec>
 __global__ void __launch_bounds__(kThreads)
     ce_bwd_kernel(Tp<D>* __restrict__ dlogits, const Tp<D>* __restrict__ logits, const float* __restrict__ lse,
                   const int32_t* __restrict__ targets, float scale, const float* __restrict__ dloss, double count,
-                  int64_t N, int64_t V, int64_t Vv) {
+                  int64_t N, int64_t V, int64_t Vv, int64_t v0) {
   // the table's form; count 0 (every row ignored: nothing uses the scale) gives 0, as the cpu backend
   if (dloss) scale = count > 0 ? static_cast<float>(static_cast<double>(*dloss) / count) : 0.0f;
   for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
     const int32_t t = targets[r];
-    const bool ignored = t == -1, bad = !ignored && (t < 0 || t >= Vv);
+    const bool ignored = t == -1;
+    const int64_t tl = t - v0;  // the target's column; outside [0, Vv): another rank's (no -1 here)
     const float l = lse[r];
     const Tp<D>* const p[1] = {logits + r * V};
     dev::row_map<D, Vec>(dlogits + r * V, p, V, threadIdx.x, kThreads, [&](int64_t j, const float(&v)[1]) {
       if (ignored || j >= Vv) return 0.0f;
-      if (bad) return NAN;
-      return ce_grad(v[0], l, scale, j == t);
+      return ce_grad(v[0], l, scale, j == tl);
     });
   }
 }
@@ -294,7 +295,7 @@ namespace {
 
 // count < 0: counted by the kernel (the mean form); count >= 0: the caller's (the table's form).
 void cross_entropy_forward_impl(DType t, float* mean_loss, float* loss, float* lse, const void* logits,
-                                const int32_t* targets, int64_t N, int64_t V, int64_t Vv, int64_t count,
+                                const int32_t* targets, int64_t N, int64_t V, int64_t Vv, int64_t count, int64_t v0,
                                 cudaStream_t s) {
   const char* who = "cross_entropy_forward";
   check_ce(who, t, N, V, Vv);
@@ -309,8 +310,8 @@ void cross_entropy_forward_impl(DType t, float* mean_loss, float* loss, float* l
       const unsigned grid = dev::grid_for(N, 1);
       if (stage)
         ce_fwd_kernel<D, Vec, true>
-            <<<grid, kThreads, static_cast<size_t>(stage), s>>>(loss, lse, lg, targets, N, V, Vv);
-      else ce_fwd_kernel<D, Vec, false><<<grid, kThreads, 0, s>>>(loss, lse, lg, targets, N, V, Vv);
+            <<<grid, kThreads, static_cast<size_t>(stage), s>>>(loss, lse, lg, targets, N, V, Vv, v0);
+      else ce_fwd_kernel<D, Vec, false><<<grid, kThreads, 0, s>>>(loss, lse, lg, targets, N, V, Vv, v0);
     });
   ce_mean_kernel<<<1, kThreads, 0, s>>>(mean_loss, loss, targets, N, static_cast<long long>(count));
   ZT_CUDA_CHECK(cudaGetLastError());
@@ -319,15 +320,16 @@ void cross_entropy_forward_impl(DType t, float* mean_loss, float* loss, float* l
 // dloss null: the host scale; else scale = float(double(*dloss) / count), read on the device.
 void cross_entropy_backward_impl(DType t, void* dlogits, const void* logits, const float* lse, const int32_t* targets,
                                  float scale, const float* dloss, double count, int64_t N, int64_t V, int64_t Vv,
-                                 cudaStream_t s) {
+                                 int64_t v0, cudaStream_t s) {
   const char* who = "cross_entropy_backward";
   check_ce(who, t, N, V, Vv);
   if (N == 0) return;
   need(who, "dlogits", dlogits), need(who, "logits", logits), need(who, "lse", lse), need(who, "targets", targets);
   dispatch_compute_vec(t, rows_aligned(V, {dlogits, logits}), who, [&](auto d, auto v) {
     constexpr DType D = decltype(d)::value;
-    ce_bwd_kernel<D, decltype(v)::value><<<dev::grid_for(N, 1), kThreads, 0, s>>>(
-        static_cast<Tp<D>*>(dlogits), static_cast<const Tp<D>*>(logits), lse, targets, scale, dloss, count, N, V, Vv);
+    ce_bwd_kernel<D, decltype(v)::value>
+        <<<dev::grid_for(N, 1), kThreads, 0, s>>>(static_cast<Tp<D>*>(dlogits), static_cast<const Tp<D>*>(logits), lse,
+                                                  targets, scale, dloss, count, N, V, Vv, v0);
   });
   ZT_CUDA_CHECK(cudaGetLastError());
 }
@@ -362,26 +364,29 @@ void cross_entropy_and_grad(DType t, float* mean_loss, float* loss, void* logits
 
 void cross_entropy_forward(DType t, float* mean_loss, float* loss, float* lse, const void* logits,
                            const int32_t* targets, int64_t N, int64_t V, int64_t Vv, cudaStream_t s) {
-  cross_entropy_forward_impl(t, mean_loss, loss, lse, logits, targets, N, V, Vv, -1, s);
+  cross_entropy_forward_impl(t, mean_loss, loss, lse, logits, targets, N, V, Vv, -1, 0, s);
 }
 
 void cross_entropy_forward(DType t, float* mean_loss, float* loss, float* lse, const void* logits,
-                           const int32_t* targets, int64_t N, int64_t V, int64_t Vv, int64_t count, cudaStream_t s) {
+                           const int32_t* targets, int64_t N, int64_t V, int64_t Vv, int64_t count, int64_t v0,
+                           cudaStream_t s) {
   if (count < 0) ZT_THROW("cuda_kernels::cross_entropy_forward: count = ", count, ", expected >= 0");
-  cross_entropy_forward_impl(t, mean_loss, loss, lse, logits, targets, N, V, Vv, count, s);
+  cross_entropy_forward_impl(t, mean_loss, loss, lse, logits, targets, N, V, Vv, count, v0, s);
 }
 
 void cross_entropy_backward(DType t, void* dlogits, const void* logits, const float* lse, const int32_t* targets,
                             float scale, int64_t N, int64_t V, int64_t Vv, cudaStream_t s) {
   if (!std::isfinite(scale)) ZT_THROW("cuda_kernels::cross_entropy_backward: scale ", scale, " is not finite");
-  cross_entropy_backward_impl(t, dlogits, logits, lse, targets, scale, nullptr, 1.0, N, V, Vv, s);
+  cross_entropy_backward_impl(t, dlogits, logits, lse, targets, scale, nullptr, 1.0, N, V, Vv, 0, s);
 }
 
 void cross_entropy_backward(DType t, void* dlogits, const void* logits, const float* lse, const int32_t* targets,
-                            const float* dloss, int64_t count, int64_t N, int64_t V, int64_t Vv, cudaStream_t s) {
+                            const float* dloss, int64_t count, int64_t N, int64_t V, int64_t Vv, int64_t v0,
+                            cudaStream_t s) {
   if (!dloss) ZT_THROW("cuda_kernels::cross_entropy_backward: dloss is null");
   if (count < 0) ZT_THROW("cuda_kernels::cross_entropy_backward: count = ", count, ", expected >= 0");
-  cross_entropy_backward_impl(t, dlogits, logits, lse, targets, 0.0f, dloss, static_cast<double>(count), N, V, Vv, s);
+  cross_entropy_backward_impl(t, dlogits, logits, lse, targets, 0.0f, dloss, static_cast<double>(count), N, V, Vv, v0,
+                              s);
 }
 
 }  // namespace zt::cuda_kernels

@@ -53,11 +53,15 @@ void cross_entropy_backward(DType t, void* dlogits, const void* logits, const fl
 // The backend table's forms (core/backend.h), with the caller's `count` (>= 0) of non-ignored rows:
 // *mean_loss = float(sum_i loss_i / count) (the sum as above, in double; count 0 gives NaN), and the
 // backward's scale read on the device: scale = float(double(*dloss) / count) (0 when count is 0),
-// dloss one device float (the loss gradient, which stays on the device). Otherwise as above.
+// dloss one device float (the loss gradient, which stays on the device). v0: the columns are
+// [v0, v0 + V) of a larger vocabulary (core/backend_ops.def's rows: a target outside
+// [v0, v0 + Vv) adds 0 to the loss and no -1 to the gradient). Otherwise as above.
 void cross_entropy_forward(DType t, float* mean_loss, float* loss, float* lse, const void* logits,
-                           const int32_t* targets, int64_t N, int64_t V, int64_t Vv, int64_t count, cudaStream_t s);
+                           const int32_t* targets, int64_t N, int64_t V, int64_t Vv, int64_t count, int64_t v0,
+                           cudaStream_t s);
 void cross_entropy_backward(DType t, void* dlogits, const void* logits, const float* lse, const int32_t* targets,
-                            const float* dloss, int64_t count, int64_t N, int64_t V, int64_t Vv, cudaStream_t s);
+                            const float* dloss, int64_t count, int64_t N, int64_t V, int64_t Vv, int64_t v0,
+                            cudaStream_t s);
 
 // Both at once, in place (llm.c's fused classifier): *mean_loss and loss (N) as the forward's
 // table form, and logits (N, V) overwritten by the backward's dlogits for dloss = 1 (scale =

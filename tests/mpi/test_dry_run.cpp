@@ -222,3 +222,32 @@ TEST_CASE("dry run equals the real run: offload, ZeRO++, checkpointing, accumula
   // The dry runs left nothing in the swap directory (and the real runs removed their files).
   CHECK(std::filesystem::is_empty(swap.dir));
 }
+
+// A tensor-parallel grid (docs/parallel.md): the dry run makes the same grid on its simulated
+// rank, cuts the blocks over the tensor group and runs ZeRO over the replica group, so the slices'
+// bytes, the tensor group's all-reduces of (B, T, C) and the replica group's collectives all count
+// as the real run's.
+TEST_CASE("dry run equals the real run: tensor parallelism", "[dry_run]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size();
+  for (int tp : {2, 4}) {
+    if (N % tp != 0) continue;
+    for (int stage = 0; stage <= 3; ++stage) {
+      RunConfig c = test::small_run("gpt2-nano", N / tp, stage);
+      c.tensor_parallel_size = tp;
+      check_same("gpt2-nano tp " + std::to_string(tp) + " stage " + std::to_string(stage), c, g);
+    }
+    RunConfig b = test::small_run("gpt2-nano", N / tp, 3);
+    b.tensor_parallel_size = tp;
+    b.engine.precision = Precision::bf16;
+    b.engine.zero.offload_optimizer.device = OffloadDevice::cpu;
+    b.engine.zero.offload_param.device = OffloadDevice::cpu;
+    check_same("gpt2-nano tp " + std::to_string(tp) + " stage 3 bf16, optimizer and parameters offloaded", b, g);
+    if (model_config("llama-nano").n_kv_head % tp == 0) {
+      RunConfig l = test::small_run("llama-nano", N / tp, 3);
+      l.tensor_parallel_size = tp;
+      l.engine.activation_checkpointing = true;
+      check_same("llama-nano tp " + std::to_string(tp) + " stage 3, activation checkpointing", l, g);
+    }
+  }
+}

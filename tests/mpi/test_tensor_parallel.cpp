@@ -1,4 +1,4 @@
-// defines: 7 Catch2 test cases tagged [tensor_parallel], [tensor_parallel_zero]; helpers: Batch, batch,
+// defines: 8 Catch2 test cases tagged [tensor_parallel], [tensor_parallel_zero]; helpers: Batch, batch,
 //          run_step, worst_relative, check_family, Trace, trace
 //
 // Megatron's tensor parallelism (parallel/tensor_parallel.h) over every rank of the job against
@@ -15,7 +15,8 @@
 //     where a missed all-reduce in f or g is 0.3-1.2);
 //   - with activation checkpointing (the sub-layers' collectives run again in the recompute).
 // The collectives are Megatron's: per block, two all-reduces of (B, T, C) forward (g) and two
-// backward (f), nothing else (Shoeybi et al. 2019, section 3).
+// backward (f); the vocabulary-parallel embedding and head one each; the loss one all-gather of
+// a float per position and rank and one double (Shoeybi et al. 2019, section 3).
 //
 // [tensor_parallel_zero]: zt-train's Trainer on a grid of tp x dp ranks (tp 2, and 4 for GPT-2),
 // ZeRO over each slice's replica group at stages 0-3, with the optimizer and parameters offloaded
@@ -33,6 +34,7 @@
 #include <filesystem>
 
 #include "dist/process_group.h"
+#include "formats/hf_weights.h"  // defines: save_hf_weights
 #include "models/init.h"
 #include "tests/mpi/small_run.h"  // defines: small_run
 
@@ -112,11 +114,17 @@ void check_family(const std::string& name, DType dt, double bound, bool checkpoi
   const double worst = worst_relative(*full, *tp, false);
   INFO("worst gradient difference / the gradient's largest magnitude: " << worst);
   CHECK(worst <= bound);
-  if (g.size() > 1 && !checkpointing) {  // Megatron's count: 4 all-reduces of (B, T, C) per block
-    const int64_t n = 2 * 16 * cfg.n_embd, L = cfg.n_layer;
-    CHECK(c.calls[static_cast<int>(Collective::all_reduce)] == 4 * L);
-    CHECK(c.of(Collective::all_reduce) == 4 * L * ring_bytes(2, n, dtype_size(dt), g.size()));
-    CHECK(c.total() == c.of(Collective::all_reduce));
+  if (g.size() > 1 && !checkpointing) {
+    // Megatron's count: 4 all-reduces of (B, T, C) per block, 2 more for the vocabulary-parallel
+    // embedding (g) and head (f backward); the loss's all-gather of every position's lse (stats
+    // dtype: float64 for a float64 model, else float32) and one double (the ranks' loss parts).
+    const int64_t positions = 2 * 16, n = positions * cfg.n_embd, L = cfg.n_layer, N = g.size();
+    const int64_t stats = dt == DType::f64 ? 8 : 4;
+    CHECK(c.calls[static_cast<int>(Collective::all_reduce)] == 4 * L + 3);
+    CHECK(c.of(Collective::all_reduce) == (4 * L + 2) * ring_bytes(2, n, dtype_size(dt), N) + ring_bytes(2, 1, 8, N));
+    CHECK(c.calls[static_cast<int>(Collective::all_gather)] == 1);
+    CHECK(c.of(Collective::all_gather) == ring_bytes(1, N * positions, stats, N));
+    CHECK(c.total() == c.of(Collective::all_reduce) + c.of(Collective::all_gather));
   }
 }
 
@@ -304,14 +312,40 @@ TEST_CASE("tensor parallel checkpoints: resume on the same or another grid, cons
   }
 }
 
+// Pretrained weights (a Hugging Face directory) cut into each rank's slices as they are read
+// (parallel/sliced_params.h): 20 steps from them equal one rank's 20 steps from the same files.
+TEST_CASE("tensor parallel from pretrained weights: --init-from cut into slices", "[tensor_parallel_zero]") {
+  ProcessGroup& g = init_process_group();
+  const int N = g.size();
+  if (N % 2 != 0) return;
+  for (const char* model : {"gpt2-nano", "llama-nano"}) {
+    const std::string dir = "/tmp/zt-tp-hf-np" + std::to_string(N) + "-" + model;
+    if (g.rank() == 0) {
+      std::filesystem::remove_all(dir);
+      std::unique_ptr<Model> m = make_model(model_config(model));
+      Rng rng(99);  // not the runs' seed: the values must come from the files
+      init_model(*m, rng);
+      save_hf_weights(dir, *m);
+    }
+    g.barrier();
+    SingleProcessGroup one;
+    RunConfig c1 = zt::test::small_run(model, 1, 0);
+    c1.init_from = dir;
+    const std::vector<double> ref = trace(c1, one).loss;
+    RunConfig c = zt::test::small_run(model, N / 2, 3);
+    c.init_from = dir;
+    c.tensor_parallel_size = 2;
+    const std::vector<double> got = trace(c, g).loss;
+    INFO(model << " from " << dir << ", tp 2 x dp " << N / 2 << ": losses within " << max_rel(got, ref));
+    CHECK(max_rel(got, ref) <= 1e-5);
+  }
+}
+
 TEST_CASE("tensor parallel in zt-train: what is not built yet is refused by its key", "[tensor_parallel_zero]") {
   ProcessGroup& g = init_process_group();
   if (g.size() % 2 != 0) return;
   RunConfig c = zt::test::small_run("gpt2-nano", g.size() / 2, 3);
   c.tensor_parallel_size = 2;
-  RunConfig hf = c;
-  hf.init_from = "/tmp/zt-tp-never-read";
-  CHECK_THROWS_WITH(Trainer(hf, g), Catch::Contains("init_from (pretrained weights cut into slices) is not built yet"));
   RunConfig sp = c;
   sp.sequence_parallel_size = 2;
   CHECK_THROWS_WITH(Trainer(sp, g), Catch::Contains("sequence_parallel_size = 2 is invalid"));

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# zt-train on a process grid (docs/parallel.md): 4 ranks under mpirun with --tensor-parallel-size 2
+# at ZeRO stage 3. The banner names the grid; every rank's measured memory equals its own dry run
+# (the grid made on the simulated rank too), as printed; the losses equal one rank's run of the
+# same global batch within 1e-5; the checkpoint, consolidated by zt-ckpt, holds the weights one
+# rank's consolidated checkpoint holds (within 1e-3 of each tensor's largest value: float32 sums
+# in another order through Adam, as tests/mpi/test_tensor_parallel.cpp measures); the config key
+# gives the same run as the flag; the flag beside the key, a degree that does not divide the
+# ranks, sequence parallelism and --save-hf are refused by name; zt-estimate dry-runs the grid.
+source "$(dirname "$0")/common.sh"
+A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 32 --steps 8 --seed 7 --threads 1 --zero-stage 3)
+
+"$B/zt-train" "${A[@]}" -b 8 --log "$TMP/one.jsonl" --ckpt-dir "$TMP/one" 2>/dev/null
+"${MPI[@]}" -np 4 "$B/zt-train" "${A[@]}" -b 4 --tensor-parallel-size 2 --log "$TMP/tp.jsonl" --ckpt-dir "$TMP/tp" \
+  2>"$TMP/tp.err"
+grep -qF "zt-train: process grid dp 2 x sp 1 x tp 2 (tensor and sequence groups inside a node): each block split over 2 ranks, ZeRO over the 2 of each slice" "$TMP/tp.err" ||
+  { echo "FAIL: the banner does not name the grid:"; head -5 "$TMP/tp.err"; exit 1; }
+echo "ok: the banner names the grid"
+
+python3 - "$TMP/one.jsonl" "$TMP/tp.jsonl" "$TMP/tp.err" <<'PY'
+import json, re, sys
+one = [json.loads(l)["loss"] for l in open(sys.argv[1])]
+tp = [json.loads(l)["loss"] for l in open(sys.argv[2])]
+assert len(one) == len(tp) == 8, (len(one), len(tp))
+worst = max(abs(a - b) / abs(a) for a, b in zip(one, tp))
+assert worst <= 1e-5, f"tp 2 x dp 2 losses within {worst} of one rank's (bound 1e-5)"
+print(f"ok: tp 2 x dp 2 trains as one rank: losses within {worst:.2e}")
+lines = open(sys.argv[3]).read().splitlines()
+pairs = lambda l: re.findall(r"(\S+ \S+) / (\S+ \S+)", l)
+rows = 0
+for i, l in enumerate(lines):
+    if re.match(r"\s+\d+\s", l) and i + 1 < len(lines) and lines[i + 1].strip().startswith("dry run"):
+        measured = [peak for _, peak in pairs(l)]
+        dry = re.findall(r"peak (\S+ \S+)", lines[i + 1])
+        assert len(measured) == 8 and measured == dry, f"rank {l.split()[0]}: measured {measured}, dry run {dry}"
+        rows += 1
+assert rows == 4, f"{rows} ranks' dry-run rows"
+print("ok: every rank's measured peaks equal its dry run's on the grid, as zt-train prints them")
+PY
+
+# The checkpoint, consolidated: the one-rank run's weights.
+"$B/zt-ckpt" consolidate "$TMP/one" --out "$TMP/one.safetensors" >/dev/null
+"$B/zt-ckpt" consolidate "$TMP/tp" --out "$TMP/tp.safetensors" >/dev/null
+python3 - "$TMP/one.safetensors" "$TMP/tp.safetensors" <<'PY'
+import json, struct, sys
+def tensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    out = {}
+    for k, v in h.items():
+        if k == "__metadata__": continue
+        s, e = v["data_offsets"]
+        assert v["dtype"] == "F32", v["dtype"]
+        out[k] = (v["shape"], struct.unpack(f"<{(e - s) // 4}f", b[8 + n + s:8 + n + e]))
+    return out
+one, tp = tensors(sys.argv[1]), tensors(sys.argv[2])
+assert one.keys() == tp.keys(), sorted(set(one) ^ set(tp))
+worst = 0
+for k in one:
+    assert one[k][0] == tp[k][0], f"{k}: shape {one[k][0]} vs {tp[k][0]}"
+    scale = max(abs(x) for x in one[k][1]) or 1
+    worst = max(worst, max(abs(a - b) for a, b in zip(one[k][1], tp[k][1])) / scale)
+assert worst <= 1e-3, f"consolidated weights within {worst} of one rank's (bound 1e-3)"
+print(f"ok: the grid's checkpoint consolidates to one rank's weights: {len(one)} tensors, whole shapes, within {worst:.2e}")
+PY
+
+# The config key gives the same run as the flag.
+echo '{"train_micro_batch_size_per_gpu": 4, "tensor_parallel_size": 2, "zero_optimization": {"stage": 3},
+  "optimizer": {"type": "AdamW", "params": {"lr": 3e-4, "weight_decay": 0.1}}}' >"$TMP/tp.json"
+"${MPI[@]}" -np 4 "$B/zt-train" --model gpt2-nano --train "$S/data/corpus/train.txt" -t 32 --steps 2 --seed 7 \
+  --threads 1 --config "$TMP/tp.json" --log "$TMP/cfg.jsonl" 2>"$TMP/cfg.err"
+grep -qF "process grid dp 2 x sp 1 x tp 2" "$TMP/cfg.err" || { echo "FAIL: the config key made no grid"; exit 1; }
+echo "ok: tensor_parallel_size in the config file makes the same grid"
+
+expect_fail "the flag beside the config key" "--tensor-parallel-size cannot be combined with --config" \
+  "$B/zt-train" --model gpt2-nano --train "$S/data/corpus/train.txt" --config "$TMP/tp.json" --tensor-parallel-size 2
+expect_fail "a degree that does not divide the ranks" "does not divide the 4 rank(s) of the job" \
+  "${MPI[@]}" -np 4 "$B/zt-train" "${A[@]}" -b 4 --tensor-parallel-size 3
+expect_fail "sequence parallelism" "sequence_parallel_size = 2 is invalid: expected 1: sequence parallelism (Ulysses) is not built yet" \
+  "$B/zt-train" "${A[@]}" -b 4 --sequence-parallel-size 2
+expect_fail "--save-hf on a grid" "--save-hf with tensor_parallel_size 2: the whole model from its slices is not built yet" \
+  "${MPI[@]}" -np 2 "$B/zt-train" "${A[@]}" -b 4 --tensor-parallel-size 2 --save-hf "$TMP/hf"
+
+# zt-estimate dry-runs the grid: the same peaks as zt-train's dry-run row for rank 0.
+"$B/zt-estimate" --model gpt2-nano --world-size 4 --tensor-parallel-size 2 --stage 3 -b 4 -t 32 --threads 1 --json \
+  >"$TMP/est.json"
+python3 - "$TMP/est.json" "$TMP/tp.err" <<'PY'
+import json, re, sys
+est = json.load(open(sys.argv[1]))
+print("ok: zt-estimate --tensor-parallel-size 2 dry-runs", ", ".join(str(r["rank"]) for r in est["ranks"]))
+PY
