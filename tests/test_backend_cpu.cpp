@@ -442,6 +442,57 @@ TEST_CASE("cpu backend: embedding and cross_entropy", "[backend]") {
   CHECK(std::isnan(nan_loss.item()));
 }
 
+// The rows vocabulary parallelism uses (parallel/vocab_parallel.h): a vocabulary cut in two
+// halves, each half's cross_entropy with its v0 (lse of every row; the loss terms of its own
+// targets only), the lse combined, and each half's backward with the combined lse, give the
+// whole vocabulary's loss and gradient; an embedding id of -1 is a zero row and adds nothing.
+TEST_CASE("cpu backend: cross_entropy's v0 and embedding's -1 (a vocabulary cut in halves)", "[backend]") {
+  CpuBackend& be = cpu_backend();
+  const int64_t N = 5, Vh = 6, V = 2 * Vh, count = 4;
+  Tensor logits = rnd({N, V}, 41, DType::f32, 2.0), targets = ids_tensor({1, 7, -1, 11, 5}, {N});
+  Tensor loss = out_like({}), lse = out_like({N});
+  be.cross_entropy(loss, lse, logits, targets, V, count);
+  Tensor dl = out_like({N, V});
+  be.cross_entropy_backward(dl, logits, lse, targets, Tensor::full({}, 1.0), V, count);
+  Tensor half[2], part[2] = {out_like({}), out_like({})}, hlse[2] = {out_like({N}), out_like({N})};
+  for (int h = 0; h < 2; ++h) {
+    half[h] = logits.slice(1, h * Vh, (h + 1) * Vh).contiguous();
+    be.cross_entropy(part[h], hlse[h], half[h], targets, Vh, count, h * Vh);
+  }
+  const Vec l0 = hlse[0].to_vector(), l1 = hlse[1].to_vector();
+  const std::vector<int> tg{1, 7, -1, 11, 5};
+  Vec whole(N);
+  double correction = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    const double m = std::max(l0[i], l1[i]);
+    whole[i] = m + std::log(std::exp(l0[i] - m) + std::exp(l1[i] - m));
+    if (tg[i] >= 0) correction += whole[i] - (tg[i] < Vh ? l0[i] : l1[i]);
+  }
+  CHECK(part[0].item() + part[1].item() + correction / count == Approx(loss.item()).epsilon(1e-6));
+  Tensor LSE = Tensor::from_vector(whole, {N});
+  Vec got;
+  for (int h = 0; h < 2; ++h) {
+    Tensor d = out_like({N, Vh});
+    be.cross_entropy_backward(d, half[h], LSE, targets, Tensor::full({}, 1.0), Vh, count, h * Vh);
+    const Vec dv = d.to_vector();
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t j = 0; j < Vh; ++j) CHECK(dv[i * Vh + j] == Approx(dl.to_vector()[i * V + h * Vh + j]).margin(1e-6));
+  }
+
+  const int64_t C = 3;
+  Tensor table = rnd({4, C}, 42), ids = ids_tensor({2, -1, 0}, {3});
+  Tensor y = out_like({3, C});
+  be.embedding(y, ids, table);
+  const Vec yv = y.to_vector(), tv = table.to_vector();
+  for (int64_t c = 0; c < C; ++c) {
+    CHECK(yv[c] == tv[2 * C + c]);
+    CHECK(yv[C + c] == 0.0);  // -1: a zero row
+  }
+  Tensor dtable = Tensor::zeros({4, C});
+  be.embedding_backward(dtable, Tensor::full({3, C}, 1.0), ids);
+  CHECK(dtable.to_vector() == Vec{1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0});  // rows 0 and 2 only
+}
+
 TEST_CASE("cpu backend: layernorm and rmsnorm forward", "[backend]") {
   CpuBackend& be = cpu_backend();
   const int64_t N = 6, C = 10;

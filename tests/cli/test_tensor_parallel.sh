@@ -78,15 +78,27 @@ expect_fail "the flag beside the config key" "--tensor-parallel-size cannot be c
 expect_fail "a degree that does not divide the ranks" "does not divide the 4 rank(s) of the job" \
   "${MPI[@]}" -np 4 "$B/zt-train" "${A[@]}" -b 4 --tensor-parallel-size 3
 expect_fail "sequence parallelism" "sequence_parallel_size = 2 is invalid: expected 1: sequence parallelism (Ulysses) is not built yet" \
-  "$B/zt-train" "${A[@]}" -b 4 --sequence-parallel-size 2
+  "${MPI[@]}" -np 2 "$B/zt-train" "${A[@]}" -b 4 --sequence-parallel-size 2
 expect_fail "--save-hf on a grid" "--save-hf with tensor_parallel_size 2: the whole model from its slices is not built yet" \
   "${MPI[@]}" -np 2 "$B/zt-train" "${A[@]}" -b 4 --tensor-parallel-size 2 --save-hf "$TMP/hf"
 
-# zt-estimate dry-runs the grid: the same peaks as zt-train's dry-run row for rank 0.
+# zt-estimate dry-runs the grid: rank 0's model states as zt-train's own dry run of rank 0 printed them.
 "$B/zt-estimate" --model gpt2-nano --world-size 4 --tensor-parallel-size 2 --stage 3 -b 4 -t 32 --threads 1 --json \
   >"$TMP/est.json"
 python3 - "$TMP/est.json" "$TMP/tp.err" <<'PY'
 import json, re, sys
-est = json.load(open(sys.argv[1]))
-print("ok: zt-estimate --tensor-parallel-size 2 dry-runs", ", ".join(str(r["rank"]) for r in est["ranks"]))
+def fmt(b):  # core/memory.cpp's format_bytes
+    if b < 1024: return f"{b} B"
+    for unit, k in (("KiB", 1), ("MiB", 2), ("GiB", 3)):
+        if b < 1024.0 ** (k + 1) or unit == "GiB": return f"{b / 1024.0 ** k:.2f} {unit}"
+est = next(r for r in json.load(open(sys.argv[1])) if r["rank"] == 0)
+lines = open(sys.argv[2]).read().splitlines()
+header = next(l for l in lines if l.strip().startswith("rank") and "params" in l).split()[1:]
+row = next(lines[i + 1] for i, l in enumerate(lines) if re.match(r"\s+0\s", l) and lines[i + 1].strip().startswith("dry run"))
+peaks = dict(zip(header, re.findall(r"peak (\S+ \S+)", row)))
+for cat in ("params", "grads", "optim"):
+    want = fmt(est["device"]["steady_step"][cat]["peak"])
+    assert peaks[cat] == want, f"{cat}: zt-estimate {want}, zt-train's dry run {peaks[cat]}"
+print("ok: zt-estimate --tensor-parallel-size 2 gives rank 0's model states as zt-train's dry run:",
+      ", ".join(f"{c} {peaks[c]}" for c in ("params", "grads", "optim")))
 PY

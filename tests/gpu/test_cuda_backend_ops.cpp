@@ -470,13 +470,29 @@ TEST_CASE("cuda backend: softmax, cross_entropy, embedding match the cpu backend
       cpu().cross_entropy_backward(rdl, x, rlse, targets, dloss, sh.Vv, count);
       g.cross_entropy_backward(dl, gx, lse, gtargets, device_from(dloss, t), sh.Vv, count);
       CHECK(count_bad(dl, rdl, t, 1e-5) == 0);
+      // vocabulary parallelism's v0 (parallel/vocab_parallel.h): these columns as [v0, v0 + N) of
+      // a larger vocabulary, targets shifted by v0 where they fall here and moved past the columns
+      // (another rank's) elsewhere: the lse of every row, the loss terms and -1s of its own only
+      const int64_t v0 = 1000;
+      std::vector<double> tv(tg);
+      for (int64_t i = 0; i < sh.R; ++i)
+        if (tv[i] != -1) tv[i] = i % 2 ? tv[i] + v0 : v0 + sh.N + i;  // odd rows here, even ones elsewhere
+      const Tensor vt = host(tv, {sh.R}).to(DType::i32), gvt = vt.to(Device::cuda(0));
+      cpu().cross_entropy(rloss, rlse, x, vt, sh.Vv, count, v0);
+      g.cross_entropy(loss, lse, gx, gvt, sh.Vv, count, v0);
+      CHECK(count_bad(loss, rloss, t, 1e-5) == 0);
+      CHECK(count_bad(lse, rlse, DType::f32, 1e-5) == 0);
+      cpu().cross_entropy_backward(rdl, x, rlse, vt, dloss, sh.Vv, count, v0);
+      g.cross_entropy_backward(dl, gx, lse, gvt, device_from(dloss, t), sh.Vv, count, v0);
+      CHECK(count_bad(dl, rdl, t, 1e-5) == 0);
     }
   for (DType t : kTypes)
     for (int64_t C : {int64_t(1), int64_t(33), int64_t(768)}) {
       CAPTURE(dtype_name(t), C);
       const int64_t V = 50, n = 301;
       std::vector<double> idv(n);
-      for (int64_t i = 0; i < n; ++i) idv[i] = static_cast<double>((i * 13 + i / 7) % V);
+      for (int64_t i = 0; i < n; ++i)
+        idv[i] = i % 11 == 5 ? -1.0 : static_cast<double>((i * 13 + i / 7) % V);  // -1: another rank's
       const Tensor ids = host(idv, {n}).to(DType::i32), gids = ids.to(Device::cuda(0));
       const Tensor table = host(values(V * C, 32, t), {V, C});
       Tensor ref = host_empty({n, C}), out = device_empty({n, C}, t);
