@@ -7,7 +7,7 @@
 namespace zt {
 
 namespace {
-// A contiguous copy of t, summed over the group in place.
+// A contiguous copy of t (a gradient, which its owner may still read), summed over the group.
 Tensor all_reduced(const Tensor& t, const TensorParallel& tp) {
   Tensor s = t.clone(Category::activations);
   tp.group->all_reduce(s.view({s.numel()}));
@@ -23,8 +23,12 @@ Var tp_copy(const Var& x, const TensorParallel& tp) {
 
 Var tp_reduce(const Var& x, const TensorParallel& tp) {
   if (!tp.on()) return x;
+  // In place: the partial sum's buffer becomes the sum (nothing else reads the partial, and the
+  // backward needs neither), so a block keeps one (B, T, C) per sub-layer, not two.
+  Tensor s = x.value().contiguous();
+  tp.group->all_reduce(s.view({s.numel()}));
   return Var::make(
-      all_reduced(x.value(), tp), {x}, [](std::vector<Var>& in, const Tensor& g) { in[0].add_grad(g); }, "tp_reduce");
+      s, {x}, [](std::vector<Var>& in, const Tensor& g) { in[0].add_grad(g); }, "tp_reduce");
 }
 
 Var row_parallel_output(const Var& partial, const Var& bias, const TensorParallel& tp) {

@@ -33,7 +33,9 @@ struct TensorParallel {
 };
 
 Var tp_copy(const Var& x, const TensorParallel& tp);    // f (see above); x any shape
-Var tp_reduce(const Var& x, const TensorParallel& tp);  // g (see above); x any shape
+// g (see above); x any shape: a partial sum that nothing else reads (a row-parallel layer's
+// output, the vocabulary-parallel embedding's lookup), summed in its own buffer.
+Var tp_reduce(const Var& x, const TensorParallel& tp);
 // A row-parallel layer's output: g, then its deferred bias once (undefined: none). Without tensor
 // parallelism the layer added its bias itself and this returns partial as it is.
 Var row_parallel_output(const Var& partial, const Var& bias, const TensorParallel& tp);
