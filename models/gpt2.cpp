@@ -29,9 +29,10 @@ Var GPT2Embed::forward(const Tensor& idx, int64_t pos0) const {
   return add(vocab_parallel_embedding(idx, params_.var(wte.weight), tp), wpe.forward(pos));  // (B, T, C)
 }
 
-GPT2Block::GPT2Block(int64_t i, const ModelConfig& c, DType dt, const TensorParallel& tp_)
+GPT2Block::GPT2Block(int64_t i, const ModelConfig& c, DType dt, const TensorParallel& tp_, const SequenceParallel& sp)
     : Unit("h." + std::to_string(i), dt),
       tp(tp_),
+      ulysses(ulysses_exchange(sp, tp_share(c.n_head, tp_, "n_head"), tp_share(c.n_head, tp_, "n_head"), c.head_dim())),
       ln_1(params_, "ln_1", c.n_embd, c.norm_eps),
       attn(params_, "attn",
            AttentionConfig{.n_embd = c.n_embd,
@@ -61,7 +62,8 @@ GPT2Block::GPT2Block(int64_t i, const ModelConfig& c, DType dt, const TensorPara
 Var GPT2Block::forward(const Var& x) const {
   const Var attn_bias = attn.cfg.defer_out_bias ? params_.var(attn.c_proj_b) : Var();
   const Var mlp_bias = mlp.defer_out_bias ? params_.var(mlp.c_proj.bias) : Var();
-  const Var a = row_parallel_output(attn.forward(tp_copy(ln_1.forward(x), tp)), attn_bias, tp);
+  const Var a = row_parallel_output(attn.forward(tp_copy(ln_1.forward(x), tp), ulysses.parts > 1 ? &ulysses : nullptr),
+                                    attn_bias, tp);
   auto [h, n] = ln_2.forward_residual(x, a);  // (B, T, C) each
   return add(h, row_parallel_output(mlp.forward(tp_copy(n, tp)), mlp_bias, tp));
 }

@@ -43,11 +43,12 @@ struct GPT2Embed : Unit {
 // and c_fc's hidden units by rows (column-parallel), c_proj's by columns (row-parallel), their
 // biases added once after the sum (parallel/tensor_parallel.h); the norms whole.
 struct GPT2Block : Unit {
-  GPT2Block(int64_t i, const ModelConfig& c, DType dt, const TensorParallel& tp = {});
+  GPT2Block(int64_t i, const ModelConfig& c, DType dt, const TensorParallel& tp = {}, const SequenceParallel& sp = {});
   Var forward(const Var& x) const;  // (B, T, C) -> (B, T, C)
   // The same with the KV cache (nn/kv_cache.h): x holds positions [p, p + T) of layer `layer`.
   Var forward_cached(const Var& x, KVCache& cache, int64_t layer) const;
   TensorParallel tp;
+  HeadExchange ulysses;  // sequence parallelism's exchange around attention (parts 1: none)
   LayerNorm ln_1;
   CausalSelfAttention attn;
   LayerNorm ln_2;

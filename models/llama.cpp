@@ -21,9 +21,11 @@ Var LlamaEmbed::forward(const Tensor& idx, int64_t) const {
   return vocab_parallel_embedding(idx, params_.var(embed_tokens.weight), tp);  // (B, T, C)
 }
 
-LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt, const TensorParallel& tp_)
+LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt, const TensorParallel& tp_, const SequenceParallel& sp)
     : Unit("layers." + std::to_string(i), dt),
       tp(tp_),
+      ulysses(ulysses_exchange(sp, tp_share(c.n_head, tp_, "n_head"), tp_share(c.n_kv_head, tp_, "n_kv_head"),
+                               c.head_dim())),
       input_layernorm(params_, "input_layernorm", c.n_embd, c.norm_eps),
       self_attn(params_, "self_attn",
                 AttentionConfig{.n_embd = c.n_embd,
@@ -47,7 +49,8 @@ LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt, const TensorPa
 // runs between f (tp_copy) and g (row_parallel_output): both the identity without tensor
 // parallelism.
 Var LlamaLayer::forward(const Var& x) const {
-  const Var a = row_parallel_output(self_attn.forward(tp_copy(input_layernorm.forward(x), tp)), Var(), tp);
+  const Var a = row_parallel_output(
+      self_attn.forward(tp_copy(input_layernorm.forward(x), tp), ulysses.parts > 1 ? &ulysses : nullptr), Var(), tp);
   auto [h, n] = post_attention_layernorm.forward_residual(x, a);
   return add(h, row_parallel_output(mlp.forward(tp_copy(n, tp)), Var(), tp));  // (B, T, C)
 }

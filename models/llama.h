@@ -45,11 +45,12 @@ struct LlamaEmbed : Unit {
 // v_proj's heads, gate_proj's and up_proj's hidden units (column-parallel), o_proj's and
 // down_proj's columns (row-parallel); n_kv_head must be divisible by the degree.
 struct LlamaLayer : Unit {
-  LlamaLayer(int64_t i, const ModelConfig& c, DType dt, const TensorParallel& tp = {});
+  LlamaLayer(int64_t i, const ModelConfig& c, DType dt, const TensorParallel& tp = {}, const SequenceParallel& sp = {});
   Var forward(const Var& x) const;  // (B, T, C) -> (B, T, C)
   // The same with the KV cache (nn/kv_cache.h): x holds positions [p, p + T) of layer `layer`.
   Var forward_cached(const Var& x, KVCache& cache, int64_t layer) const;
   TensorParallel tp;
+  HeadExchange ulysses;  // sequence parallelism's exchange around attention (parts 1: none)
   RMSNorm input_layernorm;
   CausalSelfAttention self_attn;
   RMSNorm post_attention_layernorm;

@@ -74,6 +74,9 @@ struct ModelOptions {
   // The group each block is split over (Megatron's tensor parallelism, parallel/tensor_parallel.h):
   // every unit then holds this rank's slice of the blocks' weights (ParamInfo::slice). Null: whole.
   ProcessGroup* tensor_parallel = nullptr;
+  // The group each sequence is split over (Ulysses, parallel/sequence_parallel.h): the model then
+  // takes this rank's T / P tokens of every sequence, and attention exchanges them for heads.
+  ProcessGroup* sequence_parallel = nullptr;
 };
 
 // The MLP width a family uses when a config does not give one: GPT-2 4C; Llama

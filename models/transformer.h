@@ -10,7 +10,8 @@
 //
 // A family supplies the three unit types, each built with tp, the tensor-parallel group it is split
 // over (parallel/tensor_parallel.h; none: whole): Embed(cfg, dtype, tp) with forward(idx, pos0 = 0)
-// (the tokens at positions [pos0, pos0 + T)), Block(i, cfg, dtype, tp) with forward(x) and, for cached
+// (the tokens at positions [pos0, pos0 + T)), Block(i, cfg, dtype, tp, sp) with forward(x) (sp: the
+// sequence group, parallel/sequence_parallel.h) and, for cached
 // inference, forward_cached(x, cache, i) (nn/kv_cache.h; what differs for decode is written in
 // the family's file), Head(cfg, dtype, tp) with forward(x, const Embed&) and loss(x, const Embed&,
 // targets, V).
@@ -28,6 +29,7 @@
 #include "autograd/ops.h"
 #include "models/model_config.h"
 #include "nn/model.h"
+#include "parallel/sequence_parallel.h"
 #include "parallel/tensor_parallel.h"
 
 namespace zt {
@@ -60,9 +62,10 @@ class TransformerLM : public Model {
     return run_head(forward_hidden(idx), [h, e, targets, V](const Var& in) { return h->loss(in, *e, targets, V); });
   }
   KVCache make_kv_cache() const override {
-    if (tp_.on())
+    if (tp_.on() || sp_.on())
       ZT_THROW(name_, ": cached inference with tensor parallelism is not built (each rank holds ",
-               cfg_.n_head / tp_.size(), " of ", cfg_.n_head, " heads): generate on one rank");
+               cfg_.n_head / tp_.size(), " of ", cfg_.n_head, " heads", sp_.on() ? ", a share of each sequence" : "",
+               "): generate on one rank");
     return KVCache(cfg_.n_layer, cfg_.n_kv_head, cfg_.n_embd / cfg_.n_head, cfg_.max_seq_len);
   }
   Var logits_cached(const Tensor& idx, KVCache& cache) override {
@@ -108,26 +111,30 @@ class TransformerLM : public Model {
     cfg_.validate();
     if (cfg_.family != family) ZT_THROW(name_, ": config family is \"", cfg_.family, "\", expected \"", family, "\"");
     tp_ = TensorParallel{opt.tensor_parallel};
+    sp_ = SequenceParallel{opt.sequence_parallel};
     embed_ = std::make_unique<Embed>(cfg_, opt.dtype, tp_);
-    for (int64_t i = 0; i < cfg_.n_layer; ++i) blocks_.push_back(std::make_unique<Block>(i, cfg_, opt.dtype, tp_));
+    for (int64_t i = 0; i < cfg_.n_layer; ++i) blocks_.push_back(std::make_unique<Block>(i, cfg_, opt.dtype, tp_, sp_));
     head_ = std::make_unique<Head>(cfg_, opt.dtype, tp_);
     if (opt.allocate) finalize_params(opt.world_size, opt.alignment, opt.materialize);
   }
 
   ModelConfig cfg_;
   TensorParallel tp_;
+  SequenceParallel sp_;  // idx holds this rank's share of each sequence: positions from rank * T
   std::unique_ptr<Embed> embed_;
   std::vector<std::unique_ptr<Block>> blocks_;
   std::unique_ptr<Head> head_;
 
  private:
-  // x (B, T, C) after the last block.
+  // x (B, T, C) after the last block (T: this rank's tokens under sequence parallelism, those at
+  // positions [pos0, pos0 + T) of the whole sequence).
   Var forward_hidden(const Tensor& idx) {
-    check_token_batch(idx, cfg_.vocab_size, cfg_.max_seq_len, name_);
+    check_token_batch(idx, cfg_.vocab_size, cfg_.max_seq_len / sp_.size(), name_);
     ZT_CHECK(embed_->params().finalized(), name_, " built with allocate = false (layout only) cannot run forward");
     Residency& r = *residency_;
     Embed* e = embed_.get();  // raw pointers: the closures outlive this call under recompute()
-    Var x = run_unit(r, *e, Var(), [e, idx](const Var&) { return e->forward(idx); });
+    const int64_t pos0 = sp_.rank() * idx.size(1);
+    Var x = run_unit(r, *e, Var(), [e, idx, pos0](const Var&) { return e->forward(idx, pos0); });
     for (auto& bp : blocks_) {
       Block* b = bp.get();
       x = run_unit(r, *b, x, [b](const Var& in) { return b->forward(in); });

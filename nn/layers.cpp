@@ -99,10 +99,14 @@ Var CausalSelfAttention::fused_qkv(const Var& x) const {
 
 // The packed projection, RoPE on its q and k heads (Llama), attention reading it in place (cuDNN
 // takes the strides; llm.c's layout), the output projection.
-Var CausalSelfAttention::forward(const Var& x) const {
-  Var qkv = fused_qkv(x);  // (B, T, C + 2 kv)
-  if (cfg.use_rope) qkv = rope_packed(qkv, cfg.n_head, cfg.n_kv_head, cfg.rope);
-  return project_out(causal_attention_packed(qkv, cfg.n_head, cfg.n_kv_head));
+Var CausalSelfAttention::forward(const Var& x, const HeadExchange* exchange) const {
+  const int64_t parts = exchange ? exchange->parts : 1, Hq = cfg.n_head / parts, Hkv = cfg.n_kv_head / parts;
+  Var qkv = fused_qkv(x);                       // (B, T, C + 2 kv)
+  if (exchange) qkv = exchange->to_heads(qkv);  // (B, T parts, (C + 2 kv) / parts): the whole sequence
+  if (cfg.use_rope) qkv = rope_packed(qkv, Hq, Hkv, cfg.rope);
+  Var y = causal_attention_packed(qkv, Hq, Hkv);  // (B, T', Hq, D)
+  if (exchange) y = exchange->to_sequence(y);     // (B, T, C): this rank's tokens again
+  return project_out(y);
 }
 
 Var CausalSelfAttention::forward_cached(const Var& x, KVCache& cache, int64_t layer) const {

@@ -60,11 +60,23 @@ struct AttentionConfig {
   bool defer_out_bias = false;
 };
 
+// Sequence parallelism's exchange around attention (Ulysses: parallel/sequence_parallel.h). The
+// layer hands its packed projection of this rank's tokens to to_heads, which returns the whole
+// sequence for a 1/parts share of the heads: (B, T/parts, (Hq + 2 Hkv) D) -> (B, T, (Hq + 2 Hkv) D
+// / parts). Attention runs there, and to_sequence takes its output back: (B, T, Hq/parts, D) ->
+// (B, T/parts, Hq D). nn knows nothing of ranks: the exchange is the caller's.
+struct HeadExchange {
+  int64_t parts = 1;
+  std::function<Var(const Var&)> to_heads, to_sequence;
+};
+
 // Multi-head causal self-attention: x (B, T, C) -> (B, T, C).
 class CausalSelfAttention : public Module {
  public:
   CausalSelfAttention(ParamSet& ps, const std::string& prefix, const AttentionConfig& cfg);
-  Var forward(const Var& x) const;
+  // exchange: null, or sequence parallelism's (above): x then holds this rank's share of the
+  // sequence, and RoPE's positions are the whole sequence's (applied after to_heads).
+  Var forward(const Var& x, const HeadExchange* exchange = nullptr) const;
   // Inference with a KV cache (nn/kv_cache.h), under no_grad: x (B, T, C) holds the tokens at
   // positions [p, p + T), p = cache.length(); RoPE at those positions; k, v appended to the
   // cache's layer `layer`; attention over positions [0, p + T). The caller advances the cache.

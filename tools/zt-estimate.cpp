@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
       "zt-estimate: per-rank memory (params, grads, optim, activations, comm, workspace, secondary) of a "
       "ZeRO training run, or the ZeRO paper's Table 1 (--paper)"};
   std::string model_name, params_str, precision = "fp32", config_path, compute_dtype = "f32";
-  int64_t tp = 1;  // --tensor-parallel-size
+  int64_t tp = 1, sp = 1;  // --tensor-parallel-size, --sequence-parallel-size
   int stage = 0;
   int64_t world = 1, batch = 0, seq_len = 0, threads = omp_get_max_threads();
   bool ckpt = false, cpu_ckpt = false, paper = false, json = false, dry = false;
@@ -273,6 +273,8 @@ int main(int argc, char** argv) {
                  "ranks N (the paper's Nd; with --tensor-parallel-size, Nd x the tensor-parallel degree)");
   app.add_option("--tensor-parallel-size", tp,
                  "split each block over this many ranks (docs/parallel.md; config key tensor_parallel_size)");
+  app.add_option("--sequence-parallel-size", sp,
+                 "split each sequence over this many ranks (Ulysses; config key sequence_parallel_size)");
   app.add_option("--precision", precision, "fp32 | bf16 | fp16 (bf16 / fp16: the paper's mixed precision, K = 12)");
   app.add_option("--compute-dtype", compute_dtype,
                  "f32 (the CPU's mixed precision: float32 copies, 4-byte activations) or bf16 (a GPU's with bf16: "
@@ -363,9 +365,12 @@ int main(int argc, char** argv) {
       const nlohmann::json j = read_json_file(config_path, "config '" + config_path + "'");
       if (!app.count("--tensor-parallel-size") && j.contains("tensor_parallel_size"))
         tp = json_integer(j.at("tensor_parallel_size"), "config '" + config_path + "': tensor_parallel_size", 1);
-      if (tp < 1 || world % tp != 0)
-        ZT_THROW("tensor_parallel_size ", tp, " does not divide the ", world, " rank(s) of --world-size");
-      const EngineConfig ec = engine_config_from_file(config_path, static_cast<int>(world < 1 ? 1 : world / tp),
+      if (!app.count("--sequence-parallel-size") && j.contains("sequence_parallel_size"))
+        sp = json_integer(j.at("sequence_parallel_size"), "config '" + config_path + "': sequence_parallel_size", 1);
+      if (tp < 1 || sp < 1 || world % (tp * sp) != 0)
+        ZT_THROW("tensor_parallel_size ", tp, " x sequence_parallel_size ", sp, " does not divide the ", world,
+                 " rank(s) of --world-size");
+      const EngineConfig ec = engine_config_from_file(config_path, static_cast<int>(world < 1 ? 1 : world / (tp * sp)),
                                                       run_config_keys());
       run = ec;  // every key of the file (optimizer, fp16's scaler, aio, ...); the flags below win
       if (!app.count("--compute-dtype") && j.contains("compute_dtype") && j.at("compute_dtype") == "bf16")
@@ -428,11 +433,14 @@ int main(int argc, char** argv) {
     run.cpu_checkpointing = cpu_ckpt;
     if (!model_name.empty()) {  // a model: its training step run on the meta device
       if (nodes < 1 || world % nodes != 0) ZT_THROW("--nodes ", nodes, ": expected a divisor of --world-size ", world);
-      if (tp < 1 || world % tp != 0)
-        ZT_THROW("--tensor-parallel-size ", tp, " does not divide the ", world, " rank(s) of --world-size");
+      if (tp < 1 || sp < 1 || world % (tp * sp) != 0)
+        ZT_THROW("--tensor-parallel-size ", tp, " x --sequence-parallel-size ", sp, " does not divide the ", world,
+                 " rank(s) of --world-size");
+      if (seq_len % sp != 0) ZT_THROW("--seq-len ", seq_len, " is not a multiple of --sequence-parallel-size ", sp);
       RunConfig rc;
       rc.model = model_name;
       rc.tensor_parallel_size = tp;
+      rc.sequence_parallel_size = sp;
       rc.engine = run;
       rc.engine.gradient_accumulation_steps = accum < 1 ? 1 : accum;
       rc.seq_len = seq_len;
@@ -474,7 +482,9 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    if (tp != 1) ZT_THROW("--tensor-parallel-size needs --model (a parameter count has no blocks to split)");
+    if (tp != 1 || sp != 1)
+      ZT_THROW(
+          "--tensor-parallel-size / --sequence-parallel-size need --model (a parameter count has no blocks to split)");
     if (!fit_axis.empty()) ZT_THROW("--fit needs --model (a step to run)");
     if (!time_profile.empty()) ZT_THROW("--time needs --model (a step to run)");
     if (compare || pricing.asked()) ZT_THROW("--compare / --tokens need --model and --time (a step to time)");

@@ -127,7 +127,7 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
                  "split each block over this many ranks (Megatron's tensor parallelism; docs/parallel.md; config "
                  "key tensor_parallel_size)");
   app.add_option("--sequence-parallel-size", c.sequence_parallel_size,
-                 "split each sequence over this many ranks (Ulysses: not built yet, only 1; config key "
+                 "split each sequence over this many ranks (DeepSpeed-Ulysses; docs/parallel.md; config key "
                  "sequence_parallel_size)");
   app.add_option("--collective-timeout-s", c.collective_timeout_s,
                  "abort the job when one collective waits longer than this, naming the ranks it waits for "

@@ -113,8 +113,8 @@ DryRun dry_run(const DryRunRequest& req) {
     if (req.observer) req.observer->phase(s, p);
   };
   {
-    // A tensor-parallel run's grid, as the Trainer makes it: the blocks cut over the tensor group,
-    // ZeRO over the replica group (docs/parallel.md).
+    // A tensor- or sequence-parallel run's grid, as the Trainer makes it: the blocks cut over the
+    // tensor group, the sequences over the sequence group, ZeRO over the replica group (docs/parallel.md).
     std::unique_ptr<ProcessGrid> grid;
     if (cfg.grid_size() > 1) {
       ZT_CHECK(!req.build, "dry run: a model of your own with tensor_parallel_size ", cfg.tensor_parallel_size,
@@ -134,6 +134,7 @@ DryRun dry_run(const DryRunRequest& req) {
       ModelOptions opt;
       opt.world_size = zero_group.size();
       opt.tensor_parallel = grid ? grid->tensor.get() : nullptr;
+      opt.sequence_parallel = grid ? grid->sequence.get() : nullptr;
       opt.alignment = kShardAlignment;
       opt.dtype = cfg.compute_dtype;
       opt.materialize = false;
@@ -157,13 +158,20 @@ DryRun dry_run(const DryRunRequest& req) {
     // The steps, as Trainer::step runs them. The batch (B, T) ids and targets are where the CPU
     // target's data loader puts them, in the device's allocator (the CPU is its own host),
     // allocated at the first step.
-    Tensor idx, targets;
+    Tensor whole_idx, whole_targets, idx, targets;
     for (int s = 0; s < req.steps; ++s) {
       meta.reset_peaks();
       const CommCounters before = group.counters();
-      if (!idx.defined()) {
-        idx = Tensor::empty({cfg.batch(), cfg.seq_len}, DType::i32, Category::activations);
-        targets = Tensor::empty({cfg.batch(), cfg.seq_len}, DType::i32, Category::activations);
+      if (!whole_idx.defined()) {
+        whole_idx = Tensor::empty({cfg.batch(), cfg.seq_len}, DType::i32, Category::activations);
+        whole_targets = Tensor::empty({cfg.batch(), cfg.seq_len}, DType::i32, Category::activations);
+      }
+      if (cfg.sequence_parallel_size == 1) {
+        idx = whole_idx, targets = whole_targets;
+      } else {  // each step this rank's share of the sequences, copied from the whole batch (Trainer::next_batch)
+        const int64_t T = cfg.seq_len / cfg.sequence_parallel_size;
+        idx = Tensor::empty({cfg.batch(), T}, DType::i32, Category::activations);
+        targets = Tensor::empty({cfg.batch(), T}, DType::i32, Category::activations);
       }
       for (int64_t micro = 0; micro < cfg.grad_accum(); ++micro) {
         phase(s, DryRunObserver::Phase::forward);

@@ -52,8 +52,10 @@ void RunConfig::validate() const {
        "activation_checkpointing.enabled too (zt-train: --cpu-checkpointing needs --activation-checkpointing: it "
        "moves the checkpoints that activation checkpointing keeps to host memory)");
   need(tensor_parallel_size >= 1, "tensor_parallel_size", tensor_parallel_size, ">= 1 (1: no tensor parallelism)");
-  need(sequence_parallel_size == 1, "sequence_parallel_size", sequence_parallel_size,
-       "1: sequence parallelism (Ulysses) is not built yet (docs/parallel.md)");
+  need(sequence_parallel_size >= 1, "sequence_parallel_size", sequence_parallel_size, ">= 1 (1: none)");
+  if (sequence_parallel_size >= 1 && seq_len % sequence_parallel_size != 0)
+    ZT_THROW("training config: seq_len = ", seq_len, " is invalid: expected a multiple of sequence_parallel_size ",
+             sequence_parallel_size, " (each rank of a sequence group keeps seq_len / sequence_parallel_size tokens)");
   need(e.zero.stage >= 0 && e.zero.stage <= 3, "zero_optimization.stage", e.zero.stage, "0, 1, 2 or 3");
   need(compute_dtype == DType::f32 || compute_dtype == DType::bf16, "compute_dtype", dtype_name(compute_dtype),
        "f32 or bf16");

@@ -51,7 +51,7 @@ struct RunConfig {
   DType compute_dtype = DType::f32;
   // The process grid (dist/process_grid.h, docs/parallel.md): each block split over
   // tensor_parallel_size ranks (Megatron's tensor parallelism), each sequence over
-  // sequence_parallel_size ranks (not built yet: refused above 1); the rest of the world is data
+  // sequence_parallel_size ranks (DeepSpeed-Ulysses); the rest of the world is data
   // parallel, and the batch keys count per data-parallel rank (DeepSpeed's train_batch_size =
   // micro-batch x accumulation x the data-parallel degree). JSON: top-level
   // "tensor_parallel_size", "sequence_parallel_size"; zt-train --tensor-parallel-size, ...

@@ -11,6 +11,7 @@
 #include "formats/hf_weights.h"       // defines: pretrained_config, pretrained_source (HF or llm.c)
 #include "models/init.h"              // defines: make_model, ModelInit
 #include "optim/schedule.h"           // defines: scheduled_lr
+#include "parallel/sequence_parallel.h"  // defines: sequence_shard
 #include "parallel/sliced_params.h"   // defines: SlicedParams
 #include "train/dry_run.h"            // defines: dry_run, dry_run_of_rank
 #include "zero/checkpoint.h"          // defines: save_sharded_checkpoint, load_sharded_checkpoint
@@ -57,9 +58,13 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   if (cfg_.seq_len == 0) cfg_.seq_len = mcfg_.max_seq_len;
   if (cfg_.seq_len > mcfg_.max_seq_len)
     ZT_THROW("seq_len ", cfg_.seq_len, " exceeds the model's context length ", mcfg_.max_seq_len);
+  if (cfg_.seq_len % cfg_.sequence_parallel_size != 0)
+    ZT_THROW("seq_len ", cfg_.seq_len, " is not a multiple of sequence_parallel_size ", cfg_.sequence_parallel_size,
+             " (each rank of a sequence group keeps seq_len / sequence_parallel_size tokens)");
   ModelOptions opt;
   opt.world_size = zero_group->size();
   opt.tensor_parallel = tensor_group;
+  opt.sequence_parallel = grid_ ? grid_->sequence.get() : nullptr;
   opt.alignment = kShardAlignment;
   opt.dtype = cfg_.compute_dtype;
   opt.materialize = false;
@@ -115,6 +120,14 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
 
 Trainer::~Trainer() = default;
 
+void Trainer::next_batch(DataLoader& loader, Tensor& idx, Tensor& targets) {
+  if (!grid_ || grid_->sp == 1) return loader.next_batch(idx, targets);
+  loader.next_batch(whole_idx_, whole_targets_);  // the whole sequences, as every rank of the group reads them
+  const SequenceParallel sp{grid_->sequence.get()};
+  idx = sequence_shard(whole_idx_, sp);
+  targets = sequence_shard(whole_targets_, sp);
+}
+
 const DryRun& Trainer::own_dry_run() {
   if (!dry_) dry_ = std::make_unique<DryRun>(dry_run(dry_run_of_rank(cfg_, mcfg_, group_, omp_get_max_threads())));
   return *dry_;
@@ -144,7 +157,7 @@ StepStats Trainer::step(const std::function<void(const StepStats&)>& report) {
     TraceScope step_scope(engine_->tracer(), TraceTrack::compute, "step " + std::to_string(step_ + 1), "step");
     auto t = Clock::now();
     for (int64_t micro = 0; micro < cfg_.grad_accum(); ++micro) {
-      train_->next_batch(idx_, targets_);
+      next_batch(*train_, idx_, targets_);
       Var loss;
       {
         TraceScope fwd(engine_->tracer(), TraceTrack::compute, "forward pass", "step", {{"micro_step", micro}});
@@ -190,7 +203,7 @@ double Trainer::evaluate() {
   const int64_t n = std::min<int64_t>(cfg_.eval_batches, val_->num_batches());
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) {
-    val_->next_batch(x, y);
+    next_batch(*val_, x, y);
     sum += engine_->eval_loss(x, y);
   }
   return group_.all_reduce_sum(sum) / static_cast<double>(n * group_.size());
@@ -236,8 +249,10 @@ std::unique_ptr<Model> load_trained_model(const std::string& path) {
 
 void Trainer::resume_from(const std::string& dir) {
   std::vector<CheckpointShard> shards = engine_->shards();
-  // Each rank its data shard of its own slice, whatever grid the checkpoint was saved on.
-  const nlohmann::json meta = grid_ ? load_sharded_checkpoint(group_, dir, shards, grid_->dp_rank, grid_->dp)
+  // Each rank its ZeRO shard (its place in the replica group) of its own slice, whatever grid the
+  // checkpoint was saved on.
+  const nlohmann::json meta = grid_ ? load_sharded_checkpoint(group_, dir, shards, grid_->replica->rank(),
+                                                              grid_->replica->size())
                                     : load_sharded_checkpoint(group_, dir, shards);
   try {
     ModelConfig saved = meta.at("model").get<ModelConfig>();

@@ -80,6 +80,9 @@ class Trainer {
 
  private:
   void resume_from(const std::string& dir);
+  // The loader's next batch; under sequence parallelism this rank's T / P tokens of its sequences
+  // (every rank of a sequence group reads the same batch, into whole_idx_ / whole_targets_).
+  void next_batch(DataLoader& loader, Tensor& idx, Tensor& targets);
 
   RunConfig cfg_;
   ProcessGroup& group_;
@@ -94,6 +97,7 @@ class Trainer {
   Rng rng_;
   int64_t step_ = 0;
   Tensor idx_, targets_;
+  Tensor whole_idx_, whole_targets_;  // sequence parallelism: the batch before each rank's share
 };
 
 // The model saved in a training checkpoint (a step directory, or a root holding `latest`, of any

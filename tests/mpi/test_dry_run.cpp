@@ -223,11 +223,11 @@ TEST_CASE("dry run equals the real run: offload, ZeRO++, checkpointing, accumula
   CHECK(std::filesystem::is_empty(swap.dir));
 }
 
-// A tensor-parallel grid (docs/parallel.md): the dry run makes the same grid on its simulated
-// rank, cuts the blocks over the tensor group and runs ZeRO over the replica group, so the slices'
-// bytes, the tensor group's all-reduces of (B, T, C) and the replica group's collectives all count
-// as the real run's.
-TEST_CASE("dry run equals the real run: tensor parallelism", "[dry_run]") {
+// A grid (docs/parallel.md): the dry run makes the same grid on its simulated rank, cuts the
+// blocks over the tensor group, the sequences over the sequence group, and runs ZeRO over the
+// replica group, so the slices' bytes, the tensor group's all-reduces, the sequence group's
+// all-to-alls and the replica group's collectives all count as the real run's.
+TEST_CASE("dry run equals the real run: tensor and sequence parallelism", "[dry_run]") {
   ProcessGroup& g = init_process_group();
   const int N = g.size();
   for (int tp : {2, 4}) {
@@ -249,5 +249,21 @@ TEST_CASE("dry run equals the real run: tensor parallelism", "[dry_run]") {
       l.engine.activation_checkpointing = true;
       check_same("llama-nano tp " + std::to_string(tp) + " stage 3, activation checkpointing", l, g);
     }
+  }
+  // sequence parallelism (Ulysses): the batch's shares, the all-to-alls, ZeRO over data x sequence ranks
+  for (int sp : {2, 4}) {
+    if (N % sp != 0) continue;
+    RunConfig c = test::small_run("gpt2-nano", N / sp, 3);
+    c.sequence_parallel_size = sp;
+    check_same("gpt2-nano sp " + std::to_string(sp) + " stage 3", c, g);
+  }
+  if (N == 4) {
+    RunConfig c = test::small_run("gpt2-nano", 1, 2);
+    c.sequence_parallel_size = 2, c.tensor_parallel_size = 2;
+    check_same("gpt2-nano sp 2 x tp 2 stage 2", c, g);
+    RunConfig l = test::small_run("llama-nano", 2, 3);
+    l.sequence_parallel_size = 2;
+    l.engine.activation_checkpointing = true;
+    check_same("llama-nano sp 2 stage 3, activation checkpointing", l, g);
   }
 }

@@ -1,0 +1,130 @@
+// defines: ulysses_exchange, sequence_shard (parallel/sequence_parallel.h); file-local: Groups,
+//          block, pack_heads, unpack_heads, pack_sequence, unpack_sequence, exchange
+#include "parallel/sequence_parallel.h"
+
+#include <vector>
+
+#include "core/check.h"
+
+namespace zt {
+
+namespace {
+
+// The column groups of a packed projection (q | k | v, or the attention output's q): group g holds
+// heads[g] heads of D columns; share j of P holds heads [j H/P, (j + 1) H/P) of every group.
+struct Groups {
+  std::vector<int64_t> heads;
+  int64_t D = 0, P = 1;
+  int64_t wide() const {  // columns of all heads
+    int64_t w = 0;
+    for (int64_t h : heads) w += h * D;
+    return w;
+  }
+  int64_t narrow() const { return wide() / P; }  // columns of one share
+};
+
+// Block j of a contiguous (P, ...) buffer, as a (...) view.
+Tensor block(const Tensor& t, int64_t j) {
+  Shape inner(t.shape().begin() + 1, t.shape().end());
+  return t.slice(0, j, j + 1).view(inner);
+}
+
+// x (B, Tl, wide) -> send (P, B, Tl, narrow): block j holds share j of every group (to rank j).
+Tensor pack_heads(const Tensor& x, const Groups& g) {
+  const int64_t B = x.size(0), Tl = x.size(1);
+  Tensor send = Tensor::empty({g.P, B, Tl, g.narrow()}, x.dtype(), Category::comm);
+  for (int64_t j = 0; j < g.P; ++j) {
+    int64_t wide0 = 0, narrow0 = 0;
+    for (int64_t h : g.heads) {
+      const int64_t w = h / g.P * g.D;
+      block(send, j).slice(2, narrow0, narrow0 + w).copy_(x.slice(2, wide0 + j * w, wide0 + (j + 1) * w));
+      wide0 += h * g.D, narrow0 += w;
+    }
+  }
+  return send;
+}
+
+// recv (P, B, Tl, narrow), block j share j of every group -> (B, Tl, wide): pack_heads' inverse.
+Tensor unpack_heads(const Tensor& recv, const Groups& g) {
+  const int64_t B = recv.size(1), Tl = recv.size(2);
+  Tensor x = Tensor::empty({B, Tl, g.wide()}, recv.dtype(), Category::activations);
+  for (int64_t j = 0; j < g.P; ++j) {
+    int64_t wide0 = 0, narrow0 = 0;
+    for (int64_t h : g.heads) {
+      const int64_t w = h / g.P * g.D;
+      x.slice(2, wide0 + j * w, wide0 + (j + 1) * w).copy_(block(recv, j).slice(2, narrow0, narrow0 + w));
+      wide0 += h * g.D, narrow0 += w;
+    }
+  }
+  return x;
+}
+
+// y (B, T, n) -> send (P, B, T / P, n): block j holds tokens [j T/P, (j + 1) T/P) (to rank j).
+Tensor pack_sequence(const Tensor& y, int64_t P) {
+  const int64_t B = y.size(0), Tl = y.size(1) / P, n = y.size(2);
+  Tensor send = Tensor::empty({P, B, Tl, n}, y.dtype(), Category::comm);
+  for (int64_t j = 0; j < P; ++j) block(send, j).copy_(y.slice(1, j * Tl, (j + 1) * Tl));
+  return send;
+}
+
+// recv (P, B, Tl, n), block j rank j's tokens -> (B, P Tl, n): pack_sequence's inverse.
+Tensor unpack_sequence(const Tensor& recv, int64_t P) {
+  const int64_t B = recv.size(1), Tl = recv.size(2), n = recv.size(3);
+  Tensor y = Tensor::empty({B, P * Tl, n}, recv.dtype(), Category::activations);
+  for (int64_t j = 0; j < P; ++j) y.slice(1, j * Tl, (j + 1) * Tl).copy_(block(recv, j));
+  return y;
+}
+
+// send (P, ...) block j to rank j; the blocks received, block q from rank q.
+Tensor exchange(const Tensor& send, const SequenceParallel& sp) {
+  Tensor recv = Tensor::empty(send.shape(), send.dtype(), Category::comm);
+  sp.group->all_to_all(send.view({send.numel()}), recv.view({recv.numel()}));
+  return recv;
+}
+
+}  // namespace
+
+HeadExchange ulysses_exchange(const SequenceParallel& sp, int64_t Hq, int64_t Hkv, int64_t D) {
+  HeadExchange ex;
+  if (!sp.on()) return ex;
+  const int64_t P = sp.size();
+  if (Hq % P != 0 || Hkv % P != 0)
+    ZT_THROW("sequence parallelism (Ulysses): ", Hq % P != 0 ? "the query heads (" : "the key/value heads (",
+             Hq % P != 0 ? Hq : Hkv, " on this rank) are not divisible by sequence_parallel_size ", P,
+             ": each rank attends over a whole sequence for a share of the heads");
+  ex.parts = P;
+  const Groups qkv{{Hq, Hkv, Hkv}, D, P}, out{{Hq}, D, P};
+  ex.to_heads = [sp, qkv](const Var& x) {  // (B, Tl, wide) -> (B, T, narrow)
+    Tensor y = unpack_sequence(exchange(pack_heads(x.value().contiguous(), qkv), sp), qkv.P);
+    return Var::make(
+        y, {x},
+        [sp, qkv](std::vector<Var>& in, const Tensor& g) {
+          in[0].add_grad(unpack_heads(exchange(pack_sequence(g.contiguous(), qkv.P), sp), qkv));
+        },
+        "ulysses_to_heads");
+  };
+  ex.to_sequence = [sp, out](const Var& y) {  // (B, T, Hq/P, D) -> (B, Tl, Hq D)
+    const Shape shape = y.shape();
+    const Tensor flat = y.value().contiguous().view({shape[0], shape[1], shape[2] * shape[3]});
+    Tensor x = unpack_heads(exchange(pack_sequence(flat, out.P), sp), out);
+    return Var::make(
+        x, {y},
+        [sp, out, shape](std::vector<Var>& in, const Tensor& g) {
+          in[0].add_grad(unpack_sequence(exchange(pack_heads(g.contiguous(), out), sp), out.P).view(shape));
+        },
+        "ulysses_to_sequence");
+  };
+  return ex;
+}
+
+Tensor sequence_shard(const Tensor& ids, const SequenceParallel& sp) {
+  if (!sp.on()) return ids;
+  const int64_t T = ids.size(1), P = sp.size();
+  if (T % P != 0)
+    ZT_THROW("sequence parallelism (Ulysses): the sequence length ", T, " is not divisible by sequence_parallel_size ",
+             P, " (each rank keeps T / P tokens)");
+  const int64_t Tl = T / P;
+  return ids.slice(1, sp.rank() * Tl, (sp.rank() + 1) * Tl).contiguous();
+}
+
+}  // namespace zt
