@@ -237,9 +237,13 @@ void TrainingRun::print_banner() {
   if (group_.size() > 1)
     std::fprintf(stderr, "zt-train: %s (found by %s)\n", group_.topology().summary().c_str(),
                  group_.topology().source.c_str());
-  if (const ProcessGrid* g = tr_.grid())
-    std::fprintf(stderr, "zt-train: process grid %s: each block split over %d ranks, ZeRO over the %d of each slice\n",
-                 g->describe().c_str(), g->tp, g->replica->size());
+  if (const ProcessGrid* g = tr_.grid()) {
+    std::string parts;
+    if (g->tp > 1) parts += "each block split over " + std::to_string(g->tp) + " ranks (tensor), ";
+    if (g->sp > 1) parts += "each sequence over " + std::to_string(g->sp) + " ranks (Ulysses), ";
+    std::fprintf(stderr, "zt-train: process grid %s: %sZeRO over the %d ranks holding the same parameters\n",
+                 g->describe().c_str(), parts.c_str(), g->replica->size());
+  }
   const ZeroOptimization& z = c.engine.zero;
   if (z.zeropp()) {
     std::string parts;

@@ -84,25 +84,31 @@ FitResult fit(const DryRunRequest& base, FitAxis axis, const Capacity& cap, int6
            "fit: --fit layers grows a GPT-2 or Llama config, not a model "
            "of your own");
   FitResult out;
-  auto run = [&](int64_t size) {
-    out.trials.push_back(trial(base, axis, size, cap));
+  // Sizes are counted in units: a sequence length must split evenly over the sequence group.
+  const int64_t unit = axis == FitAxis::seq ? std::max<int64_t>(1, base.run.sequence_parallel_size) : 1;
+  auto run = [&](int64_t k) {
+    out.trials.push_back(trial(base, axis, k * unit, cap));
     return out.trials.back();
   };
   // Doubling until a size does not fit (or the limit), then bisection between the last that fits
   // and the first that does not.
+  const int64_t kmax = std::max<int64_t>(1, limit / unit);
   FitTrial lo{0, true, "", Category::params, 0, 0}, hi{0, false, "", Category::params, 0, 0};
-  for (int64_t s = 1;; s = s > limit / 2 ? limit : 2 * s) {
-    const FitTrial t = run(s);
+  int64_t lo_k = 0, hi_k = 0;
+  for (int64_t k = 1;; k = k > kmax / 2 ? kmax : 2 * k) {
+    const FitTrial t = run(k);
     if (!t.fits) {
-      hi = t;
+      hi = t, hi_k = k;
       break;
     }
-    lo = t;
-    if (s == limit) break;
+    lo = t, lo_k = k;
+    if (k == kmax) break;
   }
-  while (hi.size > 0 && hi.size - lo.size > 1) {
-    const FitTrial t = run(lo.size + (hi.size - lo.size) / 2);
-    (t.fits ? lo : hi) = t;
+  while (hi_k > 0 && hi_k - lo_k > 1) {
+    const int64_t k = lo_k + (hi_k - lo_k) / 2;
+    const FitTrial t = run(k);
+    if (t.fits) lo = t, lo_k = k;
+    else hi = t, hi_k = k;
   }
   out.best = lo;
   out.next = hi;

@@ -5,15 +5,16 @@
 # same global batch within 1e-5; the checkpoint, consolidated by zt-ckpt, holds the weights one
 # rank's consolidated checkpoint holds (within 1e-3 of each tensor's largest value: float32 sums
 # in another order through Adam, as tests/mpi/test_tensor_parallel.cpp measures); the config key
-# gives the same run as the flag; the flag beside the key, a degree that does not divide the
-# ranks, sequence parallelism and --save-hf are refused by name; zt-estimate dry-runs the grid.
+# gives the same run as the flag; sp 2 x tp 2 (Ulysses) trains as one rank too; the flag beside
+# the key, a degree that does not divide the ranks, a sequence the sequence group does not split
+# and --save-hf are refused by name; zt-estimate dry-runs the grid.
 source "$(dirname "$0")/common.sh"
 A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 32 --steps 8 --seed 7 --threads 1 --zero-stage 3)
 
 "$B/zt-train" "${A[@]}" -b 8 --log "$TMP/one.jsonl" --ckpt-dir "$TMP/one" 2>/dev/null
 "${MPI[@]}" -np 4 "$B/zt-train" "${A[@]}" -b 4 --tensor-parallel-size 2 --log "$TMP/tp.jsonl" --ckpt-dir "$TMP/tp" \
   2>"$TMP/tp.err"
-grep -qF "zt-train: process grid dp 2 x sp 1 x tp 2 (tensor and sequence groups inside a node): each block split over 2 ranks, ZeRO over the 2 of each slice" "$TMP/tp.err" ||
+grep -qF "zt-train: process grid dp 2 x sp 1 x tp 2 (tensor and sequence groups inside a node): each block split over 2 ranks (tensor), ZeRO over the 2 ranks holding the same parameters" "$TMP/tp.err" ||
   { echo "FAIL: the banner does not name the grid:"; head -5 "$TMP/tp.err"; exit 1; }
 echo "ok: the banner names the grid"
 
@@ -36,6 +37,19 @@ for i, l in enumerate(lines):
         rows += 1
 assert rows == 4, f"{rows} ranks' dry-run rows"
 print("ok: every rank's measured peaks equal its dry run's on the grid, as zt-train prints them")
+PY
+
+# Ulysses: each sequence over 2 ranks and each block over 2, one data-parallel rank of the same batch.
+"${MPI[@]}" -np 4 "$B/zt-train" "${A[@]}" -b 8 --sequence-parallel-size 2 --tensor-parallel-size 2 \
+  --log "$TMP/sp.jsonl" 2>"$TMP/sp.err"
+grep -qF "process grid dp 1 x sp 2 x tp 2 (tensor and sequence groups inside a node): each block split over 2 ranks (tensor), each sequence over 2 ranks (Ulysses), ZeRO over the 2 ranks holding the same parameters" "$TMP/sp.err" ||
+  { echo "FAIL: the banner does not name the sequence split:"; head -4 "$TMP/sp.err"; exit 1; }
+python3 - "$TMP/one.jsonl" "$TMP/sp.jsonl" <<'PY'
+import json, sys
+one, sp = ([json.loads(l)["loss"] for l in open(p)] for p in sys.argv[1:])
+worst = max(abs(a - b) / abs(a) for a, b in zip(one, sp))
+assert len(sp) == 8 and worst <= 1e-5, f"sp 2 x tp 2 losses within {worst} of one rank's (bound 1e-5)"
+print(f"ok: sp 2 x tp 2 (Ulysses and Megatron) trains as one rank: losses within {worst:.2e}")
 PY
 
 # The checkpoint, consolidated: the one-rank run's weights.
@@ -77,8 +91,8 @@ expect_fail "the flag beside the config key" "--tensor-parallel-size cannot be c
   "$B/zt-train" --model gpt2-nano --train "$S/data/corpus/train.txt" --config "$TMP/tp.json" --tensor-parallel-size 2
 expect_fail "a degree that does not divide the ranks" "does not divide the 4 rank(s) of the job" \
   "${MPI[@]}" -np 4 "$B/zt-train" "${A[@]}" -b 4 --tensor-parallel-size 3
-expect_fail "sequence parallelism" "sequence_parallel_size = 2 is invalid: expected 1: sequence parallelism (Ulysses) is not built yet" \
-  "${MPI[@]}" -np 2 "$B/zt-train" "${A[@]}" -b 4 --sequence-parallel-size 2
+expect_fail "a sequence the sequence group does not split" "seq_len = 31 is invalid: expected a multiple of sequence_parallel_size 2" \
+  "${MPI[@]}" -np 2 "$B/zt-train" --model gpt2-nano --train "$S/data/corpus/train.txt" -t 31 -b 4 --sequence-parallel-size 2
 expect_fail "--save-hf on a grid" "--save-hf with tensor_parallel_size 2: the whole model from its slices is not built yet" \
   "${MPI[@]}" -np 2 "$B/zt-train" "${A[@]}" -b 4 --tensor-parallel-size 2 --save-hf "$TMP/hf"
 
