@@ -49,26 +49,7 @@ PY
 # Each rank's measured memory beside its own dry run (train/dry_run.h), in zt-train's tables: the
 # device's peak per category and in total over the steps, and the host tier's and the swap file's
 # current / peak model states, equal as printed (the same allocators' accounting, both ranks).
-python3 - "$TMP"/zero3.err "$TMP"/zero3-offload.err "$TMP"/zero3-nvme.err <<'PY'
-import re, sys
-pairs = lambda l: re.findall(r"(\S+ \S+) / (\S+ \S+)", l)  # "current / peak" cells, each "<number> <unit>"
-for path in sys.argv[1:]:
-    lines = open(path).read().splitlines()
-    rows = 0
-    for i, l in enumerate(lines):
-        if re.match(r"\s+\d+\s", l) and i + 1 < len(lines) and lines[i + 1].strip().startswith("dry run"):
-            measured = [peak for _, peak in pairs(l)]
-            dry = re.findall(r"peak (\S+ \S+)", lines[i + 1])
-            assert len(measured) == 8 and measured == dry, f"{path}: {l.split()[0]}: measured {measured}, dry run {dry}"
-            rows += 1
-        m = re.match(r"\s+(\d+)\s+(host|nvme)\s{2,}", l)  # a measured row (its dry run's: "host dry run")
-        if m:
-            want = next(x for x in lines[i:] if re.match(r"\s+" + m.group(1) + r"\s+" + m.group(2) + r" dry run\s", x))
-            assert len(pairs(l)) == 3 and pairs(l) == pairs(want), f"{path}: {l} / {want}"
-            rows += 1
-    assert rows >= 2, f"{path}: no dry-run rows found"
-    print(f"ok: {path.split('/')[-1]}: every rank's measured peaks equal its dry run's, as zt-train prints them ({rows} rows)")
-PY
+python3 "$(dirname "$0")/dry_run_rows.py" "$TMP"/zero3.err "$TMP"/zero3-offload.err "$TMP"/zero3-nvme.err
 [ -z "$(ls -A "$TMP/nvme")" ] || { echo "FAIL: swap files left: $(ls "$TMP/nvme")"; exit 1; }
 echo "ok: the swap files are removed at exit"
 

@@ -18,26 +18,16 @@ grep -qF "zt-train: process grid dp 2 x sp 1 x tp 2 (tensor and sequence groups 
   { echo "FAIL: the banner does not name the grid:"; head -5 "$TMP/tp.err"; exit 1; }
 echo "ok: the banner names the grid"
 
-python3 - "$TMP/one.jsonl" "$TMP/tp.jsonl" "$TMP/tp.err" <<'PY'
-import json, re, sys
+python3 - "$TMP/one.jsonl" "$TMP/tp.jsonl" <<'PY'
+import json, sys
 one = [json.loads(l)["loss"] for l in open(sys.argv[1])]
 tp = [json.loads(l)["loss"] for l in open(sys.argv[2])]
 assert len(one) == len(tp) == 8, (len(one), len(tp))
 worst = max(abs(a - b) / abs(a) for a, b in zip(one, tp))
 assert worst <= 1e-5, f"tp 2 x dp 2 losses within {worst} of one rank's (bound 1e-5)"
 print(f"ok: tp 2 x dp 2 trains as one rank: losses within {worst:.2e}")
-lines = open(sys.argv[3]).read().splitlines()
-pairs = lambda l: re.findall(r"(\S+ \S+) / (\S+ \S+)", l)
-rows = 0
-for i, l in enumerate(lines):
-    if re.match(r"\s+\d+\s", l) and i + 1 < len(lines) and lines[i + 1].strip().startswith("dry run"):
-        measured = [peak for _, peak in pairs(l)]
-        dry = re.findall(r"peak (\S+ \S+)", lines[i + 1])
-        assert len(measured) == 8 and measured == dry, f"rank {l.split()[0]}: measured {measured}, dry run {dry}"
-        rows += 1
-assert rows == 4, f"{rows} ranks' dry-run rows"
-print("ok: every rank's measured peaks equal its dry run's on the grid, as zt-train prints them")
 PY
+python3 "$(dirname "$0")/dry_run_rows.py" --device-rows 4 "$TMP/tp.err"
 
 # Ulysses: each sequence over 2 ranks and each block over 2, one data-parallel rank of the same batch.
 "${MPI[@]}" -np 4 "$B/zt-train" "${A[@]}" -b 8 --sequence-parallel-size 2 --tensor-parallel-size 2 \
