@@ -364,7 +364,9 @@ TEST_CASE("ops refuse bad shapes and dtypes with clear messages", "[ops][basic]"
   Var tbl = f32({10, 4}, 212);
   CHECK_THROWS_WITH(embedding(ids_tensor({1, 10}, {2}), tbl),
                     Catch::Contains("embedding") && Catch::Contains("id 10") && Catch::Contains("size 10"));
-  CHECK_THROWS_WITH(embedding(ids_tensor({-1}, {1}), tbl), Catch::Contains("id -1"));
+  CHECK_THROWS_WITH(embedding(ids_tensor({-2}, {1}), tbl), Catch::Contains("id -2"));
+  // -1 is another rank's id under vocabulary parallelism: a zero row (parallel/vocab_parallel.h)
+  CHECK(embedding(ids_tensor({-1}, {1}), tbl).value().to_vector() == std::vector<double>(4, 0.0));
   CHECK_THROWS_WITH(embedding(Tensor::from_vector({1}, {1}, DType::i64), tbl), Catch::Contains("int32"));
 
   Var lg = f32({2, 6}, 213);
