@@ -21,8 +21,8 @@ namespace zt {
 
 Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(group), rng_(cfg.seed) {
   cfg_.validate();
-  // Tensor parallelism: the grid's groups, and ZeRO over the replica group (the ranks holding the
-  // same slices); N and rank below are this rank's data-parallel degree and index.
+  // Tensor or sequence parallelism: the grid's groups, and ZeRO over the replica group (the ranks
+  // holding the same parameters); N and rank below are this rank's data-parallel degree and index.
   ProcessGroup* zero_group = &group_;
   ProcessGroup* tensor_group = nullptr;
   if (cfg_.grid_size() > 1) {
@@ -80,7 +80,7 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
       initial = pretrained_source(cfg_.init_from, *model_);
     } else {
       ModelOptions whole = opt;
-      whole.tensor_parallel = nullptr;
+      whole.tensor_parallel = whole.sequence_parallel = nullptr;
       whole.world_size = 1;
       whole_layout = make_model(mcfg_, whole);
       initial = std::make_unique<SlicedParams>(*model_, *whole_layout,
