@@ -1,5 +1,5 @@
-// defines: 9 Catch2 test cases tagged [tensor_parallel], [tensor_parallel_zero]; helpers: Batch, batch,
-//          run_step, worst_relative, check_family, Trace, trace
+// defines: 10 Catch2 test cases tagged [tensor_parallel], [tensor_parallel_zero]; helpers: Batch, batch,
+//          run_step, worst_relative, check_family, check_ulysses, Trace, trace
 //
 // Megatron's tensor parallelism (parallel/tensor_parallel.h) over every rank of the job against
 // the one-rank model, which every rank also builds: gpt2-nano and llama-nano split over tp = N
@@ -36,6 +36,7 @@
 #include "dist/process_group.h"
 #include "formats/hf_weights.h"  // defines: save_hf_weights
 #include "models/init.h"
+#include "parallel/sequence_parallel.h"
 #include "tests/mpi/small_run.h"  // defines: small_run
 
 using namespace zt;
@@ -148,6 +149,51 @@ TEST_CASE("tensor parallel llama-nano: the one-rank model's init, loss and gradi
   check_family("llama-nano", DType::f64, 1e-12, false);
   check_family("llama-nano", DType::f32, 1e-4, false);
   check_family("llama-nano", DType::f32, 1e-4, true);
+}
+
+// Ulysses at the model level: every rank holds the whole model and T / P tokens of each sequence
+// (sequence_shard); its loss is the mean over its tokens and its gradient that mean's. The mean
+// of the P ranks' losses and of their gradients (all-reduced / P, what ZeRO's averaging over the
+// replica group does) equal the one-rank model's over the whole sequences, within the tensor
+// cases' bounds (only the order of additions differs: attention's, over the exchanged heads).
+void check_ulysses(const std::string& name, DType dt, double bound) {
+  ProcessGroup& g = init_process_group();
+  const ModelConfig cfg = model_config(name);
+  ModelOptions whole;
+  whole.dtype = dt;
+  ModelOptions split = whole;
+  split.sequence_parallel = &g;
+  std::unique_ptr<Model> full = make_model(cfg, whole), sp = make_model(cfg, split);
+  Rng r1(11), r2(11);
+  init_model(*full, r1);
+  init_model(*sp, r2);
+  const Batch b = batch(cfg, 2, 16);
+  const double lf = run_step(*full, b);
+  const SequenceParallel group{&g};
+  const Batch mine{sequence_shard(b.idx, group), sequence_shard(b.targets, group)};
+  const double lt = g.all_reduce_sum(run_step(*sp, mine)) / g.size();
+  for (Unit* u : sp->units()) {  // the ranks' mean gradient, in place
+    const Tensor& gr = u->params().flat_grad();
+    g.all_reduce(gr);
+    std::vector<double> v = gr.to_vector();
+    for (double& x : v) x /= g.size();
+    Tensor(gr).copy_(Tensor::from_vector(v, gr.shape(), gr.dtype()));
+  }
+  INFO(name << " " << dtype_name(dt) << " sp " << g.size() << ": loss " << lf << " vs " << lt);
+  CHECK(std::abs(lt - lf) <= bound * std::abs(lf));
+  const double worst = worst_relative(*full, *sp, false);
+  INFO("worst gradient difference / the gradient's largest magnitude: " << worst);
+  CHECK(worst <= bound);
+}
+
+TEST_CASE("Ulysses: the ranks' mean loss and gradient are the one-rank model's", "[tensor_parallel]") {
+  ProcessGroup& g = init_process_group();
+  check_ulysses("gpt2-nano", DType::f64, 1e-12);
+  check_ulysses("gpt2-nano", DType::f32, 1e-4);
+  if (model_config("llama-nano").n_kv_head % g.size() == 0) {
+    check_ulysses("llama-nano", DType::f64, 1e-12);
+    check_ulysses("llama-nano", DType::f32, 1e-4);
+  }
 }
 
 TEST_CASE("tensor parallel: a width the degree does not divide is refused by name", "[tensor_parallel]") {
