@@ -528,7 +528,8 @@ int run(int device_index, int warmup, int iters) {
     for (const auto& v : vocabs) {
       DevBuf logits(N * v.V, DType::bf16, true, 81), grad(N * v.V, DType::bf16, false, 0);
       auto separate = [&] {
-        cuda_kernels::cross_entropy_forward(DType::bf16, st + 2 * N, st + N, st, logits.p, t32, N, v.V, v.Vv, count, s);
+        cuda_kernels::cross_entropy_forward(DType::bf16, st + 2 * N, st + N, st, logits.p, t32, N, v.V, v.Vv, count, 0,
+                                            s);
         cuda_kernels::cross_entropy_backward(DType::bf16, grad.p, logits.p, st, t32, 1.0f / float(count), N, v.V, v.Vv,
                                              s);
       };
