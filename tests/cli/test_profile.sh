@@ -12,9 +12,20 @@
 #     offload to nvme, --trace without --time, --time without --model, a bad --stages.
 source "$(dirname "$0")/common.sh"
 
-"${MPI[@]}" -np 2 "$B/zt-profile" --model gpt2-nano -b 2 -t 16 --threads 1 --repeats 2 --offload \
-  --nvme-path "$TMP/nvme" -o "$TMP/p2.json" 2>"$TMP/prof.err" ||
-  { echo "FAIL: zt-profile on 2 ranks:"; cat "$TMP/prof.err"; exit 1; }
+# The loaded link's bandwidth is fitted from all-gathers of growing sizes beside a GEMM loop; on a
+# machine busy with another job (CI beside a fresh-machine run) their times can come out
+# non-monotonic, which zt-profile refuses by name ("no bandwidth to fit"). That refusal, and only
+# it, is measured again (up to 3 runs); any other failure fails at once.
+for attempt in 1 2 3; do
+  if "${MPI[@]}" -np 2 "$B/zt-profile" --model gpt2-nano -b 2 -t 16 --threads 1 --repeats 2 --offload \
+    --nvme-path "$TMP/nvme" -o "$TMP/p2.json" 2>"$TMP/prof.err"; then
+    break
+  fi
+  if [ "$attempt" = 3 ] || ! grep -q "no bandwidth to fit" "$TMP/prof.err"; then
+    echo "FAIL: zt-profile on 2 ranks:"; cat "$TMP/prof.err"; exit 1
+  fi
+  echo "note: attempt $attempt: $(grep -m1 -o 'the all-gathers beside compute.*' "$TMP/prof.err") (a loaded machine); again"
+done
 python3 - "$TMP/p2.json" <<'PY' || exit 1
 import json, sys
 p = json.load(open(sys.argv[1]))
