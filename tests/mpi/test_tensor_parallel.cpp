@@ -1,5 +1,5 @@
-// defines: 10 Catch2 test cases tagged [tensor_parallel], [tensor_parallel_zero]; helpers: Batch, batch,
-//          run_step, worst_relative, check_family, check_ulysses, Trace, trace
+// defines: 6 Catch2 test cases tagged [tensor_parallel]; helpers: Batch, batch, run_step, Pair, build_pair,
+//          check_family, check_ulysses
 //
 // Megatron's tensor parallelism (parallel/tensor_parallel.h) over every rank of the job against
 // the one-rank model, which every rank also builds: gpt2-nano and llama-nano split over tp = N
@@ -18,28 +18,21 @@
 // backward (f); the vocabulary-parallel embedding and head one each; the loss one all-gather of
 // a float per position and rank and one double (Shoeybi et al. 2019, section 3).
 //
-// [tensor_parallel_zero]: zt-train's Trainer on a grid of tp x dp ranks (tp 2, and 4 for GPT-2),
-// ZeRO over each slice's replica group at stages 0-3, with the optimizer and parameters offloaded
-// to the host, and with qwZ: 20 steps' losses and gradient norms (before clipping, which the runs
-// apply at 1.0: the norm decides each step) against one rank's run of the same global batch.
-// Losses within 1e-5 (float32, the bound the ZeRO equivalence tests hold N data-parallel ranks
-// to; measured up to 5.4e-8 on 2 and 4 ranks), norms within 3e-5 (float32 gradients whose sums
-// were reordered, measured up to 3.0e-6; a norm that counts the whole parameters once per tensor
-// rank is 0.42 off, and its losses 2.2e-4). qwZ: the losses within 5e-3 and the first step's norm
-// within 3e-2, its bounds against stage 3 in tests/mpi/test_zeropp.cpp (measured 1.8e-3, 2.8e-3).
+//
+// Ulysses at the model level (check_ulysses) and the TensorSlice map are here too; zt-train on a
+// grid (the Trainer, ZeRO, checkpoints) is tests/mpi/test_grid_training.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
 #include "dist/process_group.h"
-#include "formats/hf_weights.h"  // defines: save_hf_weights
 #include "models/init.h"
 #include "parallel/sequence_parallel.h"
-#include "tests/mpi/small_run.h"  // defines: small_run
+#include "tests/mpi/model_compare.h"  // defines: worst_relative
 
 using namespace zt;
+using zt::test::worst_relative;
 
 namespace {
 
@@ -62,45 +55,29 @@ double run_step(Model& m, const Batch& b) {
   return loss.value().item();
 }
 
-// Every parameter of every unit of `tp` (values when `values`, else gradients) against its places
-// in `full`: the largest |difference| relative to the largest |value| of that full tensor.
-double worst_relative(Model& full, Model& tp, bool values) {
-  double worst = 0;
-  std::vector<Unit*> fu = full.units(), tu = tp.units();
-  REQUIRE(fu.size() == tu.size());
-  for (size_t u = 0; u < fu.size(); ++u) {
-    const ParamSet &fp = fu[u]->params(), &tps = tu[u]->params();
-    REQUIRE(fp.size() == tps.size());
-    for (int i = 0; i < tps.size(); ++i) {
-      const ParamInfo& info = tps.infos()[static_cast<size_t>(i)];
-      INFO(fu[u]->name() << " " << info.name);
-      REQUIRE(info.slice.full_shape(info.shape) == fp.infos()[static_cast<size_t>(i)].shape);
-      const std::vector<double> f = (values ? fp.value(i) : fp.grad(i)).to_vector();
-      const std::vector<double> t = (values ? tps.value(i) : tps.grad(i)).to_vector();
-      double scale = 0, diff = 0;
-      for (double x : f) scale = std::max(scale, std::abs(x));
-      for (size_t k = 0; k < t.size(); ++k)
-        diff = std::max(
-            diff, std::abs(t[k] - f[static_cast<size_t>(info.slice.full_index(info.shape, static_cast<int64_t>(k)))]));
-      worst = std::max(worst, scale > 0 ? diff / scale : diff);
-    }
-  }
-  return worst;
-}
-
 // bound: on every gradient (relative to the largest magnitude of that tensor); the loss, a mean of
 // a few hundred terms, is held to bound / 100 (measured equal, bit for bit, on 2 and 4 ranks).
+// `name` built whole and built with `split` (a tensor or sequence group set), both in dtype dt and
+// initialized from one seed.
+struct Pair {
+  std::unique_ptr<Model> full, split;
+};
+Pair build_pair(const std::string& name, DType dt, ModelOptions split, uint64_t seed) {
+  ModelOptions whole;
+  whole.dtype = split.dtype = dt;
+  Pair p{make_model(model_config(name), whole), make_model(model_config(name), split)};
+  Rng r1(seed), r2(seed);
+  init_model(*p.full, r1);
+  init_model(*p.split, r2);
+  return p;
+}
+
 void check_family(const std::string& name, DType dt, double bound, bool checkpointing) {
   ProcessGroup& g = init_process_group();
   const ModelConfig cfg = model_config(name);
-  ModelOptions whole;
-  whole.dtype = dt;
-  ModelOptions split = whole;
+  ModelOptions split;
   split.tensor_parallel = &g;
-  std::unique_ptr<Model> full = make_model(cfg, whole), tp = make_model(cfg, split);
-  Rng r1(7), r2(7);
-  init_model(*full, r1);
-  init_model(*tp, r2);
+  auto [full, tp] = build_pair(name, dt, split, 7);
   CHECK(worst_relative(*full, *tp, true) == 0.0);  // the same values, bit for bit
   full->set_activation_checkpointing(checkpointing);
   tp->set_activation_checkpointing(checkpointing);
@@ -159,14 +136,9 @@ TEST_CASE("tensor parallel llama-nano: the one-rank model's init, loss and gradi
 void check_ulysses(const std::string& name, DType dt, double bound) {
   ProcessGroup& g = init_process_group();
   const ModelConfig cfg = model_config(name);
-  ModelOptions whole;
-  whole.dtype = dt;
-  ModelOptions split = whole;
+  ModelOptions split;
   split.sequence_parallel = &g;
-  std::unique_ptr<Model> full = make_model(cfg, whole), sp = make_model(cfg, split);
-  Rng r1(11), r2(11);
-  init_model(*full, r1);
-  init_model(*sp, r2);
+  auto [full, sp] = build_pair(name, dt, split, 11);
   const Batch b = batch(cfg, 2, 16);
   const double lf = run_step(*full, b);
   const SequenceParallel group{&g};
@@ -206,269 +178,6 @@ TEST_CASE("tensor parallel: a width the degree does not divide is refused by nam
   CHECK_THROWS_WITH(make_model(c, split), Catch::Contains("n_head (1) is not divisible by tensor_parallel_size"));
   CHECK_THROWS_WITH(make_model(model_config("gpt2-nano"), split)->make_kv_cache(),
                     Catch::Contains("cached inference with tensor parallelism is not built"));
-}
-
-namespace {
-struct Trace {
-  std::vector<double> loss, norm;
-};
-Trace trace(const RunConfig& c, ProcessGroup& g) {
-  Trainer t(c, g);
-  Trace out;
-  while (!t.done()) {
-    const StepStats s = t.step();
-    out.loss.push_back(s.loss);
-    out.norm.push_back(s.grad_norm);
-  }
-  return out;
-}
-double max_rel(const std::vector<double>& got, const std::vector<double>& ref) {
-  REQUIRE(got.size() == ref.size());
-  double d = 0;
-  for (size_t k = 0; k < ref.size(); ++k) d = std::max(d, std::abs(got[k] - ref[k]) / std::abs(ref[k]));
-  return d;
-}
-}  // namespace
-
-TEST_CASE("tensor parallel x ZeRO over the replica group: 20 steps equal one rank's", "[tensor_parallel_zero]") {
-  ProcessGroup& g = init_process_group();
-  const int N = g.size();
-  struct Variant {
-    const char* name;
-    int stage;
-    const char* offload;  // "none" or "cpu": the optimizer (and at stage 3 the parameters)
-    bool qwz;
-    double bound;
-  };
-  const Variant variants[] = {{"stage 0", 0, "none", false, 1e-5},
-                              {"stage 1", 1, "none", false, 1e-5},
-                              {"stage 2", 2, "none", false, 1e-5},
-                              {"stage 3", 3, "none", false, 1e-5},
-                              {"stage 3, cpu offload", 3, "cpu", false, 1e-5},
-                              {"stage 3, qwZ", 3, "none", true, 5e-3}};
-  for (const char* model : {"gpt2-nano", "llama-nano"}) {
-    SingleProcessGroup one;
-    const Trace ref = trace(zt::test::small_run(model, 1, 0), one);
-    for (int tp : {2, 4}) {
-      if (N % tp != 0 || model_config(model).n_kv_head % tp != 0) continue;
-      for (const Variant& v : variants) {
-        RunConfig c = zt::test::small_run(model, N / tp, v.stage);
-        c.tensor_parallel_size = tp;
-        c.engine.zero.offload_optimizer.device = offload_device_from_name(v.offload);
-        if (v.stage == 3) c.engine.zero.offload_param.device = offload_device_from_name(v.offload);
-        c.engine.zero.zero_quantized_weights = v.qwz;
-        const Trace t = trace(c, g);
-        // qwZ: the first step's norm (the same weights on both sides; later steps' weights differ by
-        // the quantization, and a late, small norm relatively more), within test_zeropp's 3e-2
-        const double dl = max_rel(t.loss, ref.loss),
-                     dn = v.qwz ? std::abs(t.norm[0] / ref.norm[0] - 1) : max_rel(t.norm, ref.norm);
-        INFO(model << ", tp " << tp << " x dp " << N / tp << ", " << v.name << ": losses within " << dl
-                   << ", norms within " << dn << " of one rank's (bound " << v.bound << "); last loss " << t.loss.back()
-                   << " vs " << ref.loss.back());
-        CHECK(dl <= v.bound);
-        CHECK(dn <= (v.qwz ? 3e-2 : 3 * v.bound));
-      }
-    }
-  }
-}
-
-// A run saved at step 10 on one grid and resumed on another continues as the uninterrupted run
-// does: on the same grid bit for bit (the project's resume guarantee), on another (tp 2 -> 1,
-// 1 -> 2, and 2 -> 4 on 4 ranks) within the grids' 1e-5 of one rank's run, each slice recut from
-// the whole tensors' places (zero/checkpoint_files.h). The checkpoint, consolidated
-// (load_trained_model: the whole model, as zt-ckpt consolidate writes it), holds every rank's
-// shard at its places, bit for bit, and the one-rank run's weights.
-TEST_CASE("tensor parallel checkpoints: resume on the same or another grid, consolidate", "[tensor_parallel_zero]") {
-  namespace fs = std::filesystem;
-  ProcessGroup& g = init_process_group();
-  const int N = g.size();
-  if (N % 2 != 0) return;
-  const std::string root = "/tmp/zt-tp-ckpt-np" + std::to_string(N);
-  if (g.rank() == 0) fs::remove_all(root);
-  g.barrier();
-  const std::string model = "gpt2-nano";
-  SingleProcessGroup one;
-  Trainer single(zt::test::small_run(model, 1, 0), one);  // one rank's run, its model kept
-  std::vector<double> ref;
-  while (!single.done()) ref.push_back(single.step().loss);
-  auto grid_run = [&](int tp, const std::string& dir, bool resume) {
-    RunConfig c = zt::test::small_run(model, N / tp, 3);  // 20 steps
-    c.tensor_parallel_size = tp;
-    c.ckpt_dir = dir;
-    c.ckpt_interval = 10;
-    c.resume = resume;
-    return c;
-  };
-  auto first_half = [&](const RunConfig& c) {  // 10 steps, saved at step 10
-    Trainer t(c, g);
-    for (int i = 0; i < 10; ++i) t.step();
-  };
-  auto copy_dir = [&](const std::string& from, const std::string& to) {
-    if (g.rank() == 0) fs::copy(from, to, fs::copy_options::recursive);
-    g.barrier();
-  };
-  first_half(grid_run(2, root + "/tp2", false));
-  copy_dir(root + "/tp2", root + "/tp2-to-1");
-  if (N == 4) copy_dir(root + "/tp2", root + "/tp2-to-4");
-  first_half(grid_run(1, root + "/tp1", false));
-  const std::vector<double> whole = trace(grid_run(2, "", false), g).loss;  // uninterrupted, tp 2
-  struct Resume {
-    int tp;
-    std::string dir;
-  };
-  std::vector<Resume> resumes = {{2, root + "/tp2"}, {1, root + "/tp2-to-1"}, {2, root + "/tp1"}};
-  if (N == 4) resumes.push_back({4, root + "/tp2-to-4"});
-  for (const Resume& r : resumes) {
-    Trainer t(grid_run(r.tp, r.dir, true), g);
-    REQUIRE(t.step_count() == 10);
-    std::vector<double> got;
-    while (!t.done()) got.push_back(t.step().loss);  // saves step 20 at the end
-    const std::vector<double> want(ref.begin() + 10, ref.end());
-    INFO("resumed from " << r.dir << " on tp " << r.tp << " x dp " << N / r.tp << ": losses within "
-                         << max_rel(got, want) << " of one rank's");
-    CHECK(max_rel(got, want) <= 1e-5);
-    if (r.dir == root + "/tp2")
-      CHECK(got == std::vector<double>(whole.begin() + 10, whole.end()));  // the same grid: bit for bit
-    // the consolidated checkpoint: every element of this rank's shard at its place in the whole
-    // model, bit for bit; and the one-rank run's weights after 20 steps, within 1e-3 of each
-    // tensor's largest value (Adam's normalized steps turn float32 reorderings in near-zero
-    // gradients into differences up to a step's size: measured up to 2.1e-4; a misplaced slice is O(1))
-    std::unique_ptr<Model> consolidated = load_trained_model(r.dir);
-    const std::vector<CheckpointShard> mine = t.engine().shards();
-    const int n = t.data_parallel_size(), d = t.grid() ? t.grid()->dp_rank : g.rank();
-    std::vector<Unit*> whole_units = consolidated->units();
-    int64_t mismatched = 0;
-    for (size_t u = 0; u < mine.size(); ++u) {
-      const std::vector<double> shard = mine[u].tensors.at(0).second.to_vector();  // "param"
-      REQUIRE(mine[u].tensors.at(0).first == "param");
-      const int64_t S = mine[u].padded_numel / n;
-      const ParamSet& wp = whole_units[u]->params();
-      for (size_t i = 0; i < mine[u].params.size(); ++i) {
-        const ParamInfo& p = mine[u].params[i];
-        const std::vector<double> full = wp.value(static_cast<int>(i)).to_vector();
-        for (int64_t e = std::max(d * S, p.offset); e < std::min((d + 1) * S, p.offset + p.numel); ++e)
-          mismatched += shard[static_cast<size_t>(e - d * S)] !=
-                        full[static_cast<size_t>(p.slice.full_index(p.shape, e - p.offset))];
-      }
-    }
-    CHECK(mismatched == 0);
-    const double w = worst_relative(single.model(), *consolidated, true);
-    INFO("consolidated weights within " << w << " of one rank's");
-    CHECK(w <= 1e-3);
-  }
-}
-
-// Pretrained weights (a Hugging Face directory) cut into each rank's slices as they are read
-// (parallel/sliced_params.h): 20 steps from them equal one rank's 20 steps from the same files.
-TEST_CASE("tensor parallel from pretrained weights: --init-from cut into slices", "[tensor_parallel_zero]") {
-  ProcessGroup& g = init_process_group();
-  const int N = g.size();
-  if (N % 2 != 0) return;
-  for (const char* model : {"gpt2-nano", "llama-nano"}) {
-    const std::string dir = "/tmp/zt-tp-hf-np" + std::to_string(N) + "-" + model;
-    if (g.rank() == 0) {
-      std::filesystem::remove_all(dir);
-      std::unique_ptr<Model> m = make_model(model_config(model));
-      Rng rng(99);  // not the runs' seed: the values must come from the files
-      init_model(*m, rng);
-      save_hf_weights(dir, *m);
-    }
-    g.barrier();
-    SingleProcessGroup one;
-    RunConfig c1 = zt::test::small_run(model, 1, 0);
-    c1.init_from = dir;
-    const std::vector<double> ref = trace(c1, one).loss;
-    RunConfig c = zt::test::small_run(model, N / 2, 3);
-    c.init_from = dir;
-    c.tensor_parallel_size = 2;
-    const std::vector<double> got = trace(c, g).loss;
-    INFO(model << " from " << dir << ", tp 2 x dp " << N / 2 << ": losses within " << max_rel(got, ref));
-    CHECK(max_rel(got, ref) <= 1e-5);
-  }
-}
-
-// DeepSpeed-Ulysses (parallel/sequence_parallel.h): each sequence split over sp ranks, attention
-// on the whole sequence for a share of the heads through two all-to-alls, ZeRO over the replica
-// group (data x sequence ranks). 20 steps' losses and norms equal one rank's run of the same global
-// batch within the grids' bounds (1e-5, 3e-5): gpt2-nano (positions offset per rank: wpe's rows)
-// and llama-nano (RoPE at the whole sequence's positions, after the exchange), sp 2 and 4 and
-// sp 2 x tp 2 on 4 ranks, at stages 1 and 3; a run saved on sp 2 resumes on sp 1 (the checkpoint
-// holds no trace of the sequence split). Per block and step, the all-to-alls are 4 of
-// B T/sp (Hq + 2 Hkv) D or B T/sp Hq D elements, (sp - 1) / sp of each sent.
-TEST_CASE("sequence parallelism (Ulysses) x ZeRO: 20 steps equal one rank's", "[tensor_parallel_zero]") {
-  namespace fs = std::filesystem;
-  ProcessGroup& g = init_process_group();
-  const int N = g.size();
-  if (N % 2 != 0) return;
-  struct Grid {
-    int sp, tp;
-  };
-  for (const char* model : {"gpt2-nano", "llama-nano"}) {
-    SingleProcessGroup one;
-    const Trace ref = trace(zt::test::small_run(model, 1, 0), one);
-    const ModelConfig mc = model_config(model);
-    for (const Grid& gr : {Grid{2, 1}, Grid{4, 1}, Grid{2, 2}}) {
-      if (N % (gr.sp * gr.tp) != 0 || (mc.n_kv_head / gr.tp) % gr.sp != 0 || mc.n_kv_head % gr.tp != 0) continue;
-      for (int stage : {1, 3}) {
-        RunConfig c = zt::test::small_run(model, N / (gr.sp * gr.tp), stage);
-        c.sequence_parallel_size = gr.sp;
-        c.tensor_parallel_size = gr.tp;
-        g.reset_counters();
-        const Trace t = trace(c, g);
-        const double dl = max_rel(t.loss, ref.loss), dn = max_rel(t.norm, ref.norm);
-        INFO(model << ", sp " << gr.sp << " x tp " << gr.tp << " x dp " << N / (gr.sp * gr.tp) << ", stage " << stage
-                   << ": losses within " << dl << ", norms within " << dn << " of one rank's");
-        CHECK(dl <= 1e-5);
-        CHECK(dn <= 3e-5);
-        // the Ulysses all-to-alls: 4 per block and step (2 forward, 2 backward)
-        const int64_t Tl = c.seq_len / gr.sp, D = mc.head_dim(), Hq = mc.n_head / gr.tp, Hkv = mc.n_kv_head / gr.tp;
-        const int64_t per_block = 2 * ring_bytes(1, c.batch() * Tl * (Hq + 2 * Hkv) * D, 4, gr.sp) +
-                                  2 * ring_bytes(1, c.batch() * Tl * Hq * D, 4, gr.sp);
-        CHECK(g.counters().calls[static_cast<int>(Collective::all_to_all)] == 4 * mc.n_layer * c.steps);
-        CHECK(g.counters().of(Collective::all_to_all) == per_block * mc.n_layer * c.steps);
-      }
-    }
-  }
-  // saved on sp 2 at step 10, resumed on sp 1 (gpt2-nano, stage 3)
-  const std::string root = "/tmp/zt-sp-ckpt-np" + std::to_string(N);
-  if (g.rank() == 0) fs::remove_all(root);
-  g.barrier();
-  SingleProcessGroup one;
-  const std::vector<double> ref = trace(zt::test::small_run("gpt2-nano", 1, 0), one).loss;
-  RunConfig c = zt::test::small_run("gpt2-nano", N / 2, 3);
-  c.sequence_parallel_size = 2;
-  c.ckpt_dir = root;
-  c.ckpt_interval = 10;
-  {
-    Trainer t(c, g);
-    for (int i = 0; i < 10; ++i) t.step();
-  }
-  RunConfig r = zt::test::small_run("gpt2-nano", N, 3);
-  r.ckpt_dir = root;
-  r.ckpt_interval = 10;
-  r.resume = true;
-  Trainer t(r, g);
-  std::vector<double> got;
-  while (!t.done()) got.push_back(t.step().loss);
-  const std::vector<double> want(ref.begin() + 10, ref.end());
-  INFO("saved on sp 2, resumed on sp 1: losses within " << max_rel(got, want));
-  CHECK(max_rel(got, want) <= 1e-5);
-}
-
-TEST_CASE("tensor parallel in zt-train: what is not built yet is refused by its key", "[tensor_parallel_zero]") {
-  ProcessGroup& g = init_process_group();
-  if (g.size() % 2 != 0) return;
-  RunConfig c = zt::test::small_run("gpt2-nano", g.size() / 2, 3);
-  c.tensor_parallel_size = 2;
-  RunConfig sp = c;
-  sp.sequence_parallel_size = 2;
-  sp.seq_len = 31;
-  CHECK_THROWS_WITH(Trainer(sp, g),
-                    Catch::Contains("seq_len = 31 is invalid: expected a multiple of sequence_parallel_size 2"));
-  RunConfig odd = c;
-  odd.tensor_parallel_size = 3;
-  if (g.size() % 3 != 0)
-    CHECK_THROWS_WITH(Trainer(odd, g), Catch::Contains("does not divide the " + std::to_string(g.size()) + " rank"));
 }
 
 TEST_CASE("TensorSlice maps a slice's elements to their places in the whole tensor", "[tensor_parallel]") {
