@@ -16,10 +16,14 @@ GPT2Embed::GPT2Embed(const ModelConfig& c, DType dt, const TensorParallel& tp_)
       wte(params_, "wte", tp_share(c.padded_vocab_size, tp_, "padded_vocab_size"), c.n_embd),
       wpe(params_, "wpe", c.max_seq_len, c.n_embd) {
   if (tp.on()) params_.set_slice(wte.weight, column_slice(tp));  // rows: the rank's vocabulary ids
+  wpe.read = partial_grad_read(tp);  // sequence parallelism: a rank adds the rows of its tokens only
 }
 
 Var GPT2Embed::forward(const Tensor& idx, int64_t pos0) const {
-  const int64_t B = idx.size(0), T = idx.size(1);
+  const int64_t B = idx.size(0);
+  // Under Megatron's sequence parallelism the lookup comes back as this rank's T / tp tokens.
+  const int64_t T = tp.splits_sequence() ? tp_share(idx.size(1), tp, "the sequence length") : idx.size(1);
+  if (tp.splits_sequence()) pos0 += tp.rank() * T;
   // Positions as a (B, T) id tensor, so wpe's rows add to wte's without a broadcast op. Built on
   // the host, like the token ids: embedding() moves ids to the table's device.
   Tensor pos = Tensor::empty({B, T}, DType::i32, Category::activations, cpu_allocator());
@@ -47,6 +51,7 @@ GPT2Block::GPT2Block(int64_t i, const ModelConfig& c, DType dt, const TensorPara
       ln_2(params_, "ln_2", c.n_embd, c.norm_eps),
       mlp(params_, "mlp", c.n_embd, tp_share(c.ffn_hidden, tp_, "ffn_hidden"), tp_.on()) {
   if (!tp.on()) return;
+  ln_1.read = ln_2.read = partial_grad_read(tp);
   params_.set_slice(attn.c_attn_w, column_slice(tp, 3));  // q; k; v, each cut by heads
   params_.set_slice(attn.c_attn_b, column_slice(tp, 3));
   params_.set_slice(attn.c_proj_w, row_slice(tp));
@@ -57,15 +62,15 @@ GPT2Block::GPT2Block(int64_t i, const ModelConfig& c, DType dt, const TensorPara
 
 // h = x + attn(ln_1(x)) and ln_2(h) in one pass (residual_layernorm); the block's output add
 // stays a plain add (the next block is another unit: no fusing across the boundary). Under tensor
-// parallelism each sub-layer runs between f (tp_copy) and g (row_parallel_output); without it
-// both are the identity.
+// parallelism each sub-layer runs between f (column_parallel_input) and g (row_parallel_output);
+// without it both are the identity. Under sequence parallelism x, h and n are this rank's tokens.
 Var GPT2Block::forward(const Var& x) const {
   const Var attn_bias = attn.cfg.defer_out_bias ? params_.var(attn.c_proj_b) : Var();
   const Var mlp_bias = mlp.defer_out_bias ? params_.var(mlp.c_proj.bias) : Var();
-  const Var a = row_parallel_output(attn.forward(tp_copy(ln_1.forward(x), tp), ulysses.parts > 1 ? &ulysses : nullptr),
-                                    attn_bias, tp);
+  const Var a = row_parallel_output(
+      attn.forward(column_parallel_input(ln_1.forward(x), tp), ulysses.parts > 1 ? &ulysses : nullptr), attn_bias, tp);
   auto [h, n] = ln_2.forward_residual(x, a);  // (B, T, C) each
-  return add(h, row_parallel_output(mlp.forward(tp_copy(n, tp)), mlp_bias, tp));
+  return add(h, row_parallel_output(mlp.forward(column_parallel_input(n, tp)), mlp_bias, tp));
 }
 
 Var GPT2Block::forward_cached(const Var& x, KVCache& cache, int64_t layer) const {
@@ -74,7 +79,9 @@ Var GPT2Block::forward_cached(const Var& x, KVCache& cache, int64_t layer) const
 }
 
 GPT2Head::GPT2Head(const ModelConfig& c, DType dt, const TensorParallel& tp_)
-    : Unit("head", dt), tp(tp_), ln_f(params_, "ln_f", c.n_embd, c.norm_eps) {}
+    : Unit("head", dt), tp(tp_), ln_f(params_, "ln_f", c.n_embd, c.norm_eps) {
+  ln_f.read = partial_grad_read(tp);
+}
 
 Var GPT2Head::forward(const Var& x, const GPT2Embed& e) const {
   if (tp.on())

@@ -39,6 +39,7 @@ LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt, const TensorPa
       post_attention_layernorm(params_, "post_attention_layernorm", c.n_embd, c.norm_eps),
       mlp(params_, "mlp", c.n_embd, tp_share(c.ffn_hidden, tp_, "ffn_hidden")) {
   if (!tp.on()) return;
+  input_layernorm.read = post_attention_layernorm.read = partial_grad_read(tp);
   for (int w : {self_attn.q_w, self_attn.k_w, self_attn.v_w, mlp.gate_proj.weight, mlp.up_proj.weight})
     params_.set_slice(w, column_slice(tp));
   for (int w : {self_attn.o_w, mlp.down_proj.weight}) params_.set_slice(w, row_slice(tp));
@@ -46,13 +47,14 @@ LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt, const TensorPa
 
 // h = x + self_attn(input_layernorm(x)) and post_attention_layernorm(h) in one pass
 // (residual_rmsnorm); the layer's output add stays a plain add (unit boundary). Each sub-layer
-// runs between f (tp_copy) and g (row_parallel_output): both the identity without tensor
-// parallelism.
+// runs between f (column_parallel_input) and g (row_parallel_output): both the identity without
+// tensor parallelism. Under sequence parallelism x, h and n are this rank's tokens.
 Var LlamaLayer::forward(const Var& x) const {
   const Var a = row_parallel_output(
-      self_attn.forward(tp_copy(input_layernorm.forward(x), tp), ulysses.parts > 1 ? &ulysses : nullptr), Var(), tp);
+      self_attn.forward(column_parallel_input(input_layernorm.forward(x), tp), ulysses.parts > 1 ? &ulysses : nullptr),
+      Var(), tp);
   auto [h, n] = post_attention_layernorm.forward_residual(x, a);
-  return add(h, row_parallel_output(mlp.forward(tp_copy(n, tp)), Var(), tp));  // (B, T, C)
+  return add(h, row_parallel_output(mlp.forward(column_parallel_input(n, tp)), Var(), tp));  // (B, T, C)
 }
 
 Var LlamaLayer::forward_cached(const Var& x, KVCache& cache, int64_t layer) const {
@@ -63,6 +65,7 @@ Var LlamaLayer::forward_cached(const Var& x, KVCache& cache, int64_t layer) cons
 
 LlamaHead::LlamaHead(const ModelConfig& c, DType dt, const TensorParallel& tp_)
     : Unit("head", dt), tp(tp_), norm(params_, "norm", c.n_embd, c.norm_eps) {
+  norm.read = partial_grad_read(tp);
   if (c.tie_embeddings) return;
   lm_head = params_.add("lm_head.weight", {tp_share(c.padded_vocab_size, tp, "padded_vocab_size"), c.n_embd},
                         /*decay=*/true);

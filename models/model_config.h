@@ -74,6 +74,9 @@ struct ModelOptions {
   // The group each block is split over (Megatron's tensor parallelism, parallel/tensor_parallel.h):
   // every unit then holds this rank's slice of the blocks' weights (ParamInfo::slice). Null: whole.
   ProcessGroup* tensor_parallel = nullptr;
+  // Megatron's sequence parallelism over that group (parallel/tensor_parallel.h): between the
+  // sub-layers each rank holds T / tp of every sequence's tokens. Needs a tensor group of 2 or more.
+  bool megatron_sequence_parallel = false;
   // The group each sequence is split over (Ulysses, parallel/sequence_parallel.h): the model then
   // takes this rank's T / P tokens of every sequence, and attention exchanges them for heads.
   ProcessGroup* sequence_parallel = nullptr;

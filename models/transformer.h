@@ -110,7 +110,10 @@ class TransformerLM : public Model {
       : cfg_(cfg), name_(name) {
     cfg_.validate();
     if (cfg_.family != family) ZT_THROW(name_, ": config family is \"", cfg_.family, "\", expected \"", family, "\"");
-    tp_ = TensorParallel{opt.tensor_parallel};
+    tp_ = TensorParallel{opt.tensor_parallel, opt.megatron_sequence_parallel};
+    if (opt.megatron_sequence_parallel && !tp_.on())
+      ZT_THROW(name_, ": Megatron's sequence parallelism splits the tokens over the tensor-parallel group: it needs ",
+               "tensor parallelism over 2 or more ranks");
     sp_ = SequenceParallel{opt.sequence_parallel};
     embed_ = std::make_unique<Embed>(cfg_, opt.dtype, tp_);
     for (int64_t i = 0; i < cfg_.n_layer; ++i) blocks_.push_back(std::make_unique<Block>(i, cfg_, opt.dtype, tp_, sp_));

@@ -33,12 +33,17 @@ class Module {
   Module(ParamSet& ps, std::string prefix) : ps_(&ps), prefix_(std::move(prefix)) {}
   virtual ~Module() = default;
   const std::string& prefix() const { return prefix_; }
+  // How forward reads this module's parameters: as they are (empty), or through the caller's op
+  // on each leaf. Megatron's sequence parallelism sets it on the norms: a norm that sees one
+  // rank's tokens has a partial gradient, which parallel/'s op sums over the tensor group. nn
+  // knows no ranks.
+  std::function<Var(const Var&)> read;
 
  protected:
   int add_param(const std::string& name, const Shape& shape, bool decay) {
     return ps_->add(prefix_.empty() ? name : prefix_ + "." + name, shape, decay);
   }
-  const Var& p(int i) const { return ps_->var(i); }
+  Var p(int i) const { return read ? read(ps_->var(i)) : ps_->var(i); }
   // Parameters i .. i + count - 1 stacked by rows as one leaf (ParamSet::var_span).
   Var p_span(int i, int count) const { return ps_->var_span(i, count); }
   ParamSet* ps_;

@@ -1,5 +1,5 @@
 // defines: ulysses_exchange, sequence_shard (parallel/sequence_parallel.h); file-local: Groups,
-//          block, pack_heads, unpack_heads, pack_sequence, unpack_sequence, exchange
+//          block, pack_heads, unpack_heads, exchange
 #include "parallel/sequence_parallel.h"
 
 #include <vector>
@@ -59,22 +59,6 @@ Tensor unpack_heads(const Tensor& recv, const Groups& g) {
   return x;
 }
 
-// y (B, T, n) -> send (P, B, T / P, n): block j holds tokens [j T/P, (j + 1) T/P) (to rank j).
-Tensor pack_sequence(const Tensor& y, int64_t P) {
-  const int64_t B = y.size(0), Tl = y.size(1) / P, n = y.size(2);
-  Tensor send = Tensor::empty({P, B, Tl, n}, y.dtype(), Category::comm);
-  for (int64_t j = 0; j < P; ++j) block(send, j).copy_(y.slice(1, j * Tl, (j + 1) * Tl));
-  return send;
-}
-
-// recv (P, B, Tl, n), block j rank j's tokens -> (B, P Tl, n): pack_sequence's inverse.
-Tensor unpack_sequence(const Tensor& recv, int64_t P) {
-  const int64_t B = recv.size(1), Tl = recv.size(2), n = recv.size(3);
-  Tensor y = Tensor::empty({B, P * Tl, n}, recv.dtype(), Category::activations);
-  for (int64_t j = 0; j < P; ++j) y.slice(1, j * Tl, (j + 1) * Tl).copy_(block(recv, j));
-  return y;
-}
-
 // send (P, ...) block j to rank j; the blocks received, block q from rank q.
 Tensor exchange(const Tensor& send, const SequenceParallel& sp) {
   Tensor recv = Tensor::empty(send.shape(), send.dtype(), Category::comm);
@@ -95,22 +79,22 @@ HeadExchange ulysses_exchange(const SequenceParallel& sp, int64_t Hq, int64_t Hk
   ex.parts = P;
   const Groups qkv{{Hq, Hkv, Hkv}, D, P}, out{{Hq}, D, P};
   ex.to_heads = [sp, qkv](const Var& x) {  // (B, Tl, wide) -> (B, T, narrow)
-    Tensor y = unpack_sequence(exchange(pack_heads(x.value().contiguous(), qkv), sp), qkv.P);
+    Tensor y = join_tokens(exchange(pack_heads(x.value().contiguous(), qkv), sp));
     return Var::make(
         y, {x},
         [sp, qkv](std::vector<Var>& in, const Tensor& g) {
-          in[0].add_grad(unpack_heads(exchange(pack_sequence(g.contiguous(), qkv.P), sp), qkv));
+          in[0].add_grad(unpack_heads(exchange(split_tokens(g.contiguous(), qkv.P), sp), qkv));
         },
         "ulysses_to_heads");
   };
   ex.to_sequence = [sp, out](const Var& y) {  // (B, T, Hq/P, D) -> (B, Tl, Hq D)
     const Shape shape = y.shape();
     const Tensor flat = y.value().contiguous().view({shape[0], shape[1], shape[2] * shape[3]});
-    Tensor x = unpack_heads(exchange(pack_sequence(flat, out.P), sp), out);
+    Tensor x = unpack_heads(exchange(split_tokens(flat, out.P), sp), out);
     return Var::make(
         x, {y},
         [sp, out, shape](std::vector<Var>& in, const Tensor& g) {
-          in[0].add_grad(unpack_sequence(exchange(pack_heads(g.contiguous(), out), sp), out.P).view(shape));
+          in[0].add_grad(join_tokens(exchange(pack_heads(g.contiguous(), out), sp)).view(shape));
         },
         "ulysses_to_sequence");
   };

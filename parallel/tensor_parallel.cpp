@@ -1,4 +1,7 @@
-// defines: tp_copy, tp_reduce, row_parallel_output, add_bias, tp_share, column_slice, row_slice (parallel/tensor_parallel.h)
+// defines: tp_copy, tp_reduce, tp_gather_tokens, tp_scatter_tokens, column_parallel_input,
+//          row_parallel_output, partial_grad_read, add_bias, tp_share, column_slice, row_slice,
+//          split_tokens, join_tokens (parallel/tensor_parallel.h); file-local: all_reduced,
+//          gathered, scattered
 #include "parallel/tensor_parallel.h"
 
 #include "autograd/ops.h"
@@ -12,6 +15,30 @@ Tensor all_reduced(const Tensor& t, const TensorParallel& tp) {
   Tensor s = t.clone(Category::activations);
   tp.group->all_reduce(s.view({s.numel()}));
   return s;
+}
+
+// x (B, Tl, n), this rank's tokens -> (B, tp Tl, n), every rank's in rank order.
+Tensor gathered(const Tensor& x, const TensorParallel& tp) {
+  Shape blocks = x.shape();
+  blocks.insert(blocks.begin(), tp.size());
+  Tensor all = Tensor::empty(blocks, x.dtype(), Category::comm);
+  const Tensor mine = x.contiguous();
+  tp.group->all_gather(mine.view({mine.numel()}), all.view({all.numel()}));
+  return join_tokens(all);
+}
+
+// y (B, T, n), a partial sum -> (B, T / tp, n), this rank's tokens of the sum over the group.
+Tensor scattered(const Tensor& y, const TensorParallel& tp) {
+  if (y.dim() < 2 || y.size(1) % tp.size() != 0)
+    ZT_THROW("Megatron's sequence parallelism: ", shape_str(y.shape()), " has ", y.dim() < 2 ? 0 : y.size(1),
+             " tokens per sequence, not divisible by tensor_parallel_size ", tp.size(),
+             " (each rank of the tensor group keeps T / tp of them between the sub-layers)");
+  const Tensor blocks = split_tokens(y, tp.size());
+  Shape mine = y.shape();
+  mine[1] /= tp.size();
+  Tensor out = Tensor::empty(mine, y.dtype(), Category::activations);
+  tp.group->reduce_scatter(blocks.view({blocks.numel()}), out.view({out.numel()}));
+  return out;
 }
 }  // namespace
 
@@ -31,10 +58,38 @@ Var tp_reduce(const Var& x, const TensorParallel& tp) {
       s, {x}, [](std::vector<Var>& in, const Tensor& g) { in[0].add_grad(g); }, "tp_reduce");
 }
 
+Var tp_gather_tokens(const Var& x, const TensorParallel& tp) {
+  if (!tp.on()) return x;
+  return Var::make(
+      gathered(x.value(), tp), {x},
+      [tp](std::vector<Var>& in, const Tensor& g) { in[0].add_grad(scattered(g.contiguous(), tp)); },
+      "tp_gather_tokens");
+}
+
+Var tp_scatter_tokens(const Var& x, const TensorParallel& tp) {
+  if (!tp.on()) return x;
+  return Var::make(
+      scattered(x.value(), tp), {x}, [tp](std::vector<Var>& in, const Tensor& g) { in[0].add_grad(gathered(g, tp)); },
+      "tp_scatter_tokens");
+}
+
+Var column_parallel_input(const Var& x, const TensorParallel& tp) {
+  return tp.splits_sequence() ? tp_gather_tokens(x, tp) : tp_copy(x, tp);
+}
+
 Var row_parallel_output(const Var& partial, const Var& bias, const TensorParallel& tp) {
   if (!tp.on()) return partial;
-  const Var y = tp_reduce(partial, tp);
-  return bias.defined() ? add_bias(y, bias) : y;
+  if (!tp.splits_sequence()) {
+    const Var y = tp_reduce(partial, tp);
+    return bias.defined() ? add_bias(y, bias) : y;
+  }
+  const Var y = tp_scatter_tokens(partial, tp);
+  return bias.defined() ? add_bias(y, tp_copy(bias, tp)) : y;  // the bias's gradient from this rank's tokens, summed
+}
+
+std::function<Var(const Var&)> partial_grad_read(const TensorParallel& tp) {
+  if (!tp.splits_sequence()) return {};
+  return [tp](const Var& p) { return tp_copy(p, tp); };
 }
 
 Var add_bias(const Var& y, const Var& b) {
@@ -60,6 +115,20 @@ TensorSlice column_slice(const TensorParallel& tp, int64_t groups) {
 TensorSlice row_slice(const TensorParallel& tp) {
   if (!tp.on()) return {};
   return {.dim = 1, .groups = 1, .part = tp.rank(), .parts = tp.size()};
+}
+
+Tensor split_tokens(const Tensor& y, int64_t P) {
+  const int64_t B = y.size(0), Tl = y.size(1) / P, n = y.size(2);
+  Tensor blocks = Tensor::empty({P, B, Tl, n}, y.dtype(), Category::comm);
+  for (int64_t j = 0; j < P; ++j) blocks.slice(0, j, j + 1).view({B, Tl, n}).copy_(y.slice(1, j * Tl, (j + 1) * Tl));
+  return blocks;
+}
+
+Tensor join_tokens(const Tensor& blocks, Category category) {
+  const int64_t P = blocks.size(0), B = blocks.size(1), Tl = blocks.size(2), n = blocks.size(3);
+  Tensor y = Tensor::empty({B, P * Tl, n}, blocks.dtype(), category);
+  for (int64_t j = 0; j < P; ++j) y.slice(1, j * Tl, (j + 1) * Tl).copy_(blocks.slice(0, j, j + 1).view({B, Tl, n}));
+  return y;
 }
 
 }  // namespace zt

@@ -1,6 +1,8 @@
-// defines: TensorParallel, tp_copy, tp_reduce, row_parallel_output, add_bias, tp_share, column_slice, row_slice —
-//          Megatron's tensor parallelism (Shoeybi et al. 2019, section 3) as autograd operators
-//          and the slices its layers are built with.
+// defines: TensorParallel, tp_copy, tp_reduce, tp_gather_tokens, tp_scatter_tokens, column_parallel_input,
+//          row_parallel_output, partial_grad_read, add_bias, tp_share, column_slice, row_slice,
+//          split_tokens, join_tokens — Megatron's tensor parallelism (Shoeybi et al. 2019, section
+//          3) and its sequence parallelism (Korthikanti et al. 2022, section 4.2.2) as autograd
+//          operators, and the slices its layers are built with.
 //
 // A transformer block's two sub-layers are split across the tp ranks of a tensor-parallel group:
 // the first GEMM by columns (each rank computes its share of the outputs: its attention heads,
@@ -15,8 +17,23 @@
 // bias is added once, after g (add_bias). Everything outside the two sub-layers (the norms, the
 // residual stream, the embedding and the head here) runs whole and the same on every rank of the
 // group: their gradients come out equal on every rank, with no collective.
+//
+// Megatron's sequence parallelism (TensorParallel::split_sequence) splits that whole region too:
+// between the sub-layers each rank holds T / tp of every sequence's tokens (B, T/tp, C), since the
+// norms and the residual adds are per token. f becomes an all-gather of the tokens (backward: a
+// reduce-scatter) and g a reduce-scatter (backward: an all-gather):
+//
+//   x (B, T/tp, C) --all-gather--> (B, T, C) --> column-parallel --> row-parallel --reduce-scatter--> (B, T/tp, C)
+//
+// An all-gather and a reduce-scatter move what one all-reduce moves, so a step sends the same bytes,
+// and the activations between the sub-layers fall by tp. A whole parameter read there (the norms'
+// gains and biases, the row-parallel biases, GPT-2's positions) now sees one rank's tokens, so its
+// gradient is a partial sum: it is read through f (partial_grad_read), whose backward sums it over
+// the group. Megatron all-reduces those gradients once after the backward; here each is summed
+// where it is made, so ZeRO's per-unit reduction finds it whole at any stage.
 #pragma once
 #include <cstdint>
+#include <functional>
 
 #include "autograd/var.h"
 #include "dist/process_group.h"
@@ -27,18 +44,32 @@ namespace zt {
 // The group a model is split over. Null or a group of one: no tensor parallelism.
 struct TensorParallel {
   ProcessGroup* group = nullptr;
+  bool split_sequence = false;  // Megatron's sequence parallelism (above); only with 2 or more ranks
   int rank() const { return group ? group->rank() : 0; }
   int size() const { return group ? group->size() : 1; }
   bool on() const { return size() > 1; }
+  bool splits_sequence() const { return on() && split_sequence; }
 };
 
 Var tp_copy(const Var& x, const TensorParallel& tp);    // f (see above); x any shape
 // g (see above); x any shape: a partial sum that nothing else reads (a row-parallel layer's
 // output, the vocabulary-parallel embedding's lookup), summed in its own buffer.
 Var tp_reduce(const Var& x, const TensorParallel& tp);
-// A row-parallel layer's output: g, then its deferred bias once (undefined: none). Without tensor
-// parallelism the layer added its bias itself and this returns partial as it is.
+// Megatron's sequence parallelism's pair. x (B, Tl, n), this rank's tokens [t Tl, (t + 1) Tl) ->
+// (B, tp Tl, n) every rank's, in order: forward all-gather, backward reduce-scatter.
+Var tp_gather_tokens(const Var& x, const TensorParallel& tp);
+// x (B, T, n), a partial sum -> (B, T / tp, n), this rank's tokens of the sum: forward
+// reduce-scatter, backward all-gather. T must be divisible by tp (an error names both).
+Var tp_scatter_tokens(const Var& x, const TensorParallel& tp);
+// A column-parallel layer's input: f, or under sequence parallelism the tokens gathered.
+Var column_parallel_input(const Var& x, const TensorParallel& tp);
+// A row-parallel layer's output: g (or the tokens scattered), then its deferred bias once
+// (undefined: none; read through partial_grad_read). Without tensor parallelism the layer added
+// its bias itself and this returns partial as it is.
 Var row_parallel_output(const Var& partial, const Var& bias, const TensorParallel& tp);
+// How a whole parameter is read between the sub-layers (Module::read): under sequence parallelism
+// through f, which sums its partial gradient over the group; otherwise empty (as it is).
+std::function<Var(const Var&)> partial_grad_read(const TensorParallel& tp);
 // y (..., C) + b (C) on every row, as the rank-1 GEMM ones (..., 1) b^T (linear): b's gradient is
 // the column sums of dy in linear's fixed order, on any backend.
 Var add_bias(const Var& y, const Var& b);
@@ -50,5 +81,11 @@ int64_t tp_share(int64_t n, const TensorParallel& tp, const char* what);
 TensorSlice column_slice(const TensorParallel& tp, int64_t groups = 1);
 // This rank's slice of a row-parallel weight (out, in), cut along dim 1.
 TensorSlice row_slice(const TensorParallel& tp);
+
+// The token blocks the collectives above (and Ulysses' exchange) send: y (B, T, n) -> (P, B, T/P,
+// n), block j holding tokens [j T/P, (j + 1) T/P) (for rank j), in Category::comm; and back:
+// (P, B, Tl, n) -> (B, P Tl, n) in `category`.
+Tensor split_tokens(const Tensor& y, int64_t P);
+Tensor join_tokens(const Tensor& blocks, Category category = Category::activations);
 
 }  // namespace zt

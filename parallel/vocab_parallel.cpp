@@ -37,7 +37,8 @@ Var vocab_parallel_embedding(const Tensor& ids, const Var& table, const TensorPa
     for (int64_t i = 0; i < ids.numel(); ++i)
       out[i] = in[i] >= v0 && in[i] < v0 + Vl ? static_cast<int32_t>(in[i] - v0) : -1;
   }
-  return tp_reduce(embedding(local, table), tp);
+  const Var partial = embedding(local, table);  // (B, T, C)
+  return tp.splits_sequence() ? tp_scatter_tokens(partial, tp) : tp_reduce(partial, tp);
 }
 
 Var vocab_parallel_cross_entropy(const Var& x, const Var& w, const Tensor& targets, int64_t vocab,
@@ -50,7 +51,7 @@ Var vocab_parallel_cross_entropy(const Var& x, const Var& w, const Tensor& targe
     ZT_THROW(op, ": rank ", tp.rank(), " of the tensor group holds columns [", v0, ", ", v0 + Vl,
              ") of the vocabulary, all past its ", vocab, " real ids: tensor_parallel_size ", T,
              " is too large for this padded vocabulary");
-  const Var logits = linear(tp_copy(x, tp), w, Var());  // (B, T, Vl), this rank's columns
+  const Var logits = linear(column_parallel_input(x, tp), w, Var());  // (B, T, Vl), this rank's columns
   const int64_t N = targets.numel();
   ZT_CHECK(targets.dtype() == DType::i32 && logits.value().numel() == N * Vl, op, ": targets ", targets.str(),
            " for logits ", shape_str(logits.shape()));

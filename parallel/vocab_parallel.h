@@ -15,7 +15,9 @@
 //
 // A step adds per position: two all-reduces of C (the embedding's g, the head's f backward) and
 // one all-gather of tp floats (the lse), in place of the whole logits. The lse are combined on
-// the host (B T values a step), where the loss and its count are made.
+// the host (B T values a step), where the loss and its count are made. Under Megatron's sequence
+// parallelism (TensorParallel::split_sequence) the embedding's g is a reduce-scatter to this rank's
+// T / tp tokens, and the head's f an all-gather of every rank's.
 #pragma once
 #include <cstdint>
 
@@ -25,9 +27,11 @@
 namespace zt {
 
 // ids int32 (B, T) (any device; read on the host), table (Vl, C): this rank's rows -> (B, T, C),
-// the same on every rank of the group. Without tensor parallelism: embedding(ids, table).
+// the same on every rank of the group (sequence parallelism: (B, T / tp, C), this rank's tokens).
+// Without tensor parallelism: embedding(ids, table).
 Var vocab_parallel_embedding(const Tensor& ids, const Var& table, const TensorParallel& tp);
-// x (B, T, C) (the same on every rank), w (Vl, C) this rank's rows of the output layer, targets
+// x (B, T, C) (the same on every rank; sequence parallelism: (B, T / tp, C), this rank's tokens),
+// w (Vl, C) this rank's rows of the output layer, targets
 // int32 (B, T) in [0, vocab) or -1 (ignored) -> the mean cross-entropy over the first `vocab`
 // columns of the whole vocabulary, shape (), in the logits' stats dtype (float32). Without tensor
 // parallelism: linear_cross_entropy(x, w, targets, vocab).

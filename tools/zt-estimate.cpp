@@ -262,7 +262,7 @@ int main(int argc, char** argv) {
   int64_t tp = 1, sp = 1;  // --tensor-parallel-size, --sequence-parallel-size
   int stage = 0;
   int64_t world = 1, batch = 0, seq_len = 0, threads = omp_get_max_threads();
-  bool ckpt = false, cpu_ckpt = false, paper = false, json = false, dry = false;
+  bool ckpt = false, cpu_ckpt = false, paper = false, json = false, dry = false, megatron_sp = false;
   ZeroOptimization zero;
   app.add_option("--model", model_name,
                  "a named model config or a model config file (*.json): its training step is run on the meta device "
@@ -275,6 +275,9 @@ int main(int argc, char** argv) {
                  "split each block over this many ranks (docs/parallel.md; config key tensor_parallel_size)");
   app.add_option("--sequence-parallel-size", sp,
                  "split each sequence over this many ranks (Ulysses; config key sequence_parallel_size)");
+  app.add_flag("--megatron-sequence-parallel", megatron_sp,
+               "with --tensor-parallel-size: the tokens split over the tensor group between the sub-layers (config "
+               "key megatron_sequence_parallel)");
   app.add_option("--precision", precision, "fp32 | bf16 | fp16 (bf16 / fp16: the paper's mixed precision, K = 12)");
   app.add_option("--compute-dtype", compute_dtype,
                  "f32 (the CPU's mixed precision: float32 copies, 4-byte activations) or bf16 (a GPU's with bf16: "
@@ -367,6 +370,13 @@ int main(int argc, char** argv) {
         tp = json_integer(j.at("tensor_parallel_size"), "config '" + config_path + "': tensor_parallel_size", 1);
       if (!app.count("--sequence-parallel-size") && j.contains("sequence_parallel_size"))
         sp = json_integer(j.at("sequence_parallel_size"), "config '" + config_path + "': sequence_parallel_size", 1);
+      if (!megatron_sp && j.contains("megatron_sequence_parallel")) {
+        if (!j.at("megatron_sequence_parallel").is_boolean())
+          ZT_THROW("config '", config_path,
+                   "': megatron_sequence_parallel has the wrong type: ", j.at("megatron_sequence_parallel").dump(),
+                   " (expected true or false)");
+        megatron_sp = j.at("megatron_sequence_parallel").get<bool>();
+      }
       if (tp < 1 || sp < 1 || world % (tp * sp) != 0)
         ZT_THROW("tensor_parallel_size ", tp, " x sequence_parallel_size ", sp, " does not divide the ", world,
                  " rank(s) of --world-size");
@@ -441,6 +451,7 @@ int main(int argc, char** argv) {
       rc.model = model_name;
       rc.tensor_parallel_size = tp;
       rc.sequence_parallel_size = sp;
+      rc.megatron_sequence_parallel = megatron_sp;
       rc.engine = run;
       rc.engine.gradient_accumulation_steps = accum < 1 ? 1 : accum;
       rc.seq_len = seq_len;
@@ -482,9 +493,10 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    if (tp != 1 || sp != 1)
+    if (tp != 1 || sp != 1 || megatron_sp)
       ZT_THROW(
-          "--tensor-parallel-size / --sequence-parallel-size need --model (a parameter count has no blocks to split)");
+          "--tensor-parallel-size / --sequence-parallel-size / --megatron-sequence-parallel need --model (a parameter "
+          "count has no blocks to split)");
     if (!fit_axis.empty()) ZT_THROW("--fit needs --model (a step to run)");
     if (!time_profile.empty()) ZT_THROW("--time needs --model (a step to run)");
     if (compare || pricing.asked()) ZT_THROW("--compare / --tokens need --model and --time (a step to time)");

@@ -129,6 +129,9 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions& o) {
   app.add_option("--sequence-parallel-size", c.sequence_parallel_size,
                  "split each sequence over this many ranks (DeepSpeed-Ulysses; docs/parallel.md; config key "
                  "sequence_parallel_size)");
+  app.add_flag("--megatron-sequence-parallel", c.megatron_sequence_parallel,
+               "with --tensor-parallel-size: split the tokens between the sub-layers over the tensor group "
+               "(Megatron's sequence parallelism; docs/parallel.md; config key megatron_sequence_parallel)");
   app.add_option("--collective-timeout-s", c.collective_timeout_s,
                  "abort the job when one collective waits longer than this, naming the ranks it waits for "
                  "(seconds; 0 = never; config key collective_timeout_s)")
@@ -246,6 +249,7 @@ RunConfig resolve_run_config(const TrainOptions& o, int world_size, bool* comput
     if (given("--tokenizer")) from_file.tokenizer = c.tokenizer;
     if (given("--steps")) from_file.steps = c.steps;
     if (given("--seq-len")) from_file.seq_len = c.seq_len;
+    if (given("--megatron-sequence-parallel")) from_file.megatron_sequence_parallel = true;
     if (given("--seed")) from_file.seed = c.seed;
     if (given("--eval-interval")) from_file.eval_interval = c.eval_interval;
     if (given("--eval-batches")) from_file.eval_batches = c.eval_batches;

@@ -134,6 +134,7 @@ DryRun dry_run(const DryRunRequest& req) {
       ModelOptions opt;
       opt.world_size = zero_group.size();
       opt.tensor_parallel = grid ? grid->tensor.get() : nullptr;
+      opt.megatron_sequence_parallel = cfg.megatron_sequence_parallel;
       opt.sequence_parallel = grid ? grid->sequence.get() : nullptr;
       opt.alignment = kShardAlignment;
       opt.dtype = cfg.compute_dtype;

@@ -56,6 +56,13 @@ void RunConfig::validate() const {
   if (sequence_parallel_size >= 1 && seq_len % sequence_parallel_size != 0)
     ZT_THROW("training config: seq_len = ", seq_len, " is invalid: expected a multiple of sequence_parallel_size ",
              sequence_parallel_size, " (each rank of a sequence group keeps seq_len / sequence_parallel_size tokens)");
+  need(!megatron_sequence_parallel || tensor_parallel_size > 1, "megatron_sequence_parallel", "true",
+       "tensor_parallel_size > 1 (it splits the tokens over the tensor-parallel group)");
+  if (megatron_sequence_parallel && seq_len % (sequence_parallel_size * tensor_parallel_size) != 0)
+    ZT_THROW("training config: seq_len = ", seq_len,
+             " is invalid with megatron_sequence_parallel: expected a multiple of ",
+             "sequence_parallel_size x tensor_parallel_size = ", sequence_parallel_size * tensor_parallel_size,
+             " (each rank of a tensor group keeps its share of the sequence between the sub-layers)");
   need(e.zero.stage >= 0 && e.zero.stage <= 3, "zero_optimization.stage", e.zero.stage, "0, 1, 2 or 3");
   need(compute_dtype == DType::f32 || compute_dtype == DType::bf16, "compute_dtype", dtype_name(compute_dtype),
        "f32 or bf16");
@@ -79,7 +86,8 @@ const std::set<std::string>& run_config_keys() {
                                              "collective_timeout_s",
                                              "tokenizer",
                                              "tensor_parallel_size",
-                                             "sequence_parallel_size"};
+                                             "sequence_parallel_size",
+                                             "megatron_sequence_parallel"};
   return keys;
 }
 
@@ -117,6 +125,7 @@ void run_config_from_json(const std::string& path, int world_size, RunConfig& c)
   run("val_data", c.val_data);
   run("tokenizer", c.tokenizer);
   run("seq_len", c.seq_len);
+  run("megatron_sequence_parallel", c.megatron_sequence_parallel);
   run("steps", c.steps);
   run("seed", c.seed);
   run("eval_interval", c.eval_interval);
@@ -156,6 +165,7 @@ void to_json(nlohmann::json& j, const RunConfig& c) {
        {"compute_dtype", compute_dtype_name(c.compute_dtype)},
        {"tensor_parallel_size", c.tensor_parallel_size},
        {"sequence_parallel_size", c.sequence_parallel_size},
+       {"megatron_sequence_parallel", c.megatron_sequence_parallel},
        {"config_file", c.config_file},
        {"engine", c.engine}};
 }

@@ -56,6 +56,11 @@ struct RunConfig {
   // micro-batch x accumulation x the data-parallel degree). JSON: top-level
   // "tensor_parallel_size", "sequence_parallel_size"; zt-train --tensor-parallel-size, ...
   int64_t tensor_parallel_size = 1, sequence_parallel_size = 1;
+  // Megatron's sequence parallelism over the tensor group (parallel/tensor_parallel.h): between the
+  // sub-layers each rank keeps seq_len / (sequence_parallel_size x tensor_parallel_size) tokens.
+  // Off by default, as in Megatron. JSON: "megatron_sequence_parallel"; zt-train
+  // --megatron-sequence-parallel.
+  bool megatron_sequence_parallel = false;
   int64_t grid_size() const { return tensor_parallel_size * sequence_parallel_size; }
   std::string config_file;  // the JSON config these settings came from, if any (for the record)
 

@@ -64,6 +64,7 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
   ModelOptions opt;
   opt.world_size = zero_group->size();
   opt.tensor_parallel = tensor_group;
+  opt.megatron_sequence_parallel = cfg_.megatron_sequence_parallel;
   opt.sequence_parallel = grid_ ? grid_->sequence.get() : nullptr;
   opt.alignment = kShardAlignment;
   opt.dtype = cfg_.compute_dtype;
@@ -81,6 +82,7 @@ Trainer::Trainer(const RunConfig& cfg, ProcessGroup& group) : cfg_(cfg), group_(
     } else {
       ModelOptions whole = opt;
       whole.tensor_parallel = whole.sequence_parallel = nullptr;
+      whole.megatron_sequence_parallel = false;
       whole.world_size = 1;
       whole_layout = make_model(mcfg_, whole);
       initial = std::make_unique<SlicedParams>(*model_, *whole_layout,

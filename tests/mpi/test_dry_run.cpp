@@ -225,8 +225,9 @@ TEST_CASE("dry run equals the real run: offload, ZeRO++, checkpointing, accumula
 
 // A grid (docs/parallel.md): the dry run makes the same grid on its simulated rank, cuts the
 // blocks over the tensor group, the sequences over the sequence group, and runs ZeRO over the
-// replica group, so the slices' bytes, the tensor group's all-reduces, the sequence group's
-// all-to-alls and the replica group's collectives all count as the real run's.
+// replica group, so the slices' bytes, the tensor group's all-reduces (or, with Megatron's sequence
+// parallelism, its all-gathers and reduce-scatters), the sequence group's all-to-alls and the
+// replica group's collectives all count as the real run's.
 TEST_CASE("dry run equals the real run: tensor and sequence parallelism", "[dry_run]") {
   ProcessGroup& g = init_process_group();
   const int N = g.size();
@@ -248,7 +249,16 @@ TEST_CASE("dry run equals the real run: tensor and sequence parallelism", "[dry_
       l.tensor_parallel_size = tp;
       l.engine.activation_checkpointing = true;
       check_same("llama-nano tp " + std::to_string(tp) + " stage 3, activation checkpointing", l, g);
+      l.megatron_sequence_parallel = true;
+      check_same("llama-nano tp " + std::to_string(tp) +
+                     " stage 3, activation checkpointing, Megatron's sequence "
+                     "parallelism",
+                 l, g);
     }
+    RunConfig m = test::small_run("gpt2-nano", N / tp, 3);  // the tokens split between the sub-layers
+    m.tensor_parallel_size = tp;
+    m.megatron_sequence_parallel = true;
+    check_same("gpt2-nano tp " + std::to_string(tp) + " stage 3, Megatron's sequence parallelism", m, g);
   }
   // sequence parallelism (Ulysses): the batch's shares, the all-to-alls, ZeRO over data x sequence ranks
   for (int sp : {2, 4}) {
@@ -261,6 +271,8 @@ TEST_CASE("dry run equals the real run: tensor and sequence parallelism", "[dry_
     RunConfig c = test::small_run("gpt2-nano", 1, 2);
     c.sequence_parallel_size = 2, c.tensor_parallel_size = 2;
     check_same("gpt2-nano sp 2 x tp 2 stage 2", c, g);
+    c.megatron_sequence_parallel = true;
+    check_same("gpt2-nano sp 2 x tp 2 stage 2, Megatron's sequence parallelism", c, g);
     RunConfig l = test::small_run("llama-nano", 2, 3);
     l.sequence_parallel_size = 2;
     l.engine.activation_checkpointing = true;

@@ -7,7 +7,8 @@
 //
 // zt-train's Trainer on a grid of tp x dp ranks (tp 2, and 4 for GPT-2),
 // ZeRO over each slice's replica group at stages 0-3, with the optimizer and parameters offloaded
-// to the host, and with qwZ: 20 steps' losses and gradient norms (before clipping, which the runs
+// to the host, with qwZ, and with Megatron's sequence parallelism (stage 1, and stage 3 offloaded;
+// Ulysses' sp 2 x tp 2 with it below): 20 steps' losses and gradient norms (before clipping, which the runs
 // apply at 1.0: the norm decides each step) against one rank's run of the same global batch.
 // Losses within 1e-5 (float32, the bound the ZeRO equivalence tests hold N data-parallel ranks
 // to; measured up to 5.4e-8 on 2 and 4 ranks), norms within 3e-5 (float32 gradients whose sums
@@ -61,13 +62,16 @@ TEST_CASE("tensor parallel x ZeRO over the replica group: 20 steps equal one ran
     const char* offload;  // "none" or "cpu": the optimizer (and at stage 3 the parameters)
     bool qwz;
     double bound;
+    bool megatron_sp = false;  // Megatron's sequence parallelism over the tensor group
   };
   const Variant variants[] = {{"stage 0", 0, "none", false, 1e-5},
                               {"stage 1", 1, "none", false, 1e-5},
                               {"stage 2", 2, "none", false, 1e-5},
                               {"stage 3", 3, "none", false, 1e-5},
                               {"stage 3, cpu offload", 3, "cpu", false, 1e-5},
-                              {"stage 3, qwZ", 3, "none", true, 5e-3}};
+                              {"stage 3, qwZ", 3, "none", true, 5e-3},
+                              {"stage 1, Megatron's sequence parallelism", 1, "none", false, 1e-5, true},
+                              {"stage 3, cpu offload, Megatron's sequence parallelism", 3, "cpu", false, 1e-5, true}};
   for (const char* model : {"gpt2-nano", "llama-nano"}) {
     SingleProcessGroup one;
     const Trace ref = trace(zt::test::small_run(model, 1, 0), one);
@@ -79,6 +83,7 @@ TEST_CASE("tensor parallel x ZeRO over the replica group: 20 steps equal one ran
         c.engine.zero.offload_optimizer.device = offload_device_from_name(v.offload);
         if (v.stage == 3) c.engine.zero.offload_param.device = offload_device_from_name(v.offload);
         c.engine.zero.zero_quantized_weights = v.qwz;
+        c.megatron_sequence_parallel = v.megatron_sp;
         const Trace t = trace(c, g);
         // qwZ: the first step's norm (the same weights on both sides; later steps' weights differ by
         // the quantization, and a late, small norm relatively more), within test_zeropp's 3e-2
@@ -224,22 +229,25 @@ TEST_CASE("sequence parallelism (Ulysses) x ZeRO: 20 steps equal one rank's", "[
   if (N % 2 != 0) return;
   struct Grid {
     int sp, tp;
+    bool megatron_sp = false;  // and Megatron's sequence parallelism over the tensor group
   };
   for (const char* model : {"gpt2-nano", "llama-nano"}) {
     SingleProcessGroup one;
     const Trace ref = trace(zt::test::small_run(model, 1, 0), one);
     const ModelConfig mc = model_config(model);
-    for (const Grid& gr : {Grid{2, 1}, Grid{4, 1}, Grid{2, 2}}) {
+    for (const Grid& gr : {Grid{2, 1}, Grid{4, 1}, Grid{2, 2}, Grid{2, 2, true}}) {
       if (N % (gr.sp * gr.tp) != 0 || (mc.n_kv_head / gr.tp) % gr.sp != 0 || mc.n_kv_head % gr.tp != 0) continue;
       for (int stage : {1, 3}) {
         RunConfig c = zt::test::small_run(model, N / (gr.sp * gr.tp), stage);
         c.sequence_parallel_size = gr.sp;
         c.tensor_parallel_size = gr.tp;
+        c.megatron_sequence_parallel = gr.megatron_sp;
         g.reset_counters();
         const Trace t = trace(c, g);
         const double dl = max_rel(t.loss, ref.loss), dn = max_rel(t.norm, ref.norm);
-        INFO(model << ", sp " << gr.sp << " x tp " << gr.tp << " x dp " << N / (gr.sp * gr.tp) << ", stage " << stage
-                   << ": losses within " << dl << ", norms within " << dn << " of one rank's");
+        INFO(model << ", sp " << gr.sp << " x tp " << gr.tp
+                   << (gr.megatron_sp ? " (Megatron's sequence parallelism)" : "") << " x dp " << N / (gr.sp * gr.tp)
+                   << ", stage " << stage << ": losses within " << dl << ", norms within " << dn << " of one rank's");
         CHECK(dl <= 1e-5);
         CHECK(dn <= 3e-5);
         // the Ulysses all-to-alls: 4 per block and step (2 forward, 2 backward)
@@ -287,6 +295,14 @@ TEST_CASE("tensor parallel in zt-train: what is not built yet is refused by its 
   sp.seq_len = 31;
   CHECK_THROWS_WITH(Trainer(sp, g),
                     Catch::Contains("seq_len = 31 is invalid: expected a multiple of sequence_parallel_size 2"));
+  RunConfig megatron = c;  // Megatron's sequence parallelism splits the tokens over a tensor group
+  megatron.tensor_parallel_size = 1;
+  megatron.megatron_sequence_parallel = true;
+  CHECK_THROWS_WITH(Trainer(megatron, g), Catch::Contains("megatron_sequence_parallel = true is invalid: expected "
+                                                          "tensor_parallel_size > 1"));
+  megatron.tensor_parallel_size = 2;
+  megatron.seq_len = 31;
+  CHECK_THROWS_WITH(Trainer(megatron, g), Catch::Contains("seq_len = 31 is invalid with megatron_sequence_parallel"));
   RunConfig odd = c;
   odd.tensor_parallel_size = 3;
   if (g.size() % 3 != 0)

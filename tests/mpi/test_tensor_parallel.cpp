@@ -1,4 +1,4 @@
-// defines: 6 Catch2 test cases tagged [tensor_parallel]; helpers: Batch, batch, run_step, Pair, build_pair,
+// defines: 7 Catch2 test cases tagged [tensor_parallel]; helpers: Batch, batch, run_step, Pair, build_pair,
 //          check_family, check_ulysses
 //
 // Megatron's tensor parallelism (parallel/tensor_parallel.h) over every rank of the job against
@@ -72,11 +72,12 @@ Pair build_pair(const std::string& name, DType dt, ModelOptions split, uint64_t 
   return p;
 }
 
-void check_family(const std::string& name, DType dt, double bound, bool checkpointing) {
+void check_family(const std::string& name, DType dt, double bound, bool checkpointing, bool megatron_sp = false) {
   ProcessGroup& g = init_process_group();
   const ModelConfig cfg = model_config(name);
   ModelOptions split;
   split.tensor_parallel = &g;
+  split.megatron_sequence_parallel = megatron_sp && g.size() > 1;
   auto [full, tp] = build_pair(name, dt, split, 7);
   CHECK(worst_relative(*full, *tp, true) == 0.0);  // the same values, bit for bit
   full->set_activation_checkpointing(checkpointing);
@@ -87,12 +88,13 @@ void check_family(const std::string& name, DType dt, double bound, bool checkpoi
   g.reset_counters();
   const double lt = run_step(*tp, b);
   const CommCounters c = g.counters();
-  INFO(name << " " << dtype_name(dt) << " tp " << g.size() << ": loss " << lf << " vs " << lt);
+  INFO(name << " " << dtype_name(dt) << " tp " << g.size() << (megatron_sp ? " sequence-parallel" : "") << ": loss "
+            << lf << " vs " << lt);
   CHECK(std::abs(lt - lf) <= bound / 100 * std::abs(lf));
   const double worst = worst_relative(*full, *tp, false);
   INFO("worst gradient difference / the gradient's largest magnitude: " << worst);
   CHECK(worst <= bound);
-  if (g.size() > 1 && !checkpointing) {
+  if (g.size() > 1 && !checkpointing && !megatron_sp) {
     // Megatron's count: 4 all-reduces of (B, T, C) per block, 2 more for the vocabulary-parallel
     // embedding (g) and head (f backward); the loss's all-gather of every position's lse (stats
     // dtype: float64 for a float64 model, else float32) and one double (the ranks' loss parts).
@@ -104,6 +106,27 @@ void check_family(const std::string& name, DType dt, double bound, bool checkpoi
     CHECK(c.of(Collective::all_gather) == ring_bytes(1, N * positions, stats, N));
     CHECK(c.total() == c.of(Collective::all_reduce) + c.of(Collective::all_gather));
   }
+  if (g.size() > 1 && !checkpointing && megatron_sp) {
+    // Megatron's sequence parallelism (Korthikanti et al. 2022, section 4.2.2): each all-reduce of
+    // (B, T, C) becomes a reduce-scatter and an all-gather (forward: the embedding's and each
+    // sub-layer's g scatter, each sub-layer's and the head's f gather; backward the other way),
+    // the same bytes. The whole parameters read on one rank's tokens add one all-reduce of their
+    // gradient each: GPT-2's ln_1, ln_2 (gain, bias) and the two row-parallel biases per block,
+    // ln_f's two and wpe (maxT, C); Llama's two norms per block and the final one.
+    const int64_t positions = 2 * 16, n = positions * cfg.n_embd, L = cfg.n_layer, N = g.size(), C = cfg.n_embd;
+    const int64_t stats = dt == DType::f64 ? 8 : 4, b = dtype_size(dt);
+    const bool gpt2 = cfg.family == "gpt2";
+    const int64_t vectors = gpt2 ? 6 * L + 2 : 2 * L + 1;  // whole (C) parameters read on one rank's tokens
+    const int64_t grads = vectors * ring_bytes(2, C, b, N) + (gpt2 ? ring_bytes(2, cfg.max_seq_len * C, b, N) : 0);
+    CHECK(c.calls[static_cast<int>(Collective::reduce_scatter)] == 4 * L + 2);
+    CHECK(c.of(Collective::reduce_scatter) == (4 * L + 2) * ring_bytes(1, n, b, N));
+    CHECK(c.calls[static_cast<int>(Collective::all_gather)] == 4 * L + 3);
+    CHECK(c.of(Collective::all_gather) ==
+          (4 * L + 2) * ring_bytes(1, n, b, N) + ring_bytes(1, N * positions, stats, N));
+    CHECK(c.calls[static_cast<int>(Collective::all_reduce)] == vectors + (gpt2 ? 1 : 0) + 1);
+    CHECK(c.of(Collective::all_reduce) == grads + ring_bytes(2, 1, 8, N));
+    CHECK(c.total() == c.of(Collective::all_reduce) + c.of(Collective::all_gather) + c.of(Collective::reduce_scatter));
+  }
 }
 
 }  // namespace
@@ -112,6 +135,30 @@ TEST_CASE("tensor parallel gpt2-nano: the one-rank model's init, loss and gradie
   check_family("gpt2-nano", DType::f64, 1e-12, false);
   check_family("gpt2-nano", DType::f32, 1e-4, false);
   check_family("gpt2-nano", DType::f32, 1e-4, true);
+}
+
+TEST_CASE("Megatron's sequence parallelism: the one-rank model's loss and gradients", "[tensor_parallel]") {
+  ProcessGroup& g = init_process_group();
+  for (const bool checkpointing : {false, true}) {
+    check_family("gpt2-nano", DType::f64, 1e-12, checkpointing, true);
+    check_family("gpt2-nano", DType::f32, 1e-4, checkpointing, true);
+    if (model_config("llama-nano").n_kv_head % g.size() != 0) continue;
+    check_family("llama-nano", DType::f64, 1e-12, checkpointing, true);
+    check_family("llama-nano", DType::f32, 1e-4, checkpointing, true);
+  }
+  if (g.size() == 1) return;
+  ModelOptions off;  // a tensor group of one rank has no tokens to split
+  off.megatron_sequence_parallel = true;
+  CHECK_THROWS_WITH(make_model(model_config("gpt2-nano"), off),
+                    Catch::Contains("sequence parallelism splits the tokens over the tensor-parallel group"));
+  ModelOptions split;
+  split.tensor_parallel = &g;
+  split.megatron_sequence_parallel = true;
+  auto m = make_model(model_config("gpt2-nano"), split);
+  Rng r(3);
+  init_model(*m, r);
+  const Batch odd = batch(model_config("gpt2-nano"), 1, 2 * g.size() + 1);  // T not divisible by tp
+  CHECK_THROWS_WITH(m->loss(odd.idx, odd.targets), Catch::Contains("is not divisible by tensor_parallel_size"));
 }
 
 TEST_CASE("tensor parallel llama-nano: the one-rank model's init, loss and gradients", "[tensor_parallel]") {
