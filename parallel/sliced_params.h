@@ -1,6 +1,7 @@
-// defines: SlicedParams — a tensor-parallel model's initial values from a source of the whole
-//          model (pretrained weights, zt-train --init-from), each slice's elements read from their
-//          places in the whole tensors.
+// defines: SlicedParams, gather_slices — a tensor-parallel model's initial values from a source of
+//          the whole model (pretrained weights, zt-train --init-from), each slice's elements read
+//          from their places in the whole tensors; and the other way, the whole model from the
+//          slices of a tensor group (zt-train --save-hf / --save-llmc).
 //
 // The sliced model and the whole one have the same units and parameters in the same order; a
 // slice's parameter i of unit u holds the elements of the whole parameter i that its TensorSlice
@@ -14,6 +15,7 @@
 
 #include "nn/model.h"
 #include "nn/param_source.h"
+#include "parallel/tensor_parallel.h"
 
 namespace zt {
 
@@ -29,5 +31,11 @@ class SlicedParams final : public ParamSource {
   std::vector<Unit*> sliced_, whole_;
   std::unique_ptr<ParamSource> values_;
 };
+
+// whole's values from the tensor group's slices: each cut parameter of `sliced` (this rank's, with
+// its values: ZeRO stages 0-2) all-gathered over tp's group and every element put at its place in
+// the whole tensor; the whole parameters copied. Collective: every rank of the group calls it.
+// whole: the same model built without tensor parallelism, with bytes. Throws as SlicedParams does.
+void gather_slices(Model& whole, Model& sliced, const TensorParallel& tp);
 
 }  // namespace zt

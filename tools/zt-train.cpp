@@ -35,6 +35,8 @@
 #include "formats/hf_weights.h"       // defines: save_hf_weights (--save-hf)
 #include "formats/llmc_checkpoint.h"  // defines: save_llmc_checkpoint
 #include "models/gpt2.h"              // defines: GPT2 (for --save-llmc)
+#include "models/init.h"              // defines: make_model (the whole model a tensor group saves)
+#include "parallel/sliced_params.h"   // defines: gather_slices
 #include "tools/zt_train_options.h"   // defines: TrainOptions, parse_train_options, resolve_run_config
 #include "train/dry_run.h"            // defines: DryRunRequest, dry_run
 #include "train/launch/run_device.h"  // defines: select_run_device (--device, --dist)
@@ -117,23 +119,10 @@ RunDevice start_device(const TrainOptions& o, RunConfig& c, bool compute_dtype_a
 class TrainingRun {
  public:
   TrainingRun(const TrainOptions& o, const RunConfig& c, const RunDevice& run, ProcessGroup& group, int threads)
-      : o_(o),
-        c_(c),
-        run_(run),
-        group_(group),
-        nt_(threads),
-        lead_(group.rank() == 0),
-        tr_(checked(o, c), *run.group) {}
+      : o_(o), c_(c), run_(run), group_(group), nt_(threads), lead_(group.rank() == 0), tr_(c, *run.group) {}
 
   // Before the first step: the trace's clock, the MFU's peak, the log file, the banner.
   void prepare();
-  // c, after the options a tensor-parallel run cannot take yet are refused (before any training).
-  static const RunConfig& checked(const TrainOptions& o, const RunConfig& c) {
-    if (c.tensor_parallel_size > 1 && (!o.save_hf.empty() || !o.save_llmc.empty()))
-      ZT_THROW(o.save_hf.empty() ? "--save-llmc" : "--save-hf", " with tensor_parallel_size ", c.tensor_parallel_size,
-               ": the whole model from its slices is not built yet (docs/parallel.md)");
-    return c;
-  }
   void train();
   // After the last step: --save-llmc, --save-hf, where the checkpoint is.
   void save_models();
@@ -240,6 +229,7 @@ void TrainingRun::print_banner() {
   if (const ProcessGrid* g = tr_.grid()) {
     std::string parts;
     if (g->tp > 1) parts += "each block split over " + std::to_string(g->tp) + " ranks (tensor), ";
+    if (c.megatron_sequence_parallel) parts += "the tokens between its sub-layers too (Megatron's sequence parallel), ";
     if (g->sp > 1) parts += "each sequence over " + std::to_string(g->sp) + " ranks (Ulysses), ";
     std::fprintf(stderr, "zt-train: process grid %s: %sZeRO over the %d ranks holding the same parameters\n",
                  g->describe().c_str(), parts.c_str(), g->replica->size());
@@ -352,22 +342,32 @@ void TrainingRun::train() {
 }
 
 void TrainingRun::save_models() {
+  // Stages 0-2 hold the whole model on every rank; under tensor parallelism each rank's slices,
+  // which the tensor group gathers into the whole model first (parallel/sliced_params.h).
+  Model* model = &tr_.model();
+  std::unique_ptr<Model> whole;
+  if ((!o_.save_llmc.empty() || !o_.save_hf.empty()) && c_.engine.zero.stage < 3 && c_.tensor_parallel_size > 1) {
+    ModelOptions opt;
+    opt.dtype = c_.compute_dtype;
+    whole = make_model(tr_.model_config(), opt);
+    gather_slices(*whole, tr_.model(), TensorParallel{tr_.grid()->tensor.get()});
+    model = whole.get();
+  }
   if (!o_.save_llmc.empty()) {
     if (c_.engine.zero.stage == 3)
       ZT_THROW("--save-llmc with ZeRO stage 3: consolidate the checkpoint instead (zt-ckpt consolidate --format llmc)");
-    auto* gpt = dynamic_cast<GPT2*>(&tr_.model());
-    if (!gpt) ZT_THROW("--save-llmc: llm.c checkpoints hold GPT-2 models; this is a ", tr_.model().family(), " model");
+    auto* gpt = dynamic_cast<GPT2*>(model);
+    if (!gpt) ZT_THROW("--save-llmc: llm.c checkpoints hold GPT-2 models; this is a ", model->family(), " model");
     if (lead_) {
       save_llmc_checkpoint(o_.save_llmc, *gpt, o_.save_llmc_version);
       std::fprintf(stderr, "wrote %s\n", o_.save_llmc.c_str());
     }
   }
-  if (!o_.save_hf.empty()) {  // --save-hf: stages 0-2 hold the whole model on every rank
+  if (!o_.save_hf.empty()) {
     if (c_.engine.zero.stage == 3)
       ZT_THROW("--save-hf with ZeRO stage 3: consolidate the checkpoint instead (zt-ckpt consolidate --format hf)");
     if (lead_)
-      save_hf_weights(o_.save_hf, tr_.model(), DType::f32,
-                      parse_shard_size(o_.save_hf_shard_size, "--save-hf-shard-size"));
+      save_hf_weights(o_.save_hf, *model, DType::f32, parse_shard_size(o_.save_hf_shard_size, "--save-hf-shard-size"));
     if (lead_) std::fprintf(stderr, "wrote %s\n", o_.save_hf.c_str());
   }
   if (!c_.ckpt_dir.empty() && lead_) std::fprintf(stderr, "checkpoint: %s/latest\n", c_.ckpt_dir.c_str());

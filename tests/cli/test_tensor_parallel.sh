@@ -7,7 +7,9 @@
 # in another order through Adam, as tests/mpi/test_tensor_parallel.cpp measures); the config key
 # gives the same run as the flag; sp 2 x tp 2 (Ulysses) trains as one rank too; the flag beside
 # the key, a degree that does not divide the ranks, a sequence the sequence group does not split
-# and --save-hf are refused by name; zt-estimate dry-runs the grid.
+# and Megatron's sequence parallelism without a tensor group are refused by name; tp 2 with
+# Megatron's sequence parallelism trains as one rank, and its --save-hf and --save-llmc equal the
+# consolidated checkpoint's files; zt-estimate dry-runs the grid.
 source "$(dirname "$0")/common.sh"
 A=(--model gpt2-nano --train "$S/data/corpus/train.txt" -t 32 --steps 8 --seed 7 --threads 1 --zero-stage 3)
 
@@ -83,8 +85,30 @@ expect_fail "a degree that does not divide the ranks" "does not divide the 4 ran
   "${MPI[@]}" -np 4 "$B/zt-train" "${A[@]}" -b 4 --tensor-parallel-size 3
 expect_fail "a sequence the sequence group does not split" "seq_len = 31 is invalid: expected a multiple of sequence_parallel_size 2" \
   "${MPI[@]}" -np 2 "$B/zt-train" --model gpt2-nano --train "$S/data/corpus/train.txt" -t 31 -b 4 --sequence-parallel-size 2
-expect_fail "--save-hf on a grid" "--save-hf with tensor_parallel_size 2: the whole model from its slices is not built yet" \
-  "${MPI[@]}" -np 2 "$B/zt-train" "${A[@]}" -b 4 --tensor-parallel-size 2 --save-hf "$TMP/hf"
+expect_fail "Megatron's sequence parallelism without a tensor group" \
+  "megatron_sequence_parallel = true is invalid: expected tensor_parallel_size > 1" \
+  "${MPI[@]}" -np 2 "$B/zt-train" "${A[@]}" -b 4 --megatron-sequence-parallel
+
+# Megatron's sequence parallelism, and the whole model saved at the end of a grid run (A's stage 3
+# made 2: each rank holds its slices whole): --save-hf and --save-llmc write, bit for bit, what zt-ckpt
+# consolidate writes from the same run's checkpoint.
+"${MPI[@]}" -np 4 "$B/zt-train" "${A[@]::${#A[@]}-1}" 2 -b 4 --tensor-parallel-size 2 --megatron-sequence-parallel \
+  --log "$TMP/msp.jsonl" --ckpt-dir "$TMP/msp" --save-hf "$TMP/msp-hf" --save-llmc "$TMP/msp.bin" 2>"$TMP/msp.err"
+grep -qF "sequence parallel" "$TMP/msp.err" || { echo "FAIL: the banner does not name Megatron's sequence parallelism"; head -5 "$TMP/msp.err"; exit 1; }
+python3 - "$TMP/one.jsonl" "$TMP/msp.jsonl" <<'PY'
+import json, sys
+one, msp = ([json.loads(l)["loss"] for l in open(p)] for p in sys.argv[1:])
+worst = max(abs(a - b) / abs(a) for a, b in zip(one, msp))
+assert len(msp) == 8 and worst <= 1e-5, f"tp 2 with Megatron's sequence parallelism: losses within {worst} of one rank's (bound 1e-5)"
+print(f"ok: tp 2 x dp 2 with Megatron's sequence parallelism trains as one rank: losses within {worst:.2e}")
+PY
+"$B/zt-ckpt" consolidate "$TMP/msp" --format hf --out "$TMP/msp-consolidated" >/dev/null
+"$B/zt-ckpt" consolidate "$TMP/msp" --format llmc --out "$TMP/msp-consolidated.bin" >/dev/null
+cmp "$TMP/msp-hf/model.safetensors" "$TMP/msp-consolidated/model.safetensors" ||
+  { echo "FAIL: --save-hf on a grid differs from the consolidated checkpoint"; exit 1; }
+cmp "$TMP/msp.bin" "$TMP/msp-consolidated.bin" ||
+  { echo "FAIL: --save-llmc on a grid differs from the consolidated checkpoint"; exit 1; }
+echo "ok: --save-hf and --save-llmc at the end of a tp 2 run equal zt-ckpt consolidate's files, bit for bit"
 
 # zt-estimate dry-runs the grid: rank 0's model states as zt-train's own dry run of rank 0 printed them.
 "$B/zt-estimate" --model gpt2-nano --world-size 4 --tensor-parallel-size 2 --stage 3 -b 4 -t 32 --threads 1 --json \
