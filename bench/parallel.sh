@@ -11,7 +11,8 @@
 #   model states  params, grads and optim fall by tp x dp for the blocks' and the vocabulary's
 #                 weights, by dp for the rest (the norms, wpe, the row-parallel biases).
 # A grid written "2s" is tp 2 with Megatron's sequence parallelism (--megatron-sequence-parallel):
-# each all-reduce of B T C becomes a reduce-scatter and an all-gather of the same bytes, and the
+# each all-reduce of B T C becomes a reduce-scatter and an all-gather of the same bytes, each
+# sub-layer gathers its input again in the backward (2 L more all-gathers of B T C), and the
 # gradients of the whole parameters read on one rank's tokens are all-reduced (GPT-2: 6 vectors
 # of C per block, ln_f's 2 and wpe's maxT C); its row checks the total bytes against tp's row.
 # Prints a markdown table (the rows bench/results/parallel.md records) and writes JSON lines.
@@ -65,15 +66,17 @@ for grid in tps.split():
     comm = {c: b(v) / steps for c, (v, _) in zip(cols, cells)}
     n = (batch // dp) * seq * C  # B T C per rank
     megatron = (4 * L + 2) * 2 * (tp - 1) / tp * n * 4 if tp > 1 else 0
-    # sequence parallelism adds the whole parameters' gradient all-reduces (GPT-2: 6 C per block, 2 C, maxT C)
+    # sequence parallelism adds the backward's 2 L input all-gathers and the whole parameters'
+    # gradient all-reduces (GPT-2: 6 C per block, 2 C, maxT C)
     partial_grads = 2 * (tp - 1) / tp * ((6 * L + 2) * C + maxT * C) * 4 if msp else 0
+    partial_grads += 2 * L * (tp - 1) / tp * n * 4 if msp else 0
     total = sum(v for k, v in comm.items() if k != "total")
     rows.append(dict(tp=tp, dp=dp, megatron_sp=msp, grid=grid, measured=measured, dry=dry, exact=measured == dry,
                      total=total, partial_grads=partial_grads,
                      all_reduce=comm["all_reduce"], megatron=megatron, all_gather=comm["all_gather"],
                      reduce_scatter=comm["reduce_scatter"], first_loss=losses[0], last_loss=losses[-1]))
 print(f"{model}, {ranks} ranks, ZeRO stage {stage}, global batch {batch} x {seq}, {steps} steps (rank 0; per step: bytes / {steps})\n")
-print("| grid | params peak | grads peak | optim peak | activations peak | total peak | = dry run | all_reduce / step | Megatron's (4L+2) B T C | all_gather / step | reduce_scatter / step | all / step (sequence parallel: vs tp's row + partial grads) | loss step 1 → last |")
+print("| grid | params peak | grads peak | optim peak | activations peak | total peak | = dry run | all_reduce / step | Megatron's (4L+2) B T C | all_gather / step | reduce_scatter / step | all / step (sequence parallel: vs tp's row + its additions) | loss step 1 → last |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 same_tp = {r["tp"]: r for r in rows if not r["megatron_sp"]}
 for r in rows:

@@ -62,15 +62,16 @@ GPT2Block::GPT2Block(int64_t i, const ModelConfig& c, DType dt, const TensorPara
 
 // h = x + attn(ln_1(x)) and ln_2(h) in one pass (residual_layernorm); the block's output add
 // stays a plain add (the next block is another unit: no fusing across the boundary). Under tensor
-// parallelism each sub-layer runs between f (column_parallel_input) and g (row_parallel_output);
+// parallelism each sub-layer runs between the two ends of a ParallelSubLayer (f and g);
 // without it both are the identity. Under sequence parallelism x, h and n are this rank's tokens.
 Var GPT2Block::forward(const Var& x) const {
   const Var attn_bias = attn.cfg.defer_out_bias ? params_.var(attn.c_proj_b) : Var();
   const Var mlp_bias = mlp.defer_out_bias ? params_.var(mlp.c_proj.bias) : Var();
-  const Var a = row_parallel_output(
-      attn.forward(column_parallel_input(ln_1.forward(x), tp), ulysses.parts > 1 ? &ulysses : nullptr), attn_bias, tp);
+  ParallelSubLayer attn_ends(tp), mlp_ends(tp);
+  const Var a = attn_ends.exit(attn.forward(attn_ends.enter(ln_1.forward(x)), ulysses.parts > 1 ? &ulysses : nullptr),
+                               attn_bias);
   auto [h, n] = ln_2.forward_residual(x, a);  // (B, T, C) each
-  return add(h, row_parallel_output(mlp.forward(column_parallel_input(n, tp)), mlp_bias, tp));
+  return add(h, mlp_ends.exit(mlp.forward(mlp_ends.enter(n)), mlp_bias));
 }
 
 Var GPT2Block::forward_cached(const Var& x, KVCache& cache, int64_t layer) const {

@@ -47,14 +47,14 @@ LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt, const TensorPa
 
 // h = x + self_attn(input_layernorm(x)) and post_attention_layernorm(h) in one pass
 // (residual_rmsnorm); the layer's output add stays a plain add (unit boundary). Each sub-layer
-// runs between f (column_parallel_input) and g (row_parallel_output): both the identity without
+// runs between the two ends of a ParallelSubLayer (f and g): both the identity without
 // tensor parallelism. Under sequence parallelism x, h and n are this rank's tokens.
 Var LlamaLayer::forward(const Var& x) const {
-  const Var a = row_parallel_output(
-      self_attn.forward(column_parallel_input(input_layernorm.forward(x), tp), ulysses.parts > 1 ? &ulysses : nullptr),
-      Var(), tp);
+  ParallelSubLayer attn_ends(tp), mlp_ends(tp);
+  const Var a = attn_ends.exit(
+      self_attn.forward(attn_ends.enter(input_layernorm.forward(x)), ulysses.parts > 1 ? &ulysses : nullptr));
   auto [h, n] = post_attention_layernorm.forward_residual(x, a);
-  return add(h, row_parallel_output(mlp.forward(column_parallel_input(n, tp)), Var(), tp));  // (B, T, C)
+  return add(h, mlp_ends.exit(mlp.forward(mlp_ends.enter(n))));  // (B, T, C)
 }
 
 Var LlamaLayer::forward_cached(const Var& x, KVCache& cache, int64_t layer) const {

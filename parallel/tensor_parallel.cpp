@@ -1,7 +1,7 @@
 // defines: tp_copy, tp_reduce, tp_gather_tokens, tp_scatter_tokens, column_parallel_input,
-//          row_parallel_output, partial_grad_read, add_bias, tp_share, column_slice, row_slice,
+//          ParallelSubLayer, partial_grad_read, add_bias, tp_share, column_slice, row_slice,
 //          split_tokens, join_tokens (parallel/tensor_parallel.h); file-local: all_reduced,
-//          gathered, scattered
+//          gathered, scattered, free_bytes, scatter_op
 #include "parallel/tensor_parallel.h"
 
 #include "autograd/ops.h"
@@ -40,6 +40,28 @@ Tensor scattered(const Tensor& y, const TensorParallel& tp) {
   tp.group->reduce_scatter(blocks.view({blocks.numel()}), out.view({out.numel()}));
   return out;
 }
+
+// Hands t's bytes back when t is the whole of its storage (nothing else can be a view of them);
+// every view of it stays, and reading one before Storage::materialize() is an error.
+void free_bytes(const Tensor& t) {
+  const std::shared_ptr<Storage>& s = t.storage();
+  if (s && s->owned() && s->resident() && s->bytes() == t.nbytes()) s->release();
+}
+
+// The reduce-scatter of a partial sum x (B, T, n) that nothing else reads: its bytes are freed once
+// scattered, when a backward will follow (the graph would keep them until then). The backward
+// runs `first` (if any), then all-gathers the gradient.
+Var scatter_op(const Var& x, const TensorParallel& tp, std::function<void()> first) {
+  Var y = Var::make(
+      scattered(x.value(), tp), {x},
+      [tp, first](std::vector<Var>& in, const Tensor& g) {
+        if (first) first();
+        in[0].add_grad(gathered(g, tp));
+      },
+      "tp_scatter_tokens");
+  if (y.requires_grad()) free_bytes(x.value());
+  return y;
+}
 }  // namespace
 
 Var tp_copy(const Var& x, const TensorParallel& tp) {
@@ -68,22 +90,37 @@ Var tp_gather_tokens(const Var& x, const TensorParallel& tp) {
 
 Var tp_scatter_tokens(const Var& x, const TensorParallel& tp) {
   if (!tp.on()) return x;
-  return Var::make(
-      scattered(x.value(), tp), {x}, [tp](std::vector<Var>& in, const Tensor& g) { in[0].add_grad(gathered(g, tp)); },
-      "tp_scatter_tokens");
+  return scatter_op(x, tp, nullptr);
 }
 
 Var column_parallel_input(const Var& x, const TensorParallel& tp) {
   return tp.splits_sequence() ? tp_gather_tokens(x, tp) : tp_copy(x, tp);
 }
 
-Var row_parallel_output(const Var& partial, const Var& bias, const TensorParallel& tp) {
-  if (!tp.on()) return partial;
-  if (!tp.splits_sequence()) {
-    const Var y = tp_reduce(partial, tp);
+Var ParallelSubLayer::enter(const Var& x) {
+  if (!tp_.splits_sequence()) return tp_copy(x, tp_);
+  local_ = x;
+  gathered_ = tp_gather_tokens(x, tp_);
+  return gathered_;
+}
+
+Var ParallelSubLayer::exit(const Var& partial, const Var& bias) {
+  if (!tp_.on()) return partial;
+  if (!tp_.splits_sequence()) {
+    const Var y = tp_reduce(partial, tp_);
     return bias.defined() ? add_bias(y, bias) : y;
   }
-  const Var y = tp_scatter_tokens(partial, tp);
+  ZT_CHECK(gathered_.defined(), "ParallelSubLayer::exit before enter");
+  // The layer's backward reads its input (the weight's gradient needs it) after this op's backward:
+  // free the gathered bytes now, gather them again into the same storage then.
+  const Tensor kept = gathered_.value(), local = local_.value();
+  const TensorParallel tp = tp_;
+  const Var y = scatter_op(partial, tp, [tp, kept, local] {
+    kept.storage()->materialize();
+    Tensor(kept).copy_(gathered(local, tp));
+  });
+  if (y.requires_grad()) free_bytes(kept);  // else nothing reads it again, and it goes with gathered_
+  gathered_ = local_ = Var();
   return bias.defined() ? add_bias(y, tp_copy(bias, tp)) : y;  // the bias's gradient from this rank's tokens, summed
 }
 

@@ -1,5 +1,5 @@
 // defines: TensorParallel, tp_copy, tp_reduce, tp_gather_tokens, tp_scatter_tokens, column_parallel_input,
-//          row_parallel_output, partial_grad_read, add_bias, tp_share, column_slice, row_slice,
+//          ParallelSubLayer, partial_grad_read, add_bias, tp_share, column_slice, row_slice,
 //          split_tokens, join_tokens — Megatron's tensor parallelism (Shoeybi et al. 2019, section
 //          3) and its sequence parallelism (Korthikanti et al. 2022, section 4.2.2) as autograd
 //          operators, and the slices its layers are built with.
@@ -25,8 +25,11 @@
 //
 //   x (B, T/tp, C) --all-gather--> (B, T, C) --> column-parallel --> row-parallel --reduce-scatter--> (B, T/tp, C)
 //
-// An all-gather and a reduce-scatter move what one all-reduce moves, so a step sends the same bytes,
-// and the activations between the sub-layers fall by tp. A whole parameter read there (the norms'
+// An all-gather and a reduce-scatter move what one all-reduce moves, and the activations between the
+// sub-layers fall by tp. The gathered input (B, T, C), which the column-parallel GEMM keeps for its
+// weight's gradient, would undo that: as in Megatron, a sub-layer frees it at its exit and gathers
+// it again when the backward reaches the exit (ParallelSubLayer), one more all-gather per
+// sub-layer in the backward. A whole parameter read there (the norms'
 // gains and biases, the row-parallel biases, GPT-2's positions) now sees one rank's tokens, so its
 // gradient is a partial sum: it is read through f (partial_grad_read), whose backward sums it over
 // the group. Megatron all-reduces those gradients once after the backward; here each is summed
@@ -58,15 +61,31 @@ Var tp_reduce(const Var& x, const TensorParallel& tp);
 // Megatron's sequence parallelism's pair. x (B, Tl, n), this rank's tokens [t Tl, (t + 1) Tl) ->
 // (B, tp Tl, n) every rank's, in order: forward all-gather, backward reduce-scatter.
 Var tp_gather_tokens(const Var& x, const TensorParallel& tp);
-// x (B, T, n), a partial sum -> (B, T / tp, n), this rank's tokens of the sum: forward
-// reduce-scatter, backward all-gather. T must be divisible by tp (an error names both).
+// x (B, T, n), a partial sum that nothing else reads -> (B, T / tp, n), this rank's tokens of the
+// sum: forward reduce-scatter, backward all-gather. x's bytes are freed (its producer's backward
+// must not read its output, as a GEMM's does not). T must be divisible by tp (an error names both).
 Var tp_scatter_tokens(const Var& x, const TensorParallel& tp);
 // A column-parallel layer's input: f, or under sequence parallelism the tokens gathered.
 Var column_parallel_input(const Var& x, const TensorParallel& tp);
-// A row-parallel layer's output: g (or the tokens scattered), then its deferred bias once
-// (undefined: none; read through partial_grad_read). Without tensor parallelism the layer added
-// its bias itself and this returns partial as it is.
-Var row_parallel_output(const Var& partial, const Var& bias, const TensorParallel& tp);
+
+// One sub-layer's two ends, held by a block's forward:
+//   ParallelSubLayer s(tp);
+//   y = s.exit(layer(s.enter(x)), bias);
+// enter is column_parallel_input. exit is g, or under sequence parallelism the tokens scattered;
+// then the deferred bias once (undefined: none; under sequence parallelism read through
+// partial_grad_read). Without tensor parallelism both return their input as it is (the layer added
+// its bias itself). Under sequence parallelism exit also frees the gathered input's bytes, and
+// its backward gathers them again from this rank's tokens before the layer's backward reads them.
+class ParallelSubLayer {
+ public:
+  explicit ParallelSubLayer(const TensorParallel& tp) : tp_(tp) {}
+  Var enter(const Var& x);                                // (B, T/tp, C) -> (B, T, C) under sequence parallelism
+  Var exit(const Var& partial, const Var& bias = Var());  // (B, T, C) -> (B, T/tp, C) under sequence parallelism
+
+ private:
+  TensorParallel tp_;
+  Var local_, gathered_;  // enter's input and output (sequence parallelism)
+};
 // How a whole parameter is read between the sub-layers (Module::read): under sequence parallelism
 // through f, which sums its partial gradient over the group; otherwise empty (as it is).
 std::function<Var(const Var&)> partial_grad_read(const TensorParallel& tp);

@@ -110,8 +110,9 @@ void check_family(const std::string& name, DType dt, double bound, bool checkpoi
     // Megatron's sequence parallelism (Korthikanti et al. 2022, section 4.2.2): each all-reduce of
     // (B, T, C) becomes a reduce-scatter and an all-gather (forward: the embedding's and each
     // sub-layer's g scatter, each sub-layer's and the head's f gather; backward the other way),
-    // the same bytes. The whole parameters read on one rank's tokens add one all-reduce of their
-    // gradient each: GPT-2's ln_1, ln_2 (gain, bias) and the two row-parallel biases per block,
+    // the same bytes. Each sub-layer gathers its input again in the backward (its weight's gradient
+    // reads it; the forward freed it): 2 more all-gathers per block. The whole parameters read on
+    // one rank's tokens add one all-reduce of their gradient each: GPT-2's ln_1, ln_2 (gain, bias) and the two row-parallel biases per block,
     // ln_f's two and wpe (maxT, C); Llama's two norms per block and the final one.
     const int64_t positions = 2 * 16, n = positions * cfg.n_embd, L = cfg.n_layer, N = g.size(), C = cfg.n_embd;
     const int64_t stats = dt == DType::f64 ? 8 : 4, b = dtype_size(dt);
@@ -120,9 +121,9 @@ void check_family(const std::string& name, DType dt, double bound, bool checkpoi
     const int64_t grads = vectors * ring_bytes(2, C, b, N) + (gpt2 ? ring_bytes(2, cfg.max_seq_len * C, b, N) : 0);
     CHECK(c.calls[static_cast<int>(Collective::reduce_scatter)] == 4 * L + 2);
     CHECK(c.of(Collective::reduce_scatter) == (4 * L + 2) * ring_bytes(1, n, b, N));
-    CHECK(c.calls[static_cast<int>(Collective::all_gather)] == 4 * L + 3);
+    CHECK(c.calls[static_cast<int>(Collective::all_gather)] == 6 * L + 3);
     CHECK(c.of(Collective::all_gather) ==
-          (4 * L + 2) * ring_bytes(1, n, b, N) + ring_bytes(1, N * positions, stats, N));
+          (6 * L + 2) * ring_bytes(1, n, b, N) + ring_bytes(1, N * positions, stats, N));
     CHECK(c.calls[static_cast<int>(Collective::all_reduce)] == vectors + (gpt2 ? 1 : 0) + 1);
     CHECK(c.of(Collective::all_reduce) == grads + ring_bytes(2, 1, 8, N));
     CHECK(c.total() == c.of(Collective::all_reduce) + c.of(Collective::all_gather) + c.of(Collective::reduce_scatter));
