@@ -80,12 +80,16 @@ HeadExchange ulysses_exchange(const SequenceParallel& sp, int64_t Hq, int64_t Hk
   const Groups qkv{{Hq, Hkv, Hkv}, D, P}, out{{Hq}, D, P};
   ex.to_heads = [sp, qkv](const Var& x) {  // (B, Tl, wide) -> (B, T, narrow)
     Tensor y = join_tokens(exchange(pack_heads(x.value().contiguous(), qkv), sp));
-    return Var::make(
+    Var out = Var::make(
         y, {x},
         [sp, qkv](std::vector<Var>& in, const Tensor& g) {
           in[0].add_grad(unpack_heads(exchange(split_tokens(g.contiguous(), qkv.P), sp), qkv));
         },
         "ulysses_to_heads");
+    // The projection's output is read by nothing else (its GEMM's backward needs its input): one
+    // layout of q, k, v is kept, not two.
+    if (out.requires_grad()) free_bytes(x.value());
+    return out;
   };
   ex.to_sequence = [sp, out](const Var& y) {  // (B, T, Hq/P, D) -> (B, Tl, Hq D)
     const Shape shape = y.shape();

@@ -1,7 +1,7 @@
 // defines: tp_copy, tp_reduce, tp_gather_tokens, tp_scatter_tokens, column_parallel_input,
 //          ParallelSubLayer, partial_grad_read, add_bias, tp_share, column_slice, row_slice,
-//          split_tokens, join_tokens (parallel/tensor_parallel.h); file-local: all_reduced,
-//          gathered, scattered, free_bytes, scatter_op
+//          split_tokens, join_tokens, free_bytes (parallel/tensor_parallel.h); file-local: all_reduced,
+//          gathered, scattered, scatter_op
 #include "parallel/tensor_parallel.h"
 
 #include "autograd/ops.h"
@@ -39,13 +39,6 @@ Tensor scattered(const Tensor& y, const TensorParallel& tp) {
   Tensor out = Tensor::empty(mine, y.dtype(), Category::activations);
   tp.group->reduce_scatter(blocks.view({blocks.numel()}), out.view({out.numel()}));
   return out;
-}
-
-// Hands t's bytes back when t is the whole of its storage (nothing else can be a view of them);
-// every view of it stays, and reading one before Storage::materialize() is an error.
-void free_bytes(const Tensor& t) {
-  const std::shared_ptr<Storage>& s = t.storage();
-  if (s && s->owned() && s->resident() && s->bytes() == t.nbytes()) s->release();
 }
 
 // The reduce-scatter of a partial sum x (B, T, n) that nothing else reads: its bytes are freed once
@@ -159,6 +152,11 @@ Tensor split_tokens(const Tensor& y, int64_t P) {
   Tensor blocks = Tensor::empty({P, B, Tl, n}, y.dtype(), Category::comm);
   for (int64_t j = 0; j < P; ++j) blocks.slice(0, j, j + 1).view({B, Tl, n}).copy_(y.slice(1, j * Tl, (j + 1) * Tl));
   return blocks;
+}
+
+void free_bytes(const Tensor& t) {
+  const std::shared_ptr<Storage>& s = t.storage();
+  if (s && s->owned() && s->resident() && s->bytes() == t.nbytes()) s->release();
 }
 
 Tensor join_tokens(const Tensor& blocks, Category category) {

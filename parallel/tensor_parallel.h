@@ -1,6 +1,6 @@
 // defines: TensorParallel, tp_copy, tp_reduce, tp_gather_tokens, tp_scatter_tokens, column_parallel_input,
 //          ParallelSubLayer, partial_grad_read, add_bias, tp_share, column_slice, row_slice,
-//          split_tokens, join_tokens — Megatron's tensor parallelism (Shoeybi et al. 2019, section
+//          split_tokens, join_tokens, free_bytes — Megatron's tensor parallelism (Shoeybi et al. 2019, section
 //          3) and its sequence parallelism (Korthikanti et al. 2022, section 4.2.2) as autograd
 //          operators, and the slices its layers are built with.
 //
@@ -106,5 +106,9 @@ TensorSlice row_slice(const TensorParallel& tp);
 // (P, B, Tl, n) -> (B, P Tl, n) in `category`.
 Tensor split_tokens(const Tensor& y, int64_t P);
 Tensor join_tokens(const Tensor& blocks, Category category = Category::activations);
+// Hands t's bytes back when t is the whole of its storage (nothing else can be a view of them): an
+// op's input that nothing reads again (the autograd graph would keep it until the backward). Its
+// views stay; reading one before Storage::materialize() is an error.
+void free_bytes(const Tensor& t);
 
 }  // namespace zt
