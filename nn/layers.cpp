@@ -106,7 +106,9 @@ Var CausalSelfAttention::forward(const Var& x, const HeadExchange* exchange) con
   if (cfg.use_rope) qkv = rope_packed(qkv, Hq, Hkv, cfg.rope);
   Var y = causal_attention_packed(qkv, Hq, Hkv);  // (B, T', Hq, D)
   if (exchange) y = exchange->to_sequence(y);     // (B, T, C): this rank's tokens again
-  return project_out(y);
+  Var out = project_out(y);
+  if (exchange && exchange->after_projection) out = exchange->after_projection(out);
+  return out;
 }
 
 Var CausalSelfAttention::forward_cached(const Var& x, KVCache& cache, int64_t layer) const {

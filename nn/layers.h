@@ -64,10 +64,12 @@ struct AttentionConfig {
 // layer hands its packed projection of this rank's tokens to to_heads, which returns the whole
 // sequence for a 1/parts share of the heads: (B, T/parts, (Hq + 2 Hkv) D) -> (B, T, (Hq + 2 Hkv) D
 // / parts). Attention runs there, and to_sequence takes its output back: (B, T, Hq/parts, D) ->
-// (B, T/parts, Hq D). nn knows nothing of ranks: the exchange is the caller's.
+// (B, T/parts, Hq D). The output projection's result then goes through after_projection (when
+// set): the projection's backward reads to_sequence's output, which the exchange may free there and
+// make again when the backward reaches it. nn knows nothing of ranks: the exchange is the caller's.
 struct HeadExchange {
   int64_t parts = 1;
-  std::function<Var(const Var&)> to_heads, to_sequence;
+  std::function<Var(const Var&)> to_heads, to_sequence, after_projection;
 };
 
 // Multi-head causal self-attention: x (B, T, C) -> (B, T, C).

@@ -2,6 +2,7 @@
 //          block, pack_heads, unpack_heads, exchange
 #include "parallel/sequence_parallel.h"
 
+#include <memory>
 #include <vector>
 
 #include "core/check.h"
@@ -91,16 +92,37 @@ HeadExchange ulysses_exchange(const SequenceParallel& sp, int64_t Hq, int64_t Hk
     if (out.requires_grad()) free_bytes(x.value());
     return out;
   };
-  ex.to_sequence = [sp, out](const Var& y) {  // (B, T, Hq/P, D) -> (B, Tl, Hq D)
+  // The attention output is kept in one layout: attention's backward reads it by heads, the output
+  // projection's by tokens. to_sequence's result is freed once projected (after_projection) and
+  // exchanged again from the heads' layout when the backward reaches the projection: one more
+  // all-to-all per layer in the backward. `last` carries one forward's pair from the first to the second.
+  auto last = std::make_shared<std::pair<Tensor, Tensor>>();  // {by heads (B, T, Hq/P, D), by tokens}
+  ex.to_sequence = [sp, out, last](const Var& y) {            // (B, T, Hq/P, D) -> (B, Tl, Hq D)
     const Shape shape = y.shape();
     const Tensor flat = y.value().contiguous().view({shape[0], shape[1], shape[2] * shape[3]});
     Tensor x = unpack_heads(exchange(split_tokens(flat, out.P), sp), out);
+    *last = {flat, x};
     return Var::make(
         x, {y},
         [sp, out, shape](std::vector<Var>& in, const Tensor& g) {
           in[0].add_grad(join_tokens(exchange(pack_heads(g.contiguous(), out), sp)).view(shape));
         },
         "ulysses_to_sequence");
+  };
+  ex.after_projection = [sp, out, last](const Var& projected) {
+    const auto [heads, tokens] = *last;
+    *last = {};
+    if (!projected.requires_grad() || !heads.defined()) return projected;
+    Var y = Var::make(
+        projected.value(), {projected},
+        [sp, out, heads, tokens](std::vector<Var>& in, const Tensor& g) {
+          tokens.storage()->materialize();  // the projection's input again, before its backward reads it
+          Tensor(tokens).copy_(unpack_heads(exchange(split_tokens(heads, out.P), sp), out));
+          in[0].add_grad(g);
+        },
+        "ulysses_again");
+    free_bytes(tokens);
+    return y;
   };
   return ex;
 }

@@ -12,7 +12,9 @@
 // and averages them over the replica group, which spans data x sequence ranks (dist/process_grid.h).
 // A step moves per block two all-to-alls forward and two backward, each (P - 1) / P of the rank's
 // B Tl (Hq + 2 Hkv) D (the first) or B Tl Hq D (the second) elements: the same for any P, where
-// Megatron's sequence parallelism moves more as P grows (the paper's section 3.2).
+// Megatron's sequence parallelism moves more as P grows (the paper's section 3.2). One more of the
+// second kind in the backward makes the attention output's token layout again (it is freed once
+// projected, so a rank keeps one layout of it), and the projection sent by the first is freed.
 #pragma once
 #include <cstdint>
 
