@@ -20,6 +20,8 @@
 #      the node groups (tests/mpi/test_simulated.cpp's case, run on the box);
 #  3d. the dry run equals the real run on every rank, peaks and bytes per link class
 #      (tests/mpi/test_dry_run.cpp's cases, run on the box);
+#  3e. tensor, Megatron's sequence and Ulysses parallelism over both nodes equal one rank's model
+#      (tests/mpi/test_tensor_parallel.cpp's cases, run on the box);
 #  3b. a checkpoint written by 4 ranks on one node resumes on the box, bitwise the uninterrupted run;
 #  4. the box leaves nothing behind (no namespace, no state), also when its command fails; bad
 #     options are refused by name.
@@ -138,6 +140,12 @@ echo "ok: a simulated rank's counters on 2 nodes: every kind, world and node gro
 OMP_NUM_THREADS=1 "${box[@]}" -- "$B/tests/zt_mpi_tests" "[dry_run]" -w NoTests >"$TMP/dry_run.out" 2>&1 ||
   { echo "FAIL: the [dry_run] cases on the box:"; grep -v "^$" "$TMP/dry_run.out" | tail -30; exit 1; }
 echo "ok: the dry run on 2 nodes x 2 ranks: every configuration equal to the real run's bytes and collectives"
+
+# the grid's models across real nodes (tests/mpi/test_tensor_parallel.cpp): tensor parallelism,
+# Megatron's sequence parallelism and Ulysses over all 4 ranks of 2 nodes against one rank's model
+OMP_NUM_THREADS=1 "${box[@]}" -- "$B/tests/zt_mpi_tests" "[tensor_parallel]" -w NoTests >"$TMP/tp.out" 2>&1 ||
+  { echo "FAIL: the [tensor_parallel] cases on the box:"; grep -v "^$" "$TMP/tp.out" | tail -30; exit 1; }
+echo "ok: tensor, Megatron's sequence and Ulysses parallelism on 2 nodes x 2 ranks: the one-rank model's loss and gradients"
 
 # ZeRO++ across real nodes (tests/mpi/test_zeropp.cpp): hpZ's secondary groups inside each node
 # (bitwise stage 3), qgZ's two hops (the inter-node one over the network), within tolerance

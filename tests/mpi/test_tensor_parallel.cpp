@@ -1,4 +1,4 @@
-// defines: 7 Catch2 test cases tagged [tensor_parallel]; helpers: Batch, batch, run_step, Pair, build_pair,
+// defines: 6 Catch2 test cases tagged [tensor_parallel]; helpers: Batch, batch, run_step, Pair, build_pair,
 //          check_family, check_ulysses
 //
 // Megatron's tensor parallelism (parallel/tensor_parallel.h) over every rank of the job against
