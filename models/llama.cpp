@@ -24,13 +24,13 @@ Var LlamaEmbed::forward(const Tensor& idx, int64_t) const {
 LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt, const TensorParallel& tp_, const SequenceParallel& sp)
     : Unit("layers." + std::to_string(i), dt),
       tp(tp_),
-      ulysses(ulysses_exchange(sp, tp_share(c.n_head, tp_, "n_head"), tp_share(c.n_kv_head, tp_, "n_kv_head"),
-                               c.head_dim())),
+      ulysses(
+          ulysses_exchange(sp, tp_share(c.n_head, tp_, "n_head"), kv_heads_per_rank(c.n_kv_head, tp_), c.head_dim())),
       input_layernorm(params_, "input_layernorm", c.n_embd, c.norm_eps),
       self_attn(params_, "self_attn",
                 AttentionConfig{.n_embd = c.n_embd,
                                 .n_head = tp_share(c.n_head, tp_, "n_head"),
-                                .n_kv_head = tp_share(c.n_kv_head, tp_, "n_kv_head"),
+                                .n_kv_head = kv_heads_per_rank(c.n_kv_head, tp_),
                                 .fused_qkv = false,
                                 .bias = false,
                                 .use_rope = true,
@@ -40,8 +40,10 @@ LlamaLayer::LlamaLayer(int64_t i, const ModelConfig& c, DType dt, const TensorPa
       mlp(params_, "mlp", c.n_embd, tp_share(c.ffn_hidden, tp_, "ffn_hidden")) {
   if (!tp.on()) return;
   input_layernorm.read = post_attention_layernorm.read = partial_grad_read(tp);
-  for (int w : {self_attn.q_w, self_attn.k_w, self_attn.v_w, mlp.gate_proj.weight, mlp.up_proj.weight})
-    params_.set_slice(w, column_slice(tp));
+  for (int w : {self_attn.q_w, mlp.gate_proj.weight, mlp.up_proj.weight}) params_.set_slice(w, column_slice(tp));
+  for (int w : {self_attn.k_w, self_attn.v_w}) params_.set_slice(w, kv_slice(c.n_kv_head, tp));  // maybe shared
+  const int64_t D = c.head_dim();
+  self_attn.read_qkv = shared_kv_read(c.n_kv_head, self_attn.cfg.n_head * D, self_attn.cfg.n_kv_head * D, tp);
   for (int w : {self_attn.o_w, mlp.down_proj.weight}) params_.set_slice(w, row_slice(tp));
 }
 

@@ -94,7 +94,7 @@ Var CausalSelfAttention::project_out(const Var& y) const {
 // place (ParamSet::var_span: the three stay apart in checkpoints and Hugging Face files).
 Var CausalSelfAttention::fused_qkv(const Var& x) const {
   if (cfg.fused_qkv) return linear(x, p(c_attn_w), c_attn_b >= 0 ? p(c_attn_b) : Var());
-  return linear(x, p_span(q_w, 3), Var());
+  return linear(x, read_qkv ? read_qkv(p_span(q_w, 3)) : p_span(q_w, 3), Var());
 }
 
 // The packed projection, RoPE on its q and k heads (Llama), attention reading it in place (cuDNN

@@ -85,6 +85,10 @@ class CausalSelfAttention : public Module {
   Var forward_cached(const Var& x, KVCache& cache, int64_t layer) const;
   AttentionConfig cfg;
   int64_t head_dim;
+  // How the layer reads q_proj | k_proj | v_proj stacked (Llama, (Hq D + 2 Hkv D, C)): as it is
+  // (empty), or through the caller's op. Tensor parallelism with fewer kv heads than ranks gives
+  // ranks the same kv head, each with a partial gradient the op sums (parallel/). No ranks in nn.
+  std::function<Var(const Var&)> read_qkv;
   // fused_qkv: c_attn (3C, C) [+ (3C)], c_proj. Otherwise q_proj, k_proj, v_proj, o_proj.
   int c_attn_w = -1, c_attn_b = -1, c_proj_w = -1, c_proj_b = -1;
   int q_w = -1, k_w = -1, v_w = -1, o_w = -1;

@@ -26,7 +26,7 @@ void ParamSet::set_slice(int i, const TensorSlice& t) {
   ZT_CHECK(i >= 0 && i < size(), "ParamSet '", unit_name_, "': no parameter ", i);
   const ParamInfo& p = infos_[static_cast<size_t>(i)];
   ZT_CHECK(t.whole() || (t.dim < static_cast<int>(p.shape.size()) && t.groups >= 1 && t.parts >= 1 && t.part >= 0 &&
-                         t.part < t.parts && p.shape[static_cast<size_t>(t.dim)] % t.groups == 0),
+                         t.part < t.parts && t.replicas >= 1 && p.shape[static_cast<size_t>(t.dim)] % t.groups == 0),
            "ParamSet '", unit_name_, "': '", p.name, "' ", shape_str(p.shape), " cannot be piece ", t.part, " of ",
            t.parts, " of ", t.groups, " block(s) along dim ", t.dim);
   infos_[static_cast<size_t>(i)].slice = t;

@@ -25,7 +25,9 @@ namespace zt {
 // column-parallel weights (out, in) are cut along dim 0, row-parallel ones along dim 1. The full
 // dimension is `groups` equal blocks (GPT-2's c_attn stacks q; k; v: 3 blocks, each cut apart),
 // each cut into `parts` equal pieces; this parameter holds piece `part` of every block, in block
-// order. dim -1: the whole tensor (every tensor-parallel rank holds the same copy).
+// order. dim -1: the whole tensor (every tensor-parallel rank holds the same copy). `replicas`:
+// how many consecutive ranks of the group hold each piece (Llama's kv heads when there are fewer
+// of them than ranks: rank t holds piece t / replicas, parts x replicas = the group's size).
 //
 //   full dim d:   [ block 0: p0 | p1 | ... ][ block 1: p0 | p1 | ... ] ...
 //   local dim d:  [ block 0: p_part ][ block 1: p_part ] ...            (groups * full / (groups * parts))
@@ -33,6 +35,7 @@ struct TensorSlice {
   int dim = -1;
   int64_t groups = 1;
   int64_t part = 0, parts = 1;
+  int64_t replicas = 1;
 
   bool whole() const { return dim < 0; }
   Shape full_shape(const Shape& local) const;  // local's dim d times parts

@@ -60,9 +60,9 @@ void gather_slices(Model& whole, Model& sliced, const TensorParallel& tp) {
       }
       Tensor all = Tensor::empty({tp.size() * p.numel}, mine.dtype(), Category::comm);
       tp.group->all_gather(mine.view({p.numel}), all);
-      for (int64_t q = 0; q < tp.size(); ++q) {  // part q's elements, at their places
+      for (int64_t q = 0; q < tp.size(); ++q) {  // rank q's elements (its piece's), at their places
         TensorSlice s = p.slice;
-        s.part = q;
+        s.part = q / s.replicas;
         for (int64_t k = 0; k < p.numel;) {
           const int64_t len = s.run_length(p.shape, k);
           dst.flat_view(s.full_index(p.shape, k), {len}).copy_(all.flat_view(q * p.numel + k, {len}));

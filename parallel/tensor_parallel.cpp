@@ -1,6 +1,7 @@
 // defines: tp_copy, tp_reduce, tp_gather_tokens, tp_scatter_tokens, column_parallel_input,
 //          ParallelSubLayer, partial_grad_read, add_bias, tp_share, column_slice, row_slice,
-//          split_tokens, join_tokens, free_bytes (parallel/tensor_parallel.h); file-local: all_reduced,
+//          kv_heads_per_rank, kv_slice, shared_kv_read, split_tokens, join_tokens, free_bytes
+//          (parallel/tensor_parallel.h); file-local: all_reduced,
 //          gathered, scattered, scatter_op
 #include "parallel/tensor_parallel.h"
 
@@ -145,6 +146,39 @@ TensorSlice column_slice(const TensorParallel& tp, int64_t groups) {
 TensorSlice row_slice(const TensorParallel& tp) {
   if (!tp.on()) return {};
   return {.dim = 1, .groups = 1, .part = tp.rank(), .parts = tp.size()};
+}
+
+int64_t kv_heads_per_rank(int64_t Hkv, const TensorParallel& tp) {
+  if (Hkv % tp.size() == 0) return Hkv / tp.size();
+  if (tp.size() % Hkv == 0) return 1;
+  ZT_THROW("tensor parallelism: n_kv_head (", Hkv, ") is not divisible by tensor_parallel_size ", tp.size(),
+           ", nor a divisor of it (with fewer kv heads than ranks, tensor_parallel_size / n_kv_head ranks share each)");
+}
+
+TensorSlice kv_slice(int64_t Hkv, const TensorParallel& tp) {
+  if (!tp.on() || Hkv % tp.size() == 0) return column_slice(tp);
+  const int64_t replicas = tp.size() / kv_heads_per_rank(Hkv, tp) / Hkv;
+  return {.dim = 0, .groups = 1, .part = tp.rank() / replicas, .parts = Hkv, .replicas = replicas};
+}
+
+std::function<Var(const Var&)> shared_kv_read(int64_t Hkv, int64_t q_rows, int64_t kv_rows, const TensorParallel& tp) {
+  if (!tp.on() || Hkv % tp.size() == 0) return {};
+  const int64_t head = kv_slice(Hkv, tp).part;
+  return [Hkv, q_rows, kv_rows, head, tp](const Var& w) {
+    return Var::make(
+        w.value(), {w},
+        [Hkv, q_rows, kv_rows, head, tp](std::vector<Var>& in, const Tensor& g) {
+          Tensor dw = g.clone(Category::activations);  // (q_rows + 2 kv_rows, C)
+          const int64_t C = dw.size(1), n = 2 * kv_rows * C;
+          const Tensor kv = dw.flat_view(q_rows * C, {n});  // k's rows, then v's
+          Tensor all = Tensor::zeros({Hkv * n}, dw.dtype(), Category::comm);
+          all.flat_view(head * n, {n}).copy_(kv);
+          tp.group->all_reduce(all);
+          Tensor(kv).copy_(all.flat_view(head * n, {n}));
+          in[0].add_grad(dw);
+        },
+        "shared_kv");
+  };
 }
 
 Tensor split_tokens(const Tensor& y, int64_t P) {

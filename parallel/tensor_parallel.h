@@ -1,6 +1,6 @@
 // defines: TensorParallel, tp_copy, tp_reduce, tp_gather_tokens, tp_scatter_tokens, column_parallel_input,
 //          ParallelSubLayer, partial_grad_read, add_bias, tp_share, column_slice, row_slice,
-//          split_tokens, join_tokens, free_bytes — Megatron's tensor parallelism (Shoeybi et al. 2019, section
+//          kv_heads_per_rank, kv_slice, shared_kv_read, split_tokens, join_tokens, free_bytes — Megatron's tensor parallelism (Shoeybi et al. 2019, section
 //          3) and its sequence parallelism (Korthikanti et al. 2022, section 4.2.2) as autograd
 //          operators, and the slices its layers are built with.
 //
@@ -100,6 +100,18 @@ int64_t tp_share(int64_t n, const TensorParallel& tp, const char* what);
 TensorSlice column_slice(const TensorParallel& tp, int64_t groups = 1);
 // This rank's slice of a row-parallel weight (out, in), cut along dim 1.
 TensorSlice row_slice(const TensorParallel& tp);
+
+// Llama's kv heads over the group. Hkv divisible by tp: Hkv / tp a rank, cut as any column-parallel
+// weight. Fewer kv heads than ranks (tp a multiple of Hkv): one a rank, each shared by the tp / Hkv
+// consecutive ranks whose query heads use it (rank t: kv head t / (tp / Hkv)), as vLLM replicates
+// them; Megatron requires Hkv divisible by tp. Anything else is an error naming both.
+int64_t kv_heads_per_rank(int64_t Hkv, const TensorParallel& tp);
+TensorSlice kv_slice(int64_t Hkv, const TensorParallel& tp);  // k_proj's, v_proj's (out, in) slice
+// With shared kv heads, the stacked q | k | v weight (q_rows + 2 kv_rows, C) as CausalSelfAttention
+// reads it (read_qkv): forward as it is; backward, the k and v rows' gradient (this rank's query
+// heads' share) summed over the ranks sharing the head, through one all-reduce over the group of
+// a (Hkv, 2 kv_rows C) buffer holding each rank's at its head's place. Empty when not shared.
+std::function<Var(const Var&)> shared_kv_read(int64_t Hkv, int64_t q_rows, int64_t kv_rows, const TensorParallel& tp);
 
 // The token blocks the collectives above (and Ulysses' exchange) send: y (B, T, n) -> (P, B, T/P,
 // n), block j holding tokens [j T/P, (j + 1) T/P) (for rank j), in Category::comm; and back:

@@ -79,6 +79,7 @@ nlohmann::json units_meta(Model& m) {
       params.push_back({{"name", p.name}, {"shape", p.shape}, {"offset", p.offset}, {"decay", p.decay}});
       if (!p.slice.whole())  // a tensor-parallel slice: how the whole tensor is cut (the part is the file's)
         params.back()["slice"] = {{"dim", p.slice.dim}, {"groups", p.slice.groups}, {"parts", p.slice.parts}};
+      if (p.slice.replicas > 1) params.back()["slice"]["replicas"] = p.slice.replicas;
     }
     units.push_back({{"name", ps.unit_name()}, {"numel", ps.numel()}, {"padded_numel", ps.padded_numel()},
                      {"params", params}});

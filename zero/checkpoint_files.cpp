@@ -193,8 +193,9 @@ void read_elements_as(RankFiles& files, const FileLayout& L, size_t u, size_t t,
       const int64_t g = p.slice.full_index(p.shape, k);
       const TensorSlice::Place at = q.slice.locate(q.shape, g);
       const int64_t len = std::min({k1 - k, p.slice.run_length(p.shape, k), at.run});
+      // piece at.part is in the file of the first tensor rank holding it
       read_elements(files, L, u, t, q.offset + at.index, len, out + (p.offset + k - begin) * es,
-                    static_cast<int>(at.part));
+                    static_cast<int>(at.part * q.slice.replicas));
       k += len;
     }
   }
@@ -248,6 +249,7 @@ std::vector<ParamInfo> params_of(const nlohmann::json& ps, const std::string& wh
           json_integer(t.at("dim"), pw + " slice.dim", 0, int64_t(info.shape.size()) - 1));
       info.slice.groups = json_integer(t.at("groups"), pw + " slice.groups", 1);
       info.slice.parts = json_integer(t.at("parts"), pw + " slice.parts", 1);
+      info.slice.replicas = t.contains("replicas") ? json_integer(t.at("replicas"), pw + " slice.replicas", 1) : 1;
       if (info.shape[static_cast<size_t>(info.slice.dim)] % info.slice.groups != 0)
         ZT_THROW(pw, " slice: ", info.slice.groups, " blocks do not divide dim ", info.slice.dim, " of ",
                  shape_str(info.shape));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/backend.h"         // defines: default_device
 
@@ -249,16 +250,23 @@ StepResult Engine::step_inner(double lr) {
 }
 
 double Engine::tensor_parallel_sum_of_squares(const std::vector<Tensor>& grads) {
-  std::vector<Tensor> sliced, whole;  // the parameters' pieces within each unit's optimizer range [lo, hi)
+  // The parameters' pieces within each unit's optimizer range [lo, hi), by how many tensor ranks
+  // hold the same values: 1 (a slice), r (a slice held by r ranks), or all of them (whole, key 0).
+  std::map<int64_t, std::vector<Tensor>> held_by;
   for (size_t i = 0; i < units_.size(); ++i) {
     const auto [lo, hi] = stage_->optimizer_range(*units_[i]);
     for (const ParamInfo& p : units_[i]->ps->infos()) {
       const int64_t a = std::max(lo, p.offset), b = std::min(hi, p.offset + p.numel);
-      if (a < b) (p.slice.whole() ? whole : sliced).push_back(grads[i].flat_view(a - lo, {b - a}));
+      if (a < b) held_by[p.slice.whole() ? 0 : p.slice.replicas].push_back(grads[i].flat_view(a - lo, {b - a}));
     }
   }
-  const double sliced_sq = stage_->global_sum_of_squares(sliced);  // over the replica group, when sharded
-  const double whole_sq = stage_->global_sum_of_squares(whole);
+  double sliced_sq = 0, whole_sq = 0;
+  for (const int64_t r : {int64_t{1}, int64_t{0}}) held_by.try_emplace(r);  // every rank calls the same collectives
+  for (const auto& [r, g] : held_by) {
+    const double sq = stage_->global_sum_of_squares(g);  // over the replica group, when sharded
+    if (r == 0) whole_sq = sq;
+    else sliced_sq += sq / static_cast<double>(r);  // summed over the tensor group below: each copy once
+  }
   return tensor_parallel_->all_reduce_sum(sliced_sq) + whole_sq;
 }
 

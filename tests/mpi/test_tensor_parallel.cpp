@@ -72,6 +72,15 @@ Pair build_pair(const std::string& name, DType dt, ModelOptions split, uint64_t 
   return p;
 }
 
+// Llama's kv heads shared by tp / Hkv ranks when there are fewer of them than ranks: one
+// all-reduce per block of a (Hkv, 2 D C) buffer, the k and v rows' gradients (shared_kv_read).
+int64_t shared_kv_calls(const ModelConfig& c, int64_t N) {
+  return c.family == "llama" && c.n_kv_head % N != 0 ? c.n_layer : 0;
+}
+int64_t shared_kv_bytes(const ModelConfig& c, DType dt, int64_t N) {
+  return shared_kv_calls(c, N) * ring_bytes(2, c.n_kv_head * 2 * c.head_dim() * c.n_embd, dtype_size(dt), N);
+}
+
 void check_family(const std::string& name, DType dt, double bound, bool checkpointing, bool megatron_sp = false) {
   ProcessGroup& g = init_process_group();
   const ModelConfig cfg = model_config(name);
@@ -100,8 +109,9 @@ void check_family(const std::string& name, DType dt, double bound, bool checkpoi
     // dtype: float64 for a float64 model, else float32) and one double (the ranks' loss parts).
     const int64_t positions = 2 * 16, n = positions * cfg.n_embd, L = cfg.n_layer, N = g.size();
     const int64_t stats = dt == DType::f64 ? 8 : 4;
-    CHECK(c.calls[static_cast<int>(Collective::all_reduce)] == 4 * L + 3);
-    CHECK(c.of(Collective::all_reduce) == (4 * L + 2) * ring_bytes(2, n, dtype_size(dt), N) + ring_bytes(2, 1, 8, N));
+    CHECK(c.calls[static_cast<int>(Collective::all_reduce)] == 4 * L + 3 + shared_kv_calls(cfg, N));
+    CHECK(c.of(Collective::all_reduce) ==
+          (4 * L + 2) * ring_bytes(2, n, dtype_size(dt), N) + ring_bytes(2, 1, 8, N) + shared_kv_bytes(cfg, dt, N));
     CHECK(c.calls[static_cast<int>(Collective::all_gather)] == 1);
     CHECK(c.of(Collective::all_gather) == ring_bytes(1, N * positions, stats, N));
     CHECK(c.total() == c.of(Collective::all_reduce) + c.of(Collective::all_gather));
@@ -124,8 +134,8 @@ void check_family(const std::string& name, DType dt, double bound, bool checkpoi
     CHECK(c.calls[static_cast<int>(Collective::all_gather)] == 6 * L + 3);
     CHECK(c.of(Collective::all_gather) ==
           (6 * L + 2) * ring_bytes(1, n, b, N) + ring_bytes(1, N * positions, stats, N));
-    CHECK(c.calls[static_cast<int>(Collective::all_reduce)] == vectors + (gpt2 ? 1 : 0) + 1);
-    CHECK(c.of(Collective::all_reduce) == grads + ring_bytes(2, 1, 8, N));
+    CHECK(c.calls[static_cast<int>(Collective::all_reduce)] == vectors + (gpt2 ? 1 : 0) + 1 + shared_kv_calls(cfg, N));
+    CHECK(c.of(Collective::all_reduce) == grads + ring_bytes(2, 1, 8, N) + shared_kv_bytes(cfg, dt, N));
     CHECK(c.total() == c.of(Collective::all_reduce) + c.of(Collective::all_gather) + c.of(Collective::reduce_scatter));
   }
 }
@@ -143,7 +153,6 @@ TEST_CASE("Megatron's sequence parallelism: the one-rank model's loss and gradie
   for (const bool checkpointing : {false, true}) {
     check_family("gpt2-nano", DType::f64, 1e-12, checkpointing, true);
     check_family("gpt2-nano", DType::f32, 1e-4, checkpointing, true);
-    if (model_config("llama-nano").n_kv_head % g.size() != 0) continue;
     check_family("llama-nano", DType::f64, 1e-12, checkpointing, true);
     check_family("llama-nano", DType::f32, 1e-4, checkpointing, true);
   }
@@ -162,15 +171,8 @@ TEST_CASE("Megatron's sequence parallelism: the one-rank model's loss and gradie
   CHECK_THROWS_WITH(m->loss(odd.idx, odd.targets), Catch::Contains("is not divisible by tensor_parallel_size"));
 }
 
+// On 4 ranks llama-nano's 2 kv heads are each shared by 2 ranks (kv_slice, shared_kv_read).
 TEST_CASE("tensor parallel llama-nano: the one-rank model's init, loss and gradients", "[tensor_parallel]") {
-  ProcessGroup& g = init_process_group();
-  if (model_config("llama-nano").n_kv_head % g.size() != 0) {  // 2 kv heads on 4 ranks
-    ModelOptions split;
-    split.tensor_parallel = &g;
-    CHECK_THROWS_WITH(make_model(model_config("llama-nano"), split),
-                      Catch::Contains("n_kv_head (2) is not divisible by tensor_parallel_size 4"));
-    return;
-  }
   check_family("llama-nano", DType::f64, 1e-12, false);
   check_family("llama-nano", DType::f32, 1e-4, false);
   check_family("llama-nano", DType::f32, 1e-4, true);
@@ -224,6 +226,12 @@ TEST_CASE("tensor parallel: a width the degree does not divide is refused by nam
   ModelOptions split;
   split.tensor_parallel = &g;
   CHECK_THROWS_WITH(make_model(c, split), Catch::Contains("n_head (1) is not divisible by tensor_parallel_size"));
+  if (g.size() == 4) {  // 3 kv heads neither divide 4 ranks nor are divided by them
+    ModelConfig l = model_config("llama-nano");
+    l.n_head = 12, l.n_kv_head = 3, l.n_embd = 48;
+    CHECK_THROWS_WITH(make_model(l, split), Catch::Contains("n_kv_head (3) is not divisible by tensor_parallel_size 4, "
+                                                            "nor a divisor of it"));
+  }
   CHECK_THROWS_WITH(make_model(model_config("gpt2-nano"), split)->make_kv_cache(),
                     Catch::Contains("cached inference with tensor parallelism is not built"));
 }
