@@ -109,6 +109,14 @@ cmp "$TMP/msp-hf/model.safetensors" "$TMP/msp-consolidated/model.safetensors" ||
 cmp "$TMP/msp.bin" "$TMP/msp-consolidated.bin" ||
   { echo "FAIL: --save-llmc on a grid differs from the consolidated checkpoint"; exit 1; }
 echo "ok: --save-hf and --save-llmc at the end of a tp 2 run equal zt-ckpt consolidate's files, bit for bit"
+# llama-nano on tp 4: its 2 kv heads each held by 2 ranks, gathered once into the whole model
+"${MPI[@]}" -np 4 "$B/zt-train" --model llama-nano --train "$S/data/corpus/train.txt" -t 32 --steps 4 --seed 7 \
+  --threads 1 --zero-stage 1 -b 8 --tensor-parallel-size 4 --ckpt-dir "$TMP/kv" --save-hf "$TMP/kv-hf" 2>"$TMP/kv.err" ||
+  { echo "FAIL: llama-nano on tp 4:"; tail -5 "$TMP/kv.err"; exit 1; }
+"$B/zt-ckpt" consolidate "$TMP/kv" --format hf --out "$TMP/kv-consolidated" >/dev/null
+cmp "$TMP/kv-hf/model.safetensors" "$TMP/kv-consolidated/model.safetensors" ||
+  { echo "FAIL: --save-hf of llama-nano on tp 4 differs from the consolidated checkpoint"; exit 1; }
+echo "ok: llama-nano on tp 4 (kv heads shared by 2 ranks): --save-hf equals the consolidated checkpoint, bit for bit"
 
 # zt-estimate dry-runs the grid: rank 0's model states as zt-train's own dry run of rank 0 printed them.
 "$B/zt-estimate" --model gpt2-nano --world-size 4 --tensor-parallel-size 2 --stage 3 -b 4 -t 32 --threads 1 --json \
