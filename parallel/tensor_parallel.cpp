@@ -157,7 +157,8 @@ int64_t kv_heads_per_rank(int64_t Hkv, const TensorParallel& tp) {
 
 TensorSlice kv_slice(int64_t Hkv, const TensorParallel& tp) {
   if (!tp.on() || Hkv % tp.size() == 0) return column_slice(tp);
-  const int64_t replicas = tp.size() / kv_heads_per_rank(Hkv, tp) / Hkv;
+  kv_heads_per_rank(Hkv, tp);  // throws unless Hkv divides tp
+  const int64_t replicas = tp.size() / Hkv;
   return {.dim = 0, .groups = 1, .part = tp.rank() / replicas, .parts = Hkv, .replicas = replicas};
 }
 
