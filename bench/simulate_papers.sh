@@ -20,6 +20,12 @@
 #                TFLOP/s per GPU. Assumed: hidden 4096 and 32 heads as the team's 10B script, 64
 #                layers (13.1B), T 1024, stage 2 (the paper's ZeRO-100B is P_os+g), 128 GPUs, and
 #                the largest micro-batch whose dry run fits 32 GB (zt-estimate --fit batch).
+#   zero-100b    ZeRO (SC'20, abstract and section 10): over 100B parameters on 400 V100s (25 DGX-2
+#                nodes) at 15 PFLOP/s, 37.5 TFLOP/s a GPU, with Megatron's tensor parallelism inside
+#                each node. Assumed: 125 layers, hidden 8192 (the paper's 100B shape as we recall
+#                it; not checked against the paper here), 64 heads, T 1024, tensor parallelism 16
+#                (one DGX-2), stage 2 (P_os+g), the vocabulary padded to 50432 (a multiple of 128
+#                x 16, as Megatron pads it) and the largest micro-batch whose dry run fits 32 GB.
 #   infinity-1t  ZeRO-Infinity / ZeRO-3 Offload (DeepSpeed's blog of 2021-03-08): 1T parameters on
 #                512 V100s at 25 PFLOP/s, 49 TFLOP/s a GPU. Shape from the team's 1T model of
 #                2022 (128 layers, hidden 25,600, 160 heads; DeepSpeed's Azure blog of 2022-07-26);
@@ -56,19 +62,20 @@ source "$ROOT/bench/zero_variant.sh"  # defines: zero_variant_config
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 : >"$tmp/rows.jsonl"
 
-# gpt NAME LAYERS HIDDEN HEADS VOCAB T: a Megatron GPT-2 shape (4h MLP, tied embeddings); the
-# shape Megatron's formula needs in SHAPE[NAME].
+# gpt NAME LAYERS HIDDEN HEADS VOCAB T [PADDED_VOCAB]: a Megatron GPT-2 shape (4h MLP, tied
+# embeddings); the shape Megatron's formula needs in SHAPE[NAME].
 declare -A SHAPE
 gpt() {
   SHAPE[$1]="{\"l\": $2, \"h\": $3, \"V\": $5, \"s\": $6}"
   cat >"$tmp/$1.json" <<CFG
 {"family": "gpt2", "n_layer": $2, "n_embd": $3, "n_head": $4, "n_kv_head": $4, "ffn_hidden": $(($3 * 4)),
- "vocab_size": $5, "max_seq_len": $6, "norm_eps": 1e-05, "tie_embeddings": true}
+ "vocab_size": $5, "padded_vocab_size": ${7:-$5}, "max_seq_len": $6, "norm_eps": 1e-05, "tie_embeddings": true}
 CFG
 }
 gpt megatron-1.2b 40 1536 16 51200 1024
 gpt offload-10b 50 4096 32 50257 1024
 gpt zero-13b 64 4096 32 50257 1024
+gpt zero-100b 125 8192 64 50257 1024 50432
 gpt infinity-1t 128 25600 160 50257 1024
 gpt zeropp-18b 40 6144 32 50257 512
 cat >"$tmp/s2off.json" <<'CFG'
@@ -134,6 +141,9 @@ rows() {
   done
   run zero-13b "datasheet$sfx" zero-13b "{\"paper_tflops\": 40, \"B\": $B13}" \
     --stage 2 -b "$B13" -t 1024 --activation-checkpointing --overlap-comm --nodes 8 --gpus-per-node 16
+  run zero-100b "datasheet$sfx" zero-100b "{\"paper_tflops\": 37.5, \"B\": $B100, \"tp\": 16}" \
+    --stage 2 -b "$B100" -t 1024 --activation-checkpointing --overlap-comm --nodes 25 --gpus-per-node 16 \
+    --tensor-parallel-size 16
   run infinity-1t "datasheet$sfx" infinity-1t '{"paper_tflops": 49, "B": 8}' \
     --stage 3 --config "$tmp/s3off.json" -b 8 -t 1024 --activation-checkpointing --cpu-checkpointing \
     --overlap-comm --nodes 32 --gpus-per-node 16
@@ -151,6 +161,11 @@ B13=$("$EST" --model "$tmp/zero-13b.json" --precision bf16 --compute-dtype bf16 
   --activation-checkpointing --overlap-comm --nodes 8 --gpus-per-node 16 --fit batch --device-mib 32768 \
   | sed -n 's/^fits: *batch \([0-9]*\).*/\1/p')
 [ -n "$B13" ] || { echo "bench/simulate_papers.sh: --fit batch found no batch for the 13B row" >&2; exit 1; }
+# The 100B row's micro-batch (per data-parallel rank: its 16 tensor ranks share it), the same way.
+B100=$("$EST" --model "$tmp/zero-100b.json" --precision bf16 --compute-dtype bf16 --threads 1 --stage 2 -t 1024 \
+  --activation-checkpointing --overlap-comm --nodes 25 --gpus-per-node 16 --tensor-parallel-size 16 --fit batch \
+  --device-mib 32768 | sed -n 's/^fits: *batch \([0-9]*\).*/\1/p')
+[ -n "$B100" ] || { echo "bench/simulate_papers.sh: --fit batch found no batch for the 100B row" >&2; exit 1; }
 
 rows ""
 # The 2019 pace: the factor that puts the calibration row on 39 TFLOP/s, applied to every profile.

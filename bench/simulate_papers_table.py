@@ -19,7 +19,8 @@ def megatron_flops(row):
 
 
 def tflops(row):
-    return megatron_flops(row) / row["step_s"] / 1e12
+    """A GPU's: with tensor parallelism its tp ranks share a data-parallel rank's flops."""
+    return megatron_flops(row) / row.get("tp", 1) / row["step_s"] / 1e12
 
 
 def pace(calibration):
@@ -50,6 +51,7 @@ def main(rows_path):
     labels = {
         "offload-1": "ZeRO-Offload: 10B on 1 V100, B 10",
         "zero-13b": "ZeRO: 13B without model parallelism, 128 V100s (shape assumed)",
+        "zero-100b": "ZeRO: 100B with Megatron's tensor parallelism 16 inside each node, 400 V100s (shape assumed)",
         "infinity-1t": "ZeRO-3 Offload / Infinity: 1T on 512 V100s, B 8 (batch assumed)",
     }
     for name, label in labels.items():
@@ -57,7 +59,7 @@ def main(rows_path):
         fits = "yes" if a["device_peak"] <= V100_MEMORY else "**no**"
         bd = (f"{b['step_s']:.2f} ({b['forward_s']:.2f} / {b['backward_s']:.2f} / {b['optimizer_s']:.2f} / "
               f"{b['exposed_intra_node_s'] + b['exposed_inter_node_s']:.2f})")
-        if name == "zero-13b":
+        if name in ("zero-13b", "zero-100b"):
             label += f", B {a['B']} (the largest that fits)"
         print(f"| {label} | {a['paper_tflops']} TFLOP/s | {tflops(a):.1f} | {tflops(a) / a['paper_tflops']:.2f} | "
               f"{tflops(b):.1f} | {tflops(b) / b['paper_tflops']:.2f} | {bd} | {a['device_peak'] / GiB:.1f} ({fits}) |")

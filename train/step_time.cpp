@@ -237,7 +237,10 @@ StepTime simulate_step_time(const DryRunRequest& req, const DeviceProfile& p, Dr
   r.observer = &tl;
   DryRun d = dry_run(r);
   StepTime t = tl.take();
-  t.tokens = req.run.batch() * req.run.seq_len * req.run.grad_accum();
+  // A data index's tokens are shared by its tensor x sequence ranks (docs/parallel.md): the job's
+  // tokens a step are B T accumulation x the data-parallel degree.
+  t.tokens = static_cast<double>(req.run.batch() * req.run.seq_len * req.run.grad_accum()) /
+             static_cast<double>(req.run.grid_size());
   if (run) *run = std::move(d);
   return t;
 }

@@ -83,10 +83,12 @@ struct StepTime {
   std::array<double, 2> nvme_s{};                 // the IO queue's busy time: reads, writes
   double exposed_nvme_s = 0;                      // compute waiting on the swap files
   double flops = 0;                               // the step's arithmetic on this rank (recomputation included)
-  int64_t tokens = 0;                             // this rank's tokens per step (micro-batch x sequence x accumulation)
+  // This rank's share of the job's tokens per step: micro-batch x sequence x accumulation, over
+  // the tensor x sequence ranks that share them (the whole of them without a grid).
+  double tokens = 0;
   std::vector<SimSpan> spans;
   // The job's tokens per second: this rank's tokens a step on each of `world` ranks.
-  double tokens_per_s(int world) const { return step_s > 0 ? static_cast<double>(tokens) * world / step_s : 0; }
+  double tokens_per_s(int world) const { return step_s > 0 ? tokens * world / step_s : 0; }
   double compute_total() const;
   double comm_total() const;
   double exposed_total() const { return exposed_s[0] + exposed_s[1]; }

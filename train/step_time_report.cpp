@@ -28,9 +28,9 @@ nlohmann::json step_time_json(const StepTime& t, const DeviceProfile& p, int wor
     j["wait_s"][collective_name(static_cast<Collective>(k))] = t.wait_s[k];
   }
   if (p.peak_flops_per_s > 0 && t.step_s > 0) j["mfu"] = t.flops / t.step_s / p.peak_flops_per_s;
-  if (t.tokens > 0) j["flops_per_token"] = t.flops / static_cast<double>(t.tokens);
+  if (t.tokens > 0) j["flops_per_token"] = t.flops / t.tokens;
   if (p.peak_flops_per_s > 0 && t.flops > 0)
-    j["tokens_per_s_per_rank_at_peak"] = static_cast<double>(t.tokens) * p.peak_flops_per_s / t.flops;
+    j["tokens_per_s_per_rank_at_peak"] = t.tokens * p.peak_flops_per_s / t.flops;
   return j;
 }
 
@@ -58,8 +58,8 @@ void print_step_time(const StepTime& t, const DeviceProfile& p, int world) {
   // The bound no schedule beats: every flop of the step (recomputation included) at the peak.
   if (p.peak_flops_per_s > 0 && t.flops > 0 && t.tokens > 0)
     std::printf("\n  %-34s %10.0f tokens/s per rank (%.3g FLOP per token, at %.0f TFLOP/s)",
-                "ceiling (at the device's peak)", static_cast<double>(t.tokens) * p.peak_flops_per_s / t.flops,
-                t.flops / static_cast<double>(t.tokens), p.peak_flops_per_s / 1e12);
+                "ceiling (at the device's peak)", t.tokens * p.peak_flops_per_s / t.flops, t.flops / t.tokens,
+                p.peak_flops_per_s / 1e12);
   std::printf("\n\n");
 }
 

@@ -118,6 +118,17 @@ cmp "$TMP/kv-hf/model.safetensors" "$TMP/kv-consolidated/model.safetensors" ||
   { echo "FAIL: --save-hf of llama-nano on tp 4 differs from the consolidated checkpoint"; exit 1; }
 echo "ok: llama-nano on tp 4 (kv heads shared by 2 ranks): --save-hf equals the consolidated checkpoint, bit for bit"
 
+# zt-estimate --time on a grid counts the job's tokens once: B T x the data-parallel degree a step.
+"$B/zt-estimate" --model gpt2-nano --nodes 1 --gpus-per-node 4 --tensor-parallel-size 2 --stage 3 -b 2 -t 64 \
+  --time "$S/configs/devices/h100-sxm.json" --threads 1 --json >"$TMP/time.json"
+python3 - "$TMP/time.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))[0]["time"]
+tokens = t["tokens_per_s"] * t["step_s"]
+assert abs(tokens - 2 * 64 * 2) < 1e-6, f"tokens a step {tokens}, expected B 2 x T 64 x dp 2 = 256"
+print(f"ok: zt-estimate --time on tp 2 x dp 2 counts {tokens:.0f} tokens a step (B T x dp)")
+PY
+
 # zt-estimate dry-runs the grid: rank 0's model states as zt-train's own dry run of rank 0 printed them.
 "$B/zt-estimate" --model gpt2-nano --world-size 4 --tensor-parallel-size 2 --stage 3 -b 4 -t 32 --threads 1 --json \
   >"$TMP/est.json"
