@@ -110,7 +110,7 @@ HeadExchange ulysses_exchange(const SequenceParallel& sp, int64_t Hq, int64_t Hk
         "ulysses_to_sequence");
   };
   ex.after_projection = [sp, out, last](const Var& projected) {
-    const auto [heads, tokens] = *last;
+    const Tensor heads = last->first, tokens = last->second;  // (clang 14 cannot capture a structured binding)
     *last = {};
     if (!projected.requires_grad() || !heads.defined()) return projected;
     Var y = Var::make(
