@@ -41,7 +41,7 @@ for model in $MODELS; do
     if ! "${MPI[@]}" "$BUILD/zt-train" "${common[@]}" -b $((BATCH / dp)) $flags --log "$TMP/grid.jsonl" \
       2>"$TMP/grid.err"; then
       # a grid the model's heads do not allow is refused by name: reported, not compared
-      echo "| $model | $name | refused: $(grep -m1 -o 'error.*' "$TMP/grid.err" | cut -c1-120) | | | |"
+      echo "| $model | $name | refused: $(grep -m1 -o 'zt-train: .*' "$TMP/grid.err" | cut -c11-170) | | | |"
       continue
     fi
     python3 - "$TMP/one.jsonl" "$TMP/grid.jsonl" "$model" "$name" <<'PY' || bad=1
@@ -54,7 +54,8 @@ dn = max(abs(g["grad_norm"] - o["grad_norm"]) / abs(o["grad_norm"]) for o, g in 
 qwz = "qwZ" in name
 bound = 5e-3 if qwz else 1e-5
 ok = dl <= bound and (qwz or dn <= 3e-5)
-print(f"| {model} | {name} | {dl:.1e} | {'(quantized)' if qwz else f'{dn:.1e}'} | {bound:g}{'' if ok else ' **out**'} | "
+print(f"| {model} | {name} | {dl:.1e} | {'(quantized)' if qwz else f'{dn:.1e}'} | "
+      f"{bound:g}{'' if qwz else ' / 3e-05'}{'' if ok else ' **out**'} | "
       f"{grid[-1]['loss']:.4f} |")
 sys.exit(0 if ok else 1)
 PY
