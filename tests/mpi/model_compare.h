@@ -1,6 +1,6 @@
 // defines: zt::test::worst_relative — a model built whole against the same model cut for tensor
 //          parallelism (or whole too), parameter by parameter: the grid tests'
-//          (tests/mpi/test_tensor_parallel.cpp, tests/mpi/test_grid_training.cpp) one comparison.
+//          (tests/mpi/test_tensor_parallel.cpp, tests/mpi/test_grid_checkpoint.cpp) one comparison.
 #pragma once
 #include <catch2/catch.hpp>
 

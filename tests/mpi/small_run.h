@@ -1,9 +1,14 @@
-// defines: small_run, losses, dry_run_of — the small training runs the multi-rank ZeRO tests
-//          compare (tests/mpi/test_zero.cpp, tests/mpi/test_zeropp.cpp), and their dry runs
-//          (tests/mpi/test_dry_run.cpp, tests/mpi/test_zeropp.cpp, tests/mpi/test_offload.cpp).
+// defines: small_run, losses, Trace, trace, max_rel, dry_run_of — the small training runs the
+//          multi-rank ZeRO tests compare (tests/mpi/test_zero.cpp, tests/mpi/test_zeropp.cpp, the
+//          grid tests), how they compare them, and their dry runs (tests/mpi/test_dry_run.cpp,
+//          tests/mpi/test_zeropp.cpp, tests/mpi/test_offload.cpp).
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include <omp.h>
 
@@ -42,6 +47,29 @@ inline std::vector<double> losses(const RunConfig& c, ProcessGroup& g) {
   std::vector<double> out;
   while (!t.done()) out.push_back(t.step().loss);
   return out;
+}
+
+// Every step's loss and gradient norm (before clipping) of a run on g.
+struct Trace {
+  std::vector<double> loss, norm;
+};
+inline Trace trace(const RunConfig& c, ProcessGroup& g) {
+  Trainer t(c, g);
+  Trace out;
+  while (!t.done()) {
+    const StepStats s = t.step();
+    out.loss.push_back(s.loss);
+    out.norm.push_back(s.grad_norm);
+  }
+  return out;
+}
+
+// The largest |got - ref| / |ref| over the steps (the two runs the same length).
+inline double max_rel(const std::vector<double>& got, const std::vector<double>& ref) {
+  REQUIRE(got.size() == ref.size());
+  double d = 0;
+  for (size_t k = 0; k < ref.size(); ++k) d = std::max(d, std::abs(got[k] - ref[k]) / std::abs(ref[k]));
+  return d;
 }
 
 // The run `c` of `model` (its ModelConfig; default: c.model's), as this rank of g plays it on the

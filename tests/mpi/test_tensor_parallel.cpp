@@ -20,7 +20,7 @@
 //
 //
 // Ulysses at the model level (check_ulysses) and the TensorSlice map are here too; zt-train on a
-// grid (the Trainer, ZeRO, checkpoints) is tests/mpi/test_grid_training.cpp.
+// grid (the Trainer, ZeRO) is tests/mpi/test_grid_training.cpp, its checkpoints tests/mpi/test_grid_checkpoint.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

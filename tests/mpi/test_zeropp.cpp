@@ -1,4 +1,4 @@
-// defines: 8 Catch2 test cases tagged [zeropp]; helpers: run, first_norm, max_rel_diff
+// defines: 8 Catch2 test cases tagged [zeropp]; helpers: run, first_norm
 //
 // ZeRO++ (zero/zeropp.h) on N ranks against plain stage 3 on the same ranks: hpZ alone changes
 // where the backward's parameters come from, not their values, so its losses are bitwise stage
@@ -37,13 +37,6 @@ double first_norm(const RunConfig& c, ProcessGroup& g) {
   one.steps = 1;
   Trainer t(one, g);
   return t.step().grad_norm;
-}
-
-double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (size_t k = 0; k < a.size(); ++k) m = std::max(m, std::abs(a[k] - b[k]) / std::abs(b[k]));
-  return m;
 }
 
 }  // namespace
@@ -114,7 +107,7 @@ TEST_CASE("qwZ and qgZ stay within their tolerance of plain stage 3", "[zeropp]"
       plain.engine.zero.stage = k.stage;
       const std::vector<double> base = k.stage == 3 ? ref : losses(plain, g);
       const std::vector<double> got = losses(z, g);
-      const double d = max_rel_diff(got, base);
+      const double d = test::max_rel(got, base);
       INFO(model << ", " << precision_name(p) << ", N = " << N << ", " << k.name << ": max relative loss difference "
                  << d << " (bound " << k.tol << "), last loss " << got.back() << " vs " << base.back());
       CHECK(d <= k.tol);
