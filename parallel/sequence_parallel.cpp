@@ -45,10 +45,11 @@ Tensor pack_heads(const Tensor& x, const Groups& g) {
   return send;
 }
 
-// recv (P, B, Tl, narrow), block j share j of every group -> (B, Tl, wide): pack_heads' inverse.
-Tensor unpack_heads(const Tensor& recv, const Groups& g) {
+// recv (P, B, Tl, narrow), block j share j of every group -> (B, Tl, wide): pack_heads' inverse,
+// written into `into` when given (contiguous, that shape), else into a new tensor.
+Tensor unpack_heads(const Tensor& recv, const Groups& g, Tensor into = Tensor()) {
   const int64_t B = recv.size(1), Tl = recv.size(2);
-  Tensor x = Tensor::empty({B, Tl, g.wide()}, recv.dtype(), Category::activations);
+  Tensor x = into.defined() ? into : Tensor::empty({B, Tl, g.wide()}, recv.dtype(), Category::activations);
   for (int64_t j = 0; j < g.P; ++j) {
     int64_t wide0 = 0, narrow0 = 0;
     for (int64_t h : g.heads) {
@@ -117,7 +118,7 @@ HeadExchange ulysses_exchange(const SequenceParallel& sp, int64_t Hq, int64_t Hk
         projected.value(), {projected},
         [sp, out, heads, tokens](std::vector<Var>& in, const Tensor& g) {
           tokens.storage()->materialize();  // the projection's input again, before its backward reads it
-          Tensor(tokens).copy_(unpack_heads(exchange(split_tokens(heads, out.P), sp), out));
+          unpack_heads(exchange(split_tokens(heads, out.P), sp), out, tokens);
           in[0].add_grad(g);
         },
         "ulysses_again");

@@ -18,14 +18,15 @@ Tensor all_reduced(const Tensor& t, const TensorParallel& tp) {
   return s;
 }
 
-// x (B, Tl, n), this rank's tokens -> (B, tp Tl, n), every rank's in rank order.
-Tensor gathered(const Tensor& x, const TensorParallel& tp) {
+// x (B, Tl, n), this rank's tokens -> (B, tp Tl, n), every rank's in rank order: written into
+// `into` when given (contiguous, that shape), else into a new tensor.
+Tensor gathered(const Tensor& x, const TensorParallel& tp, Tensor into = Tensor()) {
   Shape blocks = x.shape();
   blocks.insert(blocks.begin(), tp.size());
   Tensor all = Tensor::empty(blocks, x.dtype(), Category::comm);
   const Tensor mine = x.contiguous();
   tp.group->all_gather(mine.view({mine.numel()}), all.view({all.numel()}));
-  return join_tokens(all);
+  return join_tokens(all, Category::activations, into);
 }
 
 // y (B, T, n), a partial sum -> (B, T / tp, n), this rank's tokens of the sum over the group.
@@ -111,7 +112,7 @@ Var ParallelSubLayer::exit(const Var& partial, const Var& bias) {
   const TensorParallel tp = tp_;
   const Var y = scatter_op(partial, tp, [tp, kept, local] {
     kept.storage()->materialize();
-    Tensor(kept).copy_(gathered(local, tp));
+    gathered(local, tp, kept);  // straight into the input's own bytes
   });
   if (y.requires_grad()) free_bytes(kept);  // else nothing reads it again, and it goes with gathered_
   gathered_ = local_ = Var();
@@ -194,9 +195,9 @@ void free_bytes(const Tensor& t) {
   if (s && s->owned() && s->resident() && s->bytes() == t.nbytes()) s->release();
 }
 
-Tensor join_tokens(const Tensor& blocks, Category category) {
+Tensor join_tokens(const Tensor& blocks, Category category, Tensor into) {
   const int64_t P = blocks.size(0), B = blocks.size(1), Tl = blocks.size(2), n = blocks.size(3);
-  Tensor y = Tensor::empty({B, P * Tl, n}, blocks.dtype(), category);
+  Tensor y = into.defined() ? into : Tensor::empty({B, P * Tl, n}, blocks.dtype(), category);
   for (int64_t j = 0; j < P; ++j) y.slice(1, j * Tl, (j + 1) * Tl).copy_(blocks.slice(0, j, j + 1).view({B, Tl, n}));
   return y;
 }

@@ -115,9 +115,9 @@ std::function<Var(const Var&)> shared_kv_read(int64_t Hkv, int64_t q_rows, int64
 
 // The token blocks the collectives above (and Ulysses' exchange) send: y (B, T, n) -> (P, B, T/P,
 // n), block j holding tokens [j T/P, (j + 1) T/P) (for rank j), in Category::comm; and back:
-// (P, B, Tl, n) -> (B, P Tl, n) in `category`.
+// (P, B, Tl, n) -> (B, P Tl, n) in `category`, or written into `into` (contiguous, that shape).
 Tensor split_tokens(const Tensor& y, int64_t P);
-Tensor join_tokens(const Tensor& blocks, Category category = Category::activations);
+Tensor join_tokens(const Tensor& blocks, Category category = Category::activations, Tensor into = Tensor());
 // Hands t's bytes back when t is the whole of its storage (nothing else can be a view of them): an
 // op's input that nothing reads again (the autograd graph would keep it until the backward). Its
 // views stay; reading one before Storage::materialize() is an error.
