@@ -92,11 +92,15 @@ class OpCollector final : public DryRunObserver {
 // caches as the step leaves them for it (a weight read once per step comes from memory, not from
 // the previous repeat of the same op): windows of ops up to kWindowBytes are made at once, run
 // once to warm up and then `repeats` times in order; every run of every occurrence of a key is one
-// sample of that key.
+// sample of that key. A rank sharing its cores with others (the CPU target's ranks, each beside its
+// communication thread) is preempted now and then in mid-op: an op's median drops those waits,
+// which the step pays. So each window is timed end to end too, and its ops' samples are scaled by
+// the window's median over the sum of their medians: the ops add up to what the window took (a
+// scale of about 1 where nothing shares the device).
 constexpr int64_t kWindowBytes = int64_t{512} << 20;
 // An op on the host tier (MetaOpRecord::host: the offloaded optimizer's step) runs on the cpu
 // backend, where the engine runs it; the others on the device's.
-void time_in_order(const std::vector<MetaOpRecord>& seq, Backend& be, int repeats,
+void time_in_order(const std::vector<MetaOpRecord>& seq, ProcessGroup& g, Backend& be, int repeats,
                    std::map<std::string, std::vector<double>>& samples) {
   Backend& host = backend(Device::cpu());
   for (size_t a = 0; a < seq.size();) {
@@ -110,13 +114,24 @@ void time_in_order(const std::vector<MetaOpRecord>& seq, Backend& be, int repeat
     }
     for (auto& r : runs) r();
     be.synchronize();
-    for (int i = 0; i < repeats; ++i)
+    std::vector<std::vector<double>> t(runs.size());
+    std::vector<double> whole;  // the window end to end, per repeat
+    for (int i = 0; i < repeats; ++i) {
+      g.barrier();  // every rank runs the same window at once, as the ranks of a step do
+      const auto w0 = Clock::now();
       for (size_t k = 0; k < runs.size(); ++k) {
         const auto t0 = Clock::now();
         runs[k]();
         if (!seq[a + k].host) be.synchronize();
-        samples[seq[a + k].key].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        t[k].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
       }
+      whole.push_back(std::chrono::duration<double>(Clock::now() - w0).count());
+    }
+    double sum = 0;
+    for (const std::vector<double>& v : t) sum += median(v);
+    const double scale = sum > 0 ? median(whole) / sum : 1.0;
+    for (size_t k = 0; k < runs.size(); ++k)
+      for (double x : t[k]) samples[seq[a + k].key].push_back(x * scale);
     a = b;
   }
 }
@@ -224,7 +239,7 @@ LinkCost measure_link(ProcessGroup& g, Backend& be, int repeats, std::vector<std
 // it (T, and L: the all-gathers' own time then, from the communication thread). Compute did X of
 // work in T, L of it beside the collectives: X = pace L + (T - L), so pace = (X - T + L) / L,
 // clamped to [0.01, 1]. Every rank at once.
-double measure_compute_pace(ProcessGroup& g, Backend& be, int repeats) {
+double measure_compute_pace(ProcessGroup& g, Backend& be, int repeats, std::vector<std::string>& log) {
   const int64_t shard = int64_t{1} << 20;
   RankBench rb(g, be, repeats);
   Tensor in = Tensor::zeros({shard}, DType::f32, Category::comm, be.allocator());
@@ -244,6 +259,9 @@ double measure_compute_pace(ProcessGroup& g, Backend& be, int repeats) {
   const double x = rb.timed([&] { rb.gemms(k); });
   const RankBench::Beside both = rb.beside_gemms(gathers, k);
   const double t = both.wall, l = std::min(both.wall, both.comm);
+  log.push_back("  compute beside " + std::to_string(m) + " all-gathers of 4.00 MiB per rank: the gathers alone " +
+                std::to_string(y * 1e3) + " ms, the compute alone " + std::to_string(x * 1e3) + " ms, both " +
+                std::to_string(t * 1e3) + " ms (the gathers " + std::to_string(both.comm * 1e3) + " ms of it)");
   return std::clamp((x - t + l) / std::max(l, 1e-9), 0.01, 1.0);
 }
 
@@ -398,7 +416,7 @@ int main(int argc, char** argv) {
     p.nodes = g.topology().num_nodes();
     std::map<std::string, std::vector<double>> samples;
     g.barrier();
-    for (const std::vector<MetaOpRecord>& seq : steps) time_in_order(seq, be, repeats, samples);
+    for (const std::vector<MetaOpRecord>& seq : steps) time_in_order(seq, g, be, repeats, samples);
     for (auto& [key, v] : samples) p.ops[key] = median(v);
     // each class's rate: over the distinct ops of the class, their flops or bytes over their times
     std::map<std::string, const MetaOpRecord*> distinct;
@@ -435,7 +453,7 @@ int main(int argc, char** argv) {
         std::unique_ptr<ProcessGroup> node = intra_node_group(g);
         p.intra_node = measure_link(*node, be, repeats, log);
       }
-      p.compute_pace = measure_compute_pace(g, be, repeats);
+      p.compute_pace = measure_compute_pace(g, be, repeats, log);
     }
     if (!nvme_path.empty()) p.nvme = measure_nvme(g, nvme_path, repeats, log);
 

@@ -1,9 +1,14 @@
-// defines: 8 Catch2 test cases tagged [collectives]; helpers: value
+// defines: 9 Catch2 test cases tagged [collectives]; helpers: value
 //
 // Collectives of the MPI backend against values every rank can compute by itself, and the byte
 // counters against the ring convention (dist/process_group.h).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
+#include <string>
+
+#define OMPI_SKIP_MPICXX 1  // the C API only
+#include <mpi.h>
 
 #include "dist/process_group.h"
 
@@ -186,3 +191,27 @@ TEST_CASE("reductions add in the ring's documented order", "[collectives]") {
       for (int64_t j = 0; j < base + (c < extra ? 1 : 0); ++j, ++i) REQUIRE(x.data<float>()[i] == ring_sum(c, i));
   }
 }
+
+#ifdef OPEN_MPI
+// The communication thread's waits yield the core to the compute threads (dist/mpi_process_group.cpp):
+// OpenMPI's own setting read back through its tool interface, so a world made without it fails here.
+TEST_CASE("waiting ranks yield their core: OpenMPI's mpi_yield_when_idle is on", "[collectives]") {
+  init_process_group();
+  if (const char* user = std::getenv("OMPI_MCA_mpi_yield_when_idle"); user && std::string(user) != "1") {
+    WARN("the user chose mpi_yield_when_idle=" << user << ": the backend keeps it, nothing to check");
+    return;
+  }
+  int provided = 0;
+  REQUIRE(MPI_T_init_thread(MPI_THREAD_SERIALIZED, &provided) == MPI_SUCCESS);
+  int index = -1;
+  REQUIRE(MPI_T_cvar_get_index("mpi_yield_when_idle", &index) == MPI_SUCCESS);
+  MPI_T_cvar_handle handle;
+  int count = 0;
+  REQUIRE(MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS);
+  int on = 0;  // a bool variable: read as MPI_INT (OpenMPI's MCA booleans are ints)
+  REQUIRE(MPI_T_cvar_read(handle, &on) == MPI_SUCCESS);
+  MPI_T_cvar_handle_free(&handle);
+  MPI_T_finalize();
+  CHECK(on == 1);
+}
+#endif
