@@ -209,9 +209,8 @@ MpiProcessGroup::MpiProcessGroup() : rt_(std::make_shared<Runtime>()), comm_(std
     // rank's blocking collective runs on the communication thread beside the compute threads, and
     // by default OpenMPI spins while it waits for the slower ranks, taking a core's share from the
     // kernels (it yields only when it counts more ranks than slots, not knowing of the threads).
-    // Measured on the development VM (2 cores, 2 ranks, gpt-mini, stage 3 with qwZ, whose int8
-    // all-gathers wait on the other rank's quantization): 497 ms a step spinning, 452 ms yielding;
-    // stage 3 unchanged (bench/results/simulate.md). Read by OpenMPI at MPI_Init; others ignore it.
+    // What it is worth, measured with ranks sharing cores: bench/results/mpi_yield.md. Read by
+    // OpenMPI at MPI_Init; other MPI libraries ignore the variable.
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
