@@ -208,7 +208,7 @@ TEST_CASE("waiting ranks yield their core: OpenMPI's mpi_yield_when_idle is on",
   MPI_T_cvar_handle handle;
   int count = 0;
   REQUIRE(MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS);
-  int on = 0;  // a bool variable: read as MPI_INT (OpenMPI's MCA booleans are ints)
+  int on = 0;  // OpenMPI 4.1 writes this bool as one byte; zeroed first, the int reads 1 (little-endian)
   REQUIRE(MPI_T_cvar_read(handle, &on) == MPI_SUCCESS);
   MPI_T_cvar_handle_free(&handle);
   MPI_T_finalize();
