@@ -77,7 +77,7 @@ if out:
                             "backward_ms": t["backward_s"] * 1e3, "optimizer_ms": t["optimizer_s"] * 1e3}) + "\n")
 PY
     done
-    grep -E "link:|compute_pace|compute beside|all_gather" "$tmp/profile.err" | sed "s/^/    $layout $link profile: /" >&2 || true
+    grep -E "link:|compute_pace|compute beside|all_gather|first.touch" "$tmp/profile.err" | sed "s/^/    $layout $link profile: /" >&2 || true
   done
 done
 python3 - "$tmp/errors" <<'PY'

@@ -1,8 +1,9 @@
 // defines: category_name, format_bytes, MemoryStats (total, to_string), Allocator (stats, reset_peaks,
-//          set_limit, account_alloc, account_free), CpuAllocator (allocate, deallocate), cpu_allocator,
-//          host_allocator (core/memory.h); file-local: mapped
+//          set_limit, account_alloc, account_free), CpuAllocator (CpuAllocator, allocate, deallocate),
+//          cpu_maps, cpu_allocator, host_allocator (core/memory.h); file-local: keep_freed_heap
 #include "core/memory.h"
 
+#include <malloc.h>
 #include <sys/mman.h>
 
 #include <cstdio>
@@ -91,19 +92,36 @@ void Allocator::account_free(size_t bytes, Category c) {
   stats_.current[static_cast<int>(c)] -= static_cast<int64_t>(bytes);
 }
 
-namespace {
 // CpuAllocator's rule (core/memory.h): model states and collectives of kMapBytes and more are mapped.
-bool mapped(size_t rounded, Category c) {
-  return rounded >= CpuAllocator::kMapBytes && c != Category::activations && c != Category::workspace;
+bool cpu_maps(size_t bytes, Category c) {
+  return bytes >= CpuAllocator::kMapBytes && c != Category::activations && c != Category::workspace;
+}
+
+namespace {
+
+// glibc's heap keeps what is freed (core/memory.h says why). Once per process, before the first
+// CpuAllocator hands out a block. Elsewhere than glibc the C library's own policy stays.
+bool keep_freed_heap() {
+#ifdef __GLIBC__
+  (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest (HEAP_MAX_SIZE / 2 on 64 bits)
+  (void)mallopt(M_TRIM_THRESHOLD, -1);        // never give the heap's free top back
+#endif
+  return true;
 }
 }  // namespace
+
+CpuAllocator::CpuAllocator(const char* name, size_t alignment) : name_(name), alignment_(alignment) {
+  ZT_CHECK(alignment > 0 && alignment <= 4096 && (alignment & (alignment - 1)) == 0, "CpuAllocator ", name,
+           ": alignment ", alignment, " must be a power of two <= 4096 (the page size mmap guarantees)");
+  [[maybe_unused]] static const bool kept = keep_freed_heap();
+}
 
 void* CpuAllocator::allocate(size_t bytes, Category c) {
   account_alloc(bytes, c);
   if (bytes == 0) return nullptr;
   const size_t rounded = (bytes + alignment_ - 1) / alignment_ * alignment_;
   void* p = nullptr;
-  if (mapped(rounded, c)) {  // page-aligned, which covers any alignment_ up to 4096
+  if (cpu_maps(rounded, c)) {  // page-aligned, which covers any alignment_ up to 4096
     p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) p = nullptr;
     else (void)madvise(p, rounded, MADV_HUGEPAGE);  // a hint: refused where THP is off, harmless
@@ -120,7 +138,7 @@ void* CpuAllocator::allocate(size_t bytes, Category c) {
 
 void CpuAllocator::deallocate(void* p, size_t bytes, Category c) {
   const size_t rounded = (bytes + alignment_ - 1) / alignment_ * alignment_;
-  if (p && mapped(rounded, c)) munmap(p, rounded);
+  if (p && cpu_maps(rounded, c)) munmap(p, rounded);
   else std::free(p);
   account_free(bytes, c);
 }

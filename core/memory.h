@@ -90,14 +90,19 @@ class Allocator {
 //     (aligned_alloc / free), whose reuse costs no page fault. A fresh mapping is zero-filled at
 //     first touch (0.1-0.2 ms per MiB with huge pages on the 2-core VM, 1.3 with 4 KiB pages):
 //     mapping every activation made a gpt-mini training step ~7% slower (measured, A/B).
+//
+// So that the second path's reuse really costs no page fault, the first CpuAllocator made tells
+// glibc (mallopt) to keep what is freed: blocks under 32 MiB (its largest heap threshold) come from
+// its heap from the first step on, and the heap's free top is never given back (M_TRIM_THRESHOLD
+// -1). Left to its defaults, glibc trimmed the top after each step's activations were freed and
+// the next step faulted them in again: ~6k page faults a gpt-mini step, ~3% of its time (1 rank,
+// 2-core VM, A/B). The cost is PyTorch's CUDA caching allocator's: the process keeps the
+// activations' high-water mark resident between steps, which every step reaches again anyway.
 class CpuAllocator final : public Allocator {
  public:
   static constexpr size_t kMapBytes = size_t{4} << 20;  // 4 MiB
 
-  explicit CpuAllocator(const char* name = "cpu", size_t alignment = 64) : name_(name), alignment_(alignment) {
-    ZT_CHECK(alignment > 0 && alignment <= 4096 && (alignment & (alignment - 1)) == 0, "CpuAllocator ", name,
-             ": alignment ", alignment, " must be a power of two <= 4096 (the page size mmap guarantees)");
-  }
+  explicit CpuAllocator(const char* name = "cpu", size_t alignment = 64);
   void* allocate(size_t bytes, Category c) override;
   void deallocate(void* p, size_t bytes, Category c) override;
   const char* name() const override { return name_; }
@@ -106,6 +111,11 @@ class CpuAllocator final : public Allocator {
   const char* name_;
   size_t alignment_;
 };
+
+// Whether CpuAllocator gives a block of `bytes` (rounded to its alignment) of category `c` a mapping
+// of its own (the first path above): a fresh one at every allocation, zero-filled by the kernel at
+// first touch. The step simulator charges that fill (train/step_time.h).
+bool cpu_maps(size_t bytes, Category c);
 
 // The process-wide CPU allocator (one of the two kinds of global state the architecture allows).
 CpuAllocator& cpu_allocator();

@@ -83,6 +83,10 @@ class MetaOpObserver {
   // Called before the row runs, on the thread that runs it: the training thread, and the worker
   // that copies activation checkpoints to the host (an observer that keeps state locks it).
   virtual void on_op(const MetaOpRecord& op) = 0;
+  // Called for every block either allocator hands out (`host`: the host tier's), on the thread
+  // that asks for it. What the real allocator would do with it (a fresh mapping the kernel fills
+  // at first touch: core/memory.h's cpu_maps) is the observer's to cost.
+  virtual void on_alloc(size_t /*bytes*/, Category /*c*/, bool /*host*/) {}
 };
 
 // Counts like the allocator it stands for (core/memory.h's Allocator: per category, peaks, the
@@ -94,10 +98,16 @@ class MetaAllocator final : public Allocator {
   void deallocate(void* p, size_t bytes, Category c) override;
   const char* name() const override { return name_; }
   Device device() const override { return device_; }
+  void set_observer(MetaOpObserver* o, bool host) {
+    observer_ = o;
+    host_ = host;
+  }
 
  private:
   const char* name_;
   Device device_;
+  MetaOpObserver* observer_ = nullptr;
+  bool host_ = false;  // the host tier's allocator
 };
 
 class MetaBackend final : public Backend {
@@ -115,7 +125,11 @@ class MetaBackend final : public Backend {
   void set_threads(int threads);
   int threads() const { return threads_; }
   // Told of every row this backend runs (null: nobody; the dry run's step simulator sets one).
-  void set_observer(MetaOpObserver* o) { observer_ = o; }
+  void set_observer(MetaOpObserver* o) {
+    observer_ = o;
+    alloc_.set_observer(o, false);
+    host_alloc_.set_observer(o, true);
+  }
   MetaOpObserver* observer() const { return observer_; }
 
 #define ZT_BACKEND_OP(ret, name, params, args) ret name params override;

@@ -189,6 +189,30 @@ TEST_CASE("the timeline: overlap comes from the engine's order, and every interv
   CHECK(simulate_step_time(r, p).step_s == Approx(before + 2.0));  // one per layer
 }
 
+TEST_CASE("a block the CPU allocator maps anew costs its first touch, at the profile's rate", "[step_time]") {
+  // gpt-mini: each of its 6 layers is a unit of 12 C^2 + 13 C = 1,774,464 parameters (C 384),
+  // 7,097,856 bytes in float32, above the 4 MiB from which the CPU allocator maps model states.
+  const double unit_bytes = 4.0 * (12 * 384 * 384 + 13 * 384);
+  REQUIRE(cpu_maps(static_cast<size_t>(unit_bytes), Category::params));
+  auto mini = [](int world, int stage) {
+    DryRunRequest r = nano(world, stage);
+    r.model = model_config("gpt-mini");
+    r.run.model = "gpt-mini";
+    return r;
+  };
+  DeviceProfile gpu_like = simple_profile(), cpu = simple_profile();
+  cpu.first_touch_bytes_per_s = 1e9;
+  // stage 3: every layer's parameters are gathered into a fresh block in the forward and again in
+  // the backward: at least 12 units' worth a step
+  const StepTime free3 = simulate_step_time(mini(2, 3), gpu_like), paid3 = simulate_step_time(mini(2, 3), cpu);
+  CHECK(free3.first_touch_s == 0);  // a profile without the rate (a GPU's caching allocator): none
+  CHECK(paid3.first_touch_s >= Approx(12 * unit_bytes / 1e9));
+  CHECK(paid3.step_s > free3.step_s);
+  CHECK(paid3.step_s <= free3.step_s + paid3.first_touch_s + 1e-9);
+  // stage 0 on one rank keeps its gradients from step to step: its steady step maps nothing anew
+  CHECK(simulate_step_time(mini(1, 0), cpu).first_touch_s == 0);
+}
+
 TEST_CASE("the step simulator refuses what its profile cannot cost", "[step_time]") {
   DryRunRequest r = nano(2, 3);
   for (OffloadConfig* o : {&r.run.engine.zero.offload_optimizer, &r.run.engine.zero.offload_param}) {
@@ -213,6 +237,7 @@ TEST_CASE("a device profile's file: written, read back, and its errors name the 
   p.host_classes[static_cast<int>(OpClass::optimizer)] = ClassRate{0, 2e8, 1e-5};
   p.sources["classes.gemm"] = "a datasheet";
   p.device_memory_bytes = int64_t{80} << 30;
+  p.first_touch_bytes_per_s = 3e9;
   const std::string path = dir.file("p.json");
   std::ofstream(path) << device_profile_json(p).dump();
   const DeviceProfile q = read_device_profile(path);
@@ -230,6 +255,7 @@ TEST_CASE("a device profile's file: written, read back, and its errors name the 
   CHECK(q.sources.at("classes.gemm") == "a datasheet");
   CHECK(q.device_memory_bytes == int64_t{80} << 30);
   CHECK(q.host_memory_bytes == 0);  // not given: unknown
+  CHECK(q.first_touch_bytes_per_s == 3e9);
 
   auto bad = [&](const std::string& text) {
     std::ofstream(path) << text;
@@ -247,6 +273,7 @@ TEST_CASE("a device profile's file: written, read back, and its errors name the 
   CHECK_THROWS_WITH(bad(R"({"compute_pace": 0})")(), Contains("'compute_pace' is 0"));
   CHECK_THROWS_WITH(bad(R"({"links": {"intra_node": {"alpha_s": 0, "bytes_per_s": 1, "loaded": {"alpha_s": 0}}}})")(),
                     Contains("links.intra_node.loaded: the key 'bytes_per_s' is missing"));
+  CHECK_THROWS_WITH(bad(R"({"first_touch_bytes_per_s": -2})")(), Contains("'first_touch_bytes_per_s' is -2"));
   CHECK_THROWS_WITH(bad(R"({"ops": {"x": "fast"}})")(), Contains("ops['x'] is \"fast\""));
   CHECK_THROWS_WITH(bad(R"({"host_classes": {"optimizer": {"bytes_per_s": 0}}})")(),
                     Contains("host_classes.optimizer: neither"));

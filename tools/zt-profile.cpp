@@ -1,6 +1,6 @@
 // defines: main (zt-profile); file-local: Clock, median, OpCollector, kWindowBytes, time_in_order,
-//          fit_hop, RankBench, measure_link, measure_compute_pace, measure_nvme,
-//          hostname
+//          fit_hop, RankBench, measure_link, measure_compute_pace, measure_first_touch,
+//          measure_nvme, hostname
 //
 // zt-profile: what this machine's ops and links cost, written as a device profile
 // (train/device_profile.h) for the step simulator (zt-estimate --time, train/step_time.h).
@@ -22,6 +22,8 @@
 //          each node's group (intra-node, when nodes hold 2 ranks or more); alpha and beta are the
 //          least-squares fit of time = (N - 1) alpha + bytes / beta to the medians, alone and beside
 //          a GEMM loop; and compute's pace beside a collective (compute_pace: measure_compute_pace).
+//   fill   on a CPU device: what the kernel's fill of a fresh mapping costs beyond the write
+//          (first_touch_bytes_per_s: measure_first_touch), every rank at once.
 //   nvme   with --nvme-path DIR: each rank's swap file there, written and read back by every rank at
 //          once (measure_nvme): a request's alpha and the read and write rates.
 //
@@ -47,6 +49,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/backend.h"
+#include "core/memory.h"  // defines: cpu_maps, cpu_allocator
 #include "core/meta_backend.h"
 #include "models/model_config.h"
 #include "train/device_profile.h"
@@ -265,6 +268,30 @@ double measure_compute_pace(ProcessGroup& g, Backend& be, int repeats, std::vect
   return std::clamp((x - t + l) / std::max(l, 1e-9), 0.01, 1.0);
 }
 
+// first_touch_bytes_per_s (train/device_profile.h): blocks of gradients the CPU allocator maps anew
+// (8 MiB: core/memory.h's cpu_maps), each written once and freed, against the same writes into a
+// block held; every rank at once. The difference is the kernel's fill (faults, zeroing, unmapping).
+double measure_first_touch(ProcessGroup& g, Backend& be, int repeats, std::vector<std::string>& log) {
+  constexpr int64_t kBytes = int64_t{8} << 20, kBlocks = 4;
+  ZT_CHECK(cpu_maps(kBytes, Category::grads), "zt-profile: ", kBytes, " bytes of gradients are not mapped");
+  RankBench rb(g, be, repeats);
+  Tensor held = Tensor::empty({kBytes / 4}, DType::f32, Category::grads, cpu_allocator());
+  std::memset(held.data<float>(), 0, kBytes);
+  const double warm = rb.timed([&] {
+    for (int i = 0; i < kBlocks; ++i) std::memset(held.data<float>(), 1, kBytes);
+  });
+  const double fresh = rb.timed([&] {
+    for (int i = 0; i < kBlocks; ++i) {
+      Tensor t = Tensor::empty({kBytes / 4}, DType::f32, Category::grads, cpu_allocator());
+      std::memset(t.data<float>(), 1, kBytes);
+    }
+  });
+  log.push_back("  first touch: " + std::to_string(kBlocks) + " fresh mappings of 8.00 MiB written in " +
+                std::to_string(fresh * 1e3) + " ms, the same writes into a block held " + std::to_string(warm * 1e3) +
+                " ms");
+  return fresh > warm ? static_cast<double>(kBlocks * kBytes) / (fresh - warm) : 0.0;  // 0: no fill to charge
+}
+
 // The NVMe tier (--nvme-path): this rank's swap file there (zero/aio.h: O_DIRECT through io_uring,
 // DeepSpeed's default aio block size and queue depth), every rank at once as the job swaps: 64 MiB
 // written and read back in requests of 1 MiB and of 16 MiB, one after another as the engine's IO
@@ -455,6 +482,7 @@ int main(int argc, char** argv) {
       }
       p.compute_pace = measure_compute_pace(g, be, repeats, log);
     }
+    if (rd.device.is_cpu()) p.first_touch_bytes_per_s = measure_first_touch(g, be, repeats, log);
     if (!nvme_path.empty()) p.nvme = measure_nvme(g, nvme_path, repeats, log);
 
     std::string cmd;
@@ -488,6 +516,9 @@ int main(int argc, char** argv) {
                        l->loaded_alpha_s * 1e6, l->loaded_bytes_per_s / 1e9);
       if (g.size() > 1)
         std::fprintf(stderr, "  compute_pace %.2f (compute's pace beside an all-gather)\n", p.compute_pace);
+      if (p.first_touch_bytes_per_s > 0)
+        std::fprintf(stderr, "  first_touch %.3f GB/s (the kernel's fill of a fresh mapping)\n",
+                     p.first_touch_bytes_per_s / 1e9);
       if (p.nvme)
         std::fprintf(stderr, "  nvme: alpha %.1f us, reads %.3f GB/s, writes %.3f GB/s a rank\n", p.nvme->alpha_s * 1e6,
                      p.nvme->read_bytes_per_s / 1e9, p.nvme->write_bytes_per_s / 1e9);

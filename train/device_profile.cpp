@@ -86,6 +86,7 @@ DeviceProfile device_profile_from_json(const nlohmann::json& j, const std::strin
   p.compute_pace = j.contains("compute_pace") ? number(j, "compute_pace", what) : 1.0;
   if (p.compute_pace <= 0 || p.compute_pace > 1)
     ZT_THROW(what, ": 'compute_pace' is ", p.compute_pace, " (expected a pace in (0, 1])");
+  p.first_touch_bytes_per_s = number(j, "first_touch_bytes_per_s", what, false);
   for (auto [field, rates] : {std::pair{"classes", &p.classes}, std::pair{"host_classes", &p.host_classes}}) {
     if (!j.contains(field)) continue;
     const nlohmann::json& cs = j.at(field);
@@ -178,6 +179,7 @@ nlohmann::json device_profile_json(const DeviceProfile& p) {
   if (p.device_memory_bytes > 0) j["device_memory_bytes"] = p.device_memory_bytes;
   if (p.host_memory_bytes > 0) j["host_memory_bytes"] = p.host_memory_bytes;
   if (p.host_shared) j["host_shared"] = true;
+  if (p.first_touch_bytes_per_s > 0) j["first_touch_bytes_per_s"] = p.first_touch_bytes_per_s;
   for (auto [field, rates] : {std::pair{"classes", &p.classes}, std::pair{"host_classes", &p.host_classes}}) {
     j[field] = nlohmann::json::object();
     for (int k = 0; k < kNumOpClasses; ++k)

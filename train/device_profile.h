@@ -99,6 +99,12 @@ struct DeviceProfile {
   // cores the kernels run on (a CPU rank whose MPI progress thread spins on them). zt-profile
   // measures it: a GEMM loop alone, then with an all-gather in flight beside it.
   double compute_pace = 1;
+  // The rate at which the kernel fills a fresh mapping at first touch, beyond the write itself
+  // (zeroing the pages, the faults): the model-state blocks the CPU allocator maps anew at every
+  // allocation (core/memory.h's cpu_maps: stage 3's gathered parameters, the gradients' buckets)
+  // cost bytes / this on the compute clock. 0: not charged (a GPU's caching allocator reuses its
+  // blocks). zt-profile measures it on a CPU device, every rank at once.
+  double first_touch_bytes_per_s = 0;
   std::array<std::optional<ClassRate>, kNumOpClasses> classes;
   std::array<std::optional<ClassRate>, kNumOpClasses> host_classes;  // the ops on the host tier
   std::optional<LinkCost> intra_node, inter_node;

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "core/check.h"
+#include "core/memory.h"  // defines: cpu_maps
 
 namespace zt {
 
@@ -69,6 +70,16 @@ class Timeline final : public DryRunObserver {
     span(TraceTrack::compute, op.row, t0, t_);
     out_.compute_s[static_cast<int>(op.cls)] += t_ - t0;  // slowed by communication beside it
     out_.flops += op.flops;
+  }
+
+  void on_alloc(size_t bytes, Category c, bool /*host*/) override {
+    if (p_.first_touch_bytes_per_s <= 0 || !cpu_maps(bytes, c)) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!on_) return;
+    const double t0 = t_;
+    compute(static_cast<double>(bytes) / p_.first_touch_bytes_per_s);
+    span(TraceTrack::compute, "first touch", t0, t_);
+    out_.first_touch_s += t_ - t0;
   }
 
   int64_t issued(const SimulatedCollective& c) override {

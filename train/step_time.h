@@ -36,6 +36,10 @@
 //     rank of the machine computing at once, and one GEMM loop beside one all-gather);
 //   - host-side time outside the backend's ops (autograd's bookkeeping, the engine's logic) is in
 //     each class's overhead_s only;
+//   - a block the CPU allocator maps anew (core/memory.h's cpu_maps) is filled by the kernel at
+//     its first touch: charged on the compute clock when it is allocated, at the profile's
+//     first_touch_bytes_per_s, though the touch may come on the communication thread (a gathered
+//     parameter's buffer); on a rank sharing its core, either way the step pays it;
 //   - the NVMe tier: one IO queue per rank in issue order (its IO thread), each request alpha + bytes /
 //     rate from the profile (measured with the node's ranks swapping at once), beside compute and
 //     communication; a wait on a request that has not ended is exposed IO (exposed_nvme_s).
@@ -82,6 +86,7 @@ struct StepTime {
   std::array<double, 2> exposed_s{};              // the same waits by link class (intra, inter)
   std::array<double, 2> nvme_s{};                 // the IO queue's busy time: reads, writes
   double exposed_nvme_s = 0;                      // compute waiting on the swap files
+  double first_touch_s = 0;  // fresh mappings filled by the kernel (DeviceProfile::first_touch_bytes_per_s)
   double flops = 0;                               // the step's arithmetic on this rank (recomputation included)
   // This rank's share of the job's tokens per step: micro-batch x sequence x accumulation, over
   // the tensor x sequence ranks that share them (the whole of them without a grid).
