@@ -209,6 +209,9 @@ TEST_CASE("a block the CPU allocator maps anew costs its first touch, at the pro
   CHECK(paid3.first_touch_s >= Approx(12 * unit_bytes / 1e9));
   CHECK(paid3.step_s > free3.step_s);
   CHECK(paid3.step_s <= free3.step_s + paid3.first_touch_s + 1e-9);
+  // the compute clock: the ops, the waits and the fills
+  CHECK(paid3.forward_s + paid3.backward_s + paid3.optimizer_s ==
+        Approx(paid3.compute_total() + paid3.exposed_total() + paid3.first_touch_s));
   // stage 0 on one rank keeps its gradients from step to step: its steady step maps nothing anew
   CHECK(simulate_step_time(mini(1, 0), cpu).first_touch_s == 0);
 }
