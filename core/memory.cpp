@@ -1,7 +1,6 @@
 // defines: category_name, format_bytes, MemoryStats (total, to_string), Allocator (stats, reset_peaks,
 //          set_limit, account_alloc, account_free), CpuAllocator (CpuAllocator, allocate, deallocate),
-//          cpu_maps, cpu_allocator, host_allocator (core/memory.h); file-local: keep_freed_heap,
-//          map_huge
+//          cpu_maps, cpu_allocator, host_allocator (core/memory.h); file-local: keep_freed_heap
 #include "core/memory.h"
 
 #include <malloc.h>
@@ -109,21 +108,6 @@ bool keep_freed_heap() {
 #endif
   return true;
 }
-
-// `len` bytes (whole huge pages) of fresh memory starting on a huge page: mapped with one huge page
-// to spare, then the unaligned head and the spare tail unmapped. nullptr when refused.
-void* map_huge(size_t len) {
-  const size_t spare = len + kHugePageBytes;
-  void* raw = mmap(nullptr, spare, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  const uintptr_t r = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t a = (r + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-  if (a > r) munmap(raw, a - r);
-  if (r + spare > a + len) munmap(reinterpret_cast<void*>(a + len), r + spare - (a + len));
-  void* p = reinterpret_cast<void*>(a);
-  (void)madvise(p, len, MADV_HUGEPAGE);  // a hint: refused where THP is off, harmless
-  return p;
-}
 }  // namespace
 
 CpuAllocator::CpuAllocator(const char* name, size_t alignment) : name_(name), alignment_(alignment) {
@@ -137,8 +121,10 @@ void* CpuAllocator::allocate(size_t bytes, Category c) {
   if (bytes == 0) return nullptr;
   const size_t rounded = (bytes + alignment_ - 1) / alignment_ * alignment_;
   void* p = nullptr;
-  if (cpu_maps(rounded, c)) {  // aligned to 2 MiB, which covers any alignment_ up to 4096
-    p = map_huge(cpu_map_length(rounded));
+  if (cpu_maps(rounded, c)) {  // page-aligned, which covers any alignment_ up to 4096
+    p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) p = nullptr;
+    else (void)madvise(p, rounded, MADV_HUGEPAGE);  // a hint: refused where THP is off, harmless
   } else {
     p = std::aligned_alloc(alignment_, rounded);
   }
@@ -152,7 +138,7 @@ void* CpuAllocator::allocate(size_t bytes, Category c) {
 
 void CpuAllocator::deallocate(void* p, size_t bytes, Category c) {
   const size_t rounded = (bytes + alignment_ - 1) / alignment_ * alignment_;
-  if (p && cpu_maps(rounded, c)) munmap(p, cpu_map_length(rounded));
+  if (p && cpu_maps(rounded, c)) munmap(p, rounded);
   else std::free(p);
   account_free(bytes, c);
 }

@@ -80,10 +80,7 @@ class Allocator {
 // needed):
 //   - model states and their collectives (params, grads, optim, comm) of kMapBytes and more: the
 //     operating system directly (mmap / munmap, asking for transparent huge pages with
-//     madvise(MADV_HUGEPAGE)), each block whole huge pages: its start aligned to 2 MiB and its
-//     length rounded up to them (cpu_map_length), so that the kernel fills it a 2 MiB page at a
-//     time. A 6.8 MiB block mapped where mmap chose had ~1 MiB of 4 KiB pages at its ends, ~260
-//     page faults each time (stage 3 gathers every layer twice a step). These are unit-sized and ZeRO frees them a unit at a time (stage
+//     madvise(MADV_HUGEPAGE)). These are unit-sized and ZeRO frees them a unit at a time (stage
 //     3's gathered parameters and full gradients, every step); returned at once, the process's
 //     resident memory follows this allocator's count instead of the C library's high-water mark.
 //     Measured on gpt2-124m, 4 ranks, stage 3 (bench/results/rss.md): glibc kept ~300 MiB per
@@ -119,9 +116,6 @@ class CpuAllocator final : public Allocator {
 // of its own (the first path above): a fresh one at every allocation, zero-filled by the kernel at
 // first touch. The step simulator charges that fill (train/step_time.h).
 bool cpu_maps(size_t bytes, Category c);
-// The length of such a mapping: `bytes` rounded up to whole huge pages (2 MiB).
-inline constexpr size_t kHugePageBytes = size_t{2} << 20;
-inline size_t cpu_map_length(size_t bytes) { return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes; }
 
 // The process-wide CPU allocator (one of the two kinds of global state the architecture allows).
 CpuAllocator& cpu_allocator();

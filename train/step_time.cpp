@@ -9,7 +9,7 @@
 #include <numeric>
 
 #include "core/check.h"
-#include "core/memory.h"  // defines: cpu_maps, cpu_map_length
+#include "core/memory.h"  // defines: cpu_maps
 
 namespace zt {
 
@@ -77,7 +77,7 @@ class Timeline final : public DryRunObserver {
     std::lock_guard<std::mutex> lock(mu_);
     if (!on_) return;
     const double t0 = t_;
-    compute(static_cast<double>(cpu_map_length(bytes)) / p_.first_touch_bytes_per_s);
+    compute(static_cast<double>(bytes) / p_.first_touch_bytes_per_s);
     span(TraceTrack::compute, "first touch", t0, t_);
     out_.first_touch_s += t_ - t0;
   }
