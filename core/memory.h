@@ -95,7 +95,7 @@ class Allocator {
 // glibc (mallopt) to keep what is freed: blocks under 32 MiB (its largest heap threshold) come from
 // its heap from the first step on, and the heap's free top is never given back (M_TRIM_THRESHOLD
 // -1). Left to its defaults, glibc trimmed the top after each step's activations were freed and
-// the next step faulted them in again: ~6k page faults a gpt-mini step, ~3% of its time (1 rank,
+// the next step faulted them in again: ~6k page faults a gpt-mini step, ~2% of its time (1 rank,
 // 2-core VM, A/B). The cost is PyTorch's CUDA caching allocator's: the process keeps the
 // activations' high-water mark resident between steps, which every step reaches again anyway.
 class CpuAllocator final : public Allocator {
