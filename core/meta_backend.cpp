@@ -45,7 +45,7 @@ const char* op_class_name(OpClass c) {
 void* MetaAllocator::allocate(size_t bytes, Category c) {
   account_alloc(bytes, c);  // the cap, if any, throws here exactly as the real allocator's
   if (bytes == 0) return nullptr;
-  if (observer_) observer_->on_alloc(bytes, c, host_);
+  if (observer_) observer_->on_alloc(bytes, c);
   void* p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
     account_free(bytes, c);

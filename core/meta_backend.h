@@ -83,10 +83,10 @@ class MetaOpObserver {
   // Called before the row runs, on the thread that runs it: the training thread, and the worker
   // that copies activation checkpoints to the host (an observer that keeps state locks it).
   virtual void on_op(const MetaOpRecord& op) = 0;
-  // Called for every block either allocator hands out (`host`: the host tier's), on the thread
-  // that asks for it. What the real allocator would do with it (a fresh mapping the kernel fills
-  // at first touch: core/memory.h's cpu_maps) is the observer's to cost.
-  virtual void on_alloc(size_t /*bytes*/, Category /*c*/, bool /*host*/) {}
+  // Called for every block either allocator hands out (the device's and the host tier's), on the
+  // thread that asks for it. What the real allocator would do with it (a fresh mapping the kernel
+  // fills at first touch: core/memory.h's cpu_maps) is the observer's to cost.
+  virtual void on_alloc(size_t /*bytes*/, Category /*c*/) {}
 };
 
 // Counts like the allocator it stands for (core/memory.h's Allocator: per category, peaks, the
@@ -98,16 +98,12 @@ class MetaAllocator final : public Allocator {
   void deallocate(void* p, size_t bytes, Category c) override;
   const char* name() const override { return name_; }
   Device device() const override { return device_; }
-  void set_observer(MetaOpObserver* o, bool host) {
-    observer_ = o;
-    host_ = host;
-  }
+  void set_observer(MetaOpObserver* o) { observer_ = o; }
 
  private:
   const char* name_;
   Device device_;
   MetaOpObserver* observer_ = nullptr;
-  bool host_ = false;  // the host tier's allocator
 };
 
 class MetaBackend final : public Backend {
@@ -127,8 +123,8 @@ class MetaBackend final : public Backend {
   // Told of every row this backend runs (null: nobody; the dry run's step simulator sets one).
   void set_observer(MetaOpObserver* o) {
     observer_ = o;
-    alloc_.set_observer(o, false);
-    host_alloc_.set_observer(o, true);
+    alloc_.set_observer(o);
+    host_alloc_.set_observer(o);
   }
   MetaOpObserver* observer() const { return observer_; }
 

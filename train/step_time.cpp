@@ -72,7 +72,7 @@ class Timeline final : public DryRunObserver {
     out_.flops += op.flops;
   }
 
-  void on_alloc(size_t bytes, Category c, bool /*host*/) override {
+  void on_alloc(size_t bytes, Category c) override {
     if (p_.first_touch_bytes_per_s <= 0 || !cpu_maps(bytes, c)) return;
     std::lock_guard<std::mutex> lock(mu_);
     if (!on_) return;
