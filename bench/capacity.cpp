@@ -49,8 +49,12 @@
 // on the meta device, what zt-estimate --model prints), whose peaks should be the measured ones
 // to the byte: both go through the same allocators' accounting. bench/capacity.sh turns them into
 // bench/results/capacity.md.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -60,12 +64,10 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-#include <nlohmann/json.hpp>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <tuple>
 
 #include "bench/bench_util.h"        // defines: bench::median, bench::loadavg
 #include "core/memory.h"             // defines: OutOfMemory, default_allocator, host_allocator
@@ -241,15 +243,22 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
     host_allocator().reset_peaks();
     phase = "train";
     std::vector<double> ms, losses;
+    std::array<std::vector<double>, 3> phase_ms;  // forward (with the batch), backward, optimizer step
     Tensor idx, targets;
     for (int s = 0; s < steps; ++s) {
       g.barrier();
       const auto t0 = Clock::now();
       loader.next_batch(idx, targets);
       Var loss = engine->forward(idx, targets);
+      const auto t1 = Clock::now();
       engine->backward(loss);
+      const auto t2 = Clock::now();
       const StepResult res = engine->step(1e-3);
-      ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      const auto t3 = Clock::now();
+      ms.push_back(std::chrono::duration<double, std::milli>(t3 - t0).count());
+      if (s > 0)  // step 1 records the order
+        for (auto [k, a, b] : {std::tuple{0, t0, t1}, std::tuple{1, t1, t2}, std::tuple{2, t2, t3}})
+          phase_ms[k].push_back(std::chrono::duration<double, std::milli>(b - a).count());
       losses.push_back(res.loss);
       if (!std::isfinite(res.loss)) ZT_THROW("step ", s + 1, ": loss is ", res.loss);
     }
@@ -258,6 +267,9 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
     r["fits"] = true;
     r["step_ms"] = ms;
     r["step_ms_median"] = median(timed);
+    if (!phase_ms[0].empty())
+      r["phase_ms_median"] = {
+          {"forward", median(phase_ms[0])}, {"backward", median(phase_ms[1])}, {"optimizer", median(phase_ms[2])}};
     r["losses"] = losses;
     r["train"] = {{"device", memory_stats_json(m.measured)},
                   {"host", memory_stats_json(m.host)},
@@ -276,6 +288,8 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
       r["predicted_step_ms"] = st.step_s * 1e3;
       r["predicted_nvme_ms"] = (st.nvme_s[0] + st.nvme_s[1]) * 1e3;
       r["predicted_exposed_nvme_ms"] = st.exposed_nvme_s * 1e3;
+      r["predicted_phase_ms"] = {
+          {"forward", st.forward_s * 1e3}, {"backward", st.backward_s * 1e3}, {"optimizer", st.optimizer_s * 1e3}};
     }
     write(r);
     finalize_process_group();

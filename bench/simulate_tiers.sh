@@ -50,7 +50,8 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 print(json.dumps({"ranks": int(sys.argv[2]), "tier": sys.argv[3], "layers": int(sys.argv[4]),
                   "predicted_ms": r["predicted_step_ms"], "measured_ms": r["step_ms_median"],
-                  "nvme_busy_ms": r["predicted_nvme_ms"], "nvme_exposed_ms": r["predicted_exposed_nvme_ms"]}))
+                  "nvme_busy_ms": r["predicted_nvme_ms"], "nvme_exposed_ms": r["predicted_exposed_nvme_ms"],
+                  "measured_phase_ms": r["phase_ms_median"], "predicted_phase_ms": r["predicted_phase_ms"]}))
 PY
       python3 - "$tmp/rows.jsonl" <<'PY'
 import json, sys
