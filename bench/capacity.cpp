@@ -67,7 +67,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-#include <tuple>
 
 #include "bench/bench_util.h"        // defines: bench::median, bench::loadavg
 #include "core/memory.h"             // defines: OutOfMemory, default_allocator, host_allocator
@@ -255,10 +254,15 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
       const auto t2 = Clock::now();
       const StepResult res = engine->step(1e-3);
       const auto t3 = Clock::now();
-      ms.push_back(std::chrono::duration<double, std::milli>(t3 - t0).count());
-      if (s > 0)  // step 1 records the order
-        for (auto [k, a, b] : {std::tuple{0, t0, t1}, std::tuple{1, t1, t2}, std::tuple{2, t2, t3}})
-          phase_ms[k].push_back(std::chrono::duration<double, std::milli>(b - a).count());
+      auto ms_between = [](Clock::time_point a, Clock::time_point b) {
+        return std::chrono::duration<double, std::milli>(b - a).count();
+      };
+      ms.push_back(ms_between(t0, t3));
+      if (s > 0) {  // step 1 records the order
+        phase_ms[0].push_back(ms_between(t0, t1));
+        phase_ms[1].push_back(ms_between(t1, t2));
+        phase_ms[2].push_back(ms_between(t2, t3));
+      }
       losses.push_back(res.loss);
       if (!std::isfinite(res.loss)) ZT_THROW("step ", s + 1, ": loss is ", res.loss);
     }

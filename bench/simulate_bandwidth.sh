@@ -96,13 +96,7 @@ done
 python3 - "$tmp/rows.jsonl" "$MEASURED" "$LAYOUT" "$tmp" <<'PY'
 import json, sys, collections
 rows = [json.loads(l) for l in open(sys.argv[1])]
-def json_values(text):  # bench/simulate.sh's --json: one object after another (JSON lines, or each indented)
-    dec, at, out = json.JSONDecoder(), 0, []
-    while (at := len(text) - len(text[at:].lstrip())) < len(text):
-        v, at = dec.raw_decode(text, at)
-        out += v if isinstance(v, list) else [v]
-    return out
-measured = json_values(open(sys.argv[2]).read()) if sys.argv[2] and __import__("os").path.exists(sys.argv[2]) else []
+measured = [json.loads(l) for l in open(sys.argv[2]) if l.strip()] if sys.argv[2] and __import__("os").path.exists(sys.argv[2]) else []
 layout, out = sys.argv[3], sys.argv[4]
 names = {"s0": "stage 0", "s1": "stage 1", "s2": "stage 2", "s3": "stage 3", "all": "stage 3 + ZeRO++"}
 pred = collections.defaultdict(dict)
