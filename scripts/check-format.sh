@@ -30,5 +30,5 @@ fi
 echo "$out"
 echo "[format] FAIL: changed lines since $base not formatted as .clang-format says, in:" >&2
 grep -E '^\+\+\+ b/' <<<"$out" | sed 's|^+++ b/|  |' >&2
-echo "[format] fix: git clang-format $base (formats only the changed lines), then commit" >&2
+echo "[format] fix: git clang-format --extensions h,cpp,cu $base (formats only the changed C++ lines; without --extensions it also reflows changed .json files), then commit" >&2
 exit 1
