@@ -292,6 +292,7 @@ int run_trial(const Tier& t, const FamilyShape& sh, int64_t layers, int64_t cap,
       r["predicted_step_ms"] = st.step_s * 1e3;
       r["predicted_nvme_ms"] = (st.nvme_s[0] + st.nvme_s[1]) * 1e3;
       r["predicted_exposed_nvme_ms"] = st.exposed_nvme_s * 1e3;
+      r["predicted_untimed_ms"] = st.untimed_s * 1e3;  // ops the profile did not time: at class rates
       for (int c = 0; c < kNumOpClasses; ++c)
         r["predicted_compute_ms"][op_class_name(static_cast<OpClass>(c))] = st.compute_s[c] * 1e3;
       r["predicted_phase_ms"] = {

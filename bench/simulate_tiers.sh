@@ -35,7 +35,7 @@ echo "|---:|---|---:|---:|---:|---:|---:|---:|"
 for N in 1 2; do
   if [ "$N" = 1 ]; then threads=$cores launch=(); else threads=1 launch=("${MPI[@]}" -x OMP_NUM_THREADS=1); fi
   OMP_NUM_THREADS=$threads "${launch[@]}" "$BUILD/zt-profile" --model "$tmp/model.json" -b 4 -t 64 --threads "$threads" \
-    --stages 3 --offload --activation-checkpointing --nvme-path "$NVME" --repeats "$REPEATS" -o "$tmp/profile$N.json" \
+    --stages 3 --offload --activation-checkpointing --cpu-checkpointing --nvme-path "$NVME" --repeats "$REPEATS" -o "$tmp/profile$N.json" \
     >/dev/null 2>"$tmp/profile.err" || { echo "bench/simulate_tiers.sh: zt-profile on $N rank(s) failed:" >&2; tail -20 "$tmp/profile.err" >&2; exit 1; }
   grep -E "nvme|link:|compute_pace" "$tmp/profile.err" | sed "s/^/  profile ($N rank(s)): /" >&2 || true
   for tier in stage3+cpu stage3+nvme; do
@@ -51,6 +51,7 @@ r = json.load(open(sys.argv[1]))
 print(json.dumps({"ranks": int(sys.argv[2]), "tier": sys.argv[3], "layers": int(sys.argv[4]),
                   "predicted_ms": r["predicted_step_ms"], "measured_ms": r["step_ms_median"],
                   "nvme_busy_ms": r["predicted_nvme_ms"], "nvme_exposed_ms": r["predicted_exposed_nvme_ms"],
+                  "untimed_ms": r["predicted_untimed_ms"],
                   "measured_phase_ms": r["phase_ms_median"], "predicted_phase_ms": r["predicted_phase_ms"]}))
 PY
       python3 - "$tmp/rows.jsonl" <<'PY'

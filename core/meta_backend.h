@@ -1,5 +1,5 @@
-// defines: OpClass, kNumOpClasses, op_class_name, MetaOpRecord, MetaOpObserver, MetaAllocator, MetaBackend,
-//          meta_backend — the meta device (PyTorch's meta device, and
+// defines: OpClass, kNumOpClasses, op_class_name, ReplayBuffers, MetaOpRecord, MetaOpObserver, MetaAllocator,
+//          MetaBackend, meta_backend — the meta device (PyTorch's meta device, and
 //          its FakeTensor): shapes and dtypes without bytes. Every op is checked and no arithmetic
 //          is done; every allocation is counted by category exactly as the real device counts it,
 //          and none is held.
@@ -36,7 +36,9 @@
 // garbage.
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
+#include <tuple>
 
 #include "core/backend.h"
 
@@ -48,6 +50,16 @@ namespace zt {
 enum class OpClass : uint8_t { gemm, attention, norm, loss, elementwise, optimizer, transfer };
 inline constexpr int kNumOpClasses = 7;
 const char* op_class_name(OpClass c);  // "gemm", ...
+
+// The real buffers a replay of several rows shares (MetaOpRecord::prepare), one per meta allocation
+// (its address, its bytes, the dtype it is viewed as): a row that reads what an earlier row of the
+// same replay wrote reads the same real bytes, as the step does, and finds them where the step finds
+// them (in the cache, when they were written just before). The meta allocations' addresses are
+// reused when freed ranges are handed out again, as the real heap reuses its freed blocks.
+struct ReplayBuffers {
+  std::map<std::tuple<const void*, size_t, DType>, Tensor> by_allocation;
+  int64_t max_bytes = int64_t{512} << 20;  // a larger allocation is not shared: each row gets its own
+};
 
 // One row as the meta device ran it: the outermost call only (a composite row's inner rows and
 // bfloat16's stand-in run are part of it, not reported apart).
@@ -73,8 +85,11 @@ struct MetaOpRecord {
   // The same row on a real backend: makes contiguous tensors of the same shapes and dtypes (filled
   // as core/meta_op_record.h's replay_fill_value says) on `be`'s device and returns a call that runs
   // the row on them with the same scalars, as often as it is called (zt-profile times the real
-  // kernels on the shapes of a real step).
-  std::function<std::function<void()>(Backend& be)> prepare;
+  // kernels on the shapes of a real step). With `shared`, a contiguous tensor argument is a view of
+  // its meta allocation's buffer there (made and filled at its first use), so the rows prepared
+  // with one ReplayBuffers pass their data along as the step does (core/meta_op_record.h's make
+  // says which rows keep buffers of their own); without, every argument is a buffer of its own.
+  std::function<std::function<void()>(Backend& be, ReplayBuffers* shared)> prepare;
 };
 
 class MetaOpObserver {

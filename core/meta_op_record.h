@@ -1,4 +1,4 @@
-// defines: MetaOp, Row, op_class, TensorSpec, spec, replay_fill_value, make, key_part, numel_of, flops_of,
+// defines: MetaOp, Row, op_class, TensorSpec, spec, replay_fill_value, make_filled, make, key_part, numel_of, flops_of,
 //          causal_attention, record_of — what each row of the meta device is, for the step
 //          simulator (train/step_time.h): its class, its arithmetic, its bytes, its key, and its
 //          replay on a real backend (core/meta_backend.h's MetaOpRecord). Included by
@@ -53,18 +53,31 @@ constexpr OpClass op_class(MetaOp op) {
   }
 }
 
-// A tensor argument as the replay remakes it: its shape and dtype (undefined stays undefined), and
+// A tensor argument as the replay remakes it: its shape and dtype (undefined stays undefined),
 // whether it is the row's host argument (copy_from_host's source, copy_to_host's destination: made
-// in the backend's pinned host memory).
+// in the backend's pinned host memory), and, for a contiguous one, where it lies in its meta
+// allocation (the key of the buffer a shared replay gives it: core/meta_backend.h's ReplayBuffers).
 struct TensorSpec {
   bool defined = false;
   Shape shape;
   DType dtype = DType::f32;
   bool host = false;
+  const void* allocation = nullptr;  // the meta storage's address; null: never shared
+  size_t allocation_bytes = 0;
+  int64_t offset = 0;  // in elements of dtype
 };
 template <class A> A spec(const A& a) { return a; }
-inline TensorSpec spec(const Tensor& t) { return t.defined() ? TensorSpec{true, t.shape(), t.dtype()} : TensorSpec{}; }
-template <class A> const A& make(Backend&, const A& a) { return a; }
+inline TensorSpec spec(const Tensor& t) {
+  if (!t.defined()) return {};
+  TensorSpec s{true, t.shape(), t.dtype()};
+  if (t.numel() > 0 && t.is_contiguous() && t.storage()->owned()) {
+    s.allocation = t.storage()->data();
+    s.allocation_bytes = t.storage()->bytes();
+    s.offset = t.offset();
+  }
+  return s;
+}
+template <class A> const A& make(Backend&, const A& a, ReplayBuffers*) { return a; }
 // The values it is filled with: 0.5 in a floating-point tensor, so that a kernel whose work depends
 // on its data takes its general path (a block of zeros quantizes without dividing or rounding: a
 // replay on zeros timed ZeRO++'s quantization at a quarter of its cost in training); 0 in an
@@ -72,13 +85,23 @@ template <class A> const A& make(Backend&, const A& a) { return a; }
 inline double replay_fill_value(DType t) {
   return t == DType::f32 || t == DType::f64 || t == DType::bf16 || t == DType::f16 ? 0.5 : 0.0;
 }
-inline Tensor make(Backend& be, const TensorSpec& s) {
-  if (!s.defined) return Tensor();
-  Tensor t = Tensor::empty(s.shape, s.dtype, Category::workspace, s.host ? be.host_allocator(true) : be.allocator());
+inline Tensor make_filled(Backend& be, const Shape& shape, DType dt, bool host) {
+  Tensor t = Tensor::empty(shape, dt, Category::workspace, host ? be.host_allocator(true) : be.allocator());
   if (t.numel() == 0) return t;
-  if (s.host) t.fill_(replay_fill_value(s.dtype));  // host memory: written by the CPU
-  else be.fill(t, replay_fill_value(s.dtype));
+  if (host) t.fill_(replay_fill_value(dt));  // host memory: written by the CPU
+  else be.fill(t, replay_fill_value(dt));
   return t;
+}
+// The argument's tensor: with `shared`, a view of its allocation's buffer there (the first use
+// makes the whole allocation's buffer, on its own device and tier, and fills it); else its own.
+inline Tensor make(Backend& be, const TensorSpec& s, ReplayBuffers* shared) {
+  if (!s.defined) return Tensor();
+  if (!shared || !s.allocation || s.allocation_bytes > static_cast<size_t>(shared->max_bytes))
+    return make_filled(be, s.shape, s.dtype, s.host);
+  Tensor& buffer = shared->by_allocation[{s.allocation, s.allocation_bytes, s.dtype}];
+  if (!buffer.defined())
+    buffer = make_filled(be, {static_cast<int64_t>(s.allocation_bytes / dtype_size(s.dtype))}, s.dtype, s.host);
+  return buffer.flat_view(s.offset, s.shape);
 }
 
 // The key's part of one argument: a tensor's dtype and shape, a number, a GEMM's shape; the
@@ -173,8 +196,13 @@ MetaOpRecord record_of(const char* name, R (Backend::*row)(P...), const A&... a)
   auto specs = std::make_tuple(spec(a)...);
   if constexpr (op == MetaOp::copy_from_host) std::get<1>(specs).host = true;
   if constexpr (op == MetaOp::copy_to_host) std::get<0>(specs).host = true;
-  r.prepare = [row, specs](Backend& be) -> std::function<void()> {
-    auto made = std::apply([&](const auto&... s) { return std::make_tuple(make(be, s)...); }, specs);
+  // Rows whose time depends on their values keep buffers of their own, filled as replay_fill_value
+  // says, where a shared replay would hand them whatever its rows left (a constant's layernorm is 0,
+  // and zeros quantize without dividing; a NaN ends all_finite's scan).
+  constexpr bool own = op == MetaOp::quantize || op == MetaOp::dequantize || op == MetaOp::all_finite;
+  r.prepare = [row, specs](Backend& be, ReplayBuffers* shared) -> std::function<void()> {
+    ReplayBuffers* s_or_none = own ? nullptr : shared;
+    auto made = std::apply([&](const auto&... s) { return std::make_tuple(make(be, s, s_or_none)...); }, specs);
     return [row, &be, made]() { std::apply([&](const auto&... t) { (be.*row)(t...); }, made); };
   };
   return r;

@@ -33,12 +33,14 @@ int64_t resident_bytes() {  // /proc/self/statm: size resident ... (pages)
   return resident * sysconf(_SC_PAGESIZE);
 }
 
+#ifdef ZT_HAVE_CUDA
 bool mapped(const std::string& needle) {
   std::ifstream f("/proc/self/maps");
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str().find(needle) != std::string::npos;
 }
+#endif
 
 }  // namespace
 

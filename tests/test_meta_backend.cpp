@@ -234,12 +234,12 @@ TEST_CASE("the replay fills floating-point tensors with 0.5 and integer ones wit
   // block of zeros quantizes without dividing or rounding (scale 0), at a quarter of its real cost.
   Backend& be = backend(Device::cpu());
   for (DType t : {DType::f32, DType::bf16, DType::f64}) {
-    const Tensor x = meta::make(be, meta::TensorSpec{true, {3, 5}, t});
+    const Tensor x = meta::make(be, meta::TensorSpec{true, {3, 5}, t}, nullptr);
     for (double v : x.to_vector()) CHECK(v == 0.5);
   }
   for (DType t : {DType::i32, DType::i64, DType::u8}) {
-    const Tensor x = meta::make(be, meta::TensorSpec{true, {7}, t});
+    const Tensor x = meta::make(be, meta::TensorSpec{true, {7}, t}, nullptr);
     for (double v : x.to_vector()) CHECK(v == 0);
   }
-  CHECK(!meta::make(be, meta::TensorSpec{}).defined());
+  CHECK(!meta::make(be, meta::TensorSpec{}, nullptr).defined());
 }

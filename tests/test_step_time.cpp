@@ -1,8 +1,8 @@
 // defines: the step simulator's tests — what the meta device tells of each op (flops against the
-//          standard 6 N D count, bytes, keys, the outermost row only, replay on the CPU), the
-//          collectives' costs by algorithm, the timeline's bookkeeping (every interval of the
-//          compute clock is an op, a wait or cores taken; overlap from the engine's order), the
-//          device profile's file and its errors.
+//          standard 6 N D count, bytes, keys, the outermost row only, replay on the CPU, alone and
+//          with the step's data flow), the collectives' costs by algorithm, the timeline's
+//          bookkeeping (every interval of the compute clock is an op, a wait or cores taken;
+//          overlap from the engine's order), the device profile's file and its errors.
 #include <catch2/catch.hpp>
 
 #include <omp.h>
@@ -65,12 +65,40 @@ TEST_CASE("the meta device reports each row once, with its flops, bytes and key"
   Allocator& cpu = backend(Device::cpu()).allocator();
   const int64_t before = cpu.stats().total();
   {
-    std::function<void()> run = rec.ops[0].prepare(backend(Device::cpu()));
+    std::function<void()> run = rec.ops[0].prepare(backend(Device::cpu()), nullptr);
     CHECK(cpu.stats().total() - before == rec.ops[0].bytes);
     run();
     run();
   }
   CHECK(cpu.stats().total() == before);
+}
+
+TEST_CASE("a shared replay passes each row's output to the rows that read it, as the step does", "[step_time]") {
+  Recorder rec;
+  MetaBackend& be = meta_backend();
+  be.set_observer(&rec);
+  Tensor x = meta({4, 8}), y = meta({4, 8});
+  be.fill(x, 2.0);
+  be.scale(y.flat_view(8, {3, 8}), x.flat_view(0, {3, 8}), 3.0);  // views: offsets into their allocations
+  be.set_observer(nullptr);
+  REQUIRE(rec.ops.size() == 2);
+
+  ReplayBuffers shared;
+  std::vector<std::function<void()>> runs;
+  for (const MetaOpRecord& op : rec.ops) runs.push_back(op.prepare(backend(Device::cpu()), &shared));
+  REQUIRE(shared.by_allocation.size() == 2);  // one buffer for x's allocation, one for y's
+  for (const std::function<void()>& run : runs) run();
+  const Tensor& yb = shared.by_allocation.at({y.storage()->data(), y.storage()->bytes(), DType::f32});
+  REQUIRE(yb.numel() == 32);
+  const std::vector<double> v = yb.to_vector();
+  for (int i = 0; i < 8; ++i) CHECK(v[i] == 0.5);   // not written: as made (the replay's fill)
+  for (int i = 8; i < 32; ++i) CHECK(v[i] == 6.0);  // 3 x the fill's 2, not 3 x 0.5
+
+  // An allocation larger than max_bytes is not shared: the rows get buffers of their own.
+  ReplayBuffers small;
+  small.max_bytes = 64;
+  for (const MetaOpRecord& op : rec.ops) op.prepare(backend(Device::cpu()), &small);
+  CHECK(small.by_allocation.empty());
 }
 
 TEST_CASE("a step's arithmetic is the standard count: 6 N per token for the matrices, 7 B T^2 C L for attention",
@@ -178,7 +206,11 @@ TEST_CASE("the timeline: overlap comes from the engine's order, and every interv
   Recorder rec;
   DryRunRequest r = nano(1, 0);
   DeviceProfile p = simple_profile();
-  const double before = simulate_step_time(r, p).step_s;
+  const StepTime all_rates = simulate_step_time(r, p);
+  const double before = all_rates.step_s;
+  CHECK(all_rates.ops > 0);
+  CHECK(all_rates.untimed_ops == all_rates.ops);  // no op in the profile: every one at its class's rate
+  CHECK(all_rates.untimed_s == Approx(all_rates.compute_total()));
   {
     meta_backend().set_observer(&rec);
     Tensor x = meta({32, 32}), w = meta({96, 32}), b = meta({96}), y = meta({32, 96});
@@ -186,7 +218,10 @@ TEST_CASE("the timeline: overlap comes from the engine's order, and every interv
     meta_backend().set_observer(nullptr);
   }
   p.ops[rec.ops.at(0).key] = p.op_seconds(rec.ops[0]) + 1.0;
-  CHECK(simulate_step_time(r, p).step_s == Approx(before + 2.0));  // one per layer
+  const StepTime timed = simulate_step_time(r, p);
+  CHECK(timed.step_s == Approx(before + 2.0));  // one per layer
+  CHECK(timed.untimed_ops == timed.ops - 2);    // the two timed ones are not at the class's rate
+  CHECK(timed.untimed_s == Approx(timed.compute_total() - 2 * p.ops[rec.ops[0].key]));
 }
 
 TEST_CASE("a block the CPU allocator maps anew costs its first touch, at the profile's rate", "[step_time]") {

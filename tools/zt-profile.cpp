@@ -92,11 +92,12 @@ class OpCollector final : public DryRunObserver {
   bool on_ = false;
 };
 
-// The step's ops timed in the step's order, each on buffers of its own, so that each finds the
-// caches as the step leaves them for it (a weight read once per step comes from memory, not from
-// the previous repeat of the same op): windows of ops up to kWindowBytes are made at once, run
-// once to warm up and then `repeats` times in order; every run of every occurrence of a key is one
-// sample of that key. A rank sharing its cores with others (the CPU target's ranks, each beside its
+// The step's ops timed in the step's order, with the step's data flow, so that each finds the
+// caches as the step leaves them for it: windows of ops up to kWindowBytes are made at once, their
+// tensors views of one buffer per meta allocation (core/meta_backend.h's ReplayBuffers: an op reads
+// what the op before it wrote, from the cache where the step finds it there; a weight read once per
+// step comes from memory, not from the previous repeat of the same op), run once to warm up and
+// then `repeats` times in order; every run of every occurrence of a key is one sample of that key. A rank sharing its cores with others (the CPU target's ranks, each beside its
 // communication thread) is preempted now and then in mid-op: an op's median drops those waits,
 // which the step pays. So each window is timed end to end too, and its ops' samples are scaled by
 // the window's median over the sum of their medians: the ops add up to what the window took (a
@@ -111,9 +112,11 @@ void time_in_order(const std::vector<MetaOpRecord>& seq, ProcessGroup& g, Backen
     size_t b = a;
     int64_t bytes = 0;
     std::vector<std::function<void()>> runs;
+    ReplayBuffers shared;
+    shared.max_bytes = kWindowBytes;
     while (b < seq.size() && (b == a || bytes + seq[b].bytes <= kWindowBytes)) {
       bytes += seq[b].bytes;
-      runs.push_back(seq[b].prepare(seq[b].host ? host : be));
+      runs.push_back(seq[b].prepare(seq[b].host ? host : be, &shared));
       ++b;
     }
     for (auto& r : runs) r();
@@ -360,7 +363,7 @@ int main(int argc, char** argv) {
   std::string device_text = "cpu", dist_text = "auto";
   int64_t batch = 1, seq_len = 0;
   int threads = omp_get_max_threads(), repeats = 5;
-  bool zeropp = false, ckpt = false, offload = false;
+  bool zeropp = false, ckpt = false, cpu_ckpt = false, offload = false;
   app.add_option("--model", model_name, "a named model config or a model config file (*.json)")->required();
   app.add_option("--out,-o", out_path, "the profile JSON to write (rank 0)")->required();
   app.add_option("--batch,-b", batch, "micro batch per rank")->capture_default_str();
@@ -376,6 +379,9 @@ int main(int argc, char** argv) {
       "--offload", offload,
       "also the ops of offload to the host (stage 2: the optimizer; stage 3: the optimizer and the parameters)");
   app.add_flag("--activation-checkpointing", ckpt, "the ops of a checkpointed step");
+  app.add_flag("--cpu-checkpointing", cpu_ckpt,
+               "with --activation-checkpointing: the checkpoints in host memory (DeepSpeed's "
+               "activation_checkpointing.cpu_checkpointing), so their copies to the host and back are timed");
   app.add_option("--threads", threads, "OpenMP threads per rank")->capture_default_str();
   app.add_option("--repeats", repeats, "timed runs per op and per link size (the median is kept)")
       ->capture_default_str();
@@ -390,6 +396,7 @@ int main(int argc, char** argv) {
   ProcessGroup& world = init_process_group();
   int rc = 0;
   try {
+    if (cpu_ckpt && !ckpt) ZT_THROW("--cpu-checkpointing needs --activation-checkpointing (the checkpoints it moves)");
     if (!(threads >= 1 && repeats >= 1 && batch >= 1 && seq_len >= 0))
       ZT_THROW("--threads ", threads, ", --repeats ", repeats, ", --batch ", batch, ", --seq-len ", seq_len,
                ": expected >= 1, >= 1, >= 1, >= 0");
@@ -429,6 +436,7 @@ int main(int argc, char** argv) {
         run.engine.zero.overlap_comm = default_overlap_comm(st);
         run.engine.train_micro_batch_size_per_gpu = batch;
         run.engine.activation_checkpointing = ckpt;
+        run.engine.cpu_checkpointing = cpu_ckpt;
         if (v == 1) {
           run.engine.zero.zero_quantized_weights = true;
           run.engine.zero.zero_quantized_gradients = true;

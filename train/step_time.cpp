@@ -69,6 +69,8 @@ class Timeline final : public DryRunObserver {
     compute(work);
     span(TraceTrack::compute, op.row, t0, t_);
     out_.compute_s[static_cast<int>(op.cls)] += t_ - t0;  // slowed by communication beside it
+    ++out_.ops;
+    if (!p_.ops.count(op.key)) ++out_.untimed_ops, out_.untimed_s += t_ - t0;
     out_.flops += op.flops;
   }
 

@@ -87,6 +87,10 @@ struct StepTime {
   std::array<double, 2> nvme_s{};                 // the IO queue's busy time: reads, writes
   double exposed_nvme_s = 0;                      // compute waiting on the swap files
   double first_touch_s = 0;  // fresh mappings filled by the kernel (DeviceProfile::first_touch_bytes_per_s)
+  // The ops the profile has no time of (not in DeviceProfile::ops: a datasheet profile's, or a
+  // shape zt-profile did not run), costed at their class's rate, and their share of compute_s.
+  int ops = 0, untimed_ops = 0;
+  double untimed_s = 0;
   double flops = 0;                               // the step's arithmetic on this rank (recomputation included)
   // This rank's share of the job's tokens per step: micro-batch x sequence x accumulation, over
   // the tensor x sequence ranks that share them (the whole of them without a grid).

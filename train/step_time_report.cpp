@@ -21,6 +21,9 @@ nlohmann::json step_time_json(const StepTime& t, const DeviceProfile& p, int wor
                       {"nvme_write_s", t.nvme_s[1]},
                       {"exposed_nvme_s", t.exposed_nvme_s},
                       {"first_touch_s", t.first_touch_s},
+                      {"ops", t.ops},
+                      {"untimed_ops", t.untimed_ops},
+                      {"untimed_s", t.untimed_s},
                       {"profile", p.name},
                       {"profile_source", p.source}};
   for (int c = 0; c < kNumOpClasses; ++c) j["compute_s"][op_class_name(static_cast<OpClass>(c))] = t.compute_s[c];
@@ -54,6 +57,9 @@ void print_step_time(const StepTime& t, const DeviceProfile& p, int world) {
     std::printf("  %-34s %10.2f ms: reads %.2f, writes %.2f; compute waited %.2f\n", "nvme (busy)",
                 ms(t.nvme_s[0] + t.nvme_s[1]), ms(t.nvme_s[0]), ms(t.nvme_s[1]), ms(t.exposed_nvme_s));
   if (t.first_touch_s > 0) std::printf("  %-34s %10.2f ms\n", "fresh mappings (first touch)", ms(t.first_touch_s));
+  if (t.untimed_ops > 0)
+    std::printf("  %-34s %10.2f ms: %d of the step's %d ops, not timed in the profile\n", "ops at their class's rate",
+                ms(t.untimed_s), t.untimed_ops, t.ops);
   std::printf("  %-34s %10.3f TFLOP/s per rank", "arithmetic", t.step_s > 0 ? t.flops / t.step_s / 1e12 : 0.0);
   if (p.peak_flops_per_s > 0 && t.step_s > 0)
     std::printf(" (MFU %.1f%%)", 100 * t.flops / t.step_s / p.peak_flops_per_s);
