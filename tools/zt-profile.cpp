@@ -10,11 +10,14 @@
 //          with --offload), on this rank of this
 //          job; every distinct op (core/meta_backend.h's MetaOpRecord: row, shapes, dtypes) is run
 //          on the real backend (--device) on tensors of its shapes (filled as core/meta_op_record.h's
-//          replay_fill_value says: 0.5, or 0 in an integer one), once to warm up
-//          and --repeats times timed; the median is the op's time. Every rank of the job times
-//          its ops at the same moment (a barrier first), so the times include what ranks sharing
-//          a machine cost each other, as they do in training. Each class's roofline rate is
-//          fitted to its own measured ops (the sum of their flops or bytes over the sum of times).
+//          replay_fill_value says: 0.5, or 0 in an integer one), in the step's order and with its
+//          data flow (time_in_order), once to warm up and --repeats times timed; the median is the
+//          op's time. With --activation-checkpointing the step recomputes, and with
+//          --cpu-checkpointing its checkpoints are copied to the host and back, as the job's are.
+//          Every rank of the job times its ops at the same moment (a barrier first), so the times
+//          include what ranks sharing a machine cost each other, as they do in training. Each
+//          class's roofline rate is fitted to its own measured ops (the sum of their flops or
+//          bytes over the sum of times).
 //          The ops on the host tier (--offload's optimizer step and its casts) run on the cpu
 //          backend, where the engine runs them, and are fitted apart (host_classes).
 //   links  under mpirun with 2 ranks or more: ring all-gathers of 1 KiB to 16 MiB per rank on the
@@ -97,11 +100,12 @@ class OpCollector final : public DryRunObserver {
 // tensors views of one buffer per meta allocation (core/meta_backend.h's ReplayBuffers: an op reads
 // what the op before it wrote, from the cache where the step finds it there; a weight read once per
 // step comes from memory, not from the previous repeat of the same op), run once to warm up and
-// then `repeats` times in order; every run of every occurrence of a key is one sample of that key. A rank sharing its cores with others (the CPU target's ranks, each beside its
-// communication thread) is preempted now and then in mid-op: an op's median drops those waits,
-// which the step pays. So each window is timed end to end too, and its ops' samples are scaled by
-// the window's median over the sum of their medians: the ops add up to what the window took (a
-// scale of about 1 where nothing shares the device).
+// then `repeats` times in order; every run of every occurrence of a key is one sample of that key.
+// A rank sharing its cores with others (the CPU target's ranks, each beside its communication
+// thread) is preempted now and then in mid-op: an op's median drops those waits, which the step
+// pays. So each window is timed end to end too, and its ops' samples are scaled by the window's
+// median over the sum of their medians: the ops add up to what the window took (a scale of about
+// 1 where nothing shares the device).
 constexpr int64_t kWindowBytes = int64_t{512} << 20;
 // An op on the host tier (MetaOpRecord::host: the offloaded optimizer's step) runs on the cpu
 // backend, where the engine runs it; the others on the device's.

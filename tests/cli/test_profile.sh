@@ -8,8 +8,11 @@
 #     same, --trace writes both ranks' compute and comm tracks; --cluster on a bundled datasheet
 #     profile with --nodes x --gpus-per-node; --compare (every ZeRO choice, fastest first, held
 #     against the profile's memory or --device-mib) with --tokens' cost; --fit with --time;
+#     on one rank with the checkpoints in host memory (--cpu-checkpointing), every op of that step is
+#     timed (none at a class's rate), and a datasheet profile's estimate says all are;
 #  3. what cannot be answered is refused by name: a missing profile file, a link the profile lacks,
-#     offload to nvme, --trace without --time, --time without --model, a bad --stages.
+#     offload to nvme, --trace without --time, --time without --model, a bad --stages,
+#     --cpu-checkpointing without --activation-checkpointing.
 source "$(dirname "$0")/common.sh"
 
 # The loaded link's bandwidth is fitted from all-gathers of growing sizes beside a GEMM loop; on a
@@ -152,6 +155,26 @@ expect_fail "--world-size against --nodes x --gpus-per-node" "--world-size 3 dis
   "$B/zt-estimate" --model gpt2-nano --world-size 3 --nodes 2 --gpus-per-node 2
 
 "$B/zt-profile" --model gpt2-nano -b 2 -t 16 --threads 1 --repeats 1 --stages 0 -o "$TMP/p1.json" 2>/dev/null
+# The checkpoints in host memory: their copies to the host and back are timed, so the same step
+# simulated on that profile has every op measured (none at a class's rate); on a datasheet profile
+# every op is at its class's rate, and the output says so.
+C=(--model gpt2-nano -b 2 -t 16 --threads 1 --activation-checkpointing --cpu-checkpointing)
+"$B/zt-profile" "${C[@]}" --repeats 1 --stages 3 -o "$TMP/p1c.json" 2>/dev/null
+"$B/zt-estimate" "${C[@]}" --stage 3 --time "$TMP/p1c.json" --json >"$TMP/ckpt.json"
+"$B/zt-estimate" "${C[@]}" --stage 3 --cluster "$S/configs/devices/h100-sxm.json" >"$TMP/ckpt-h100.txt"
+python3 - "$TMP/p1c.json" "$TMP/ckpt.json" "$TMP/ckpt-h100.txt" <<'PY' || exit 1
+import json, re, sys
+p, t, txt = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))[0]["time"], open(sys.argv[3]).read()
+assert any(k.startswith("copy_to_host ") for k in p["ops"]) and any(k.startswith("copy_from_host ") for k in p["ops"]), \
+    "no checkpoint copies among the ops"
+assert t["ops"] > 0 and t["untimed_ops"] == 0 and t["untimed_s"] == 0, t
+m = re.search(r"ops at their class's rate +[0-9.]+ ms: (\d+) of the step's (\d+) ops", txt)
+assert m and m.group(1) == m.group(2) == str(t["ops"]), txt
+print(f"ok: --cpu-checkpointing: the checkpoints' copies timed; {t['ops']} ops of the step measured, none at a class's "
+      f"rate (all {m.group(1)} on the datasheet profile)")
+PY
+expect_fail "--cpu-checkpointing without --activation-checkpointing" "--cpu-checkpointing needs --activation-checkpointing" \
+  "$B/zt-profile" --model gpt2-nano -b 2 -t 16 --cpu-checkpointing -o "$TMP/x.json"
 expect_fail "a profile file that is not there" "profile '$TMP/none.json'" \
   "$B/zt-estimate" "${E[@]}" --time "$TMP/none.json"
 expect_fail "a one-rank profile asked about 2 ranks" "has no intra-node link" \
