@@ -56,9 +56,13 @@ const char* op_class_name(OpClass c);  // "gemm", ...
 // same replay wrote reads the same real bytes, as the step does, and finds them where the step finds
 // them (in the cache, when they were written just before). The meta allocations' addresses are
 // reused when freed ranges are handed out again, as the real heap reuses its freed blocks.
+// A buffer is a whole allocation (a view into a flat buffer of parameters makes all of it), so
+// the buffers together are capped: an allocation that would take them past max_bytes is not
+// shared, and each row using it gets tensors of its own, as without sharing.
 struct ReplayBuffers {
   std::map<std::tuple<const void*, size_t, DType>, Tensor> by_allocation;
-  int64_t max_bytes = int64_t{512} << 20;  // a larger allocation is not shared: each row gets its own
+  int64_t max_bytes = int64_t{512} << 20;
+  int64_t bytes = 0;  // held in by_allocation
 };
 
 // One row as the meta device ran it: the outermost call only (a composite row's inner rows and

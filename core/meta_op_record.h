@@ -93,15 +93,22 @@ inline Tensor make_filled(Backend& be, const Shape& shape, DType dt, bool host) 
   return t;
 }
 // The argument's tensor: with `shared`, a view of its allocation's buffer there (the first use
-// makes the whole allocation's buffer, on its own device and tier, and fills it); else its own.
+// makes the whole allocation's buffer, on its own device and tier, and fills it, while the
+// buffers stay within shared->max_bytes); else its own.
 inline Tensor make(Backend& be, const TensorSpec& s, ReplayBuffers* shared) {
   if (!s.defined) return Tensor();
-  if (!shared || !s.allocation || s.allocation_bytes > static_cast<size_t>(shared->max_bytes))
-    return make_filled(be, s.shape, s.dtype, s.host);
-  Tensor& buffer = shared->by_allocation[{s.allocation, s.allocation_bytes, s.dtype}];
-  if (!buffer.defined())
-    buffer = make_filled(be, {static_cast<int64_t>(s.allocation_bytes / dtype_size(s.dtype))}, s.dtype, s.host);
-  return buffer.flat_view(s.offset, s.shape);
+  if (!shared || !s.allocation) return make_filled(be, s.shape, s.dtype, s.host);
+  const std::tuple<const void*, size_t, DType> key{s.allocation, s.allocation_bytes, s.dtype};
+  auto it = shared->by_allocation.find(key);
+  if (it == shared->by_allocation.end()) {
+    const int64_t bytes = static_cast<int64_t>(s.allocation_bytes);
+    if (shared->bytes + bytes > shared->max_bytes) return make_filled(be, s.shape, s.dtype, s.host);
+    it = shared->by_allocation
+             .emplace(key, make_filled(be, {bytes / static_cast<int64_t>(dtype_size(s.dtype))}, s.dtype, s.host))
+             .first;
+    shared->bytes += bytes;
+  }
+  return it->second.flat_view(s.offset, s.shape);
 }
 
 // The key's part of one argument: a tensor's dtype and shape, a number, a GEMM's shape; the

@@ -94,11 +94,17 @@ TEST_CASE("a shared replay passes each row's output to the rows that read it, as
   for (int i = 0; i < 8; ++i) CHECK(v[i] == 0.5);   // not written: as made (the replay's fill)
   for (int i = 8; i < 32; ++i) CHECK(v[i] == 6.0);  // 3 x the fill's 2, not 3 x 0.5
 
-  // An allocation larger than max_bytes is not shared: the rows get buffers of their own.
-  ReplayBuffers small;
-  small.max_bytes = 64;
-  for (const MetaOpRecord& op : rec.ops) op.prepare(backend(Device::cpu()), &small);
-  CHECK(small.by_allocation.empty());
+  CHECK(shared.bytes == 2 * 32 * 4);
+
+  // The buffers stay within max_bytes: an allocation that would pass it is not shared (its rows
+  // get buffers of their own).
+  for (int64_t cap : {64, 128}) {
+    ReplayBuffers small;
+    small.max_bytes = cap;
+    for (const MetaOpRecord& op : rec.ops) op.prepare(backend(Device::cpu()), &small);
+    CHECK(small.by_allocation.size() == static_cast<size_t>(cap / 128));  // x's 128 bytes fit in 128, not y's too
+    CHECK(small.bytes <= cap);
+  }
 }
 
 TEST_CASE("a step's arithmetic is the standard count: 6 N per token for the matrices, 7 B T^2 C L for attention",
