@@ -35,6 +35,7 @@
 // memory is committed, and host code that touches meta bytes faults at once instead of reading
 // garbage.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -61,8 +62,8 @@ const char* op_class_name(OpClass c);  // "gemm", ...
 // shared, and each row using it gets tensors of its own, as without sharing.
 struct ReplayBuffers {
   std::map<std::tuple<const void*, size_t, DType>, Tensor> by_allocation;
-  int64_t max_bytes = int64_t{512} << 20;
-  int64_t bytes = 0;  // held in by_allocation
+  int64_t max_bytes = INT64_MAX;  // zt-profile caps it at its replay window
+  int64_t bytes = 0;              // held in by_allocation
 };
 
 // One row as the meta device ran it: the outermost call only (a composite row's inner rows and

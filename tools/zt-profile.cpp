@@ -117,7 +117,7 @@ void time_in_order(const std::vector<MetaOpRecord>& seq, ProcessGroup& g, Backen
     int64_t bytes = 0;
     std::vector<std::function<void()>> runs;
     ReplayBuffers shared;
-    shared.max_bytes = kWindowBytes;
+    shared.max_bytes = kWindowBytes;  // the buffers of one window hold no more than its ops' bytes
     while (b < seq.size() && (b == a || bytes + seq[b].bytes <= kWindowBytes)) {
       bytes += seq[b].bytes;
       runs.push_back(seq[b].prepare(seq[b].host ? host : be, &shared));

@@ -10,8 +10,10 @@
 
 namespace zt {
 
-double DeviceProfile::op_seconds(const MetaOpRecord& op) const {
-  if (auto it = ops.find(op.key); it != ops.end()) return it->second;
+double DeviceProfile::op_seconds(const MetaOpRecord& op, bool* timed) const {
+  const auto it = ops.find(op.key);
+  if (timed) *timed = it != ops.end();
+  if (it != ops.end()) return it->second;
   const std::optional<ClassRate>& c = (op.host ? host_classes : classes)[static_cast<int>(op.cls)];
   if (!c)
     ZT_THROW("profile '", name, "': no ", op.host ? "host " : "", "rate for the op class '", op_class_name(op.cls),

@@ -113,8 +113,9 @@ struct DeviceProfile {
   std::map<std::string, std::string> sources;  // a field's path -> where its number comes from
 
   // The op's time: measured when its key is in `ops`, else its class's roofline (host_classes'
-  // for an op on the host tier). Throws naming the profile and the class when neither is there.
-  double op_seconds(const MetaOpRecord& op) const;
+  // for an op on the host tier); `timed`, when given, is told which. Throws naming the profile and
+  // the class when neither is there.
+  double op_seconds(const MetaOpRecord& op, bool* timed = nullptr) const;
   // The link of that class (0 intra-node, 1 inter-node); throws naming what is missing.
   const LinkCost& link(int inter) const;
   // The NVMe tier's costs; throws naming the profile when it has none.

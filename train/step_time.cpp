@@ -65,12 +65,13 @@ class Timeline final : public DryRunObserver {
   void on_op(const MetaOpRecord& op) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (!on_) return;
-    const double work = p_.op_seconds(op), t0 = t_;
+    bool timed = false;
+    const double work = p_.op_seconds(op, &timed), t0 = t_;
     compute(work);
     span(TraceTrack::compute, op.row, t0, t_);
     out_.compute_s[static_cast<int>(op.cls)] += t_ - t0;  // slowed by communication beside it
     ++out_.ops;
-    if (!p_.ops.count(op.key)) ++out_.untimed_ops, out_.untimed_s += t_ - t0;
+    if (!timed) ++out_.untimed_ops, out_.untimed_s += t_ - t0;
     out_.flops += op.flops;
   }
 
