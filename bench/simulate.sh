@@ -8,7 +8,8 @@
 #      to the host, stage 3 with the optimizer and the parameters offloaded; stage 3 with each of
 #      ZeRO++'s parts and all three; one rank runs s0 and the offload variants only) one zt-train
 #      run in the box (the median step time, steps after the first)
-#      and zt-estimate --time on the same config with that profile;
+#      and zt-estimate --time on the same config with that profile (the slower of the two ranks it
+#      simulates, rank 0 and the last: the step waits for the slowest);
 # and prints a markdown row per run: predicted, measured, predicted / measured, and the
 # simulator's breakdown (compute, communication busy, exposed). At the end, the median and the
 # largest |error| over the rows. JSON lines with every field go to --json.
@@ -63,7 +64,8 @@ import json, statistics, sys
 log, est, layout, link, v, out, errors = sys.argv[1:8]
 rows = [json.loads(l) for l in open(log)]
 measured = statistics.median(r["step_ms"] for r in rows[1:])
-t = json.load(open(est))[0]["time"]
+# the slowest simulated rank (rank 0 or the last): every rank waits for it at the step's collectives
+t = max((r["time"] for r in json.load(open(est))), key=lambda t: t["step_s"])
 pred = t["step_s"] * 1e3
 compute, comm = sum(t["compute_s"].values()) * 1e3, sum(t["comm_s"].values()) * 1e3
 exposed = (t["exposed_intra_node_s"] + t["exposed_inter_node_s"]) * 1e3

@@ -88,7 +88,8 @@ struct MetaOpRecord {
   // work. Two records with the same key do the same work.
   std::string key;
   // The same row on a real backend: makes contiguous tensors of the same shapes and dtypes (filled
-  // as core/meta_op_record.h's replay_fill_value says) on `be`'s device and returns a call that runs
+  // as core/meta_op_record.h's replay_fill_value says, or with values like a step's for the rows
+  // whose time depends on them: make_varied) on `be`'s device and returns a call that runs
   // the row on them with the same scalars, as often as it is called (zt-profile times the real
   // kernels on the shapes of a real step). With `shared`, a contiguous tensor argument is a view of
   // its meta allocation's buffer there (made and filled at its first use), so the rows prepared

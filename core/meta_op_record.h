@@ -1,4 +1,4 @@
-// defines: MetaOp, Row, op_class, TensorSpec, spec, replay_fill_value, make_filled, make, key_part, numel_of, flops_of,
+// defines: MetaOp, Row, op_class, TensorSpec, spec, replay_fill_value, make_filled, make_varied, make, key_part, numel_of, flops_of,
 //          causal_attention, record_of — what each row of the meta device is, for the step
 //          simulator (train/step_time.h): its class, its arithmetic, its bytes, its key, and its
 //          replay on a real backend (core/meta_backend.h's MetaOpRecord). Included by
@@ -13,6 +13,7 @@
 
 #include "core/backend.h"
 #include "core/meta_backend.h"
+#include "core/rng.h"
 
 namespace zt::meta {
 
@@ -90,6 +91,23 @@ inline Tensor make_filled(Backend& be, const Shape& shape, DType dt, bool host) 
   if (t.numel() == 0) return t;
   if (host) t.fill_(replay_fill_value(dt));  // host memory: written by the CPU
   else be.fill(t, replay_fill_value(dt));
+  return t;
+}
+// The same with values like a step's weights and gradients: N(0, 1) draws (a fixed seed), so
+// that a row whose time depends on its values takes every path it takes in training. A block of
+// normal values has one outlier for its scale and most values far below it: codes spread over the
+// whole range, and rounding takes each of its branches (on this CPU's quantize, the 4-bit
+// symmetric scheme takes 2.3x its time on constant 0.5s, DeepSpeed's scheme 1.3x). Floating-point
+// tensors of float32 and float64, which the rows that need it take (Rng's fill); others as above.
+inline Tensor make_varied(Backend& be, const Shape& shape, DType dt, bool host) {
+  if (dt != DType::f32 && dt != DType::f64) return make_filled(be, shape, dt, host);
+  Tensor h = Tensor::empty(shape, dt, Category::workspace, be.host_allocator(true));
+  if (h.numel() == 0) return h;
+  Rng(0x5eed).fill_normal(h, 0, 1);
+  if (host) return h;
+  Tensor t = Tensor::empty(shape, dt, Category::workspace, be.allocator());
+  be.copy_from_host(t, h);
+  be.synchronize();  // h is freed on return
   return t;
 }
 // The argument's tensor: with `shared`, a view of its allocation's buffer there (the first use
@@ -203,13 +221,17 @@ MetaOpRecord record_of(const char* name, R (Backend::*row)(P...), const A&... a)
   auto specs = std::make_tuple(spec(a)...);
   if constexpr (op == MetaOp::copy_from_host) std::get<1>(specs).host = true;
   if constexpr (op == MetaOp::copy_to_host) std::get<0>(specs).host = true;
-  // Rows whose time depends on their values keep buffers of their own, filled as replay_fill_value
-  // says, where a shared replay would hand them whatever its rows left (a constant's layernorm is 0,
-  // and zeros quantize without dividing; a NaN ends all_finite's scan).
+  // Rows whose time depends on their values keep buffers of their own, filled with values like a
+  // step's (make_varied), where a shared replay would hand them whatever its rows left (a
+  // constant's layernorm is 0, and zeros quantize without dividing; a NaN ends all_finite's scan).
   constexpr bool own = op == MetaOp::quantize || op == MetaOp::dequantize || op == MetaOp::all_finite;
   r.prepare = [row, specs](Backend& be, ReplayBuffers* shared) -> std::function<void()> {
-    ReplayBuffers* s_or_none = own ? nullptr : shared;
-    auto made = std::apply([&](const auto&... s) { return std::make_tuple(make(be, s, s_or_none)...); }, specs);
+    auto one = [&](const auto& s) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(s)>, TensorSpec>)
+        if (own) return s.defined ? make_varied(be, s.shape, s.dtype, s.host) : Tensor();
+      return make(be, s, shared);
+    };
+    auto made = std::apply([&](const auto&... s) { return std::make_tuple(one(s)...); }, specs);
     return [row, &be, made]() { std::apply([&](const auto&... t) { (be.*row)(t...); }, made); };
   };
   return r;

@@ -6,11 +6,14 @@
 
 #include <sys/mman.h>
 
+#include <cmath>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/backend.h"
+#include "core/kernels/quantize.h"  // defines: quantize_
 #include "core/meta_backend.h"
 #include "core/meta_op_record.h"  // defines: meta::make, meta::TensorSpec (the replay's tensors)
 #include "core/tensor.h"
@@ -242,4 +245,42 @@ TEST_CASE("the replay fills floating-point tensors with 0.5 and integer ones wit
     for (double v : x.to_vector()) CHECK(v == 0);
   }
   CHECK(!meta::make(be, meta::TensorSpec{}, nullptr).defined());
+}
+
+TEST_CASE("the quantization's rows are replayed on values like a step's, in buffers of their own", "[meta]") {
+  // A block of 0.5s is one code: the replay must spread its codes over the range as a weight's or
+  // a gradient's block does, or it times rounding on one path only.
+  Backend& be = backend(Device::cpu());
+  const int64_t n = 4096, block = 64;
+  const Tensor x = meta::make_varied(be, {n}, DType::f32, false);
+  const std::vector<double> v = x.to_vector();
+  double sum = 0, sq = 0;
+  for (double e : v) sum += e, sq += e * e;
+  CHECK(std::abs(sum / n) < 0.1);  // N(0, 1) draws
+  CHECK(std::sqrt(sq / n) == Approx(1).epsilon(0.1));
+  CHECK(meta::make_varied(be, {n}, DType::f32, false).to_vector() == v);  // the same draws each time
+  Tensor codes = Tensor::empty({n / 2}, DType::u8, Category::workspace);
+  Tensor scales = Tensor::empty({n / block}, DType::f32, Category::workspace);
+  quantize_(codes, scales, x, 4, block, QuantScheme::deepspeed);
+  std::set<int> seen;
+  for (double c : codes.to_vector()) seen.insert(static_cast<int>(c) & 0xf), seen.insert(static_cast<int>(c) >> 4);
+  CHECK(seen.size() == 16);                                                                         // every 4-bit code
+  CHECK(meta::make_varied(be, {3}, DType::i32, false).to_vector() == std::vector<double>(3, 0.0));  // integers: 0
+
+  // The recorded row keeps buffers of its own under a shared replay.
+  struct Recorder final : MetaOpObserver {
+    std::vector<MetaOpRecord> ops;
+    void on_op(const MetaOpRecord& op) override { ops.push_back(op); }
+  } rec;
+  MetaBackend& mb = meta_backend();
+  auto meta_tensor = [&](Shape s, DType t) { return Tensor::empty(s, t, Category::workspace, mb.allocator()); };
+  const Tensor mx = meta_tensor({n}, DType::f32), mc = meta_tensor({n / 2}, DType::u8),
+               ms = meta_tensor({n / block}, DType::f32);
+  mb.set_observer(&rec);
+  mb.quantize(mc, ms, mx, 4, block, QuantScheme::deepspeed);
+  mb.set_observer(nullptr);
+  REQUIRE(rec.ops.size() == 1);
+  ReplayBuffers shared;
+  rec.ops[0].prepare(be, &shared)();
+  CHECK(shared.by_allocation.empty());
 }

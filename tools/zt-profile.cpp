@@ -1,5 +1,5 @@
 // defines: main (zt-profile); file-local: Clock, median, OpCollector, kWindowBytes, time_in_order,
-//          fit_hop, RankBench, measure_link, measure_compute_pace, measure_first_touch,
+//          merge_ranks_ops, fit_hop, RankBench, measure_link, measure_compute_pace, measure_first_touch,
 //          measure_nvme, hostname
 //
 // zt-profile: what this machine's ops and links cost, written as a device profile
@@ -10,7 +10,8 @@
 //          with --offload), on this rank of this
 //          job; every distinct op (core/meta_backend.h's MetaOpRecord: row, shapes, dtypes) is run
 //          on the real backend (--device) on tensors of its shapes (filled as core/meta_op_record.h's
-//          replay_fill_value says: 0.5, or 0 in an integer one), in the step's order and with its
+//          replay_fill_value says: 0.5, or 0 in an integer one; the quantization's rows, whose
+//          time depends on their values, with normal draws: make_varied), in the step's order and with its
 //          data flow (time_in_order), once to warm up and --repeats times timed; the median is the
 //          op's time. With --activation-checkpointing the step recomputes, and with
 //          --cpu-checkpointing its checkpoints are copied to the host and back, as the job's are.
@@ -31,7 +32,8 @@
 //          once (measure_nvme): a request's alpha and the read and write rates.
 //
 // Run it the way the training will run: the same launcher, ranks, nodes, threads and device
-// (`mpirun -np 4 zt-profile ...`; on the cluster in a box, inside the box). Rank 0 writes --out.
+// (`mpirun -np 4 zt-profile ...`; on the cluster in a box, inside the box). Rank 0 writes --out,
+// with the op times of every rank (merge_ranks_ops).
 #include <omp.h>
 #include <unistd.h>
 
@@ -144,6 +146,28 @@ void time_in_order(const std::vector<MetaOpRecord>& seq, ProcessGroup& g, Backen
     for (size_t k = 0; k < runs.size(); ++k)
       for (double x : t[k]) samples[seq[a + k].key].push_back(x * scale);
     a = b;
+  }
+}
+
+// Every rank times its own step's ops (time_in_order), and the ranks' steps differ: the last
+// rank's shards are padded (zt-estimate simulates rank 0 and the last rank, train/dry_run.h). So
+// the profile holds the op times of every rank: each rank's map in turn, as JSON text, broadcast
+// over the world group (MPI, host memory), and rank 0 adds the keys it has not measured itself
+// (its own time stays for a key both have).
+void merge_ranks_ops(ProcessGroup& world, std::map<std::string, double>& ops) {
+  for (int r = 1; r < world.size(); ++r) {
+    const std::string text = world.rank() == r ? nlohmann::json(ops).dump() : std::string();
+    Tensor n = Tensor::zeros({1}, DType::f64, Category::comm, cpu_allocator());  // the length (exact in a double)
+    n.data<double>()[0] = static_cast<double>(text.size());
+    world.broadcast(n, r);
+    Tensor bytes = Tensor::zeros({static_cast<int64_t>(n.data<double>()[0])}, DType::u8, Category::comm,
+                                 cpu_allocator());
+    if (world.rank() == r) std::memcpy(bytes.data<uint8_t>(), text.data(), text.size());
+    world.broadcast(bytes, r);
+    if (world.rank() != 0) continue;
+    const char* b = reinterpret_cast<const char*>(bytes.data<uint8_t>());
+    const nlohmann::json theirs = nlohmann::json::parse(b, b + bytes.numel());
+    for (const auto& [key, t] : theirs.items()) ops.emplace(key, t.get<double>());
   }
 }
 
@@ -468,6 +492,7 @@ int main(int argc, char** argv) {
     g.barrier();
     for (const std::vector<MetaOpRecord>& seq : steps) time_in_order(seq, g, be, repeats, samples);
     for (auto& [key, v] : samples) p.ops[key] = median(v);
+    merge_ranks_ops(world, p.ops);  // the classes' rates below: this rank's own ops (`distinct`)
     // each class's rate: over the distinct ops of the class, their flops or bytes over their times
     std::map<std::string, const MetaOpRecord*> distinct;
     for (const std::vector<MetaOpRecord>& seq : steps)

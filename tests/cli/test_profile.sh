@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # zt-profile and zt-estimate --time, as a user runs them:
 #  1. zt-profile under mpirun (2 ranks) writes a profile: every op of the model's step timed (its
-#     key, a time > 0), each class's rate (the host tier's apart, with --offload), the intra-node
+#     key, a time > 0; both ranks' ops, ZeRO++'s with --zeropp), each class's rate (the host tier's apart, with --offload), the intra-node
 #     link's alpha and beta, compute_pace in [0, 1], the NVMe tier's rates (--nvme-path), and where
 #     the numbers come from;
 #  2. zt-estimate --time on it prints the simulated step (its parts add up), --json carries the
@@ -20,7 +20,7 @@ source "$(dirname "$0")/common.sh"
 # non-monotonic, which zt-profile refuses by name ("no bandwidth to fit"). That refusal, and only
 # it, is measured again (up to 3 runs); any other failure fails at once.
 for attempt in 1 2 3; do
-  if "${MPI[@]}" -np 2 "$B/zt-profile" --model gpt2-nano -b 2 -t 16 --threads 1 --repeats 2 --offload \
+  if "${MPI[@]}" -np 2 "$B/zt-profile" --model gpt2-nano -b 2 -t 16 --threads 1 --repeats 2 --offload --zeropp \
     --nvme-path "$TMP/nvme" -o "$TMP/p2.json" 2>"$TMP/prof.err"; then
     break
   fi
@@ -35,6 +35,7 @@ p = json.load(open(sys.argv[1]))
 assert p["ops"] and all(t > 0 for t in p["ops"].values()), "ops without a time"
 assert any(k.startswith("linear float32(32, ") for k in p["ops"]), "no linear at B x T = 32 rows among the ops"
 assert any(k.startswith("attention_packed ") for k in p["ops"]), "no attention among the ops"
+assert any(k.startswith("quantize ") for k in p["ops"]), "no quantization among the ops (--zeropp)"
 assert p["classes"]["gemm"]["flops_per_s"] > 0 and p["classes"]["optimizer"]["bytes_per_s"] > 0, p["classes"]
 l = p["links"]["intra_node"]
 assert l["bytes_per_s"] > 0 and l["alpha_s"] >= 0 and "inter_node" not in p["links"], p["links"]
@@ -82,12 +83,31 @@ for r in runs:
     assert t["step_s"] > 0 and abs(parts - busy) <= 1e-9 * t["step_s"], t
     assert t["comm_s"]["all_gather"] > 0 and t["comm_s"]["reduce_scatter"] > 0, t["comm_s"]
     assert abs(t["tokens_per_s"] - 2 * 32 / t["step_s"]) <= 1e-6 * t["tokens_per_s"], t
+    assert t["untimed_ops"] == 0, (r["rank"], t["untimed_ops"])  # both ranks' ops in the profile
 ev = [e for e in trace["traceEvents"] if e["ph"] == "X"]
 tracks = {(e["pid"], e["cat"]) for e in ev}
 assert tracks == {(0, "compute"), (0, "comm"), (1, "compute"), (1, "comm")}, tracks
 assert any(e["name"].startswith("all_gather") for e in ev), "no all-gather on the comm track"
 print(f"ok: zt-estimate --time: step {runs[0]['time']['step_s'] * 1e3:.2f} ms simulated on rank 0; "
       f"the trace has {len(ev)} spans on both ranks' compute and comm tracks")
+PY
+
+# qgZ alone (on one node: zero_quantized_gradients_one_node) on the --zeropp profile (qwZ and qgZ
+# together): its quantized reduce-scatter's every op timed, on both ranks.
+cat >"$TMP/qgz.json" <<'JSON'
+{"train_micro_batch_size_per_gpu": 2,
+ "zero_optimization": {"stage": 3, "zero_quantized_gradients": true, "zero_quantized_gradients_one_node": true}}
+JSON
+"$B/zt-estimate" "${E[@]}" --config "$TMP/qgz.json" --time "$TMP/p2.json" --json >"$TMP/qgz-est.json"
+python3 - "$TMP/qgz-est.json" <<'PY' || exit 1
+import json, sys
+runs = json.load(open(sys.argv[1]))
+for r in runs:
+    t = r["time"]
+    assert t["comm_s"]["all_to_all"] > 0, t["comm_s"]  # qgZ ran
+    assert t["untimed_ops"] == 0, (r["rank"], t["untimed_ops"], t["ops"])
+print(f"ok: qgZ alone on the --zeropp profile: all {runs[0]['time']['ops']} and {runs[1]['time']['ops']} ops of "
+      f"ranks 0 and 1 timed")
 PY
 
 # A bundled datasheet profile: 2 nodes x 2 GPUs, the ceiling at the peak above the simulated rate
