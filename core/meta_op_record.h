@@ -95,10 +95,11 @@ inline Tensor make_filled(Backend& be, const Shape& shape, DType dt, bool host) 
 }
 // The same with values like a step's weights and gradients: N(0, 1) draws (a fixed seed), so
 // that a row whose time depends on its values takes every path it takes in training. A block of
-// normal values has one outlier for its scale and most values far below it: codes spread over the
-// whole range, and rounding takes each of its branches (on this CPU's quantize, the 4-bit
-// symmetric scheme takes 2.3x its time on constant 0.5s, DeepSpeed's scheme 1.3x). Floating-point
-// tensors of float32 and float64, which the rows that need it take (Rng's fill); others as above.
+// 0.5s is one code, and its rounding takes one branch every time; a block of normal values has one
+// outlier for its scale and most values far below it, so its codes spread over the whole range and
+// rounding takes each of its branches (bench/results/simulate.md says what it changed). Floating-
+// point tensors of float32 and float64, which the rows that need it take (Rng's fill); others as
+// make_filled makes them.
 inline Tensor make_varied(Backend& be, const Shape& shape, DType dt, bool host) {
   if (dt != DType::f32 && dt != DType::f64) return make_filled(be, shape, dt, host);
   Tensor h = Tensor::empty(shape, dt, Category::workspace, be.host_allocator(true));
