@@ -181,7 +181,8 @@ TEST_CASE("stream load: consolidation holds one parameter at a time, and writes 
     for (Unit* u : m->units()) {
       const ParamSet& ps = u->params();
       const int64_t S = ps.padded_numel() / N;
-      shards.push_back({ps.unit_name(), ps.numel(), ps.padded_numel(), {{"param", ps.flat().flat_view(r * S, {S})}}});
+      shards.push_back(
+          {ps.unit_name(), ps.numel(), ps.padded_numel(), {{"param", ps.flat().flat_view(r * S, {S})}}, {}});
     }
     const nlohmann::json meta = {{"model", cfg}, {"units", units_meta(*m)}};
     save_sharded_checkpoint(g, (dir / "ck").string(), 7, meta, shards);
