@@ -228,9 +228,9 @@ MetaOpRecord record_of(const char* name, R (Backend::*row)(P...), const A&... a)
   constexpr bool own = op == MetaOp::quantize || op == MetaOp::dequantize || op == MetaOp::all_finite;
   r.prepare = [row, specs](Backend& be, ReplayBuffers* shared) -> std::function<void()> {
     auto one = [&](const auto& s) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(s)>, TensorSpec>)
-        if (own) return s.defined ? make_varied(be, s.shape, s.dtype, s.host) : Tensor();
-      return make(be, s, shared);
+      if constexpr (own && std::is_same_v<std::decay_t<decltype(s)>, TensorSpec>)
+        return s.defined ? make_varied(be, s.shape, s.dtype, s.host) : Tensor();
+      else return make(be, s, shared);
     };
     auto made = std::apply([&](const auto&... s) { return std::make_tuple(one(s)...); }, specs);
     return [row, &be, made]() { std::apply([&](const auto&... t) { (be.*row)(t...); }, made); };
