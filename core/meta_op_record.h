@@ -1,8 +1,9 @@
-// defines: MetaOp, Row, op_class, TensorSpec, spec, replay_fill_value, make_filled, make_varied, make, key_part, numel_of, flops_of,
-//          causal_attention, record_of — what each row of the meta device is, for the step
-//          simulator (train/step_time.h): its class, its arithmetic, its bytes, its key, and its
-//          replay on a real backend (core/meta_backend.h's MetaOpRecord). Included by
-//          core/meta_backend.cpp, which reports the outermost row of each op (and its test).
+// defines: MetaOp, Row, op_class, TensorSpec, spec, replay_fill_value, make_filled, make_varied, make,
+//          key_part, numel_of, flops_of, causal_attention, record_of — what each row of the meta
+//          device is, for the step simulator (train/step_time.h): its class, its arithmetic, its
+//          bytes, its key, and its replay on a real backend (core/meta_backend.h's MetaOpRecord).
+//          Included by core/meta_backend.cpp, which reports the outermost row of each op (and its
+//          test).
 #pragma once
 #include <algorithm>
 #include <functional>

@@ -11,8 +11,8 @@
 //          job; every distinct op (core/meta_backend.h's MetaOpRecord: row, shapes, dtypes) is run
 //          on the real backend (--device) on tensors of its shapes (filled as core/meta_op_record.h's
 //          replay_fill_value says: 0.5, or 0 in an integer one; the quantization's rows, whose
-//          time depends on their values, with normal draws: make_varied), in the step's order and with its
-//          data flow (time_in_order), once to warm up and --repeats times timed; the median is the
+//          time depends on their values, with normal draws: make_varied), in the step's order and
+//          with its data flow (time_in_order), once to warm up and --repeats times timed; the median is the
 //          op's time. With --activation-checkpointing the step recomputes, and with
 //          --cpu-checkpointing its checkpoints are copied to the host and back, as the job's are.
 //          Every rank of the job times its ops at the same moment (a barrier first), so the times

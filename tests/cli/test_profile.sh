@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # zt-profile and zt-estimate --time, as a user runs them:
 #  1. zt-profile under mpirun (2 ranks) writes a profile: every op of the model's step timed (its
-#     key, a time > 0; both ranks' ops, ZeRO++'s with --zeropp), each class's rate (the host tier's apart, with --offload), the intra-node
-#     link's alpha and beta, compute_pace in [0, 1], the NVMe tier's rates (--nvme-path), and where
-#     the numbers come from;
+#     key, a time > 0; both ranks' ops, ZeRO++'s with --zeropp), each class's rate (the host
+#     tier's apart, with --offload), the intra-node link's alpha and beta, compute_pace in
+#     [0, 1], the NVMe tier's rates (--nvme-path), and where the numbers come from;
 #  2. zt-estimate --time on it prints the simulated step (its parts add up), --json carries the
 #     same, --trace writes both ranks' compute and comm tracks; --cluster on a bundled datasheet
 #     profile with --nodes x --gpus-per-node; --compare (every ZeRO choice, fastest first, held
