@@ -15,7 +15,7 @@ ParamSet::ParamSet(std::string unit_name, DType dtype)
 int ParamSet::add(const std::string& name, const Shape& shape, bool decay) {
   ZT_CHECK(!finalized(), "ParamSet '", unit_name_, "': add('", name, "') after finalize()");
   ZT_CHECK(find(name) < 0, "ParamSet '", unit_name_, "': duplicate parameter '", name, "'");
-  ParamInfo p{name, shape, numel_, shape_numel(shape), decay};
+  ParamInfo p{name, shape, numel_, shape_numel(shape), decay, {}};
   numel_ += p.numel;
   infos_.push_back(std::move(p));
   return static_cast<int>(infos_.size()) - 1;

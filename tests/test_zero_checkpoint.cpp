@@ -158,7 +158,7 @@ struct Toy {
     std::vector<CheckpointShard> out;
     for (size_t u = 0; u < units.size(); ++u) {
       const int64_t P = padded(units[u].second, N), S = P / N;
-      CheckpointShard s{units[u].first, units[u].second, P, {}};
+      CheckpointShard s{units[u].first, units[u].second, P, {}, {}};
       for (size_t t = 0; t < kTensors.size(); ++t) {
         Tensor x = Tensor::zeros({S}, DType::f32, Category::optim);
         if (!zeros)
@@ -410,7 +410,7 @@ std::vector<CheckpointShard> model_shards(Model& m, int N, int r) {
       for (double& x : v) x /= 2;
       return v;
     }(), {S}));
-    out.push_back({ps.unit_name(), ps.numel(), ps.padded_numel(), {{"param", p}, {"exp_avg", half}}});
+    out.push_back({ps.unit_name(), ps.numel(), ps.padded_numel(), {{"param", p}, {"exp_avg", half}}, {}});
   }
   return out;
 }

@@ -141,14 +141,17 @@ TEST_CASE("defaults are DeepSpeed's", "[config]") {
   CHECK_FALSE(qgz_runs(q, 2));
   // DeepSpeed's exact tensors: 1-D ones, and sizes not a multiple of 2 x world; the others in
   // max(d0, d1, world) groups
-  const std::vector<ParamInfo> ps = {
-      {"w", {8, 6}, 0, 48}, {"b", {8}, 48, 8}, {"odd", {5, 3}, 56, 15}, {"w2", {4, 4}, 71, 16}};
+  const std::vector<ParamInfo> ps = {{"w", {8, 6}, 0, 48, true, {}},
+                                     {"b", {8}, 48, 8, true, {}},
+                                     {"odd", {5, 3}, 56, 15, true, {}},
+                                     {"w2", {4, 4}, 71, 16, true, {}}};
   const QgzLayout four = qgz_layout(ps, 4), three = qgz_layout(ps, 3);
   CHECK(four.exact == ExactRanges{{48, 56}, {56, 71}});  // 48, 16: multiples of 8
   CHECK(four.quantized == std::vector<QgzLayout::Run>{{0, 48, 6}, {71, 87, 4}});
   CHECK(three.exact == ExactRanges{{48, 56}, {56, 71}, {71, 87}});  // 16 is not a multiple of 6
   CHECK(three.quantized == std::vector<QgzLayout::Run>{{0, 48, 6}});
-  CHECK(qgz_layout({{"w", {2, 3, 8}, 0, 48}}, 12).quantized == std::vector<QgzLayout::Run>{{0, 48, 4}});  // world
+  CHECK(qgz_layout({{"w", {2, 3, 8}, 0, 48, true, {}}}, 12).quantized ==
+        std::vector<QgzLayout::Run>{{0, 48, 4}});  // world
   q.stage = 3;
   q.zero_quantized_gradients_format = "blocks";
   CHECK(qgz_summary(q, 2) == "qgZ int4 (blocks of 4096, float32 sums) across 2 nodes");

@@ -280,8 +280,11 @@ FileLayout layout_of(const ShardedMeta& m) {
   }
   for (const nlohmann::json& u : j.at("units")) {
     const std::string uw = where + " unit '" + u.at("name").get<std::string>() + "'";
-    FileLayout::U U{u.at("name").get<std::string>(), json_integer(u.at("numel"), uw + " numel", 0),
-                    json_integer(u.at("padded_numel"), uw + " padded_numel", 0), 0};
+    FileLayout::U U{u.at("name").get<std::string>(),
+                    json_integer(u.at("numel"), uw + " numel", 0),
+                    json_integer(u.at("padded_numel"), uw + " padded_numel", 0),
+                    0,
+                    {}};
     if (U.numel < 0 || U.numel > U.padded || U.padded % L.N != 0)
       ZT_THROW(where, " unit '", U.name, "' has numel ", U.numel, " and padded_numel ", U.padded, ", which world_size ",
                L.N, " cannot shard");

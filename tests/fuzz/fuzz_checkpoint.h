@@ -21,7 +21,7 @@ inline std::string write_toy_checkpoint(const std::string& root) {
   std::vector<CheckpointShard> shards;
   nlohmann::json layout = nlohmann::json::array();
   for (size_t u = 0; u < units.size(); ++u) {
-    CheckpointShard s{units[u].first, units[u].second, units[u].second, {}};
+    CheckpointShard s{units[u].first, units[u].second, units[u].second, {}, {}};
     for (const char* t : {"param", "exp_avg", "exp_avg_sq"}) {
       std::vector<double> v(static_cast<size_t>(s.numel));
       for (size_t i = 0; i < v.size(); ++i) v[i] = 0.001 * static_cast<double>(i) - static_cast<double>(u);

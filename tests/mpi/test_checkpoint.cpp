@@ -32,7 +32,7 @@ std::vector<CheckpointShard> shards(int N, int r, bool zeros) {
   std::vector<CheckpointShard> out;
   for (size_t u = 0; u < kUnits.size(); ++u) {
     const int64_t P = (kUnits[u].second + 16 * N - 1) / (16 * N) * (16 * N), S = P / N;
-    CheckpointShard s{kUnits[u].first, kUnits[u].second, P, {}};
+    CheckpointShard s{kUnits[u].first, kUnits[u].second, P, {}, {}};
     for (size_t t = 0; t < kTensors.size(); ++t) {
       Tensor x = Tensor::full({S}, zeros ? 42.0 : 0.0, DType::f32, Category::optim);
       if (!zeros)

@@ -30,7 +30,6 @@ const CudaDevice* find_device(int index) {
     if (d.index == index) return &d;
   return nullptr;
 }
-#endif
 
 // OpenMPI's (and MPICH's / Slurm's) local rank, 0 when run without a launcher.
 int local_rank() {
@@ -44,6 +43,7 @@ int local_size() {
     if (const char* v = std::getenv(var)) return std::max(1, std::atoi(v));
   return 1;
 }
+#endif
 
 }  // namespace
 
@@ -62,7 +62,6 @@ RunDevice select_run_device(const std::string& device_text, const std::string& d
     ZT_THROW("--dist: '", dist_text, "' is not a communication backend; expected auto, mpi or nccl");
   RunDevice rd;
   rd.group = &world;
-  const bool explicit_index = device_text.rfind("cuda:", 0) == 0;
   rd.device = parse_device(device_text, "--device");
   if (rd.device.is_cpu()) {
     if (dist_text == "nccl") ZT_THROW("--dist nccl needs --device cuda (NCCL moves GPU buffers)");
@@ -73,6 +72,7 @@ RunDevice select_run_device(const std::string& device_text, const std::string& d
            ": this build has no CUDA backend (configured without nvcc, or ZT_CUDA=OFF); "
            "rebuild on a machine with the CUDA toolkit, or use --device cpu");
 #else
+  const bool explicit_index = device_text.rfind("cuda:", 0) == 0;
   std::string reason;
   const auto& devs = cuda_devices(&reason);
   if (devs.empty()) ZT_THROW("--device ", device_text, ": no usable GPU on this machine (", reason, ")");
