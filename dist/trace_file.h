@@ -3,8 +3,8 @@
 // Collective: every rank of `g` calls it; rank 0 writes `path` atomically (path.tmp, fsync,
 // rename). The file is a JSON object {"traceEvents": [...], "displayTimeUnit": "ms",
 // "otherData": {...}} with each rank a process (pid = rank) — open it in https://ui.perfetto.dev
-// or chrome://tracing. Each rank's events travel to rank 0 as bytes through the group's
-// all-gather (in host memory, after training: not under --memory-limit-mib).
+// or chrome://tracing. Each rank's events travel to rank 0 as text (dist/gather_json.h: in host
+// memory, after training, not under --memory-limit-mib).
 #pragma once
 #include <string>
 

@@ -57,6 +57,7 @@
 #include "core/backend.h"
 #include "core/memory.h"  // defines: cpu_maps, cpu_allocator
 #include "core/meta_backend.h"
+#include "dist/gather_json.h"
 #include "models/model_config.h"
 #include "train/device_profile.h"
 #include "train/dry_run.h"
@@ -151,24 +152,13 @@ void time_in_order(const std::vector<MetaOpRecord>& seq, ProcessGroup& g, Backen
 
 // Every rank times its own step's ops (time_in_order), and the ranks' steps differ: the last
 // rank's shards are padded (zt-estimate simulates rank 0 and the last rank, train/dry_run.h). So
-// the profile holds the op times of every rank: each rank's map in turn, as JSON text, broadcast
-// over the world group (MPI, host memory), and rank 0 adds the keys it has not measured itself
-// (its own time stays for a key both have).
+// the profile holds the op times of every rank: each rank's map goes to rank 0
+// (dist/gather_json.h), which adds the keys it has not measured itself (its own time stays for a
+// key both have).
 void merge_ranks_ops(ProcessGroup& world, std::map<std::string, double>& ops) {
-  for (int r = 1; r < world.size(); ++r) {
-    const std::string text = world.rank() == r ? nlohmann::json(ops).dump() : std::string();
-    Tensor n = Tensor::zeros({1}, DType::f64, Category::comm, cpu_allocator());  // the length (exact in a double)
-    n.data<double>()[0] = static_cast<double>(text.size());
-    world.broadcast(n, r);
-    Tensor bytes = Tensor::zeros({static_cast<int64_t>(n.data<double>()[0])}, DType::u8, Category::comm,
-                                 cpu_allocator());
-    if (world.rank() == r) std::memcpy(bytes.data<uint8_t>(), text.data(), text.size());
-    world.broadcast(bytes, r);
-    if (world.rank() != 0) continue;
-    const char* b = reinterpret_cast<const char*>(bytes.data<uint8_t>());
-    const nlohmann::json theirs = nlohmann::json::parse(b, b + bytes.numel());
-    for (const auto& [key, t] : theirs.items()) ops.emplace(key, t.get<double>());
-  }
+  const std::vector<nlohmann::json> ranks = gather_json(world, ops, "zt-profile: the op times");
+  for (size_t r = 1; r < ranks.size(); ++r)
+    for (const auto& [key, t] : ranks[r].items()) ops.emplace(key, t.get<double>());
 }
 
 // alpha and beta of time = (N - 1) alpha + bytes / beta, least squares over (bytes, time); none
